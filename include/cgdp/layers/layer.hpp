@@ -1,0 +1,98 @@
+// Layer: the unit of a net. A non-virtual public forward()/backward() dispatches to the backend's
+// forward_cpu()/forward_cuda(); setup() validates bottoms, creates parameters and shapes tops.
+// Each concrete layer lives in one header + one .cpp (CPU) + one .cu (CUDA) named after it.
+#pragma once
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cgdp.pb.h"
+#include "cgdp/core/error.hpp"
+#include "cgdp/device/device.hpp"
+#include "cgdp/tensor/blob.hpp"
+
+namespace cgdp {
+
+enum class Phase { Train, Test };
+
+// What a layer needs at run time besides its blobs.
+struct RunContext {
+  Phase phase = Phase::Train;
+  Stream* stream = nullptr;   // compute stream: CUDA kernels launch here; CPU code already runs on it
+  uint64_t seed = 0;          // run seed: dropout masks derive from it
+  int64_t iteration = 0;      // solver iteration (dropout masks differ per iteration)
+  int64_t sample_offset = 0;  // global index of this batch's first sample in the iteration
+};
+
+using Rng = std::mt19937_64;
+
+template <typename T>
+class Layer {
+ public:
+  using Blobs = std::vector<std::unique_ptr<Blob<T>>>;
+
+  Layer(const proto::LayerParameter& param, Device& device) : param_(param), device_(&device) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const proto::LayerParameter& param() const { return param_; }
+  const std::string& name() const { return param_.name(); }
+  const std::string& type() const { return param_.type(); }
+  Device& device() const { return *device_; }
+
+  // Checks the number of bottoms and tops, creates and fills parameters, shapes the tops.
+  void setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng);
+  // Derives top shapes from bottom shapes (called again when the batch size changes).
+  virtual void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) = 0;
+
+  void forward(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top);
+  // Fills bottom diffs where propagate_down[i], and accumulates (+=) parameter diffs.
+  void backward(const RunContext& ctx, const BlobVec<T>& top,
+                const std::vector<bool>& propagate_down, const BlobVec<T>& bottom);
+
+  // Learnable parameters in Caffe's order (weights, then bias).
+  Blobs& params() { return params_; }
+  // Persistent non-learnable state, e.g. BatchNorm's running statistics.
+  Blobs& state() { return state_; }
+
+  // Accepted numbers of bottoms and tops; -1 means any.
+  virtual int min_bottoms() const { return 1; }
+  virtual int max_bottoms() const { return 1; }
+  virtual int min_tops() const { return 1; }
+  virtual int max_tops() const { return 1; }
+  // Loss layers produce a scalar in top[0] that the net sums, weighted by loss_weight.
+  virtual bool is_loss() const { return false; }
+  // False for inputs that have no gradient (labels).
+  virtual bool can_backward_to(int bottom_index) const { return true; }
+  // Layers like Input produce data from outside; the net does not call their forward.
+  virtual bool is_input() const { return false; }
+
+ protected:
+  virtual void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) {}
+  virtual void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom,
+                           const BlobVec<T>& top) = 0;
+  virtual void backward_cpu(const RunContext& ctx, const BlobVec<T>& top,
+                            const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) = 0;
+  virtual void forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top);
+  virtual void backward_cuda(const RunContext& ctx, const BlobVec<T>& top,
+                             const std::vector<bool>& propagate_down, const BlobVec<T>& bottom);
+
+  // Throws a ModelError that names this layer: "layer 'conv1' (Convolution): <what>".
+  [[noreturn]] void fail(const std::string& what) const;
+  // Adds a learnable parameter blob of the given shape (zeros) and returns it.
+  Blob<T>& add_param(const Shape& shape);
+  Blob<T>& add_state(const Shape& shape);
+
+  proto::LayerParameter param_;
+  Device* device_;
+  Blobs params_;
+  Blobs state_;
+};
+
+extern template class Layer<float>;
+extern template class Layer<double>;
+
+}  // namespace cgdp

@@ -1,0 +1,17 @@
+// Reads model and solver files in protobuf text format; errors name file:line:column.
+#pragma once
+
+#include <string>
+
+#include "cgdp.pb.h"
+
+namespace cgdp {
+
+proto::NetParameter load_model(const std::string& path);
+proto::NetParameter parse_model(const std::string& text, const std::string& source_name);
+proto::SolverParameter load_solver(const std::string& path);
+
+// Resolves a model name or path: an existing path wins, else models/<name>(.prototxt).
+std::string find_model_file(const std::string& name_or_path);
+
+}  // namespace cgdp

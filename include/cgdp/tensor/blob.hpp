@@ -1,0 +1,69 @@
+// Blob: a tensor's values (data) and the gradient of the loss with respect to them (diff), in one
+// device's memory. A blob owns its memory, or is a view into a larger buffer (the net's flat
+// parameter and gradient buffers), so that whole chunks of parameters move in one copy.
+#pragma once
+
+#include <span>
+
+#include "cgdp/device/device.hpp"
+#include "cgdp/tensor/shape.hpp"
+
+namespace cgdp {
+
+template <typename T>
+class Blob {
+ public:
+  explicit Blob(Device& device, Shape shape = {});
+  Blob(const Blob&) = delete;
+  Blob& operator=(const Blob&) = delete;
+
+  // Changes the shape; an owning blob grows its memory when needed (contents then undefined),
+  // a view may only keep its element count.
+  void reshape(const Shape& shape);
+  void reshape_like(const Blob& other) { reshape(other.shape()); }
+
+  const Shape& shape() const { return shape_; }
+  int64_t shape(int axis) const { return shape_[canonical_axis(shape_, axis)]; }
+  int num_axes() const { return static_cast<int>(shape_.size()); }
+  int64_t count() const { return count_; }
+  int64_t count(int begin_axis) const { return count_of(shape_, begin_axis, num_axes()); }
+  int64_t count(int begin_axis, int end_axis) const { return count_of(shape_, begin_axis, end_axis); }
+  size_t bytes() const { return static_cast<size_t>(count_) * sizeof(T); }
+
+  const T* data() const { return data_; }
+  const T* diff() const { return diff_; }
+  T* mutable_data() { return data_; }
+  T* mutable_diff() { return diff_; }
+  // Host-side spans (CPU backend only: on CUDA these point into device memory).
+  std::span<const T> data_span() const { return {data_, static_cast<size_t>(count_)}; }
+  std::span<const T> diff_span() const { return {diff_, static_cast<size_t>(count_)}; }
+  std::span<T> mutable_data_span() { return {data_, static_cast<size_t>(count_)}; }
+  std::span<T> mutable_diff_span() { return {diff_, static_cast<size_t>(count_)}; }
+
+  // Makes this blob a view of external memory (count() elements each), copying its current
+  // data there first. Used to gather parameters into one flat buffer.
+  void bind_to(T* data, T* diff);
+  bool is_view() const { return !owned_data_.get() && data_ != nullptr; }
+  // Shares another blob's memory (same count): the test net uses the train net's parameters.
+  void share_with(Blob& other);
+
+  Device& device() const { return *device_; }
+
+ private:
+  Device* device_;
+  Shape shape_;
+  int64_t count_ = 0;
+  int64_t capacity_ = 0;
+  DeviceBuffer owned_data_;
+  DeviceBuffer owned_diff_;
+  T* data_ = nullptr;
+  T* diff_ = nullptr;
+};
+
+template <typename T>
+using BlobVec = std::vector<Blob<T>*>;
+
+extern template class Blob<float>;
+extern template class Blob<double>;
+
+}  // namespace cgdp

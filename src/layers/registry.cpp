@@ -1,0 +1,70 @@
+// Explicit layer registration: one line per type, no static initialisers.
+#include "cgdp/layers/registry.hpp"
+
+#include <algorithm>
+#include <functional>
+
+#include "cgdp/layers/input_layer.hpp"
+
+namespace cgdp {
+
+namespace {
+
+template <template <typename> class L>
+struct Make {
+  static std::unique_ptr<Layer<float>> f(const proto::LayerParameter& p, Device& d) {
+    return std::make_unique<L<float>>(p, d);
+  }
+  static std::unique_ptr<Layer<double>> d(const proto::LayerParameter& p, Device& d) {
+    return std::make_unique<L<double>>(p, d);
+  }
+};
+
+struct Entry {
+  const char* type;
+  std::unique_ptr<Layer<float>> (*make_float)(const proto::LayerParameter&, Device&);
+  std::unique_ptr<Layer<double>> (*make_double)(const proto::LayerParameter&, Device&);
+};
+
+template <template <typename> class L>
+constexpr Entry entry(const char* type) {
+  return {type, &Make<L>::f, &Make<L>::d};
+}
+
+const std::vector<Entry>& table() {
+  static const std::vector<Entry> entries = {
+      entry<InputLayer>("Input"),
+  };
+  return entries;
+}
+
+const Entry& find(const std::string& type, const std::string& layer_name) {
+  for (const Entry& e : table())
+    if (type == e.type) return e;
+  std::string known;
+  for (const auto& name : known_layer_types()) known += (known.empty() ? "" : ", ") + name;
+  throw ModelError(cat("layer '", layer_name, "': unknown type '", type, "' (known: ", known, ")"));
+}
+
+}  // namespace
+
+template <>
+std::unique_ptr<Layer<float>> create_layer<float>(const proto::LayerParameter& param,
+                                                  Device& device) {
+  return find(param.type(), param.name()).make_float(param, device);
+}
+
+template <>
+std::unique_ptr<Layer<double>> create_layer<double>(const proto::LayerParameter& param,
+                                                    Device& device) {
+  return find(param.type(), param.name()).make_double(param, device);
+}
+
+std::vector<std::string> known_layer_types() {
+  std::vector<std::string> names;
+  for (const Entry& e : table()) names.emplace_back(e.type);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace cgdp

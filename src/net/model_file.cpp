@@ -1,0 +1,78 @@
+// Model files: protobuf's text-format parser with an error collector that keeps line:column.
+#include "cgdp/net/model_file.hpp"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cgdp/core/error.hpp"
+
+namespace cgdp {
+
+namespace {
+
+// Keeps the first error; protobuf reports 0-based line and column.
+class FirstError final : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (message_.empty()) message_ = cat(line + 1, ":", column + 1, ": ", message);
+  }
+  void AddWarning(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
+  const std::string& message() const { return message_; }
+
+ private:
+  std::string message_;
+};
+
+std::string read_text_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw IoError(cat(path, ": no such file"));
+  std::ifstream in(path);
+  if (!in) throw IoError(cat(path, ": cannot open for reading"));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw IoError(cat(path, ": read error"));
+  return text.str();
+}
+
+template <typename Message>
+Message parse_text(const std::string& text, const std::string& source_name) {
+  Message message;
+  FirstError errors;
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, &message))
+    throw ModelError(cat(source_name, ":", errors.message().empty() ? "1:1: cannot parse" : errors.message()));
+  return message;
+}
+
+}  // namespace
+
+proto::NetParameter parse_model(const std::string& text, const std::string& source_name) {
+  return parse_text<proto::NetParameter>(text, source_name);
+}
+
+proto::NetParameter load_model(const std::string& path) {
+  return parse_model(read_text_file(path), path);
+}
+
+proto::SolverParameter load_solver(const std::string& path) {
+  return parse_text<proto::SolverParameter>(read_text_file(path), path);
+}
+
+std::string find_model_file(const std::string& name_or_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(name_or_path, ec)) return name_or_path;
+  for (const std::string& candidate :
+       {cat(CGDP_MODELS_DIR, "/", name_or_path), cat(CGDP_MODELS_DIR, "/", name_or_path, ".prototxt")})
+    if (fs::exists(candidate, ec)) return candidate;
+  return name_or_path;  // load_model() reports it missing, under the name the user gave
+}
+
+}  // namespace cgdp

@@ -1,0 +1,59 @@
+// Blob storage: owned device buffers that grow on reshape, or views into a flat buffer.
+#include "cgdp/tensor/blob.hpp"
+
+#include "cgdp/core/error.hpp"
+
+namespace cgdp {
+
+template <typename T>
+Blob<T>::Blob(Device& device, Shape shape) : device_(&device) {
+  reshape(shape);
+}
+
+template <typename T>
+void Blob<T>::reshape(const Shape& shape) {
+  for (int64_t d : shape)
+    if (d < 0) throw ModelError(cat("negative dimension in shape ", shape_string(shape)));
+  const int64_t count = count_of(shape);
+  if (is_view() && count != count_)
+    throw Error(cat("cannot reshape a view of ", count_, " elements to ", shape_string(shape)));
+  shape_ = shape;
+  count_ = count;
+  if (count_ > capacity_) {
+    capacity_ = count_;
+    owned_data_ = DeviceBuffer(*device_, static_cast<size_t>(capacity_) * sizeof(T));
+    owned_diff_ = DeviceBuffer(*device_, static_cast<size_t>(capacity_) * sizeof(T));
+    data_ = static_cast<T*>(owned_data_.get());
+    diff_ = static_cast<T*>(owned_diff_.get());
+  }
+}
+
+template <typename T>
+void Blob<T>::bind_to(T* data, T* diff) {
+  if (count_ && data_) {
+    device_->copy(data, data_, bytes());
+    device_->copy(diff, diff_, bytes());
+  }
+  owned_data_.reset();
+  owned_diff_.reset();
+  capacity_ = count_;
+  data_ = data;
+  diff_ = diff;
+}
+
+template <typename T>
+void Blob<T>::share_with(Blob& other) {
+  if (other.count() != count_)
+    throw ModelError(cat("cannot share a blob of shape ", shape_string(other.shape()),
+                         " with one of shape ", shape_string(shape_)));
+  owned_data_.reset();
+  owned_diff_.reset();
+  capacity_ = count_;
+  data_ = other.mutable_data();
+  diff_ = other.mutable_diff();
+}
+
+template class Blob<float>;
+template class Blob<double>;
+
+}  // namespace cgdp
