@@ -1,3 +1,35 @@
-// cgdp command line (placeholder until the trainer lands).
+// `cgdp`: the command-line entry point. Only here do errors become exit codes.
 #include <cstdio>
-int main() { std::puts("cgdp"); return 0; }
+#include <map>
+
+#include "cgdp/core/error.hpp"
+#include "cli/commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"cgdp: data-parallel training that puts the host's CPU cores to work"};
+  app.require_subcommand(1);
+  std::map<CLI::App*, cgdp::cli::Runner> runners;
+  auto add = [&](cgdp::cli::Runner (*adder)(CLI::App&)) {
+    const size_t before = app.get_subcommands({}).size();
+    cgdp::cli::Runner run = adder(app);
+    runners[app.get_subcommands({})[before]] = std::move(run);
+  };
+  add(&cgdp::cli::add_train_command);
+  add(&cgdp::cli::add_inspect_command);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [sub, run] : runners)
+      if (sub->parsed()) return run();
+  } catch (const cgdp::Error& e) {
+    std::fprintf(stderr, "cgdp: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cgdp: internal error: %s\n", e.what());
+    return 3;
+  }
+  return 0;
+}

@@ -1,0 +1,16 @@
+// Rewrites of a model before it is built: keep one phase's layers, insert Split layers for fan-out.
+#pragma once
+
+#include "cgdp.pb.h"
+#include "cgdp/layers/layer.hpp"
+
+namespace cgdp {
+
+// Keeps the layers whose include/exclude rules admit `phase` (Caffe's NetStateRule semantics).
+proto::NetParameter filter_phase(const proto::NetParameter& param, Phase phase);
+
+// Gives every blob read by more than one layer a Split layer, so each consumer gets its own
+// diff and the Split sums them in backward. Throws ModelError for a bottom no layer produces.
+proto::NetParameter insert_splits(const proto::NetParameter& param, const std::string& source);
+
+}  // namespace cgdp

@@ -1,0 +1,124 @@
+// Net: a directed acyclic graph of layers built from a model file for one phase. Learnable
+// parameters and their gradients live in two flat buffers laid out in *backward* order (the last
+// layer's parameters first), so the gradients of any run of consecutive layers are one contiguous
+// range: a chunk of layers moves to the host in one copy.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cgdp.pb.h"
+#include "cgdp/layers/input_layer.hpp"
+#include "cgdp/layers/layer.hpp"
+
+namespace cgdp {
+
+// Where one learnable parameter tensor sits in the flat buffers.
+struct ParamSlot {
+  int layer = 0;       // index into Net::layers()
+  int index = 0;       // index into that layer's params()
+  int64_t offset = 0;  // element offset into flat_data()/flat_diff()
+  int64_t count = 0;
+  float lr_mult = 1;
+  float decay_mult = 1;
+  std::string name;  // "<layer>/<index>"
+};
+
+template <typename T>
+class Net {
+ public:
+  // Builds the layers of `param` that belong to `phase`; batch_size > 0 overrides the Input's
+  // first dimension. Parameters are filled from `seed`. Errors name `source` (the file).
+  Net(const proto::NetParameter& param, Phase phase, Device& device, int64_t batch_size,
+      uint64_t seed, const std::string& source = "model");
+  Net(const Net&) = delete;
+  Net& operator=(const Net&) = delete;
+
+  Phase phase() const { return phase_; }
+  const std::string& name() const { return name_; }
+  Device& device() const { return *device_; }
+  int64_t batch_size() const;
+
+  int num_layers() const { return static_cast<int>(layers_.size()); }
+  Layer<T>& layer(int i) { return *layers_[i]; }
+  const Layer<T>& layer(int i) const { return *layers_[i]; }
+  const BlobVec<T>& bottoms(int i) const { return bottoms_[i]; }
+  const BlobVec<T>& tops(int i) const { return tops_[i]; }
+  const std::vector<std::string>& top_names(int i) const { return top_names_[i]; }
+  bool needs_backward(int i) const { return needs_backward_[i]; }
+  Blob<T>* blob(const std::string& name) const;  // nullptr if absent
+  InputLayer<T>& input_layer() { return *input_; }
+  Blob<T>& input_data() { return *input_tops_.at(0); }
+  Blob<T>* input_label() { return input_tops_.size() > 1 ? input_tops_[1] : nullptr; }
+
+  // Runs layer i's forward or backward. With ctx.stream set, the work is submitted to that stream
+  // (in order with whatever else is on it); without, it runs now on the calling thread.
+  void forward_layer(int i, const RunContext& ctx);
+  void backward_layer(int i, const RunContext& ctx);
+  // Whole passes. `after_layer` is called (on the calling thread) right after layer i's backward
+  // has been issued, in backward order: the hook where gradient exchange of a chunk starts.
+  void forward(const RunContext& ctx);
+  void backward(const RunContext& ctx, const std::function<void(int)>& after_layer = {});
+
+  // Weighted sum of the loss tops; host-readable after forward has finished.
+  double loss() const;
+  // Scalar outputs of the net that are not losses (e.g. "accuracy"), by top name.
+  std::map<std::string, double> scalar_outputs() const;
+  // Name of the first layer (forward order) with a NaN or Inf in a top; nullopt if all finite.
+  std::optional<std::string> first_non_finite_layer() const;
+
+  // Learnable parameters.
+  const std::vector<ParamSlot>& param_slots() const { return slots_; }
+  int64_t learnable_count() const { return flat_count_; }
+  std::span<T> flat_data() { return {flat_data_ptr_, static_cast<size_t>(flat_count_)}; }
+  std::span<T> flat_diff() { return {flat_diff_ptr_, static_cast<size_t>(flat_count_)}; }
+  // Element range [begin, end) of layer i's parameters in the flat buffers (empty if none).
+  std::pair<int64_t, int64_t> layer_param_range(int i) const { return layer_ranges_[i]; }
+  void zero_param_diffs();
+  // Uses `other`'s parameters and persistent state (matched by layer name): the test net shares
+  // the train net's memory, as in Caffe.
+  void share_params_from(Net& other);
+  // Persistent non-learnable state blobs in layer order (BatchNorm statistics).
+  std::vector<std::pair<std::string, Blob<T>*>> state_blobs();
+  // Hash of layer names, types and parameter shapes: checkpoints must match it.
+  std::string fingerprint() const;
+
+ private:
+  void build(const proto::NetParameter& param, uint64_t seed, const std::string& source);
+  void wire_layer(const proto::LayerParameter& lp, const std::string& source);
+  void mark_backward();
+  void gather_params();
+
+  std::string name_;
+  Phase phase_;
+  Device* device_;
+  int64_t batch_override_;
+  std::vector<std::unique_ptr<Layer<T>>> layers_;
+  std::vector<BlobVec<T>> bottoms_, tops_;
+  std::vector<std::vector<std::string>> top_names_;
+  std::vector<std::vector<bool>> propagate_down_;
+  std::vector<bool> needs_backward_;
+  std::vector<std::vector<float>> loss_weights_;  // per layer, per top
+  std::map<std::string, std::unique_ptr<Blob<T>>> blobs_;
+  std::map<std::string, Blob<T>*> latest_;   // blob name -> blob currently holding it
+  std::map<Blob<T>*, int> producer_;         // blob -> layer that last wrote it
+  InputLayer<T>* input_ = nullptr;
+  BlobVec<T> input_tops_;
+
+  std::vector<ParamSlot> slots_;
+  std::vector<std::pair<int64_t, int64_t>> layer_ranges_;
+  DeviceBuffer flat_data_buf_, flat_diff_buf_;
+  T* flat_data_ptr_ = nullptr;
+  T* flat_diff_ptr_ = nullptr;
+  int64_t flat_count_ = 0;
+};
+
+extern template class Net<float>;
+extern template class Net<double>;
+
+}  // namespace cgdp

@@ -1,0 +1,15 @@
+// The subcommands of the `cgdp` binary; each registers its flags and returns its runner.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace cgdp::cli {
+
+using Runner = std::function<int()>;
+
+Runner add_train_command(CLI::App& app);
+Runner add_inspect_command(CLI::App& app);
+
+}  // namespace cgdp::cli

@@ -1,0 +1,74 @@
+// `cgdp inspect`: per-layer output shapes and parameter counts of a model, as a table or JSON.
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cgdp/device/cpu_device.hpp"
+#include "cgdp/net/model_file.hpp"
+#include "cgdp/net/net.hpp"
+#include "cli/commands.hpp"
+
+namespace cgdp::cli {
+
+namespace {
+
+struct InspectOptions {
+  std::string model = "fashion_cnn";
+  int64_t batch = 1;
+  bool json = false;
+  bool test_phase = false;
+};
+
+nlohmann::json describe(Net<float>& net) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (int i = 0; i < net.num_layers(); ++i) {
+    auto& layer = net.layer(i);
+    int64_t params = 0;
+    for (auto& p : layer.params()) params += p->count();
+    nlohmann::json tops = nlohmann::json::object();
+    for (size_t j = 0; j < net.tops(i).size(); ++j) tops[net.top_names(i)[j]] = net.tops(i)[j]->shape();
+    layers.push_back({{"name", layer.name()}, {"type", layer.type()}, {"tops", tops}, {"params", params}});
+  }
+  return {{"model", net.name()}, {"batch", net.batch_size()}, {"layers", layers},
+          {"total_params", net.learnable_count()}};
+}
+
+void print_table(const nlohmann::json& d) {
+  std::printf("%-36s %-18s %-24s %14s\n", "layer", "type", "output", "params");
+  for (const auto& l : d["layers"]) {
+    std::string shapes;
+    for (const auto& [name, shape] : l["tops"].items()) {
+      std::string s;
+      for (const auto& dim : shape) s += (s.empty() ? "" : "x") + std::to_string(dim.get<int64_t>());
+      shapes += (shapes.empty() ? "" : " ") + s;
+    }
+    std::printf("%-36s %-18s %-24s %14lld\n", l["name"].get<std::string>().c_str(),
+                l["type"].get<std::string>().c_str(), shapes.c_str(),
+                static_cast<long long>(l["params"].get<int64_t>()));
+  }
+  std::printf("total learnable parameters: %lld\n", static_cast<long long>(d["total_params"].get<int64_t>()));
+}
+
+}  // namespace
+
+Runner add_inspect_command(CLI::App& app) {
+  auto opt = std::make_shared<InspectOptions>();
+  CLI::App* cmd = app.add_subcommand("inspect", "Print per-layer output shapes and parameter counts");
+  cmd->add_option("-m,--model", opt->model, "Model file, or a name from models/")->capture_default_str();
+  cmd->add_option("-b,--batch", opt->batch, "Batch size for the shapes")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", opt->json, "Print JSON instead of a table");
+  cmd->add_flag("--test", opt->test_phase, "Build the TEST phase of the model");
+  return [opt] {
+    const std::string path = find_model_file(opt->model);
+    const auto param = load_model(path);
+    Net<float> net(param, opt->test_phase ? Phase::Test : Phase::Train, default_cpu_device(),
+                   opt->batch, 1, path);
+    const auto d = describe(net);
+    if (opt->json) std::cout << d.dump(2) << "\n";
+    else print_table(d);
+    return 0;
+  };
+}
+
+}  // namespace cgdp::cli

@@ -1,0 +1,85 @@
+// Phase filtering and Split insertion, on the protobuf description (as Caffe's insert_splits).
+#include "cgdp/net/graph_rewrite.hpp"
+
+#include <map>
+#include <utility>
+
+namespace cgdp {
+
+namespace {
+
+bool rule_matches(const proto::NetStateRule& rule, Phase phase) {
+  if (!rule.has_phase()) return true;
+  return (rule.phase() == proto::TEST) == (phase == Phase::Test);
+}
+
+bool admitted(const proto::LayerParameter& layer, Phase phase) {
+  if (layer.include_size() > 0) {
+    for (const auto& rule : layer.include())
+      if (rule_matches(rule, phase)) return true;
+    return false;
+  }
+  for (const auto& rule : layer.exclude())
+    if (rule_matches(rule, phase)) return false;
+  return true;
+}
+
+using TopRef = std::pair<int, int>;  // (layer, top index)
+
+std::string split_blob_name(const std::string& layer, const std::string& blob, int top, int k) {
+  return cat(blob, "_", layer, "_", top, "_split_", k);
+}
+
+}  // namespace
+
+proto::NetParameter filter_phase(const proto::NetParameter& param, Phase phase) {
+  proto::NetParameter out = param;
+  out.clear_layer();
+  for (const auto& layer : param.layer())
+    if (admitted(layer, phase)) *out.add_layer() = layer;
+  return out;
+}
+
+proto::NetParameter insert_splits(const proto::NetParameter& param, const std::string& source) {
+  std::map<std::string, TopRef> last_top;
+  std::map<std::pair<int, int>, TopRef> source_of;  // (layer, bottom) -> producing top
+  std::map<TopRef, int> consumers;
+  for (int i = 0; i < param.layer_size(); ++i) {
+    const auto& layer = param.layer(i);
+    for (int j = 0; j < layer.bottom_size(); ++j) {
+      auto it = last_top.find(layer.bottom(j));
+      if (it == last_top.end())
+        throw ModelError(cat(source, ": layer '", layer.name(), "': bottom '", layer.bottom(j),
+                             "' is not produced by any earlier layer"));
+      source_of[{i, j}] = it->second;
+      ++consumers[it->second];
+    }
+    for (int j = 0; j < layer.top_size(); ++j) last_top[layer.top(j)] = {i, j};
+  }
+  proto::NetParameter out = param;
+  out.clear_layer();
+  std::map<TopRef, int> next_split;
+  for (int i = 0; i < param.layer_size(); ++i) {
+    const int index = out.layer_size();
+    *out.add_layer() = param.layer(i);
+    proto::LayerParameter* layer = out.mutable_layer(index);
+    for (int j = 0; j < layer->bottom_size(); ++j) {
+      const TopRef src = source_of[{i, j}];
+      if (consumers[src] > 1)
+        layer->set_bottom(j, split_blob_name(param.layer(src.first).name(), layer->bottom(j),
+                                             src.second, next_split[src]++));
+    }
+    for (int j = 0; j < layer->top_size(); ++j) {
+      const int n = consumers[{i, j}];
+      if (n <= 1) continue;
+      proto::LayerParameter* split = out.add_layer();
+      split->set_name(cat(layer->top(j), "_", layer->name(), "_", j, "_split"));
+      split->set_type("Split");
+      split->add_bottom(layer->top(j));
+      for (int k = 0; k < n; ++k) split->add_top(split_blob_name(layer->name(), layer->top(j), j, k));
+    }
+  }
+  return out;
+}
+
+}  // namespace cgdp

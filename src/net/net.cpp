@@ -1,0 +1,282 @@
+// Net construction (wiring, backward analysis, flat parameter buffers) and the layer-by-layer
+// passes.
+#include "cgdp/net/net.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "cgdp/layers/registry.hpp"
+#include "cgdp/net/graph_rewrite.hpp"
+
+namespace cgdp {
+
+template <typename T>
+Net<T>::Net(const proto::NetParameter& param, Phase phase, Device& device, int64_t batch_size,
+            uint64_t seed, const std::string& source)
+    : name_(param.name()), phase_(phase), device_(&device), batch_override_(batch_size) {
+  build(insert_splits(filter_phase(param, phase), source), seed, source);
+}
+
+template <typename T>
+void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::string& source) {
+  Rng rng(seed);
+  for (const auto& lp : param.layer()) {
+    wire_layer(lp, source);
+    const int i = num_layers() - 1;
+    try {
+      layers_[i]->setup(bottoms_[i], tops_[i], rng);
+    } catch (const ModelError& e) {
+      throw ModelError(cat(source, ": ", e.what()));
+    } catch (const DataError& e) {
+      throw ModelError(cat(source, ": ", e.what()));
+    }
+    for (size_t j = 0; j < tops_[i].size(); ++j)
+      if (loss_weights_[i][j] != 0.f) {
+        if (tops_[i][j]->count() != 1)
+          throw ModelError(cat(source, ": layer '", lp.name(), "': loss top '", lp.top(j),
+                               "' must be a scalar, got ", shape_string(tops_[i][j]->shape())));
+        tops_[i][j]->mutable_diff()[0] = static_cast<T>(loss_weights_[i][j]);
+      }
+  }
+  if (!input_) throw ModelError(cat(source, ": the model has no Input layer"));
+  mark_backward();
+  gather_params();
+}
+
+template <typename T>
+void Net<T>::wire_layer(const proto::LayerParameter& lp, const std::string& source) {
+  if (!lp.has_type()) throw ModelError(cat(source, ": layer '", lp.name(), "' has no type"));
+  auto layer = create_layer<T>(lp, *device_);
+  BlobVec<T> bottoms, tops;
+  for (const auto& name : lp.bottom()) {
+    auto it = latest_.find(name);
+    if (it == latest_.end())
+      throw ModelError(cat(source, ": layer '", lp.name(), "': bottom '", name,
+                           "' is not produced by any earlier layer"));
+    bottoms.push_back(it->second);
+  }
+  for (int j = 0; j < lp.top_size(); ++j) {
+    const std::string& name = lp.top(j);
+    if (j < lp.bottom_size() && lp.bottom(j) == name) {
+      tops.push_back(bottoms[j]);  // in place, as Caffe's ReLU/Dropout/BatchNorm/Scale
+    } else {
+      auto blob = std::make_unique<Blob<T>>(*device_);
+      tops.push_back(blob.get());
+      blobs_[cat(name, "#", layers_.size())] = std::move(blob);
+    }
+    latest_[name] = tops.back();
+  }
+  if (auto* input = dynamic_cast<InputLayer<T>*>(layer.get()); input && !input_) {
+    input_ = input;
+    input_tops_ = tops;
+    input->set_batch_size(batch_override_);
+  }
+  std::vector<float> weights(lp.top_size(), 0.f);
+  for (int j = 0; j < lp.top_size(); ++j) {
+    if (j < lp.loss_weight_size()) weights[j] = lp.loss_weight(j);
+    else if (j == 0 && layer->is_loss()) weights[j] = 1.f;
+  }
+  loss_weights_.push_back(std::move(weights));
+  top_names_.emplace_back(lp.top().begin(), lp.top().end());
+  bottoms_.push_back(std::move(bottoms));
+  tops_.push_back(std::move(tops));
+  layers_.push_back(std::move(layer));
+}
+
+// Caffe's rule: a layer runs backward if it has trainable parameters or a bottom that needs a
+// gradient, and only if some top contributes to the loss.
+template <typename T>
+void Net<T>::mark_backward() {
+  const int n = num_layers();
+  std::set<const Blob<T>*> needs_grad, under_loss;
+  std::vector<bool> learns(n, false);
+  for (int i = 0; i < n; ++i) {
+    const auto& lp = layers_[i]->param();
+    for (size_t p = 0; p < layers_[i]->params().size(); ++p)
+      if (static_cast<int>(p) >= lp.param_size() || lp.param(p).lr_mult() != 0.f) learns[i] = true;
+    bool any = learns[i];
+    for (size_t j = 0; j < bottoms_[i].size(); ++j)
+      if (needs_grad.count(bottoms_[i][j]) && layers_[i]->can_backward_to(static_cast<int>(j))) any = true;
+    if (any && !layers_[i]->is_input())
+      for (auto* top : tops_[i]) needs_grad.insert(top);
+  }
+  needs_backward_.assign(n, false);
+  propagate_down_.assign(n, {});
+  for (int i = n - 1; i >= 0; --i) {
+    bool contributes = false;
+    for (size_t j = 0; j < tops_[i].size(); ++j)
+      if (loss_weights_[i][j] != 0.f || under_loss.count(tops_[i][j])) contributes = true;
+    propagate_down_[i].assign(bottoms_[i].size(), false);
+    if (!contributes || layers_[i]->is_input()) continue;
+    for (size_t j = 0; j < bottoms_[i].size(); ++j) {
+      under_loss.insert(bottoms_[i][j]);
+      propagate_down_[i][j] = needs_grad.count(bottoms_[i][j]) > 0 &&
+                              layers_[i]->can_backward_to(static_cast<int>(j));
+    }
+    needs_backward_[i] = learns[i] || std::find(propagate_down_[i].begin(),
+                                                propagate_down_[i].end(), true) != propagate_down_[i].end();
+  }
+}
+
+template <typename T>
+void Net<T>::gather_params() {
+  layer_ranges_.assign(num_layers(), {0, 0});
+  int64_t offset = 0;
+  for (int i = num_layers() - 1; i >= 0; --i) {  // backward order
+    const auto& lp = layers_[i]->param();
+    const int64_t begin = offset;
+    for (size_t p = 0; p < layers_[i]->params().size(); ++p) {
+      ParamSlot slot;
+      slot.layer = i;
+      slot.index = static_cast<int>(p);
+      slot.offset = offset;
+      slot.count = layers_[i]->params()[p]->count();
+      if (static_cast<int>(p) < lp.param_size()) {
+        slot.lr_mult = lp.param(p).lr_mult();
+        slot.decay_mult = lp.param(p).decay_mult();
+      }
+      slot.name = cat(lp.name(), "/", p);
+      offset += slot.count;
+      slots_.push_back(slot);
+    }
+    layer_ranges_[i] = {begin, offset};
+  }
+  flat_count_ = offset;
+  flat_data_buf_ = DeviceBuffer(*device_, static_cast<size_t>(flat_count_) * sizeof(T));
+  flat_diff_buf_ = DeviceBuffer(*device_, static_cast<size_t>(flat_count_) * sizeof(T));
+  flat_data_ptr_ = static_cast<T*>(flat_data_buf_.get());
+  flat_diff_ptr_ = static_cast<T*>(flat_diff_buf_.get());
+  for (const ParamSlot& s : slots_)
+    layers_[s.layer]->params()[s.index]->bind_to(flat_data_ptr_ + s.offset, flat_diff_ptr_ + s.offset);
+}
+
+template <typename T>
+int64_t Net<T>::batch_size() const {
+  return input_tops_.empty() ? 0 : input_tops_[0]->shape(0);
+}
+
+template <typename T>
+Blob<T>* Net<T>::blob(const std::string& name) const {
+  auto it = latest_.find(name);
+  return it == latest_.end() ? nullptr : it->second;
+}
+
+template <typename T>
+void Net<T>::forward_layer(int i, const RunContext& ctx) {
+  if (layers_[i]->is_input()) return;
+  auto run = [this, i, ctx] { layers_[i]->forward(ctx, bottoms_[i], tops_[i]); };
+  if (ctx.stream && device_->kind() == DeviceKind::Cpu) ctx.stream->submit(run);
+  else run();
+}
+
+template <typename T>
+void Net<T>::backward_layer(int i, const RunContext& ctx) {
+  if (!needs_backward_[i]) return;
+  auto run = [this, i, ctx] { layers_[i]->backward(ctx, tops_[i], propagate_down_[i], bottoms_[i]); };
+  if (ctx.stream && device_->kind() == DeviceKind::Cpu) ctx.stream->submit(run);
+  else run();
+}
+
+template <typename T>
+void Net<T>::forward(const RunContext& ctx) {
+  for (int i = 0; i < num_layers(); ++i) forward_layer(i, ctx);
+}
+
+template <typename T>
+void Net<T>::backward(const RunContext& ctx, const std::function<void(int)>& after_layer) {
+  for (int i = num_layers() - 1; i >= 0; --i) {
+    backward_layer(i, ctx);
+    if (after_layer) after_layer(i);
+  }
+}
+
+template <typename T>
+double Net<T>::loss() const {
+  double sum = 0;
+  for (int i = 0; i < num_layers(); ++i)
+    for (size_t j = 0; j < tops_[i].size(); ++j)
+      if (loss_weights_[i][j] != 0.f) sum += loss_weights_[i][j] * static_cast<double>(tops_[i][j]->data()[0]);
+  return sum;
+}
+
+template <typename T>
+std::map<std::string, double> Net<T>::scalar_outputs() const {
+  std::set<const Blob<T>*> consumed;
+  for (const auto& b : bottoms_) consumed.insert(b.begin(), b.end());
+  std::map<std::string, double> out;
+  for (int i = 0; i < num_layers(); ++i)
+    for (size_t j = 0; j < tops_[i].size(); ++j)
+      if (loss_weights_[i][j] == 0.f && tops_[i][j]->count() == 1 && !consumed.count(tops_[i][j]) &&
+          !layers_[i]->is_input())
+        out[top_names_[i][j]] = static_cast<double>(tops_[i][j]->data()[0]);
+  return out;
+}
+
+template <typename T>
+std::optional<std::string> Net<T>::first_non_finite_layer() const {
+  for (int i = 0; i < num_layers(); ++i)
+    for (const Blob<T>* top : tops_[i])
+      for (T v : top->data_span())
+        if (!std::isfinite(v)) return layers_[i]->name();
+  return std::nullopt;
+}
+
+template <typename T>
+void Net<T>::zero_param_diffs() {
+  if (flat_count_) std::memset(flat_diff_ptr_, 0, static_cast<size_t>(flat_count_) * sizeof(T));
+}
+
+template <typename T>
+void Net<T>::share_params_from(Net& other) {
+  for (auto& layer : layers_) {
+    if (layer->params().empty() && layer->state().empty()) continue;
+    Layer<T>* peer = nullptr;
+    for (auto& candidate : other.layers_)
+      if (candidate->name() == layer->name()) peer = candidate.get();
+    if (!peer || peer->params().size() != layer->params().size() ||
+        peer->state().size() != layer->state().size())
+      throw ModelError(cat("layer '", layer->name(), "' has no matching layer in the ",
+                           other.phase_ == Phase::Train ? "train" : "test", " net"));
+    for (size_t p = 0; p < layer->params().size(); ++p) layer->params()[p]->share_with(*peer->params()[p]);
+    for (size_t s = 0; s < layer->state().size(); ++s) layer->state()[s]->share_with(*peer->state()[s]);
+  }
+  slots_.clear();  // this net no longer owns parameters: it reads the other's
+  flat_data_buf_.reset();
+  flat_diff_buf_.reset();
+  flat_data_ptr_ = flat_diff_ptr_ = nullptr;
+  flat_count_ = 0;
+  layer_ranges_.assign(num_layers(), {0, 0});
+}
+
+template <typename T>
+std::vector<std::pair<std::string, Blob<T>*>> Net<T>::state_blobs() {
+  std::vector<std::pair<std::string, Blob<T>*>> out;
+  for (auto& layer : layers_)
+    for (size_t s = 0; s < layer->state().size(); ++s)
+      out.emplace_back(cat(layer->name(), "/", s), layer->state()[s].get());
+  return out;
+}
+
+template <typename T>
+std::string Net<T>::fingerprint() const {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  auto mix = [&h](const std::string& s) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  };
+  for (const auto& layer : layers_) {
+    if (layer->params().empty() && layer->state().empty()) continue;
+    mix(layer->name() + ":" + layer->type());
+    for (const auto& p : layer->params()) mix("p" + shape_string(p->shape()));
+    for (const auto& s : layer->state()) mix("s" + shape_string(s->shape()));
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+template class Net<float>;
+template class Net<double>;
+
+}  // namespace cgdp
