@@ -1,0 +1,50 @@
+// Training checkpoints: parameters, solver history and layer state, plus where training stood,
+// in one safetensors file whose data section is guarded by a CRC-32.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cgdp/tensor/shape.hpp"
+
+namespace cgdp {
+
+struct CheckpointTensor {
+  Shape shape;
+  std::vector<float> values;  // count_of(shape) elements
+};
+
+struct Checkpoint {
+  // Keyed by param_key(), history_key() or state_key().
+  std::map<std::string, CheckpointTensor> tensors;
+  // Computed by the caller from layer names, types and parameter shapes; load does not check it,
+  // check_compatible() does.
+  std::string model_fingerprint;
+  int64_t iteration = 0;  // iterations completed
+  int64_t epoch = 0;      // data position: the epoch, and the sample offset within it
+  int64_t offset = 0;
+  int64_t seed = 0;
+};
+
+// "param/<layer>/<index>", "history/<layer>/<index>", "state/<layer>/<index>". Layer names may
+// hold '/', so look tensors up by building the key rather than by splitting one.
+std::string param_key(std::string_view layer, int index);
+std::string history_key(std::string_view layer, int index);
+std::string state_key(std::string_view layer, int index);
+
+// Writes atomically: a crash leaves the previous checkpoint in place.
+void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint);
+
+// Throws IoError naming the file when it is not a cgdp checkpoint, is truncated, or its data
+// fails the CRC ("corrupt: CRC mismatch").
+Checkpoint load_checkpoint(const std::filesystem::path& path);
+
+// Throws IoError when `checkpoint` was written for a model whose fingerprint is not `fingerprint`.
+void check_compatible(const Checkpoint& checkpoint, std::string_view fingerprint,
+                      const std::filesystem::path& path);
+
+}  // namespace cgdp

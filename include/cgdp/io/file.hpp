@@ -1,0 +1,24 @@
+// Whole-file reads and crash-safe whole-file writes.
+#pragma once
+
+#include <filesystem>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace cgdp {
+
+// The file's bytes; throws IoError naming the file when it is missing or unreadable.
+std::string read_file(const std::filesystem::path& path);
+
+// Writes `pieces`, concatenated, to `path` so that a reader (or a crash) sees either the old file
+// or the complete new one: the bytes go to `path.tmp.<pid>` in the same directory, are fsynced,
+// renamed over `path`, and the directory is fsynced. On failure the temporary file is removed,
+// the previous file is left as it was, and IoError names `path` and the failing step.
+void write_file_atomically(const std::filesystem::path& path,
+                           std::initializer_list<std::string_view> pieces);
+inline void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
+  write_file_atomically(path, {bytes});
+}
+
+}  // namespace cgdp

@@ -1,0 +1,107 @@
+// Whole-file reads, and writes through a temporary file, fsync and rename.
+#include "cgdp/io/file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <fstream>
+#include <system_error>
+
+#include "cgdp/core/error.hpp"
+
+namespace cgdp {
+
+namespace {
+
+std::string errno_text(int error) {
+  return std::generic_category().message(error);
+}
+
+// Owns the temporary file until it has been renamed: closes the descriptor and removes the file
+// on every early exit, so a failed write never leaves debris next to the target.
+class TempFile {
+ public:
+  TempFile(std::string path, const std::filesystem::path& target)
+      : path_(std::move(path)), target_(target.string()) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) fail("cannot create temporary file");
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  ~TempFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!renamed_) ::unlink(path_.c_str());
+  }
+
+  void write(std::string_view bytes) {
+    while (!bytes.empty()) {
+      const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) fail("write failed");
+      bytes.remove_prefix(static_cast<size_t>(n));
+    }
+  }
+
+  void commit() {
+    if (::fsync(fd_) != 0) fail("fsync failed");
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0) fail("close failed");
+    if (::rename(path_.c_str(), target_.c_str()) != 0) fail("cannot rename the temporary file");
+    renamed_ = true;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    const int error = errno;
+    throw IoError(cat(target_, ": ", what, " (", path_, "): ", errno_text(error)));
+  }
+
+  std::string path_, target_;
+  int fd_ = -1;
+  bool renamed_ = false;
+};
+
+// Makes the rename itself durable. Some file systems cannot fsync a directory (EINVAL).
+void sync_directory(const std::filesystem::path& target) {
+  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    throw IoError(cat(target.string(), ": cannot open directory ", dir.string(),
+                      " to sync it: ", errno_text(errno)));
+  const int rc = ::fsync(fd), error = errno;
+  ::close(fd);
+  if (rc != 0 && error != EINVAL)
+    throw IoError(cat(target.string(), ": fsync of directory ", dir.string(),
+                      " failed: ", errno_text(error)));
+}
+
+}  // namespace
+
+std::string read_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw IoError(cat(path.string(), ": no such file"));
+  if (std::filesystem::is_directory(path, ec))
+    throw IoError(cat(path.string(), ": is a directory, not a file"));
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) throw IoError(cat(path.string(), ": cannot get the size: ", ec.message()));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(cat(path.string(), ": cannot open for reading"));
+  std::string bytes(size, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  if (static_cast<std::uintmax_t>(in.gcount()) != size)
+    throw IoError(cat(path.string(), ": read error after ", in.gcount(), " of ", size, " bytes"));
+  return bytes;
+}
+
+void write_file_atomically(const std::filesystem::path& path,
+                           std::initializer_list<std::string_view> pieces) {
+  TempFile temp(cat(path.string(), ".tmp.", ::getpid()), path);
+  for (std::string_view piece : pieces) temp.write(piece);
+  temp.commit();
+  sync_directory(path);
+}
+
+}  // namespace cgdp

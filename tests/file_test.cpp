@@ -1,0 +1,91 @@
+// Atomic writes replace a file whole or not at all, and leave no temporary file behind.
+#include "cgdp/io/file.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <csignal>
+
+#include "cgdp/core/error.hpp"
+#include "support/temp_dir.hpp"
+
+namespace cgdp {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+TEST(AtomicWrite, WritesPiecesAndReplacesTheOldFile) {
+  TempDir dir;
+  const auto path = dir / "out.bin";
+  write_file_atomically(path, {"ab", "", std::string_view("c\0d", 3)});
+  EXPECT_EQ(read_file(path), std::string("abc\0d", 5));
+  write_file_atomically(path, "x");
+  EXPECT_EQ(read_file(path), "x");
+  EXPECT_THAT(dir.entries(), ElementsAre("out.bin"));
+}
+
+// Lowers the file-size limit so write() fails with EFBIG, as on a full disk; restores it after.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    old_handler_ = std::signal(SIGXFSZ, SIG_IGN);  // else the kernel kills the process
+    getrlimit(RLIMIT_FSIZE, &old_);
+    rlimit lowered = old_;
+    lowered.rlim_cur = bytes;
+    setrlimit(RLIMIT_FSIZE, &lowered);
+  }
+  ~FileSizeLimit() {
+    setrlimit(RLIMIT_FSIZE, &old_);
+    std::signal(SIGXFSZ, old_handler_);
+  }
+
+ private:
+  rlimit old_{};
+  void (*old_handler_)(int);
+};
+
+TEST(AtomicWrite, FailedWriteLeavesTheOldFileIntact) {
+  TempDir dir;
+  const auto path = dir / "model.ckpt";
+  write_file_atomically(path, "old contents");
+  try {
+    FileSizeLimit limit(64);
+    write_file_atomically(path, std::string(100000, 'n'));
+    ADD_FAILURE() << "a write past the file-size limit succeeded";
+  } catch (const IoError& e) {
+    EXPECT_THAT(e.what(), HasSubstr(path.string() + ": write failed"));
+  }
+  EXPECT_EQ(read_file(path), "old contents");
+  EXPECT_THAT(dir.entries(), ElementsAre("model.ckpt"));
+}
+
+TEST(AtomicWrite, FailedRenameRemovesTheTemporaryFile) {
+  TempDir dir;
+  const auto path = dir / "taken";
+  std::filesystem::create_directory(path);  // rename() cannot replace a directory with a file
+  write_file_atomically(path / "inside", "keep");
+  EXPECT_THAT([&] { write_file_atomically(path, "new"); },
+              ::testing::ThrowsMessage<IoError>(HasSubstr("cannot rename")));
+  EXPECT_THAT(dir.entries(), ElementsAre("taken"));
+  EXPECT_EQ(read_file(path / "inside"), "keep");
+}
+
+TEST(AtomicWrite, MissingDirectoryIsReported) {
+  TempDir dir;
+  EXPECT_THAT([&] { write_file_atomically(dir / "no" / "such" / "file", "x"); },
+              ::testing::ThrowsMessage<IoError>(HasSubstr("cannot create temporary file")));
+}
+
+TEST(ReadFile, MissingFileAndDirectoryAreReported) {
+  TempDir dir;
+  EXPECT_THAT([&] { read_file(dir / "absent"); },
+              ::testing::ThrowsMessage<IoError>(HasSubstr("absent: no such file")));
+  EXPECT_THAT([&] { read_file(dir.path()); },
+              ::testing::ThrowsMessage<IoError>(HasSubstr("is a directory")));
+}
+
+}  // namespace
+}  // namespace cgdp
