@@ -1,24 +1,20 @@
 // Learning-rate schedules give Caffe's values; bad solver settings name the field.
 #include "cgdp/solver/lr_policy.hpp"
 
-#include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "cgdp/core/error.hpp"
+#include "support/solver_text.hpp"
 
 namespace cgdp {
 namespace {
 
-proto::SolverParameter solver(const std::string& text) {
-  proto::SolverParameter p;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &p)) << text;
-  return p;
-}
+using testing::solver_from_text;
 
 double rate(const std::string& text, int64_t iter) {
-  return learning_rate(make_lr_policy(solver(text)), iter);
+  return learning_rate(make_lr_policy(solver_from_text(text)), iter);
 }
 
 TEST(LrPolicy, FixedIsBaseLrAtEveryIteration) {
@@ -59,7 +55,7 @@ TEST(LrPolicy, PolyDecaysToZeroAtMaxIter) {
 // Expects make_lr_policy to throw UsageError whose message contains every part of `needles`.
 void expect_usage_error(const std::string& text, std::initializer_list<const char*> needles) {
   try {
-    make_lr_policy(solver(text), "lenet_solver.prototxt");
+    make_lr_policy(solver_from_text(text), "lenet_solver.prototxt");
     ADD_FAILURE() << "no error for: " << text;
   } catch (const UsageError& e) {
     const std::string message = e.what();

@@ -1,7 +1,6 @@
 // SGD with momentum and weight decay matches a float64 reference of Caffe's update.
 #include "cgdp/solver/sgd.hpp"
 
-#include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,9 +8,12 @@
 #include <vector>
 
 #include "cgdp/core/error.hpp"
+#include "support/solver_text.hpp"
 
 namespace cgdp {
 namespace {
+
+using testing::solver_from_text;
 
 // Caffe's three steps, written separately and in float64.
 void reference_update(std::vector<double>& data, std::vector<double> diff,
@@ -74,25 +76,19 @@ TEST(Sgd, MismatchedSizesAreRejected) {
   EXPECT_THROW(sgd_update(data, diff, history, 0.1f, 0.9f, 0.f), Error);
 }
 
-proto::SolverParameter solver(const std::string& text) {
-  proto::SolverParameter p;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &p)) << text;
-  return p;
-}
-
 TEST(Sgd, SettingsAreValidated) {
-  const SgdSettings s = make_sgd_settings(solver("momentum: 0.9 weight_decay: 0.0005"));
+  const SgdSettings s = make_sgd_settings(solver_from_text("momentum: 0.9 weight_decay: 0.0005"));
   EXPECT_FLOAT_EQ(s.momentum, 0.9f);
   EXPECT_FLOAT_EQ(s.weight_decay, 0.0005f);
   try {
-    make_sgd_settings(solver("momentum: 1.5"), "s.prototxt");
+    make_sgd_settings(solver_from_text("momentum: 1.5"), "s.prototxt");
     ADD_FAILURE() << "momentum 1.5 accepted";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("s.prototxt: momentum must be in [0, 1) (got 1.5)"),
               std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(make_sgd_settings(solver("weight_decay: -0.1")), UsageError);
+  EXPECT_THROW(make_sgd_settings(solver_from_text("weight_decay: -0.1")), UsageError);
 }
 
 }  // namespace
