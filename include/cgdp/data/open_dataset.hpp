@@ -1,0 +1,20 @@
+// Opens the dataset a command line names: "idx:DIR", "cifar10:DIR" or "synthetic[:C,H,W,K]".
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cgdp/data/dataset.hpp"
+#include "cgdp/data/synthetic_dataset.hpp"
+
+namespace cgdp {
+
+// `synthetic` takes its shape, class count, size and seed from `synthetic_defaults` (the trainer
+// fills them from the model's input); "synthetic:C,H,W,K" overrides shape and class count. The
+// test split of synthetic data uses seed + 1, so it differs from the training split.
+// Throws UsageError for an unknown scheme (listing the known ones) or a malformed spec, and the
+// readers' DataError for bad files.
+std::unique_ptr<Dataset> open_dataset(const std::string& spec, Split split,
+                                      const SyntheticSpec& synthetic_defaults = {});
+
+}  // namespace cgdp

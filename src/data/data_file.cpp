@@ -1,0 +1,74 @@
+// Data-file lookup and gzip-or-plain reading through zlib, with errors that name the file.
+#include "data_file.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+
+#include "cgdp/core/error.hpp"
+
+namespace cgdp {
+
+GzFile::GzFile(std::string path) : path_(std::move(path)), file_(gzopen(path_.c_str(), "rb")) {
+  if (!file_) throw IoError(cat(path_, ": cannot open: ", std::strerror(errno)));
+  gzbuffer(file_, 1 << 20);
+}
+
+GzFile::~GzFile() {
+  gzclose(file_);
+}
+
+size_t GzFile::read(void* dst, size_t bytes) {
+  size_t done = 0;
+  while (done < bytes) {
+    // gzread takes an unsigned int length, so large reads go in pieces.
+    const unsigned piece = static_cast<unsigned>(std::min<size_t>(bytes - done, INT_MAX));
+    const int got = gzread(file_, static_cast<char*>(dst) + done, piece);
+    if (got < 0) {
+      int code = 0;
+      const char* message = gzerror(file_, &code);
+      throw DataError(cat(path_, ": corrupt file after ", done, " bytes: ", message));
+    }
+    done += static_cast<size_t>(got);
+    if (static_cast<unsigned>(got) < piece) break;
+  }
+  return done;
+}
+
+size_t GzFile::append(std::vector<uint8_t>& out, size_t bytes) {
+  constexpr size_t kMinChunk = size_t{1} << 20, kMaxChunk = size_t{64} << 20;
+  size_t done = 0;
+  while (done < bytes) {
+    // Chunks grow with what has been read, so small files cost little and large ones few calls.
+    const size_t chunk = std::clamp(out.size(), kMinChunk, kMaxChunk);
+    const size_t want = std::min(bytes - done, chunk);
+    const size_t old_size = out.size();
+    out.resize(old_size + want);
+    const size_t got = read(out.data() + old_size, want);
+    out.resize(old_size + got);
+    done += got;
+    if (got < want) break;
+  }
+  return done;
+}
+
+uint32_t GzFile::read_be32(const char* what) {
+  unsigned char b[4];
+  if (read(b, 4) != 4) throw DataError(cat(path_, ": file ends inside the header (", what, ")"));
+  return uint32_t{b[0]} << 24 | uint32_t{b[1]} << 16 | uint32_t{b[2]} << 8 | uint32_t{b[3]};
+}
+
+std::string find_data_file(const std::string& dir, const std::vector<std::string>& names,
+                           const std::string& what) {
+  std::string tried;
+  for (const std::string& name : names) {
+    const std::filesystem::path path = std::filesystem::path(dir) / name;
+    if (std::filesystem::is_regular_file(path)) return path.string();
+    tried += tried.empty() ? name : ", " + name;
+  }
+  throw DataError(cat("no ", what, " in ", dir, " (tried ", tried, ")"));
+}
+
+}  // namespace cgdp
