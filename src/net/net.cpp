@@ -158,6 +158,13 @@ int64_t Net<T>::batch_size() const {
 }
 
 template <typename T>
+void Net<T>::set_batch_size(int64_t batch) {
+  if (batch == batch_size()) return;
+  input_->set_batch_size(batch);
+  for (int i = 0; i < num_layers(); ++i) layers_[i]->reshape(bottoms_[i], tops_[i]);
+}
+
+template <typename T>
 Blob<T>* Net<T>::blob(const std::string& name) const {
   auto it = latest_.find(name);
   return it == latest_.end() ? nullptr : it->second;

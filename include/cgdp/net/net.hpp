@@ -43,6 +43,8 @@ class Net {
   const std::string& name() const { return name_; }
   Device& device() const { return *device_; }
   int64_t batch_size() const;
+  // Changes the batch size and reshapes every layer (e.g. a last, smaller test batch).
+  void set_batch_size(int64_t batch);
 
   int num_layers() const { return static_cast<int>(layers_.size()); }
   Layer<T>& layer(int i) { return *layers_[i]; }

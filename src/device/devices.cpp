@@ -1,0 +1,29 @@
+// Device factory; the CUDA half lives in src/cuda/ and is linked only in CUDA builds.
+#include "cgdp/device/devices.hpp"
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/device/cpu_device.hpp"
+
+namespace cgdp {
+
+#ifdef CGDP_HAVE_CUDA
+std::unique_ptr<Device> make_cuda_device(int index);  // src/cuda/cuda_device.cu
+int count_cuda_devices();
+#else
+static std::unique_ptr<Device> make_cuda_device(int index) {
+  throw DeviceError(cat("cuda:", index, ": this cgdp was built without CUDA"));
+}
+static int count_cuda_devices() { return 0; }
+#endif
+
+int cuda_device_count() { return count_cuda_devices(); }
+
+std::unique_ptr<Device> make_device(DeviceKind kind, int index) {
+  if (kind == DeviceKind::Cpu) return std::make_unique<CpuDevice>(index);
+  const int n = cuda_device_count();
+  if (index < 0 || index >= n)
+    throw DeviceError(cat("cuda:", index, ": no such GPU (", n, " found)"));
+  return make_cuda_device(index);
+}
+
+}  // namespace cgdp
