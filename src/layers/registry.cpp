@@ -4,7 +4,17 @@
 #include <algorithm>
 #include <functional>
 
+#include "cgdp/layers/accuracy_layer.hpp"
+#include "cgdp/layers/batch_norm_layer.hpp"
+#include "cgdp/layers/concat_layer.hpp"
+#include "cgdp/layers/dropout_layer.hpp"
+#include "cgdp/layers/eltwise_layer.hpp"
 #include "cgdp/layers/input_layer.hpp"
+#include "cgdp/layers/relu_layer.hpp"
+#include "cgdp/layers/scale_layer.hpp"
+#include "cgdp/layers/softmax_layer.hpp"
+#include "cgdp/layers/softmax_with_loss_layer.hpp"
+#include "cgdp/layers/split_layer.hpp"
 
 namespace cgdp {
 
@@ -32,9 +42,22 @@ constexpr Entry entry(const char* type) {
 }
 
 const std::vector<Entry>& table() {
+  // One entry per line keeps additions from different branches apart.
+  // clang-format off
   static const std::vector<Entry> entries = {
+      entry<AccuracyLayer>("Accuracy"),
+      entry<BatchNormLayer>("BatchNorm"),
+      entry<ConcatLayer>("Concat"),
+      entry<DropoutLayer>("Dropout"),
+      entry<EltwiseLayer>("Eltwise"),
       entry<InputLayer>("Input"),
+      entry<ReLULayer>("ReLU"),
+      entry<ScaleLayer>("Scale"),
+      entry<SoftmaxLayer>("Softmax"),
+      entry<SoftmaxWithLossLayer>("SoftmaxWithLoss"),
+      entry<SplitLayer>("Split"),
   };
+  // clang-format on
   return entries;
 }
 

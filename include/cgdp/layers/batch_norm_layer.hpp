@@ -1,0 +1,37 @@
+// BatchNorm (Caffe's): normalises each channel (axis 1) to zero mean and unit variance, with batch
+// statistics in training and the running statistics when use_global_stats. No learnable
+// parameters (a Scale layer follows it); state() holds Caffe's three blobs in Caffe's order:
+// running mean sum [C], running variance sum [C], and their scale factor [1].
+#pragma once
+
+#include "cgdp/layers/layer.hpp"
+
+namespace cgdp {
+
+template <typename T>
+class BatchNormLayer final : public Layer<T> {
+ public:
+  BatchNormLayer(const proto::LayerParameter& param, Device& device);
+  void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+
+ protected:
+  void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
+  void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  void backward_cpu(const RunContext& ctx, const BlobVec<T>& top,
+                    const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
+
+ private:
+  // Per-channel mean and biased variance of the batch into mean_ and variance_.
+  void batch_statistics(const T* x);
+  // Caffe's running update: sums decay by moving_average_fraction, the factor counts batches.
+  void update_running_statistics();
+
+  int64_t num_ = 0, channels_ = 0, spatial_ = 0;  // bottom viewed as num x channels x spatial
+  bool use_global_stats_ = false;  // mode of the last forward, which backward mirrors
+  Blob<T> mean_;                   // [C] statistics used by the last forward
+  Blob<T> variance_;               // [C]
+  Blob<T> inv_std_;                // [C] 1 / sqrt(variance + eps)
+  Blob<T> x_norm_;  // the normalised output, kept for backward (the top may be overwritten)
+};
+
+}  // namespace cgdp

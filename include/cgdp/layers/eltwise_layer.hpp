@@ -1,0 +1,30 @@
+// Eltwise: element-wise SUM (with optional per-bottom coeff), PROD or MAX of two or more bottoms of
+// the same shape, with Caffe's backward (PROD: product of the other bottoms; MAX: to the winner).
+#pragma once
+
+#include "cgdp/layers/layer.hpp"
+
+namespace cgdp {
+
+template <typename T>
+class EltwiseLayer final : public Layer<T> {
+ public:
+  EltwiseLayer(const proto::LayerParameter& param, Device& device);
+  void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  int min_bottoms() const override { return 2; }
+  int max_bottoms() const override { return -1; }
+
+ protected:
+  void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
+  void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  void backward_cpu(const RunContext& ctx, const BlobVec<T>& top,
+                    const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
+
+ private:
+  using Op = proto::EltwiseParameter::EltwiseOp;
+  Op op_ = proto::EltwiseParameter::SUM;
+  std::vector<T> coeff_;
+  Blob<T> max_index_;  // MAX: which bottom won each element (small integers, exact in T)
+};
+
+}  // namespace cgdp

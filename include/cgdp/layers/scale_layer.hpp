@@ -1,0 +1,28 @@
+// Scale (Caffe's, one-bottom form): y = x * scale (+ bias), the learnable scale of shape
+// bottom.shape[axis : axis + num_axes] broadcast over the other axes. Params: scale, then bias
+// when bias_term. May run in place.
+#pragma once
+
+#include "cgdp/layers/layer.hpp"
+
+namespace cgdp {
+
+template <typename T>
+class ScaleLayer final : public Layer<T> {
+ public:
+  ScaleLayer(const proto::LayerParameter& param, Device& device);
+  void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+
+ protected:
+  void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
+  void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  void backward_cpu(const RunContext& ctx, const BlobVec<T>& top,
+                    const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
+
+ private:
+  int axis_ = 1;
+  int64_t outer_ = 0, scale_dim_ = 0, inner_ = 0;  // bottom viewed as outer x scale_dim x inner
+  Blob<T> bottom_copy_;  // the input, kept when running in place (the scale's gradient needs it)
+};
+
+}  // namespace cgdp

@@ -1,0 +1,22 @@
+// Split: copies one bottom to any number of tops (the net inserts it where a blob fans out);
+// backward sums the tops' diffs.
+#pragma once
+
+#include "cgdp/layers/layer.hpp"
+
+namespace cgdp {
+
+template <typename T>
+class SplitLayer final : public Layer<T> {
+ public:
+  using Layer<T>::Layer;
+  void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  int max_tops() const override { return -1; }
+
+ protected:
+  void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  void backward_cpu(const RunContext& ctx, const BlobVec<T>& top,
+                    const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
+};
+
+}  // namespace cgdp

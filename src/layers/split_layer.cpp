@@ -1,0 +1,41 @@
+// Split layer: fan-out by copy, fan-in of gradients by sum.
+#include "cgdp/layers/split_layer.hpp"
+
+#include <algorithm>
+
+namespace cgdp {
+
+template <typename T>
+void SplitLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
+  for (Blob<T>* t : top) t->reshape_like(*bottom[0]);
+}
+
+template <typename T>
+void SplitLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
+                                const BlobVec<T>& top) {
+  const T* x = bottom[0]->data();
+  const int64_t n = bottom[0]->count();
+  for (Blob<T>* t : top)
+    if (t != bottom[0]) std::copy(x, x + n, t->mutable_data());
+}
+
+template <typename T>
+void SplitLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
+                                 const std::vector<bool>& propagate_down,
+                                 const BlobVec<T>& bottom) {
+  if (!propagate_down[0]) return;
+  T* dx = bottom[0]->mutable_diff();
+  const int64_t n = bottom[0]->count();
+  const size_t tops = top.size();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    T sum = top[0]->diff()[i];
+    for (size_t t = 1; t < tops; ++t) sum += top[t]->diff()[i];
+    dx[i] = sum;
+  }
+}
+
+template class SplitLayer<float>;
+template class SplitLayer<double>;
+
+}  // namespace cgdp
