@@ -4,7 +4,11 @@
 #include <algorithm>
 #include <functional>
 
+#include "cgdp/layers/convolution_layer.hpp"
+#include "cgdp/layers/inner_product_layer.hpp"
 #include "cgdp/layers/input_layer.hpp"
+#include "cgdp/layers/lrn_layer.hpp"
+#include "cgdp/layers/pooling_layer.hpp"
 
 namespace cgdp {
 
@@ -33,7 +37,11 @@ constexpr Entry entry(const char* type) {
 
 const std::vector<Entry>& table() {
   static const std::vector<Entry> entries = {
+      entry<ConvolutionLayer>("Convolution"),
+      entry<InnerProductLayer>("InnerProduct"),
       entry<InputLayer>("Input"),
+      entry<LRNLayer>("LRN"),
+      entry<PoolingLayer>("Pooling"),
   };
   return entries;
 }
