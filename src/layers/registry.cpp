@@ -7,9 +7,13 @@
 #include "cgdp/layers/accuracy_layer.hpp"
 #include "cgdp/layers/batch_norm_layer.hpp"
 #include "cgdp/layers/concat_layer.hpp"
+#include "cgdp/layers/convolution_layer.hpp"
 #include "cgdp/layers/dropout_layer.hpp"
 #include "cgdp/layers/eltwise_layer.hpp"
+#include "cgdp/layers/inner_product_layer.hpp"
 #include "cgdp/layers/input_layer.hpp"
+#include "cgdp/layers/lrn_layer.hpp"
+#include "cgdp/layers/pooling_layer.hpp"
 #include "cgdp/layers/relu_layer.hpp"
 #include "cgdp/layers/scale_layer.hpp"
 #include "cgdp/layers/softmax_layer.hpp"
@@ -48,9 +52,13 @@ const std::vector<Entry>& table() {
       entry<AccuracyLayer>("Accuracy"),
       entry<BatchNormLayer>("BatchNorm"),
       entry<ConcatLayer>("Concat"),
+      entry<ConvolutionLayer>("Convolution"),
       entry<DropoutLayer>("Dropout"),
       entry<EltwiseLayer>("Eltwise"),
+      entry<InnerProductLayer>("InnerProduct"),
       entry<InputLayer>("Input"),
+      entry<LRNLayer>("LRN"),
+      entry<PoolingLayer>("Pooling"),
       entry<ReLULayer>("ReLU"),
       entry<ScaleLayer>("Scale"),
       entry<SoftmaxLayer>("Softmax"),

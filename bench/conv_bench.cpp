@@ -1,0 +1,180 @@
+// Convolution speed against plain SGEMM: for each conv layer of fashion_cnn and AlexNet, the
+// layer's forward and backward (weights + data) GFLOP/s next to cblas_sgemm's on exactly the
+// GEMMs the layer issues (one per image and group), run both ways the layer could: images in
+// order with OpenBLAS threading each GEMM ("serial"), and images split over OpenMP threads with
+// single-threaded GEMMs ("omp").
+#include <benchmark/benchmark.h>
+#include <google/protobuf/text_format.h>
+#include <omp.h>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cgdp/device/cpu_device.hpp"
+#include "cgdp/layers/blas.hpp"
+#include "cgdp/layers/convolution_layer.hpp"
+#include "cgdp/layers/registry.hpp"
+
+namespace cgdp {
+namespace {
+
+struct ConvSpec {
+  const char* name;
+  int64_t batch, channels, height, width, num_output, kernel, pad, stride, group;
+};
+
+const ConvSpec kSpecs[] = {
+    {"fashion/conv1", 64, 1, 28, 28, 32, 5, 2, 1, 1},
+    {"fashion/conv2", 64, 32, 14, 14, 64, 5, 2, 1, 1},
+    {"alexnet/conv1", 16, 3, 227, 227, 96, 11, 0, 4, 1},
+    {"alexnet/conv2", 16, 96, 27, 27, 256, 5, 2, 1, 2},
+    {"alexnet/conv3", 16, 256, 13, 13, 384, 3, 1, 1, 1},
+    {"alexnet/conv4", 16, 384, 13, 13, 384, 3, 1, 1, 2},
+    {"alexnet/conv5", 16, 384, 13, 13, 256, 3, 1, 1, 2},
+};
+
+void fill_random(float* data, int64_t count) {
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (int64_t i = 0; i < count; ++i) data[i] = dist(rng);
+}
+
+// A set-up layer with random input and output gradient.
+struct ConvRig {
+  Blob<float> bottom{default_cpu_device()}, top{default_cpu_device()};
+  std::unique_ptr<Layer<float>> layer;
+
+  explicit ConvRig(const ConvSpec& s) {
+    proto::LayerParameter param;
+    google::protobuf::TextFormat::ParseFromString(
+        cat("name: 'conv' type: 'Convolution' convolution_param { num_output: ", s.num_output,
+            " kernel_size: ", s.kernel, " pad: ", s.pad, " stride: ", s.stride, " group: ", s.group,
+            " weight_filler { type: 'gaussian' std: 0.01 } }"),
+        &param);
+    bottom.reshape({s.batch, s.channels, s.height, s.width});
+    fill_random(bottom.mutable_data(), bottom.count());
+    layer = create_layer<float>(param, default_cpu_device());
+    Rng rng(1);
+    layer->setup({&bottom}, {&top}, rng);
+    fill_random(top.mutable_diff(), top.count());
+  }
+  const ConvolutionLayer<float>& conv() const {
+    return static_cast<const ConvolutionLayer<float>&>(*layer);
+  }
+  // Multiply-adds x 2 of one forward pass (the bias is not counted).
+  double forward_flops() const {
+    const auto& c = conv();
+    return 2.0 * static_cast<double>(bottom.shape(0) * c.group() * c.group_out_channels() *
+                                     c.group_col_rows() * c.out_pixels());
+  }
+};
+
+// GFLOP/s over wall time, and GFLOP per iteration so that a rate over the process's CPU time
+// (all threads) can be derived: on a machine shared with other work, wall time measures the
+// neighbours as much as the code.
+void set_rate(benchmark::State& state, double flops) {
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP"] = flops * 1e-9;
+}
+
+void conv_forward(benchmark::State& state, const ConvSpec* spec) {
+  ConvRig rig(*spec);
+  for (auto _ : state) rig.layer->forward({}, {&rig.bottom}, {&rig.top});
+  set_rate(state, rig.forward_flops());
+}
+
+void conv_backward(benchmark::State& state, const ConvSpec* spec) {
+  ConvRig rig(*spec);
+  rig.layer->forward({}, {&rig.bottom}, {&rig.top});
+  for (auto _ : state) rig.layer->backward({}, {&rig.top}, {true}, {&rig.bottom});
+  set_rate(state, 2 * rig.forward_flops());
+}
+
+// The layer's GEMM operands with plain buffers: per-thread column matrices, per-image outputs.
+struct GemmRig {
+  int64_t images, groups, m, k, n;  // per group: [m x k] * [k x n]
+  std::vector<float> weight, cols, out;
+
+  GemmRig(const ConvRig& conv, int threads)
+      : images(conv.bottom.shape(0)),
+        groups(conv.conv().group()),
+        m(conv.conv().group_out_channels()),
+        k(conv.conv().group_col_rows()),
+        n(conv.conv().out_pixels()),
+        weight(groups * m * k),
+        cols(threads * groups * k * n),
+        out(images * groups * m * n) {
+    fill_random(weight.data(), static_cast<int64_t>(weight.size()));
+    fill_random(cols.data(), static_cast<int64_t>(cols.size()));
+    fill_random(out.data(), static_cast<int64_t>(out.size()));
+  }
+  void forward(int64_t image, int thread) {
+    for (int64_t g = 0; g < groups; ++g)
+      blas::gemm(false, false, m, n, k, 1.f, &weight[g * m * k],
+                 &cols[(thread * groups + g) * k * n], 0.f, &out[((image * groups) + g) * m * n]);
+  }
+  // Weight gradient (out_diff * cols^T, accumulated) then column gradient (W^T * out_diff).
+  void backward(int64_t image, int thread, float* weight_diff) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* out_diff = &out[((image * groups) + g) * m * n];
+      float* col = &cols[(thread * groups + g) * k * n];
+      blas::gemm(false, true, m, k, n, 1.f, out_diff, col, 1.f, weight_diff + g * m * k);
+      blas::gemm(true, false, k, n, m, 1.f, &weight[g * m * k], out_diff, 0.f, col);
+    }
+  }
+};
+
+template <bool kBackward>
+void sgemm(benchmark::State& state, const ConvSpec* spec, bool omp) {
+  ConvRig conv(*spec);
+  const int threads = omp ? omp_get_max_threads() : 1;
+  GemmRig g(conv, threads);
+  std::vector<float> weight_diff(threads * g.weight.size(), 0.f);
+  auto one = [&](int64_t image, int thread) {
+    if (kBackward) {
+      g.backward(image, thread, &weight_diff[thread * g.weight.size()]);
+    } else {
+      g.forward(image, thread);
+    }
+  };
+  for (auto _ : state) {
+    if (omp) {
+#pragma omp parallel for schedule(static)
+      for (int64_t i = 0; i < g.images; ++i) one(i, omp_get_thread_num());
+    } else {
+      for (int64_t i = 0; i < g.images; ++i) one(i, 0);
+    }
+  }
+  set_rate(state, (kBackward ? 2 : 1) * conv.forward_flops());
+}
+
+void register_all() {
+  for (const ConvSpec& s : kSpecs) {
+    const std::string n = s.name;
+    auto tune = [](benchmark::internal::Benchmark* b) {
+      b->UseRealTime()->MeasureProcessCPUTime()->Unit(benchmark::kMillisecond)->MinTime(0.3);
+    };
+    tune(benchmark::RegisterBenchmark((n + "/conv_forward").c_str(), conv_forward, &s));
+    tune(benchmark::RegisterBenchmark((n + "/sgemm_forward_serial").c_str(), sgemm<false>, &s,
+                                      false));
+    tune(benchmark::RegisterBenchmark((n + "/sgemm_forward_omp").c_str(), sgemm<false>, &s, true));
+    tune(benchmark::RegisterBenchmark((n + "/conv_backward").c_str(), conv_backward, &s));
+    tune(benchmark::RegisterBenchmark((n + "/sgemm_backward_serial").c_str(), sgemm<true>, &s,
+                                      false));
+    tune(benchmark::RegisterBenchmark((n + "/sgemm_backward_omp").c_str(), sgemm<true>, &s, true));
+  }
+}
+
+}  // namespace
+}  // namespace cgdp
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  cgdp::register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,31 @@
+// InnerProduct: a fully connected layer. The bottom is flattened from `axis` on into K inputs;
+// top = bottom * W^T + b with W [num_output, K], or bottom * W with W [K, num_output] when
+// `transpose` (Caffe's layout for both).
+#pragma once
+
+#include "cgdp/layers/layer.hpp"
+
+namespace cgdp {
+
+template <typename T>
+class InnerProductLayer final : public Layer<T> {
+ public:
+  using Layer<T>::Layer;
+  void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+
+ protected:
+  void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
+  void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  void backward_cpu(const RunContext& ctx, const BlobVec<T>& top,
+                    const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
+
+ private:
+  int64_t num_output_ = 0;  // N
+  int64_t inputs_ = 0;      // K: bottom elements from `axis` on
+  int64_t rows_ = 0;        // M: bottom elements before `axis`
+  int axis_ = 1;
+  bool bias_term_ = true;
+  bool transpose_ = false;
+};
+
+}  // namespace cgdp

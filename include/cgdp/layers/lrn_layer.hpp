@@ -1,0 +1,40 @@
+// LRN: local response normalisation of N x C x H x W blobs, top = x * scale^-beta, as Caffe
+// computes it. ACROSS_CHANNELS: scale = k + alpha / local_size * (sum of x^2 over local_size
+// neighbouring channels). WITHIN_CHANNEL: scale = 1 + alpha / local_size^2 * (sum of x^2 over a
+// local_size x local_size square, zero-padded); Caffe builds this from pooling and power layers
+// with shift 1, so k does not enter it.
+#pragma once
+
+#include <vector>
+
+#include "cgdp/layers/layer.hpp"
+
+namespace cgdp {
+
+template <typename T>
+class LRNLayer final : public Layer<T> {
+ public:
+  using Layer<T>::Layer;
+  void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+
+ protected:
+  void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
+  void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  void backward_cpu(const RunContext& ctx, const BlobVec<T>& top,
+                    const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
+
+ private:
+  // dst = sum of src over each element's neighbourhood (channels or square, by the region).
+  void window_sum(const T* src, T* dst) const;
+
+  bool across_channels_ = true;
+  int64_t size_ = 5;
+  T alpha_over_n_ = 0;  // alpha divided by the neighbourhood's element count
+  T beta_ = 0;
+  T k_ = 1;
+  Shape shape_;
+  std::vector<T> scale_;  // kept from forward for backward
+  std::vector<T> work_;   // squares in forward, top_diff * top / scale in backward
+};
+
+}  // namespace cgdp

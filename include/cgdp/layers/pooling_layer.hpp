@@ -1,0 +1,40 @@
+// Pooling: MAX or AVE over 2-D windows of N x C x H x W blobs, with Caffe's output-shape rule
+// (rounding up) and Caffe's AVE divisor; MAX remembers each output's argmax for backward.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cgdp/layers/layer.hpp"
+
+namespace cgdp {
+
+template <typename T>
+class PoolingLayer final : public Layer<T> {
+ public:
+  using Layer<T>::Layer;
+  void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+
+ protected:
+  void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
+  void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  void backward_cpu(const RunContext& ctx, const BlobVec<T>& top,
+                    const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
+
+ private:
+  // One output's window: rows [h0, h1) x columns [w0, w1) of the input, and AVE's divisor.
+  struct Window {
+    int64_t h0, h1, w0, w1, divisor;
+  };
+  Window window(int64_t ph, int64_t pw) const;
+  void max_plane(const T* in, T* out, int32_t* argmax) const;
+  void average_plane(const T* in, T* out) const;
+
+  bool max_ = true;
+  bool global_ = false;
+  int64_t kernel_h_ = 0, kernel_w_ = 0, pad_h_ = 0, pad_w_ = 0, stride_h_ = 1, stride_w_ = 1;
+  int64_t height_ = 0, width_ = 0, pooled_h_ = 0, pooled_w_ = 0;
+  std::vector<int32_t> argmax_;  // MAX: index (h * W + w) in its plane of each output's maximum
+};
+
+}  // namespace cgdp

@@ -1,0 +1,230 @@
+// Convolution on the CPU: each image is unfolded by im2col and multiplied by the weights, one GEMM
+// per group. A batch that can keep every OpenMP thread busy runs one image per thread with
+// single-threaded GEMMs (OpenBLAS does not thread inside a parallel region); a smaller one runs
+// its images in order and lets OpenBLAS thread each GEMM.
+#include "cgdp/layers/convolution_layer.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <span>
+
+#include "cgdp/layers/blas.hpp"
+#include "cgdp/layers/filler.hpp"
+#include "cgdp/layers/spatial_param.hpp"
+
+namespace cgdp {
+
+namespace {
+
+// The convolution proto has repeated fields.
+std::span<const uint32_t> given(const google::protobuf::RepeatedField<uint32_t>& values) {
+  return {values.data(), static_cast<size_t>(values.size())};
+}
+
+// Threads that split the images: all of them when each gets at least one image, else one.
+int image_threads(int64_t images) {
+  const int threads = omp_get_max_threads();
+  return images >= threads ? threads : 1;
+}
+
+// Runs fn(image, thread) for every image, over `threads` threads (image_threads()).
+template <typename Fn>
+void for_each_image(int64_t images, int threads, Fn&& fn) {
+  if (threads > 1) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t n = 0; n < images; ++n) fn(n, omp_get_thread_num());
+  } else {
+    for (int64_t n = 0; n < images; ++n) fn(n, 0);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void ConvolutionLayer<T>::read_geometry() {
+  const auto& p = this->param_.convolution_param();
+  const SpatialPair kernel = spatial_setting(given(p.kernel_size()), p.has_kernel_h(), p.kernel_h(),
+                                             p.has_kernel_w(), p.kernel_w(), 0, "kernel_size");
+  const SpatialPair pad =
+      spatial_setting(given(p.pad()), p.has_pad_h(), p.pad_h(), p.has_pad_w(), p.pad_w(), 0, "pad");
+  const SpatialPair stride = spatial_setting(given(p.stride()), p.has_stride_h(), p.stride_h(),
+                                             p.has_stride_w(), p.stride_w(), 1, "stride");
+  const SpatialPair dilation =
+      spatial_setting(given(p.dilation()), false, 0, false, 0, 1, "dilation");
+  if (kernel[0] <= 0 || kernel[1] <= 0)
+    this->fail("needs a kernel size: kernel_size, or kernel_h and kernel_w (all > 0)");
+  if (stride[0] <= 0 || stride[1] <= 0) this->fail("stride must be > 0");
+  if (dilation[0] <= 0 || dilation[1] <= 0) this->fail("dilation must be > 0");
+  geometry_.kernel_h = kernel[0], geometry_.kernel_w = kernel[1];
+  geometry_.pad_h = pad[0], geometry_.pad_w = pad[1];
+  geometry_.stride_h = stride[0], geometry_.stride_w = stride[1];
+  geometry_.dilation_h = dilation[0], geometry_.dilation_w = dilation[1];
+}
+
+template <typename T>
+void ConvolutionLayer<T>::layer_setup(const BlobVec<T>& bottom, const BlobVec<T>&, Rng& rng) {
+  const auto& p = this->param_.convolution_param();
+  if (bottom[0]->num_axes() != 4)
+    this->fail(cat("needs a 4-D bottom (N x C x H x W), got ", shape_string(bottom[0]->shape())));
+  read_geometry();
+  num_output_ = p.num_output();
+  group_ = p.group();
+  bias_term_ = p.bias_term();
+  const int64_t channels = bottom[0]->shape(1);
+  if (num_output_ <= 0) this->fail("needs num_output > 0");
+  if (group_ <= 0) this->fail("group must be > 0");
+  if (channels % group_ != 0)
+    this->fail(cat("input channels (", channels, ") must be a multiple of group (", group_, ")"));
+  if (num_output_ % group_ != 0)
+    this->fail(cat("num_output (", num_output_, ") must be a multiple of group (", group_, ")"));
+  geometry_.channels = channels;
+  fill(this->add_param({num_output_, channels / group_, geometry_.kernel_h, geometry_.kernel_w}),
+       p.weight_filler(), rng);
+  if (bias_term_) fill(this->add_param({num_output_}), p.bias_filler(), rng);
+}
+
+template <typename T>
+void ConvolutionLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
+  const Blob<T>& in = *bottom[0];
+  if (in.num_axes() != 4)
+    this->fail(cat("needs a 4-D bottom (N x C x H x W), got ", shape_string(in.shape())));
+  if (in.shape(1) != geometry_.channels)
+    this->fail(cat("bottom has ", in.shape(1), " channels; the weights were made for ",
+                   geometry_.channels));
+  geometry_.height = in.shape(2), geometry_.width = in.shape(3);
+  const int64_t padded_h = geometry_.height + 2 * geometry_.pad_h;
+  const int64_t padded_w = geometry_.width + 2 * geometry_.pad_w;
+  if (geometry_.extent_h() > padded_h || geometry_.extent_w() > padded_w) {
+    const bool dilated = geometry_.dilation_h > 1 || geometry_.dilation_w > 1;
+    this->fail(cat("kernel ", geometry_.kernel_h, "x", geometry_.kernel_w,
+                   dilated
+                       ? cat(" (dilated to ", geometry_.extent_h(), "x", geometry_.extent_w(), ")")
+                       : std::string(),
+                   " is larger than the padded input ", padded_h, "x", padded_w));
+  }
+  top[0]->reshape({in.shape(0), num_output_, geometry_.out_h(), geometry_.out_w()});
+}
+
+template <typename T>
+int64_t ConvolutionLayer<T>::work_count() const {
+  // A pointwise kernel multiplies the image itself and needs no scratch.
+  if (geometry_.is_pointwise()) return 0;
+  return geometry_.col_rows() * out_pixels() + geometry_.scratch_count();
+}
+
+template <typename T>
+T* ConvolutionLayer<T>::work_buffer(int threads) {
+  const size_t need = static_cast<size_t>(threads * work_count());
+  if (work_.size() < need) work_.resize(need);
+  return work_.data();
+}
+
+template <typename T>
+void ConvolutionLayer<T>::forward_image(const T* in, T* out, T* work) const {
+  const int64_t m = group_out_channels(), k = group_col_rows(), pixels = out_pixels();
+  const T* cols = in;
+  if (!geometry_.is_pointwise()) {
+    im2col(in, geometry_, work, work + geometry_.col_rows() * pixels);
+    cols = work;
+  }
+  const T* weight = this->params_[0]->data();
+  for (int64_t g = 0; g < group_; ++g)
+    blas::gemm(false, false, m, pixels, k, T(1), weight + g * m * k, cols + g * k * pixels, T(0),
+               out + g * m * pixels);
+  // Added while this image's output is still in cache (faster than writing it before the GEMM).
+  if (!bias_term_) return;
+  const T* bias = this->params_[1]->data();
+  for (int64_t c = 0; c < num_output_; ++c) {
+    T* row = out + c * pixels;
+    for (int64_t i = 0; i < pixels; ++i) row[i] += bias[c];
+  }
+}
+
+template <typename T>
+void ConvolutionLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
+                                      const BlobVec<T>& top) {
+  const int64_t images = bottom[0]->shape(0);
+  const int threads = image_threads(images);
+  T* work = work_buffer(threads);
+  const int64_t in_size = bottom[0]->count(1), out_size = top[0]->count(1);
+  const T* in = bottom[0]->data();
+  T* out = top[0]->mutable_data();
+  for_each_image(images, threads, [&](int64_t n, int t) {
+    forward_image(in + n * in_size, out + n * out_size, work + t * work_count());
+  });
+}
+
+template <typename T>
+void ConvolutionLayer<T>::backward_image(const T* in, const T* out_diff,
+                                         const std::array<T*, 2>& param_diff, T* in_diff,
+                                         T* work) const {
+  const int64_t m = group_out_channels(), k = group_col_rows(), pixels = out_pixels();
+  if (bias_term_)  // summed while this image's output gradient is in cache
+    for (int64_t c = 0; c < num_output_; ++c) {
+      const T* row = out_diff + c * pixels;
+      T sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t i = 0; i < pixels; ++i) sum += row[i];
+      param_diff[1][c] += sum;
+    }
+  const bool unfold = !geometry_.is_pointwise();
+  T* col = work;
+  T* padded = unfold ? work + geometry_.col_rows() * pixels : nullptr;
+  const T* cols = in;
+  if (unfold) {
+    im2col(in, geometry_, col, padded);
+    cols = col;
+  }
+  for (int64_t g = 0; g < group_; ++g)
+    blas::gemm(false, true, m, k, pixels, T(1), out_diff + g * m * pixels, cols + g * k * pixels,
+               T(1), param_diff[0] + g * m * k);
+  if (!in_diff) return;
+  // With a pointwise kernel the column gradient is the input gradient itself.
+  T* col_diff = unfold ? col : in_diff;
+  const T* weight = this->params_[0]->data();
+  for (int64_t g = 0; g < group_; ++g)
+    blas::gemm(true, false, k, pixels, m, T(1), weight + g * m * k, out_diff + g * m * pixels, T(0),
+               col_diff + g * k * pixels);
+  if (unfold) col2im(col, geometry_, in_diff, padded);
+}
+
+template <typename T>
+void ConvolutionLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
+                                       const std::vector<bool>& propagate_down,
+                                       const BlobVec<T>& bottom) {
+  const int64_t images = bottom[0]->shape(0);
+  const int threads = image_threads(images);
+  T* work = work_buffer(threads);
+  // Thread 0 accumulates straight into the parameter gradients, the others into private copies
+  // (weights, then bias) that are added at the end.
+  const int64_t weight_count = this->params_[0]->count();
+  const int64_t private_count = weight_count + (bias_term_ ? num_output_ : 0);
+  param_diff_.assign(static_cast<size_t>((threads - 1) * private_count), T(0));
+  auto diffs_of = [&](int t) -> std::array<T*, 2> {
+    if (t == 0)
+      return {this->params_[0]->mutable_diff(),
+              bias_term_ ? this->params_[1]->mutable_diff() : nullptr};
+    T* own = param_diff_.data() + (t - 1) * private_count;
+    return {own, own + weight_count};
+  };
+  const int64_t in_size = bottom[0]->count(1), out_size = top[0]->count(1);
+  const T* in = bottom[0]->data();
+  const T* out_diff = top[0]->diff();
+  T* in_diff = propagate_down[0] ? bottom[0]->mutable_diff() : nullptr;
+  for_each_image(images, threads, [&](int64_t n, int t) {
+    backward_image(in + n * in_size, out_diff + n * out_size, diffs_of(t),
+                   in_diff ? in_diff + n * in_size : nullptr, work + t * work_count());
+  });
+  const std::array<T*, 2> total = diffs_of(0);
+  for (int t = 1; t < threads; ++t) {
+    const std::array<T*, 2> own = diffs_of(t);
+    blas::axpy(weight_count, T(1), own[0], total[0]);
+    if (bias_term_) blas::axpy(num_output_, T(1), own[1], total[1]);
+  }
+}
+
+template class ConvolutionLayer<float>;
+template class ConvolutionLayer<double>;
+
+}  // namespace cgdp

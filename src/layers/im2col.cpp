@@ -1,0 +1,104 @@
+// im2col / col2im for 2-D convolution. With padding, the image is first copied into a zero-padded
+// buffer (and gradients are gathered in one and cropped), so that every column row is a plain,
+// branch-free strided copy: short image rows make per-row bounds handling the dominant cost.
+#include "cgdp/layers/im2col.hpp"
+
+#include <algorithm>
+
+namespace cgdp {
+
+namespace {
+
+// The image as im2col reads it: the input itself, or its zero-padded copy.
+struct Padded {
+  int64_t height, width;
+};
+
+Padded padded_size(const ConvGeometry& g) {
+  return {g.height + 2 * g.pad_h, g.width + 2 * g.pad_w};
+}
+
+// Visits every (kernel tap, output row): fn(col_row, padded_row), where padded_row points at the
+// first padded-image pixel the output row reads; consecutive outputs read stride_w apart.
+template <typename Im, typename Col, typename Fn>
+void for_each_tap_row(Im* image, Col* col, const ConvGeometry& g, Fn&& fn) {
+  const Padded p = padded_size(g);
+  const int64_t out_h = g.out_h(), out_w = g.out_w();
+  for (int64_t c = 0; c < g.channels; ++c) {
+    Im* plane = image + c * p.height * p.width;
+    for (int64_t i = 0; i < g.kernel_h; ++i) {
+      for (int64_t j = 0; j < g.kernel_w; ++j) {
+        Col* rows = col + ((c * g.kernel_h + i) * g.kernel_w + j) * out_h * out_w;
+        Im* first = plane + i * g.dilation_h * p.width + j * g.dilation_w;
+        for (int64_t oh = 0; oh < out_h; ++oh)
+          fn(rows + oh * out_w, first + oh * g.stride_h * p.width);
+      }
+    }
+  }
+}
+
+template <typename T>
+void pad_image(const T* im, const ConvGeometry& g, T* padded) {
+  const Padded p = padded_size(g);
+  std::fill(padded, padded + g.scratch_count(), T(0));
+  for (int64_t c = 0; c < g.channels; ++c)
+    for (int64_t h = 0; h < g.height; ++h)
+      std::copy(im + (c * g.height + h) * g.width, im + (c * g.height + h + 1) * g.width,
+                padded + (c * p.height + h + g.pad_h) * p.width + g.pad_w);
+}
+
+template <typename T>
+void crop_image(const T* padded, const ConvGeometry& g, T* im) {
+  const Padded p = padded_size(g);
+  for (int64_t c = 0; c < g.channels; ++c)
+    for (int64_t h = 0; h < g.height; ++h) {
+      const T* src = padded + (c * p.height + h + g.pad_h) * p.width + g.pad_w;
+      std::copy(src, src + g.width, im + (c * g.height + h) * g.width);
+    }
+}
+
+}  // namespace
+
+template <typename T>
+void im2col(const T* im, const ConvGeometry& g, T* col, T* scratch) {
+  const T* source = im;
+  if (g.padded()) {
+    pad_image(im, g, scratch);
+    source = scratch;
+  }
+  const int64_t out_w = g.out_w(), stride = g.stride_w;
+  if (stride == 1) {
+    for_each_tap_row(source, col, g, [out_w](T* __restrict dst, const T* __restrict src) {
+      for (int64_t ow = 0; ow < out_w; ++ow) dst[ow] = src[ow];
+    });
+  } else {
+    for_each_tap_row(source, col, g, [out_w, stride](T* __restrict dst, const T* __restrict src) {
+      for (int64_t ow = 0; ow < out_w; ++ow) dst[ow] = src[ow * stride];
+    });
+  }
+}
+
+template <typename T>
+void col2im(const T* col, const ConvGeometry& g, T* im, T* scratch) {
+  T* target = g.padded() ? scratch : im;
+  const int64_t count = g.padded() ? g.scratch_count() : g.channels * g.height * g.width;
+  std::fill(target, target + count, T(0));
+  const int64_t out_w = g.out_w(), stride = g.stride_w;
+  if (stride == 1) {
+    for_each_tap_row(target, col, g, [out_w](const T* __restrict src, T* __restrict dst) {
+      for (int64_t ow = 0; ow < out_w; ++ow) dst[ow] += src[ow];
+    });
+  } else {
+    for_each_tap_row(target, col, g, [out_w, stride](const T* __restrict src, T* __restrict dst) {
+      for (int64_t ow = 0; ow < out_w; ++ow) dst[ow * stride] += src[ow];
+    });
+  }
+  if (g.padded()) crop_image(scratch, g, im);
+}
+
+template void im2col<float>(const float*, const ConvGeometry&, float*, float*);
+template void im2col<double>(const double*, const ConvGeometry&, double*, double*);
+template void col2im<float>(const float*, const ConvGeometry&, float*, float*);
+template void col2im<double>(const double*, const ConvGeometry&, double*, double*);
+
+}  // namespace cgdp

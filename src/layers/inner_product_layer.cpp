@@ -1,0 +1,79 @@
+// InnerProduct on the CPU: three GEMMs (forward, weight gradient, input gradient), each threaded
+// by OpenBLAS, and a GEMV for the bias gradient.
+#include "cgdp/layers/inner_product_layer.hpp"
+
+#include "cgdp/layers/blas.hpp"
+#include "cgdp/layers/filler.hpp"
+
+namespace cgdp {
+
+template <typename T>
+void InnerProductLayer<T>::layer_setup(const BlobVec<T>& bottom, const BlobVec<T>&, Rng& rng) {
+  const auto& p = this->param_.inner_product_param();
+  if (p.num_output() == 0) this->fail("needs num_output > 0");
+  num_output_ = p.num_output();
+  bias_term_ = p.bias_term();
+  transpose_ = p.transpose();
+  const int axes = bottom[0]->num_axes();
+  if (p.axis() < -axes || p.axis() >= axes)
+    this->fail(cat("axis ", p.axis(), " is out of range for a bottom of shape ",
+                   shape_string(bottom[0]->shape())));
+  axis_ = p.axis() < 0 ? p.axis() + axes : p.axis();
+  inputs_ = bottom[0]->count(axis_);
+  const Shape weight_shape = transpose_ ? Shape{inputs_, num_output_} : Shape{num_output_, inputs_};
+  fill(this->add_param(weight_shape), p.weight_filler(), rng);
+  if (bias_term_) fill(this->add_param({num_output_}), p.bias_filler(), rng);
+}
+
+template <typename T>
+void InnerProductLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
+  const Blob<T>& in = *bottom[0];
+  if (in.num_axes() <= axis_ || in.count(axis_) != inputs_)
+    this->fail(cat("bottom of shape ", shape_string(in.shape()), " does not have ", inputs_,
+                   " elements from axis ", axis_, " on, as the weights were made for"));
+  rows_ = in.count(0, axis_);
+  Shape shape(in.shape().begin(), in.shape().begin() + axis_);
+  shape.push_back(num_output_);
+  top[0]->reshape(shape);
+}
+
+template <typename T>
+void InnerProductLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
+                                       const BlobVec<T>& top) {
+  T* out = top[0]->mutable_data();
+  blas::gemm(false, !transpose_, rows_, num_output_, inputs_, T(1), bottom[0]->data(),
+             this->params_[0]->data(), T(0), out);
+  if (!bias_term_) return;
+  const T* bias = this->params_[1]->data();
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows_; ++r)
+    for (int64_t o = 0; o < num_output_; ++o) out[r * num_output_ + o] += bias[o];
+}
+
+template <typename T>
+void InnerProductLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
+                                        const std::vector<bool>& propagate_down,
+                                        const BlobVec<T>& bottom) {
+  const T* out_diff = top[0]->diff();
+  const T* in = bottom[0]->data();
+  T* weight_diff = this->params_[0]->mutable_diff();
+  if (transpose_) {  // W [K x N] += in^T [K x M] * out_diff [M x N]
+    blas::gemm(true, false, inputs_, num_output_, rows_, T(1), in, out_diff, T(1), weight_diff);
+  } else {  // W [N x K] += out_diff^T [N x M] * in [M x K]
+    blas::gemm(true, false, num_output_, inputs_, rows_, T(1), out_diff, in, T(1), weight_diff);
+  }
+  if (bias_term_) {
+    // b += out_diff^T * ones(M), as a GEMV over the rows of out_diff.
+    const std::vector<T> ones(static_cast<size_t>(rows_), T(1));
+    blas::gemv(true, rows_, num_output_, T(1), out_diff, ones.data(), T(1),
+               this->params_[1]->mutable_diff());
+  }
+  if (propagate_down[0])
+    blas::gemm(false, transpose_, rows_, inputs_, num_output_, T(1), out_diff,
+               this->params_[0]->data(), T(0), bottom[0]->mutable_diff());
+}
+
+template class InnerProductLayer<float>;
+template class InnerProductLayer<double>;
+
+}  // namespace cgdp

@@ -1,0 +1,540 @@
+// Convolution, Pooling, InnerProduct and LRN: forward against naive float64 loops, backward by
+// finite differences, Caffe's output shapes, and the errors for bad configurations.
+#include <gmock/gmock.h>
+#include <google/protobuf/text_format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cgdp/device/cpu_device.hpp"
+#include "cgdp/layers/registry.hpp"
+#include "support/gradient_checker.hpp"
+
+namespace cgdp {
+namespace {
+
+using testing::check_gradients;
+using testing::fill_uniform;
+
+proto::LayerParameter parse(const std::string& text) {
+  proto::LayerParameter param;
+  if (!google::protobuf::TextFormat::ParseFromString(text, &param))
+    throw std::runtime_error("bad test layer text: " + text);
+  return param;
+}
+
+// One layer with one bottom and one top, set up on the CPU.
+template <typename T>
+struct Harness {
+  Blob<T> bottom{default_cpu_device()};
+  Blob<T> top{default_cpu_device()};
+  std::unique_ptr<Layer<T>> layer;
+
+  Harness(const std::string& text, const Shape& shape, uint64_t seed = 1) {
+    bottom.reshape(shape);
+    fill_uniform(bottom, -1, 1, seed);
+    layer = create_layer<T>(parse(text), default_cpu_device());
+    Rng rng(seed + 100);
+    layer->setup({&bottom}, {&top}, rng);
+  }
+  void forward() { layer->forward({}, {&bottom}, {&top}); }
+  std::vector<double> param(int i) const {
+    auto s = layer->params()[i]->data_span();
+    return {s.begin(), s.end()};
+  }
+  std::vector<double> input() const { return {bottom.data(), bottom.data() + bottom.count()}; }
+};
+
+// max |a - ref| / max |ref|: the error relative to the output's scale.
+template <typename T>
+double relative_error(const Blob<T>& actual, const std::vector<double>& ref) {
+  EXPECT_EQ(static_cast<size_t>(actual.count()), ref.size());
+  double diff = 0, scale = 1e-30;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(actual.data()[i]) - ref[i]));
+    scale = std::max(scale, std::abs(ref[i]));
+  }
+  return diff / scale;
+}
+
+template <typename T>
+double tolerance() {
+  return std::is_same_v<T, float> ? 1e-5 : 1e-12;
+}
+
+// ---- naive float64 references ----
+
+struct ConvConfig {
+  int64_t num_output, kh, kw, ph = 0, pw = 0, sh = 1, sw = 1, dh = 1, dw = 1, group = 1;
+  bool bias = true;
+
+  std::string text() const {
+    return cat("name: 'conv' type: 'Convolution' convolution_param { num_output: ", num_output,
+               " kernel_h: ", kh, " kernel_w: ", kw, " pad_h: ", ph, " pad_w: ", pw,
+               " stride_h: ", sh, " stride_w: ", sw, " dilation: ", dh, " dilation: ", dw,
+               " group: ", group, " bias_term: ", bias ? "true" : "false",
+               " weight_filler { type: 'gaussian' std: 0.5 }",
+               " bias_filler { type: 'uniform' min: -1 max: 1 } }");
+  }
+};
+
+std::vector<double> conv_reference(const std::vector<double>& x, const Shape& s,
+                                   const std::vector<double>& w, const std::vector<double>& b,
+                                   const ConvConfig& c) {
+  const int64_t n_img = s[0], ch = s[1], h = s[2], wd = s[3];
+  const int64_t oh = (h + 2 * c.ph - (c.dh * (c.kh - 1) + 1)) / c.sh + 1;
+  const int64_t ow = (wd + 2 * c.pw - (c.dw * (c.kw - 1) + 1)) / c.sw + 1;
+  const int64_t cg = ch / c.group, og = c.num_output / c.group;
+  std::vector<double> y(n_img * c.num_output * oh * ow);
+  for (int64_t n = 0; n < n_img; ++n)
+    for (int64_t o = 0; o < c.num_output; ++o)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double sum = c.bias ? b[o] : 0;
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t u = 0; u < c.kh; ++u)
+              for (int64_t v = 0; v < c.kw; ++v) {
+                const int64_t y0 = i * c.sh - c.ph + u * c.dh, x0 = j * c.sw - c.pw + v * c.dw;
+                if (y0 < 0 || y0 >= h || x0 < 0 || x0 >= wd) continue;
+                const int64_t in_c = (o / og) * cg + ci;
+                sum += w[((o * cg + ci) * c.kh + u) * c.kw + v] *
+                       x[((n * ch + in_c) * h + y0) * wd + x0];
+              }
+          y[((n * c.num_output + o) * oh + i) * ow + j] = sum;
+        }
+  return y;
+}
+
+// Caffe's pooling, written out plainly; out_h/out_w are taken from the layer's top.
+std::vector<double> pool_reference(const std::vector<double>& x, const Shape& s, bool max,
+                                   int64_t k, int64_t p, int64_t st, int64_t out_h, int64_t out_w) {
+  const int64_t h = s[2], w = s[3];
+  std::vector<double> y;
+  for (int64_t plane = 0; plane < s[0] * s[1]; ++plane)
+    for (int64_t i = 0; i < out_h; ++i)
+      for (int64_t j = 0; j < out_w; ++j) {
+        const int64_t y0 = i * st - p, x0 = j * st - p;
+        const int64_t y1 = std::min(y0 + k, h + p), x1 = std::min(x0 + k, w + p);
+        double best = -1e300, sum = 0;
+        for (int64_t u = std::max<int64_t>(y0, 0); u < std::min(y1, h); ++u)
+          for (int64_t v = std::max<int64_t>(x0, 0); v < std::min(x1, w); ++v) {
+            best = std::max(best, x[(plane * h + u) * w + v]);
+            sum += x[(plane * h + u) * w + v];
+          }
+        y.push_back(max ? best : sum / static_cast<double>((y1 - y0) * (x1 - x0)));
+      }
+  return y;
+}
+
+// Caffe's LRN: ACROSS_CHANNELS, or WITHIN_CHANNEL as Split + Square + AVE pool + Power + Product.
+std::vector<double> lrn_reference(const std::vector<double>& x, const Shape& s, bool across,
+                                  int64_t size, double alpha, double beta, double k) {
+  const int64_t ch = s[1], h = s[2], w = s[3], half = size / 2;
+  auto at = [&](int64_t n, int64_t c, int64_t i, int64_t j) {
+    return ((n * ch + c) * h + i) * w + j;
+  };
+  std::vector<double> y(x.size());
+  for (int64_t n = 0; n < s[0]; ++n)
+    for (int64_t c = 0; c < ch; ++c)
+      for (int64_t i = 0; i < h; ++i)
+        for (int64_t j = 0; j < w; ++j) {
+          double sq = 0;
+          if (across) {
+            for (int64_t d = c - half; d <= c + half; ++d)
+              if (d >= 0 && d < ch) sq += x[at(n, d, i, j)] * x[at(n, d, i, j)];
+          } else {
+            for (int64_t u = i - half; u <= i + half; ++u)
+              for (int64_t v = j - half; v <= j + half; ++v)
+                if (u >= 0 && u < h && v >= 0 && v < w) sq += x[at(n, c, u, v)] * x[at(n, c, u, v)];
+          }
+          const double scale = across ? k + alpha / size * sq : 1 + alpha / (size * size) * sq;
+          y[at(n, c, i, j)] = x[at(n, c, i, j)] * std::pow(scale, -beta);
+        }
+  return y;
+}
+
+template <typename T>
+class SpatialForward : public ::testing::Test {};
+using Precisions = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(SpatialForward, Precisions);
+
+// ---- Convolution ----
+
+const std::vector<std::pair<ConvConfig, Shape>>& conv_cases() {
+  static const std::vector<std::pair<ConvConfig, Shape>> cases = {
+      {{4, 3, 3, 1, 1}, {3, 3, 6, 5}},                        // pad 1, three images (uneven split)
+      {{3, 3, 2, 0, 0, 2, 2, 1, 1, 1, false}, {2, 2, 7, 8}},  // rectangular, stride 2, no bias
+      {{6, 3, 3, 1, 1, 1, 1, 1, 1, 2}, {2, 4, 5, 5}},         // group 2
+      {{2, 3, 3, 2, 2, 1, 1, 2, 2}, {1, 2, 7, 7}},            // dilation 2, one image (serial path)
+      {{5, 1, 1}, {2, 3, 4, 4}},                              // pointwise: no im2col
+      {{4, 2, 3, 1, 0, 3, 2, 2, 1, 2}, {2, 4, 9, 8}},         // everything at once
+  };
+  return cases;
+}
+
+TYPED_TEST(SpatialForward, ConvolutionMatchesDirectLoops) {
+  for (const auto& [config, shape] : conv_cases()) {
+    Harness<TypeParam> h(config.text(), shape);
+    h.forward();
+    const auto ref = conv_reference(h.input(), shape, h.param(0),
+                                    config.bias ? h.param(1) : std::vector<double>{}, config);
+    EXPECT_LT(relative_error(h.top, ref), tolerance<TypeParam>()) << config.text();
+  }
+}
+
+TEST(Convolution, GradientsMatchFiniteDifferences) {
+  for (const auto& [config, shape] : conv_cases()) {
+    SCOPED_TRACE(config.text() + " on " + shape_string(shape));
+    Harness<double> h(config.text(), shape);
+    check_gradients(*h.layer, {&h.bottom}, {&h.top});
+  }
+}
+
+TEST(Convolution, ParameterGradientsAccumulate) {
+  Harness<double> h(conv_cases()[2].first.text(), conv_cases()[2].second);
+  h.forward();
+  fill_uniform(h.top, -1, 1, 3);
+  std::copy(h.top.data(), h.top.data() + h.top.count(), h.top.mutable_diff());
+  for (auto& p : h.layer->params()) std::fill(p->mutable_diff(), p->mutable_diff() + p->count(), 0);
+  h.layer->backward({}, {&h.top}, {true}, {&h.bottom});
+  std::vector<std::vector<double>> once;
+  for (auto& p : h.layer->params()) once.emplace_back(p->diff(), p->diff() + p->count());
+  h.layer->backward({}, {&h.top}, {false}, {&h.bottom});
+  for (size_t i = 0; i < once.size(); ++i)
+    for (size_t j = 0; j < once[i].size(); ++j)
+      EXPECT_NEAR(h.layer->params()[i]->diff()[j], 2 * once[i][j], 1e-12);
+}
+
+TEST(Convolution, OutputShapesFollowCaffe) {
+  const std::string alexnet_conv1 =
+      "name: 'conv1' type: 'Convolution' convolution_param { num_output: 2 kernel_size: 11 "
+      "stride: 4 }";
+  Harness<float> conv1(alexnet_conv1, {1, 3, 227, 227});
+  EXPECT_EQ(conv1.top.shape(), (Shape{1, 2, 55, 55}));
+  Harness<float> conv2(
+      "name: 'conv2' type: 'Convolution' convolution_param { num_output: 4 kernel_size: 5 pad: 2 "
+      "group: 2 }",
+      {2, 6, 27, 27});
+  EXPECT_EQ(conv2.top.shape(), (Shape{2, 4, 27, 27}));
+  EXPECT_EQ(conv2.layer->params()[0]->shape(), (Shape{4, 3, 5, 5}));
+  EXPECT_EQ(conv2.layer->params()[1]->shape(), (Shape{4}));
+  Harness<float> dilated(
+      "name: 'd' type: 'Convolution' convolution_param { num_output: 1 kernel_size: 3 "
+      "dilation: 2 stride: 2 bias_term: false }",
+      {1, 1, 10, 9});
+  EXPECT_EQ(dilated.top.shape(), (Shape{1, 1, 3, 3}));  // extent 5: (10-5)/2+1, (9-5)/2+1
+  EXPECT_EQ(dilated.layer->params().size(), 1u);
+}
+
+// ---- Pooling ----
+
+struct PoolCase {
+  std::string text;
+  Shape shape;
+  bool max;
+  int64_t k, p, s;
+};
+
+const std::vector<PoolCase>& pool_cases() {
+  static const std::vector<PoolCase> cases = {
+      {"pool: MAX kernel_size: 2 stride: 2", {2, 3, 6, 6}, true, 2, 0, 2},
+      {"pool: MAX kernel_size: 3 stride: 2", {2, 2, 6, 7}, true, 3, 0, 2},  // rounds up
+      {"pool: MAX kernel_size: 3 stride: 2 pad: 1", {1, 2, 5, 4}, true, 3, 1, 2},
+      {"pool: AVE kernel_size: 3 stride: 2", {2, 2, 6, 7}, false, 3, 0, 2},
+      {"pool: AVE kernel_size: 3 stride: 2 pad: 1", {1, 2, 4, 5}, false, 3, 1, 2},
+      {"pool: AVE kernel_size: 3 stride: 1 pad: 1", {1, 1, 3, 3}, false, 3, 1, 1},
+  };
+  return cases;
+}
+
+std::string pool_text(const std::string& body) {
+  return "name: 'pool' type: 'Pooling' pooling_param { " + body + " }";
+}
+
+TYPED_TEST(SpatialForward, PoolingMatchesNaiveLoops) {
+  for (const PoolCase& c : pool_cases()) {
+    Harness<TypeParam> h(pool_text(c.text), c.shape);
+    h.forward();
+    const auto ref =
+        pool_reference(h.input(), c.shape, c.max, c.k, c.p, c.s, h.top.shape(2), h.top.shape(3));
+    EXPECT_LT(relative_error(h.top, ref), tolerance<TypeParam>()) << c.text;
+  }
+}
+
+TYPED_TEST(SpatialForward, GlobalPoolingReducesEachPlane) {
+  for (const bool max : {true, false}) {
+    Harness<TypeParam> h(
+        pool_text(max ? "pool: MAX global_pooling: true" : "pool: AVE global_pooling: true"),
+        {2, 3, 4, 5});
+    h.forward();
+    EXPECT_EQ(h.top.shape(), (Shape{2, 3, 1, 1}));
+    const std::vector<double> x = h.input();
+    std::vector<double> direct;
+    for (int64_t p = 0; p < 6; ++p) {
+      const auto first = x.begin() + p * 20;
+      direct.push_back(max ? *std::max_element(first, first + 20)
+                           : std::accumulate(first, first + 20, 0.0) / 20);
+    }
+    EXPECT_LT(relative_error(h.top, direct), tolerance<TypeParam>());
+  }
+}
+
+// Distinct, well separated values: finite differences then never move a maximum.
+void fill_distinct(Blob<double>& blob, uint64_t seed) {
+  std::vector<double> values(blob.count());
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.01 * static_cast<double>(i) - 1;
+  std::shuffle(values.begin(), values.end(), std::mt19937_64(seed));
+  std::copy(values.begin(), values.end(), blob.mutable_data());
+}
+
+TEST(Pooling, GradientsMatchFiniteDifferences) {
+  std::vector<std::pair<std::string, Shape>> cases;
+  for (const PoolCase& c : pool_cases()) cases.emplace_back(c.text, c.shape);
+  cases.emplace_back("pool: MAX global_pooling: true", Shape{2, 2, 3, 4});
+  cases.emplace_back("pool: AVE global_pooling: true", Shape{2, 2, 3, 4});
+  cases.emplace_back("pool: AVE kernel_h: 2 kernel_w: 3 stride_h: 1 stride_w: 2",
+                     Shape{1, 2, 4, 7});
+  for (const auto& [text, shape] : cases) {
+    SCOPED_TRACE(text);
+    Harness<double> h(pool_text(text), shape);
+    fill_distinct(h.bottom, 5);
+    check_gradients(*h.layer, {&h.bottom}, {&h.top});
+  }
+}
+
+TEST(Pooling, OutputShapesFollowCaffe) {
+  auto shape_of = [](const std::string& body, const Shape& in) {
+    Harness<float> h(pool_text(body), in);
+    return h.top.shape();
+  };
+  // AlexNet pool1: 55 -> 27.
+  EXPECT_EQ(shape_of("pool: MAX kernel_size: 3 stride: 2", {1, 96, 55, 55}),
+            (Shape{1, 96, 27, 27}));
+  // Rounding up: (6 - 3) / 2 = 1.5 -> 2 windows after the first; GoogLeNet's 112 -> 56.
+  EXPECT_EQ(shape_of("pool: MAX kernel_size: 3 stride: 2", {1, 1, 6, 6}), (Shape{1, 1, 3, 3}));
+  EXPECT_EQ(shape_of("pool: MAX kernel_size: 3 stride: 2", {1, 1, 112, 112}),
+            (Shape{1, 1, 56, 56}));
+  // With padding, a last window that would start in the padding is dropped: 3 -> 2, not 3.
+  EXPECT_EQ(shape_of("pool: AVE kernel_size: 2 stride: 2 pad: 1", {1, 1, 3, 3}),
+            (Shape{1, 1, 2, 2}));
+  EXPECT_EQ(shape_of("pool: MAX kernel_h: 3 kernel_w: 2 stride_h: 2 stride_w: 1", {2, 1, 7, 5}),
+            (Shape{2, 1, 3, 4}));
+}
+
+TEST(Pooling, AverageDividesByTheWindowClippedToThePaddedInput) {
+  Harness<double> h(pool_text("pool: AVE kernel_size: 3 stride: 1 pad: 1"), {1, 1, 3, 3});
+  std::fill(h.bottom.mutable_data(), h.bottom.mutable_data() + 9, 1.0);
+  h.forward();
+  EXPECT_DOUBLE_EQ(h.top.data()[0], 4.0 / 9.0);  // corner: 4 real pixels, divisor 9
+  EXPECT_DOUBLE_EQ(h.top.data()[1], 6.0 / 9.0);
+  EXPECT_DOUBLE_EQ(h.top.data()[4], 1.0);
+  // Kernel 3, stride 2, pad 1 on 4 pixels: the last window covers rows 3..5 of the padded
+  // input; Caffe clips it to the padded end (row 4) and divides by 2 rows x 2 columns.
+  Harness<double> edge(pool_text("pool: AVE kernel_size: 3 stride: 2 pad: 1"), {1, 1, 4, 4});
+  std::fill(edge.bottom.mutable_data(), edge.bottom.mutable_data() + 16, 1.0);
+  edge.forward();
+  ASSERT_EQ(edge.top.shape(), (Shape{1, 1, 3, 3}));
+  EXPECT_DOUBLE_EQ(edge.top.data()[8], 1.0 / 4.0);
+}
+
+// ---- InnerProduct ----
+
+struct IpCase {
+  std::string body;
+  Shape shape;
+  int axis;
+  bool transpose, bias;
+};
+
+const std::vector<IpCase>& ip_cases() {
+  static const std::vector<IpCase> cases = {
+      {"num_output: 5", {3, 2, 3, 2}, 1, false, true},
+      {"num_output: 4 transpose: true", {3, 7}, 1, true, true},
+      {"num_output: 3 axis: 2 bias_term: false", {2, 3, 2, 2}, 2, false, false},
+      {"num_output: 2 axis: -1 transpose: true", {2, 3, 4}, 2, true, true},
+  };
+  return cases;
+}
+
+std::string ip_text(const std::string& body) {
+  return "name: 'ip' type: 'InnerProduct' inner_product_param { " + body +
+         " weight_filler { type: 'gaussian' std: 1 } bias_filler { type: 'uniform' min: -1 max: 1 "
+         "} }";
+}
+
+TYPED_TEST(SpatialForward, InnerProductMatchesNaiveLoops) {
+  for (const IpCase& c : ip_cases()) {
+    Harness<TypeParam> h(ip_text(c.body), c.shape);
+    h.forward();
+    const int64_t rows = count_of(c.shape, 0, c.axis);
+    const int64_t k = count_of(c.shape, c.axis, static_cast<int>(c.shape.size()));
+    const int64_t n = h.top.shape(-1);
+    Shape want(c.shape.begin(), c.shape.begin() + c.axis);
+    want.push_back(n);
+    EXPECT_EQ(h.top.shape(), want) << c.body;
+    const auto x = h.input(), w = h.param(0);
+    std::vector<double> ref(rows * n);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t o = 0; o < n; ++o) {
+        double sum = c.bias ? h.param(1)[o] : 0;
+        for (int64_t i = 0; i < k; ++i)
+          sum += x[r * k + i] * (c.transpose ? w[i * n + o] : w[o * k + i]);
+        ref[r * n + o] = sum;
+      }
+    EXPECT_LT(relative_error(h.top, ref), tolerance<TypeParam>()) << c.body;
+  }
+}
+
+TEST(InnerProduct, GradientsMatchFiniteDifferences) {
+  for (const IpCase& c : ip_cases()) {
+    SCOPED_TRACE(c.body);
+    Harness<double> h(ip_text(c.body), c.shape);
+    EXPECT_EQ(h.layer->params()[0]->shape(),
+              c.transpose ? (Shape{count_of(c.shape, c.axis, static_cast<int>(c.shape.size())),
+                                   h.top.shape(-1)})
+                          : (Shape{h.top.shape(-1),
+                                   count_of(c.shape, c.axis, static_cast<int>(c.shape.size()))}));
+    check_gradients(*h.layer, {&h.bottom}, {&h.top});
+  }
+}
+
+// ---- LRN ----
+
+struct LrnCase {
+  std::string body;
+  bool across;
+  int64_t size;
+  double alpha, beta, k;
+};
+
+const std::vector<LrnCase>& lrn_cases() {
+  static const std::vector<LrnCase> cases = {
+      {"local_size: 5 alpha: 0.5 beta: 0.75", true, 5, 0.5, 0.75, 1},
+      {"local_size: 3 alpha: 2 beta: 0.6 k: 2", true, 3, 2, 0.6, 2},
+      {"local_size: 3 alpha: 1.5 beta: 0.75 norm_region: WITHIN_CHANNEL", false, 3, 1.5, 0.75, 1},
+      {"local_size: 5 alpha: 3 beta: 0.5 k: 7 norm_region: WITHIN_CHANNEL", false, 5, 3, 0.5, 1},
+  };
+  return cases;
+}
+
+std::string lrn_text(const std::string& body) {
+  return "name: 'norm' type: 'LRN' lrn_param { " + body + " }";
+}
+
+TYPED_TEST(SpatialForward, LRNMatchesCaffesFormula) {
+  const Shape shape{2, 7, 4, 3};
+  for (const LrnCase& c : lrn_cases()) {
+    Harness<TypeParam> h(lrn_text(c.body), shape);
+    h.forward();
+    // The model file holds alpha, beta and k as float.
+    const auto ref = lrn_reference(h.input(), shape, c.across, c.size, static_cast<float>(c.alpha),
+                                   static_cast<float>(c.beta), static_cast<float>(c.k));
+    EXPECT_LT(relative_error(h.top, ref), tolerance<TypeParam>()) << c.body;
+  }
+}
+
+TEST(LRN, GradientsMatchFiniteDifferences) {
+  for (const LrnCase& c : lrn_cases()) {
+    SCOPED_TRACE(c.body);
+    Harness<double> h(lrn_text(c.body), {2, 6, 3, 4});
+    check_gradients(*h.layer, {&h.bottom}, {&h.top});
+  }
+}
+
+// ---- configuration errors ----
+
+template <typename T = float>
+std::string setup_error(const std::string& text, const Shape& shape) {
+  try {
+    Harness<T> h(text, shape);
+  } catch (const ModelError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(SpatialErrors, ConvolutionNamesTheLayerAndTheProblem) {
+  const std::string base = "name: 'c1' type: 'Convolution' convolution_param { ";
+  EXPECT_EQ(setup_error(base + "num_output: 2 kernel_size: 5 }", {1, 1, 3, 3}),
+            "layer 'c1' (Convolution): kernel 5x5 is larger than the padded input 3x3");
+  EXPECT_THAT(
+      setup_error(base + "num_output: 2 kernel_size: 3 dilation: 3 pad: 1 }", {1, 1, 4, 4}),
+      ::testing::HasSubstr("kernel 3x3 (dilated to 7x7) is larger than the padded input 6x6"));
+  EXPECT_THAT(setup_error(base + "num_output: 4 kernel_size: 1 group: 2 }", {1, 3, 4, 4}),
+              ::testing::HasSubstr("input channels (3) must be a multiple of group (2)"));
+  EXPECT_THAT(setup_error(base + "num_output: 3 kernel_size: 1 group: 2 }", {1, 4, 4, 4}),
+              ::testing::HasSubstr("num_output (3) must be a multiple of group (2)"));
+  EXPECT_THAT(setup_error(base + "kernel_size: 3 }", {1, 1, 4, 4}),
+              ::testing::HasSubstr("layer 'c1' (Convolution): needs num_output > 0"));
+  EXPECT_THAT(setup_error(base + "num_output: 2 }", {1, 1, 4, 4}),
+              ::testing::HasSubstr("needs a kernel size"));
+  EXPECT_THAT(setup_error(base + "num_output: 2 kernel_h: 3 }", {1, 1, 4, 4}),
+              ::testing::HasSubstr("give both kernel_size_h and kernel_size_w"));
+  EXPECT_THAT(
+      setup_error(base + "num_output: 2 kernel_size: 3 kernel_h: 3 kernel_w: 3 }", {1, 1, 4, 4}),
+      ::testing::HasSubstr("layer 'c1' (Convolution): give either kernel_size or"));
+  EXPECT_THAT(setup_error(base + "num_output: 2 kernel_size: 1 }", {4, 4}),
+              ::testing::HasSubstr("needs a 4-D bottom (N x C x H x W), got 4x4"));
+}
+
+TEST(SpatialErrors, ConvolutionRejectsABottomWithOtherChannelsOnReshape) {
+  Harness<float> h(
+      "name: 'c' type: 'Convolution' convolution_param { num_output: 2 kernel_size: 1 }",
+      {1, 3, 4, 4});
+  h.bottom.reshape({1, 5, 4, 4});
+  EXPECT_THROW(h.layer->reshape({&h.bottom}, {&h.top}), ModelError);
+}
+
+TEST(SpatialErrors, PoolingNamesTheLayerAndTheProblem) {
+  EXPECT_EQ(setup_error(pool_text("kernel_size: 4"), {1, 1, 3, 3}),
+            "layer 'pool' (Pooling): kernel 4x4 is larger than the padded input 3x3");
+  EXPECT_THAT(setup_error(pool_text("global_pooling: true kernel_size: 2"), {1, 1, 3, 3}),
+              ::testing::HasSubstr("global_pooling takes its kernel from the bottom"));
+  EXPECT_THAT(setup_error(pool_text("global_pooling: true stride: 2"), {1, 1, 3, 3}),
+              ::testing::HasSubstr("global_pooling needs pad = 0 and stride = 1"));
+  EXPECT_THAT(setup_error(pool_text("kernel_size: 2 pad: 2"), {1, 1, 6, 6}),
+              ::testing::HasSubstr("pad 2x2 must be smaller than the kernel 2x2"));
+  EXPECT_THAT(setup_error(pool_text("pool: AVE"), {1, 1, 6, 6}),
+              ::testing::HasSubstr("needs a kernel"));
+  EXPECT_THAT(setup_error(pool_text("kernel_size: 2 stride_h: 2"), {1, 1, 6, 6}),
+              ::testing::HasSubstr("give both stride_h and stride_w"));
+  EXPECT_THAT(setup_error(pool_text("kernel_size: 2"), {1, 6, 6}),
+              ::testing::HasSubstr("needs a 4-D bottom"));
+}
+
+TEST(SpatialErrors, InnerProductNamesTheLayerAndTheProblem) {
+  EXPECT_EQ(setup_error("name: 'fc' type: 'InnerProduct' inner_product_param { }", {2, 3}),
+            "layer 'fc' (InnerProduct): needs num_output > 0");
+  EXPECT_THAT(setup_error(ip_text("num_output: 2 axis: 3"), {2, 3}),
+              ::testing::HasSubstr("axis 3 is out of range for a bottom of shape 2x3"));
+  Harness<float> h(ip_text("num_output: 2"), {2, 3, 4});
+  h.bottom.reshape({2, 13});
+  try {
+    h.layer->reshape({&h.bottom}, {&h.top});
+    ADD_FAILURE() << "no error for a bottom of the wrong size";
+  } catch (const ModelError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("does not have 12 elements from axis 1 on"));
+  }
+}
+
+TEST(SpatialErrors, LRNNamesTheLayerAndTheProblem) {
+  EXPECT_EQ(setup_error(lrn_text("local_size: 4"), {1, 5, 2, 2}),
+            "layer 'norm' (LRN): local_size must be odd and > 0, got 4");
+  EXPECT_THAT(setup_error(lrn_text("local_size: 3"), {5, 2, 2}),
+              ::testing::HasSubstr("needs a 4-D bottom"));
+}
+
+TEST(SpatialRegistry, KnowsTheSpatialLayers) {
+  const auto types = known_layer_types();
+  for (const char* t : {"Convolution", "InnerProduct", "LRN", "Pooling"})
+    EXPECT_NE(std::find(types.begin(), types.end(), t), types.end()) << t;
+}
+
+}  // namespace
+}  // namespace cgdp
