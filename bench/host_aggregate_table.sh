@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs host_aggregate_bench and prints, per buffer size and source count N, the summation's GB/s,
+# the triad's GB/s at the same size and their ratio (target: >= 0.8 from 1 MiB up).
+# Usage: bench/host_aggregate_table.sh [path/to/host_aggregate_bench] [extra benchmark flags]
+set -euo pipefail
+bench=${1:-build/bench/host_aggregate_bench}
+shift || true
+"$bench" --benchmark_format=json "$@" | python3 -c '
+import json, re, sys
+
+def arg(name, key):
+    return int(re.search(key + r":(\d+)", name).group(1))
+
+def size_text(n):
+    return "%d MiB" % (n >> 20) if n >= 1 << 20 else "%d KiB" % (n >> 10)
+
+runs = [b for b in json.load(sys.stdin)["benchmarks"] if b.get("run_type") == "iteration"]
+triad, sums = {}, {}
+for b in runs:
+    gbs = b["bytes_per_second"] / 1e9
+    if b["name"].startswith("BM_Triad"):
+        triad[arg(b["name"], "bytes")] = gbs
+    else:
+        sums[(arg(b["name"], "bytes"), arg(b["name"], "N"))] = gbs
+counts = sorted({n for _, n in sums})
+print("%8s %10s" % ("size", "triad GB/s") + "".join("  %7s %5s" % ("N=%d" % n, "ratio") for n in counts))
+for s in sorted(triad):
+    cells = "".join("  %7.1f %5.2f" % (sums[s, n], sums[s, n] / triad[s]) for n in counts)
+    print("%8s %10.1f" % (size_text(s), triad[s]) + cells)
+'

@@ -1,0 +1,126 @@
+// Host summation: exact sums, fixed left-to-right order, and identical bits whatever the thread
+// count or split into ranges.
+#include "cgdp/sync/host_sum.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace cgdp {
+namespace {
+
+using Buffers = std::vector<std::vector<float>>;
+
+std::vector<const float*> pointers(const Buffers& buffers, int64_t offset = 0) {
+  std::vector<const float*> p;
+  for (const auto& b : buffers) p.push_back(b.data() + offset);
+  return p;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Floats with wide-ranging magnitudes and signs: their sums round, so order shows in the bits.
+Buffers random_buffers(int nsrc, int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> mantissa(-1.f, 1.f);
+  std::uniform_int_distribution<int> exponent(-20, 20);
+  Buffers buffers(nsrc, std::vector<float>(n));
+  for (auto& b : buffers)
+    for (auto& x : b) x = std::ldexp(mantissa(rng), exponent(rng));
+  return buffers;
+}
+
+// Left to right, one element at a time: the order sum_buffers promises.
+std::vector<float> reference_sum(const Buffers& buffers, int64_t n) {
+  std::vector<float> out(n);
+  for (int64_t i = 0; i < n; ++i) {
+    float acc = buffers[0][i];
+    for (size_t k = 1; k < buffers.size(); ++k) acc += buffers[k][i];
+    out[i] = acc;
+  }
+  return out;
+}
+
+TEST(HostSum, SmallIntegersSumExactlyForEveryCountSizeAndThreadCount) {
+  for (const int nsrc : {1, 2, 3, 4, 8}) {
+    for (const int64_t n : {int64_t{0}, int64_t{1}, int64_t{17}, int64_t{1000003}}) {
+      Buffers buffers(nsrc, std::vector<float>(n));
+      std::vector<float> expected(n, 0.f);
+      for (int k = 0; k < nsrc; ++k)
+        for (int64_t i = 0; i < n; ++i) {
+          const int value = static_cast<int>((i * 7 + k * 13) % 201) - 100;
+          buffers[k][i] = static_cast<float>(value);
+          expected[i] += static_cast<float>(value);  // integers: exact in any order
+        }
+      for (const int threads : {1, 2, 3, 7}) {
+        std::vector<float> dst(n, -1.f);
+        sum_buffers(dst.data(), pointers(buffers), n, threads);
+        EXPECT_TRUE(same_bits(dst, expected))
+            << nsrc << " sources, n=" << n << ", " << threads << " threads";
+      }
+    }
+  }
+}
+
+TEST(HostSum, AddsInFixedLeftToRightOrder) {
+  // 2^24 + 1 rounds back to 2^24, so (a + b) + c differs from a + (b + c) here.
+  Buffers tiny = {{16777216.f}, {1.f}, {1.f}};
+  float out = 0;
+  sum_buffers(&out, pointers(tiny), 1, 1);
+  EXPECT_EQ(out, 16777216.f);  // a + (b + c) would give 16777218
+
+  const int64_t n = 100003;
+  const Buffers buffers = random_buffers(5, n, 7);
+  const std::vector<float> expected = reference_sum(buffers, n);
+  Buffers reversed(buffers.rbegin(), buffers.rend());
+  EXPECT_FALSE(same_bits(reference_sum(reversed, n), expected)) << "inputs too tame to show order";
+  for (const int threads : {1, 2, 3, 7}) {
+    std::vector<float> dst(n);
+    sum_buffers(dst.data(), pointers(buffers), n, threads);
+    EXPECT_TRUE(same_bits(dst, expected)) << threads << " threads";
+  }
+}
+
+TEST(HostSum, RangesSummedSeparatelyGiveTheBitsOfOneCall) {
+  const int64_t n = 1000003;
+  const Buffers buffers = random_buffers(4, n, 11);
+  std::vector<float> whole(n);
+  sum_buffers(whole.data(), pointers(buffers), n, 2);
+
+  std::mt19937_64 rng(3);
+  for (int trial = 0; trial < 4; ++trial) {
+    std::vector<float> pieces(n, 0.f);
+    for (int64_t begin = 0; begin < n;) {
+      const int64_t len = std::min<int64_t>(n - begin, 1 + rng() % 200000);
+      sum_buffers(pieces.data() + begin, pointers(buffers, begin), len, 1 + trial);
+      begin += len;
+    }
+    EXPECT_TRUE(same_bits(pieces, whole)) << "trial " << trial;
+  }
+}
+
+TEST(HostSum, SumsInPlaceIntoAnySource) {
+  const int64_t n = 70001;
+  const Buffers buffers = random_buffers(3, n, 5);
+  const std::vector<float> expected = reference_sum(buffers, n);
+  for (int k = 0; k < 3; ++k) {
+    Buffers work = buffers;
+    sum_buffers(work[k].data(), pointers(work), n, 2);
+    EXPECT_TRUE(same_bits(work[k], expected)) << "dst = source " << k;
+  }
+}
+
+TEST(HostSum, NoSourcesGiveZeros) {
+  std::vector<float> dst(100, 5.f);
+  sum_buffers(dst.data(), {}, 100, 0);
+  EXPECT_TRUE(same_bits(dst, std::vector<float>(100, 0.f)));
+}
+
+}  // namespace
+}  // namespace cgdp
