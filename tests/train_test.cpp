@@ -1,0 +1,199 @@
+// Training runs end to end on small synthetic data: resume is bit-for-bit, divergence names the
+// iteration and layer, and mismatched data, models or checkpoints are refused with clear errors.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "cgdp/train/trainer.hpp"
+
+namespace cgdp {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TrainTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / cat("cgdp_train_test_", ::getpid(), "_",
+                                           ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    sink_ = std::fopen("/dev/null", "w");
+  }
+  void TearDown() override {
+    std::fclose(sink_);
+    fs::remove_all(dir_);
+  }
+  TrainConfig small(const std::string& model) const {
+    TrainConfig c;
+    c.model = model;
+    c.data = "synthetic";
+    c.batch = 8;
+    c.test_batch = 16;
+    c.test_samples = 32;
+    c.test_interval = -1;
+    c.solver.set_base_lr(0.01f);
+    c.solver.set_momentum(0.9f);
+    c.solver.set_weight_decay(5e-4f);
+    c.solver.set_lr_policy("step");
+    c.solver.set_stepsize(3);
+    c.solver.set_gamma(0.5f);
+    c.seed = 11;
+    c.plain_output = true;
+    return c;
+  }
+  std::vector<float> params_after(const TrainConfig& c) {
+    Trainer t(c, sink_);
+    t.run();
+    auto flat = t.net().flat_data();
+    std::vector<float> out(flat.begin(), flat.end());
+    for (auto& [name, blob] : t.net().state_blobs()) out.insert(out.end(), blob->data(), blob->data() + blob->count());
+    return out;
+  }
+  std::string error_of(const TrainConfig& c) {
+    try {
+      Trainer t(c, sink_);
+      t.run();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  }
+  fs::path dir_;
+  FILE* sink_ = nullptr;
+};
+
+// Resume: 2N straight vs N, checkpoint, resume, N more: identical bits (dropout, momentum,
+// learning-rate steps and the data order all continue exactly).
+void expect_resume_is_exact(TrainConfig base, const fs::path& dir,
+                            const std::vector<float>& straight, const std::function<std::vector<float>(const TrainConfig&)>& run) {
+  TrainConfig first = base;
+  first.iterations = 5;
+  first.snapshot_every = 5;
+  first.snapshot_prefix = (dir / "run").string();
+  run(first);
+  TrainConfig second = base;
+  second.iterations = 10;
+  second.resume_path = (dir / "run_iter_5.ckpt").string();
+  const auto resumed = run(second);
+  ASSERT_EQ(resumed.size(), straight.size());
+  size_t differing = 0;
+  for (size_t i = 0; i < straight.size(); ++i) differing += std::memcmp(&straight[i], &resumed[i], 4) != 0;
+  EXPECT_EQ(differing, 0u) << "of " << straight.size() << " values";
+}
+
+TEST_F(TrainTest, ResumeGivesIdenticalParametersWithDropout) {
+  TrainConfig c = small("fashion_cnn");
+  c.iterations = 10;
+  const auto straight = params_after(c);
+  expect_resume_is_exact(small("fashion_cnn"), dir_, straight,
+                         [this](const TrainConfig& x) { return params_after(x); });
+}
+
+TEST_F(TrainTest, ResumeGivesIdenticalParametersAndBatchNormState) {
+  TrainConfig c = small("resnet_small");
+  c.iterations = 10;
+  const auto straight = params_after(c);
+  expect_resume_is_exact(small("resnet_small"), dir_, straight,
+                         [this](const TrainConfig& x) { return params_after(x); });
+}
+
+TEST_F(TrainTest, TrainingOnFashionMnistLowersTheTestLoss) {
+  const std::string dir = "/usr/share/datasets/fashion-mnist";
+  if (!fs::exists(dir)) GTEST_SKIP() << dir << " is missing (Debian's dataset-fashion-mnist)";
+  TrainConfig c = small("fashion_cnn");
+  c.data = "idx:" + dir;
+  c.test_samples = 500;
+  c.iterations = 1;
+  Trainer untrained(c, sink_);
+  const double before = untrained.evaluate().loss;
+  c.iterations = 60;
+  c.batch = 32;
+  c.solver.set_lr_policy("fixed");
+  Trainer trained(c, sink_);
+  const auto r = trained.run();
+  EXPECT_EQ(r.iterations, 60);
+  EXPECT_LT(r.test_loss, 0.75 * before);
+  EXPECT_GT(r.test_accuracy, 0.5);  // chance is 0.1
+}
+
+TEST_F(TrainTest, DivergenceNamesIterationAndLayer) {
+  TrainConfig c = small("fashion_cnn");
+  c.iterations = 50;
+  c.solver.set_base_lr(1e12f);
+  c.solver.set_lr_policy("fixed");
+  const std::string msg = error_of(c);
+  EXPECT_NE(msg.find("iteration "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("first non-finite output in layer '"), std::string::npos) << msg;
+}
+
+TEST_F(TrainTest, DataOfAnotherShapeIsRefused) {
+  TrainConfig c = small("fashion_cnn");
+  c.iterations = 1;
+  c.data = "synthetic:3,32,32,10";
+  const std::string msg = error_of(c);
+  EXPECT_NE(msg.find("1x28x28"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("3x32x32"), std::string::npos) << msg;
+}
+
+TEST_F(TrainTest, MoreClassesInDataThanModelOutputsIsRefused) {
+  TrainConfig c = small("fashion_cnn");
+  c.iterations = 1;
+  c.data = "synthetic:1,28,28,12";
+  EXPECT_NE(error_of(c).find("predicts 10 classes"), std::string::npos) << error_of(c);
+}
+
+TEST_F(TrainTest, CheckpointOfAnotherModelIsRefused) {
+  TrainConfig a = small("resnet_small");
+  a.iterations = 2;
+  a.snapshot_every = 2;
+  a.snapshot_prefix = (dir_ / "other").string();
+  params_after(a);
+  TrainConfig b = small("fashion_cnn");
+  b.iterations = 4;
+  b.resume_path = (dir_ / "other_iter_2.ckpt").string();
+  const std::string msg = error_of(b);
+  EXPECT_NE(msg.find("different model"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("other_iter_2.ckpt"), std::string::npos) << msg;
+}
+
+TEST_F(TrainTest, CorruptCheckpointIsRefused) {
+  TrainConfig a = small("fashion_cnn");
+  a.iterations = 2;
+  a.snapshot_every = 2;
+  a.snapshot_prefix = (dir_ / "c").string();
+  params_after(a);
+  const fs::path path = dir_ / "c_iter_2.ckpt";
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(path) - 100));
+    f.put('\x7f');
+  }
+  TrainConfig b = a;
+  b.iterations = 4;
+  b.snapshot_every = 0;
+  b.resume_path = path.string();
+  const std::string msg = error_of(b);
+  EXPECT_NE(msg.find("c_iter_2.ckpt"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("corrupt"), std::string::npos) << msg;
+}
+
+TEST_F(TrainTest, SavedParametersAreSafetensorsWithEveryParameter) {
+  TrainConfig c = small("fashion_cnn");
+  c.iterations = 2;
+  c.save_path = (dir_ / "final.safetensors").string();
+  Trainer t(c, sink_);
+  t.run();
+  std::ifstream in(c.save_path, std::ios::binary);
+  uint64_t header_len = 0;
+  in.read(reinterpret_cast<char*>(&header_len), 8);
+  std::string header(header_len, ' ');
+  in.read(header.data(), static_cast<std::streamsize>(header_len));
+  for (const ParamSlot& s : t.net().param_slots())
+    EXPECT_NE(header.find("\"" + s.name + "\""), std::string::npos) << s.name;
+  EXPECT_EQ(fs::file_size(c.save_path), 8 + header_len + t.net().learnable_count() * sizeof(float));
+}
+
+}  // namespace
+}  // namespace cgdp
