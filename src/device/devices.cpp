@@ -16,6 +16,10 @@ static std::unique_ptr<Device> make_cuda_device(int index) {
 static int count_cuda_devices() { return 0; }
 #endif
 
+std::string to_string(const DeviceRef& device) {
+  return cat(to_string(device.kind), ":", device.index);
+}
+
 int cuda_device_count() { return count_cuda_devices(); }
 
 std::unique_ptr<Device> make_device(DeviceKind kind, int index) {

@@ -2,10 +2,21 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "cgdp/device/device.hpp"
 
 namespace cgdp {
+
+// Names a device without opening it: what a plan or a command line refers to.
+struct DeviceRef {
+  DeviceKind kind = DeviceKind::Cpu;
+  int index = 0;
+  bool operator==(const DeviceRef&) const = default;
+};
+
+// "cpu:0", "cuda:1"
+std::string to_string(const DeviceRef& device);
 
 // Number of usable CUDA GPUs; 0 without a driver, without a GPU, or in a build without CUDA.
 int cuda_device_count();

@@ -1,0 +1,90 @@
+// The placement plan: which NUMA node each worker uses and which core each aggregator thread
+// runs on. Pure planning over a Topology, so tests can plan for machines they do not have.
+#include <map>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/sync/topology.hpp"
+
+namespace cgdp {
+
+namespace {
+
+const GpuLocality& find_gpu(const Topology& topology, const DeviceRef& device) {
+  for (const auto& gpu : topology.gpus)
+    if (gpu.cuda_index == device.index) return gpu;
+  throw DeviceError(cat(to_string(device), ": no such GPU (", topology.gpus.size(), " found)"));
+}
+
+// Nodes a thread can run on: memory-only nodes (no CPUs) take no workers.
+std::vector<const NumaNode*> nodes_with_cpus(const Topology& topology) {
+  std::vector<const NumaNode*> nodes;
+  for (const auto& node : topology.numa_nodes)
+    if (!node.cpus.empty()) nodes.push_back(&node);
+  CGDP_ASSERT(!nodes.empty());
+  return nodes;
+}
+
+// Aggregator threads sum what the GPUs send, so they sit on the cores near those GPUs, spread
+// over the GPUs' nodes: thread t goes to node t mod k, then to that node's cores in turn.
+std::vector<CoreSet> place_aggregator(const Topology& topology, const CoreSet& near_gpus,
+                                      int threads) {
+  std::map<int, std::vector<const CpuCore*>> by_node;
+  for (const auto& core : topology.cores)
+    if (near_gpus.includes(core.cpus)) by_node[core.numa_node].push_back(&core);
+  if (by_node.empty())  // no GPU located (or only CPU workers): every core serves
+    for (const auto& core : topology.cores) by_node[core.numa_node].push_back(&core);
+  std::vector<const std::vector<const CpuCore*>*> groups;
+  size_t candidates = 0;
+  for (const auto& [node, cores] : by_node) {
+    groups.push_back(&cores);
+    candidates += cores.size();
+  }
+  const size_t n = threads > 0 ? static_cast<size_t>(threads) : candidates;
+  std::vector<CoreSet> placed;
+  for (size_t t = 0; t < n; ++t) {
+    const auto& cores = *groups[t % groups.size()];
+    placed.push_back(cores[(t / groups.size()) % cores.size()]->cpus);
+  }
+  return placed;
+}
+
+}  // namespace
+
+CoreSet Placement::aggregator_cpus() const {
+  CoreSet all;
+  for (const auto& cpus : aggregator_threads) all = all | cpus;
+  return all;
+}
+
+Placement plan_placement(const Topology& topology, const std::vector<DeviceRef>& workers,
+                         int aggregator_threads) {
+  if (workers.empty()) throw UsageError("placement: no workers to place");
+  if (aggregator_threads < 0)
+    throw UsageError(cat("placement: aggregator threads must be >= 0, not ", aggregator_threads));
+  CGDP_ASSERT(!topology.cores.empty());
+  const std::vector<const NumaNode*> nodes = nodes_with_cpus(topology);
+  const std::string round_robin = nodes.size() == 1
+                                      ? "the only NUMA node with CPUs"
+                                      : cat("round-robin over ", nodes.size(), " NUMA nodes");
+  Placement plan;
+  plan.single_node = topology.numa_nodes.size() == 1;
+  size_t next = 0;  // round-robin cursor, shared by every worker without a node of its own
+  CoreSet near_gpus;
+  for (const DeviceRef& device : workers) {
+    if (device.kind == DeviceKind::Cuda) {
+      const GpuLocality& gpu = find_gpu(topology, device);
+      if (gpu.numa_node >= 0 && !gpu.cpus.empty()) {
+        plan.workers.push_back({device, gpu.numa_node, gpu.cpus, "the GPU's NUMA node"});
+        near_gpus = near_gpus | gpu.cpus;
+        continue;
+      }
+    }
+    const NumaNode& node = *nodes[next++ % nodes.size()];
+    const char* prefix = device.kind == DeviceKind::Cuda ? "GPU locality unknown: " : "";
+    plan.workers.push_back({device, node.os_index, node.cpus, prefix + round_robin});
+  }
+  plan.aggregator_threads = place_aggregator(topology, near_gpus, aggregator_threads);
+  return plan;
+}
+
+}  // namespace cgdp
