@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Runs host_aggregate_bench and prints, per buffer size and source count N, the summation's GB/s,
-# the triad's GB/s at the same size and their ratio (target: >= 0.8 from 1 MiB up).
+# the triad's GB/s at the same size and their ratio (target: >= 0.8 from 1 MiB up). Each figure is
+# the best of 3 repetitions run in random order, so a shared machine's changing load hits both
+# kernels alike; later flags override these (e.g. --benchmark_repetitions=1).
 # Usage: bench/host_aggregate_table.sh [path/to/host_aggregate_bench] [extra benchmark flags]
 set -euo pipefail
 bench=${1:-build/bench/host_aggregate_bench}
 shift || true
-"$bench" --benchmark_format=json "$@" | python3 -c '
+"$bench" --benchmark_format=json --benchmark_repetitions=3 \
+  --benchmark_enable_random_interleaving=true "$@" | python3 -c '
 import json, re, sys
 
 def arg(name, key):
@@ -19,9 +22,10 @@ triad, sums = {}, {}
 for b in runs:
     gbs = b["bytes_per_second"] / 1e9
     if b["name"].startswith("BM_Triad"):
-        triad[arg(b["name"], "bytes")] = gbs
+        table, key = triad, arg(b["name"], "bytes")
     else:
-        sums[(arg(b["name"], "bytes"), arg(b["name"], "N"))] = gbs
+        table, key = sums, (arg(b["name"], "bytes"), arg(b["name"], "N"))
+    table[key] = max(gbs, table.get(key, 0))
 counts = sorted({n for _, n in sums})
 print("%8s %10s" % ("size", "triad GB/s") + "".join("  %7s %5s" % ("N=%d" % n, "ratio") for n in counts))
 for s in sorted(triad):

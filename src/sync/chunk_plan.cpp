@@ -136,7 +136,7 @@ ChunkPlan plan_from_starts(std::span<const ParamLayer> layers, std::span<const i
   std::vector<int> all;
   if (!layers.empty()) all.push_back(0);
   for (const int64_t start : starts) {
-    CGDP_ASSERT(start > all.back() && start < static_cast<int64_t>(layers.size()));
+    CGDP_ASSERT(!all.empty() && start > all.back() && start < static_cast<int64_t>(layers.size()));
     all.push_back(static_cast<int>(start));
   }
   return chunks_from_starts(layers, all);
