@@ -75,6 +75,17 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--resume", c.resume_path, "Continue from a checkpoint")->check(CLI::ExistingFile);
   cmd->add_flag("--plain", c.plain_output, "Plain progress lines even on a terminal");
   cmd->add_option("--threads", c.threads, "CPU threads for compute (default: all cores)");
+  cmd->add_option("-n,--devices", c.devices, "Data-parallel workers (devices)")->capture_default_str();
+  cmd->add_option("--device-kind", c.device_kind, "cpu, or cuda (workers share GPUs round-robin)")
+      ->capture_default_str();
+  cmd->add_option("--global-batch", c.global_batch, "Batch over all workers, split evenly (instead of --batch)")
+      ->excludes("--batch");
+  cmd->add_option("--sync", c.sync, "cgdp (default for > 1 device), ps0 (worker 0 is the server) or local");
+  cmd->add_option("--chunk", c.chunk, "cgdp chunk plan: layer, K, bytes:MB, all, or boundaries b1,b2,...")
+      ->capture_default_str();
+  cmd->add_option("--host-threads", c.host_threads, "Threads that sum gradients on the host (default: all)");
+  cmd->add_option("--timeline", c.timeline_path, "Write a Chrome trace (Perfetto) of every stream");
+  cmd->add_flag("--phase-table", c.phase_table, "Print the per-phase time table at the end");
   return [f, cmd] {
     TrainConfig config = f->config;
     config.solver = solver_settings(*f, *cmd);

@@ -25,7 +25,7 @@ void* aligned_zeroed(size_t bytes, const std::string& device) {
 std::string CpuDevice::name() const { return cat("cpu:", index_); }
 
 std::unique_ptr<Stream> CpuDevice::create_stream(const std::string& name) {
-  return std::make_unique<CpuStream>(name, this->name());
+  return std::make_unique<CpuStream>(name, this->name(), copy_budget_);
 }
 
 std::unique_ptr<Event> CpuDevice::create_event() { return std::make_unique<CpuEvent>(); }

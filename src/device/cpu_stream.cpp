@@ -42,8 +42,9 @@ void CpuEvent::wait_for(uint64_t sequence) {
   if (error_) std::rethrow_exception(error_);
 }
 
-CpuStream::CpuStream(std::string name, std::string device_name)
-    : name_(std::move(name)), device_name_(std::move(device_name)) {
+CpuStream::CpuStream(std::string name, std::string device_name,
+                     std::shared_ptr<std::atomic<int64_t>> copy_budget)
+    : name_(std::move(name)), device_name_(std::move(device_name)), copy_budget_(std::move(copy_budget)) {
   worker_ = std::thread([this] { run_worker(); });
   pthread_setname_np(worker_.native_handle(), name_.substr(0, 15).c_str());
 }
@@ -99,7 +100,13 @@ void CpuStream::run_worker() {
 void CpuStream::submit(std::function<void()> work) { enqueue({std::move(work), false}); }
 
 void CpuStream::copy_async(void* dst, const void* src, size_t bytes) {
-  enqueue({[=] { std::memcpy(dst, src, bytes); }, false});
+  enqueue({[=, this] {
+             if (copy_budget_->load() >= 0 && copy_budget_->fetch_sub(1) <= 0)
+               throw DeviceError(cat(device_name_, ": copy of ", bytes, " bytes on stream '", name_,
+                                     "' failed (injected fault)"));
+             std::memcpy(dst, src, bytes);
+           },
+           false});
 }
 
 void CpuStream::record(Event& event) {

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <condition_variable>
+#include <atomic>
 #include <deque>
+#include <memory>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -34,7 +36,9 @@ class CpuEvent final : public Event {
 
 class CpuStream final : public Stream {
  public:
-  CpuStream(std::string name, std::string device_name);
+  // `copy_budget` counts async copies left before injected failures (negative: unlimited).
+  CpuStream(std::string name, std::string device_name,
+            std::shared_ptr<std::atomic<int64_t>> copy_budget);
   ~CpuStream() override;
 
   const std::string& name() const override { return name_; }
@@ -55,6 +59,7 @@ class CpuStream final : public Stream {
 
   std::string name_;
   std::string device_name_;
+  std::shared_ptr<std::atomic<int64_t>> copy_budget_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Task> queue_;

@@ -200,11 +200,18 @@ void Net<T>::backward(const RunContext& ctx, const std::function<void(int)>& aft
 }
 
 template <typename T>
-double Net<T>::loss() const {
-  double sum = 0;
+std::vector<std::pair<Blob<T>*, float>> Net<T>::loss_tops() const {
+  std::vector<std::pair<Blob<T>*, float>> out;
   for (int i = 0; i < num_layers(); ++i)
     for (size_t j = 0; j < tops_[i].size(); ++j)
-      if (loss_weights_[i][j] != 0.f) sum += loss_weights_[i][j] * static_cast<double>(tops_[i][j]->data()[0]);
+      if (loss_weights_[i][j] != 0.f) out.emplace_back(tops_[i][j], loss_weights_[i][j]);
+  return out;
+}
+
+template <typename T>
+double Net<T>::loss() const {
+  double sum = 0;
+  for (auto [top, weight] : loss_tops()) sum += weight * static_cast<double>(top->data()[0]);
   return sum;
 }
 

@@ -1,5 +1,5 @@
 // Trainer <-> files: checkpoints (parameters, momentum, layer state, iteration, data position)
-// and the final parameters in safetensors.
+// and the final parameters in safetensors. Worker 0 writes; a resume loads into every worker.
 #include <filesystem>
 
 #include "cgdp/io/checkpoint.hpp"
@@ -10,44 +10,51 @@ namespace cgdp {
 
 namespace {
 
-CheckpointTensor tensor_of(const Blob<float>& blob, const float* values) {
-  return {blob.shape(), std::vector<float>(values, values + blob.count())};
+// Reads `count` floats of device memory (through the device, so it works on every backend).
+CheckpointTensor read_tensor(Device& device, const Shape& shape, const float* values) {
+  CheckpointTensor t{shape, std::vector<float>(static_cast<size_t>(count_of(shape)))};
+  device.copy(t.values.data(), values, t.values.size() * sizeof(float));
+  return t;
 }
 
-// Copies a checkpoint tensor into `dst`, checking it exists and has `blob`'s shape.
-void restore(const Checkpoint& c, const std::string& key, const Blob<float>& blob, float* dst,
-             const std::string& path) {
+// Writes a checkpoint tensor to device memory, checking it exists and has `shape`.
+void write_tensor(const Checkpoint& c, const std::string& key, const Shape& shape, Device& device,
+                  float* dst, const std::string& path) {
   auto it = c.tensors.find(key);
   if (it == c.tensors.end()) throw IoError(cat(path, ": checkpoint has no tensor '", key, "'"));
-  if (it->second.shape != blob.shape())
+  if (it->second.shape != shape)
     throw IoError(cat(path, ": tensor '", key, "' has shape ", shape_string(it->second.shape),
-                      ", the model expects ", shape_string(blob.shape())));
-  std::copy(it->second.values.begin(), it->second.values.end(), dst);
+                      ", the model expects ", shape_string(shape)));
+  device.copy(dst, it->second.values.data(), it->second.values.size() * sizeof(float));
 }
 
 }  // namespace
 
 std::string Trainer::write_snapshot() {
+  average_state();
+  Worker& w = workers_[0];
+  Net<float>& n = *w.net;
   Checkpoint c;
-  c.model_fingerprint = net_->fingerprint();
-  c.iteration = solver_->iteration();
+  c.model_fingerprint = n.fingerprint();
+  c.iteration = iteration();
   const SamplerPosition pos = loader_->position();
   c.epoch = pos.epoch;
   c.offset = pos.offset;
   c.seed = static_cast<int64_t>(config_.seed);
-  const auto history = solver_->history();
-  for (const ParamSlot& s : net_->param_slots()) {
-    const Blob<float>& blob = *net_->layer(s.layer).params()[s.index];
-    const std::string& layer = net_->layer(s.layer).name();
-    c.tensors[param_key(layer, s.index)] = tensor_of(blob, blob.data());
-    c.tensors[history_key(layer, s.index)] = tensor_of(blob, history.data() + s.offset);
+  const float* history = w.solver->history().data();
+  for (const ParamSlot& s : n.param_slots()) {
+    const Blob<float>& blob = *n.layer(s.layer).params()[s.index];
+    const std::string& layer = n.layer(s.layer).name();
+    c.tensors[param_key(layer, s.index)] = read_tensor(*w.device, blob.shape(), blob.data());
+    c.tensors[history_key(layer, s.index)] = read_tensor(*w.device, blob.shape(), history + s.offset);
   }
-  for (int i = 0; i < net_->num_layers(); ++i)
-    for (size_t k = 0; k < net_->layer(i).state().size(); ++k) {
-      const Blob<float>& blob = *net_->layer(i).state()[k];
-      c.tensors[state_key(net_->layer(i).name(), static_cast<int>(k))] = tensor_of(blob, blob.data());
+  for (int i = 0; i < n.num_layers(); ++i)
+    for (size_t k = 0; k < n.layer(i).state().size(); ++k) {
+      const Blob<float>& blob = *n.layer(i).state()[k];
+      c.tensors[state_key(n.layer(i).name(), static_cast<int>(k))] =
+          read_tensor(*w.device, blob.shape(), blob.data());
     }
-  const std::string prefix = config_.snapshot_prefix.empty() ? net_->name() : config_.snapshot_prefix;
+  const std::string prefix = config_.snapshot_prefix.empty() ? n.name() : config_.snapshot_prefix;
   const std::string path = cat(prefix, "_iter_", c.iteration, ".ckpt");
   if (auto dir = std::filesystem::path(path).parent_path(); !dir.empty())
     std::filesystem::create_directories(dir);
@@ -57,20 +64,25 @@ std::string Trainer::write_snapshot() {
 
 void Trainer::resume(const std::string& path) {
   const Checkpoint c = load_checkpoint(path);
-  check_compatible(c, net_->fingerprint(), path);
-  auto history = solver_->history();
-  for (const ParamSlot& s : net_->param_slots()) {
-    Blob<float>& blob = *net_->layer(s.layer).params()[s.index];
-    const std::string& layer = net_->layer(s.layer).name();
-    restore(c, param_key(layer, s.index), blob, blob.mutable_data(), path);
-    restore(c, history_key(layer, s.index), blob, history.data() + s.offset, path);
-  }
-  for (int i = 0; i < net_->num_layers(); ++i)
-    for (size_t k = 0; k < net_->layer(i).state().size(); ++k) {
-      Blob<float>& blob = *net_->layer(i).state()[k];
-      restore(c, state_key(net_->layer(i).name(), static_cast<int>(k)), blob, blob.mutable_data(), path);
+  check_compatible(c, net().fingerprint(), path);
+  for (Worker& w : workers_) {
+    Net<float>& n = *w.net;
+    for (const ParamSlot& s : n.param_slots()) {
+      Blob<float>& blob = *n.layer(s.layer).params()[s.index];
+      const std::string& layer = n.layer(s.layer).name();
+      write_tensor(c, param_key(layer, s.index), blob.shape(), *w.device, blob.mutable_data(), path);
+      if (w.solver)
+        write_tensor(c, history_key(layer, s.index), blob.shape(), *w.device,
+                     w.solver->history().data() + s.offset, path);
     }
-  solver_->set_iteration(c.iteration);
+    for (int i = 0; i < n.num_layers(); ++i)
+      for (size_t k = 0; k < n.layer(i).state().size(); ++k) {
+        Blob<float>& blob = *n.layer(i).state()[k];
+        write_tensor(c, state_key(n.layer(i).name(), static_cast<int>(k)), blob.shape(), *w.device,
+                     blob.mutable_data(), path);
+      }
+    if (w.solver) w.solver->set_iteration(c.iteration);
+  }
   start_position_ = {c.epoch, c.offset};
   if (static_cast<uint64_t>(c.seed) != config_.seed) {
     std::fprintf(out_, "cgdp: resuming with the checkpoint's seed %lld (not %llu)\n",
@@ -82,19 +94,23 @@ void Trainer::resume(const std::string& path) {
 }
 
 void Trainer::save_parameters(const std::string& path) {
-  TensorRefs tensors;
-  for (const ParamSlot& s : net_->param_slots()) {
-    const Blob<float>& blob = *net_->layer(s.layer).params()[s.index];
-    tensors.emplace(s.name, TensorRef::of(blob.data_span(), blob.shape()));
+  average_state();
+  Worker& w = workers_[0];
+  Net<float>& n = *w.net;
+  std::map<std::string, CheckpointTensor> host;  // device memory read back first
+  for (const ParamSlot& s : n.param_slots()) {
+    const Blob<float>& blob = *n.layer(s.layer).params()[s.index];
+    host[s.name] = read_tensor(*w.device, blob.shape(), blob.data());
   }
-  for (int i = 0; i < net_->num_layers(); ++i)
-    for (size_t k = 0; k < net_->layer(i).state().size(); ++k) {
-      const Blob<float>& blob = *net_->layer(i).state()[k];
-      tensors.emplace(cat(net_->layer(i).name(), "/state/", k), TensorRef::of(blob.data_span(), blob.shape()));
+  for (int i = 0; i < n.num_layers(); ++i)
+    for (size_t k = 0; k < n.layer(i).state().size(); ++k) {
+      const Blob<float>& blob = *n.layer(i).state()[k];
+      host[cat(n.layer(i).name(), "/state/", k)] = read_tensor(*w.device, blob.shape(), blob.data());
     }
-  save_safetensors(path, tensors, {{"format", "cgdp-parameters"}, {"model", net_->name()},
-                                   {"iterations", std::to_string(solver_->iteration())}});
-  std::fprintf(out_, "cgdp: wrote parameters to %s\n", path.c_str());
+  TensorRefs tensors;
+  for (const auto& [name, t] : host) tensors.emplace(name, TensorRef::of(t.values, t.shape));
+  save_safetensors(path, tensors, {{"format", "cgdp-parameters"}, {"model", n.name()},
+                                   {"iterations", std::to_string(iteration())}});
 }
 
 }  // namespace cgdp

@@ -2,6 +2,8 @@
 // order, so that work on two streams overlaps exactly as it would on a GPU.
 #pragma once
 
+#include <atomic>
+
 #include "cgdp/device/device.hpp"
 
 namespace cgdp {
@@ -22,8 +24,13 @@ class CpuDevice final : public Device {
   void deallocate_pinned(void* ptr, size_t bytes) override;
   void copy(void* dst, const void* src, size_t bytes) override;
 
+  // Test knob: after `copies` more async copies succeed, every later one fails with a
+  // DeviceError, as a GPU copy would on a fault. Negative: never fail (the default).
+  void fail_copies_after(int64_t copies) { copy_budget_->store(copies); }
+
  private:
   int index_;
+  std::shared_ptr<std::atomic<int64_t>> copy_budget_ = std::make_shared<std::atomic<int64_t>>(-1);
 };
 
 // The process-wide CPU device used where no other is chosen (tests, data loading).

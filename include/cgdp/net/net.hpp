@@ -69,6 +69,8 @@ class Net {
 
   // Weighted sum of the loss tops; host-readable after forward has finished.
   double loss() const;
+  // The tops that count towards the loss, with their weights.
+  std::vector<std::pair<Blob<T>*, float>> loss_tops() const;
   // Scalar outputs of the net that are not losses (e.g. "accuracy"), by top name.
   std::map<std::string, double> scalar_outputs() const;
   // Name of the first layer (forward order) with a NaN or Inf in a top; nullopt if all finite.

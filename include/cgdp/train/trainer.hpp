@@ -1,26 +1,36 @@
-// Single-device training: data -> forward -> backward -> SGD step, with tests, progress,
-// checkpoints and resume.
+// Data-parallel training on N workers (N = 1 included): data -> forward -> backward -> exchange
+// -> update, with tests, progress, checkpoints, resume, timeline and a per-phase table.
 #pragma once
 
 #include <cstdio>
 #include <memory>
 
 #include "cgdp/data/batch_loader.hpp"
-#include "cgdp/net/net.hpp"
-#include "cgdp/solver/solver.hpp"
+#include "cgdp/sync/sync_scheme.hpp"
+#include "cgdp/train/phase_table.hpp"
 #include "cgdp/train/progress.hpp"
+#include "cgdp/train/timeline.hpp"
 #include "cgdp/train/train_config.hpp"
+#include "cgdp/train/worker.hpp"
 
 namespace cgdp {
 
 class Trainer {
  public:
-  // Loads the model and data and checks they fit together; throws before any training starts.
+  // Loads the model and data, checks every option, and sets up workers; throws before any
+  // training starts.
   Trainer(const TrainConfig& config, FILE* out = stdout);
+  ~Trainer();
   TrainResult run();
 
-  Net<float>& net() { return *net_; }
-  Solver<float>& solver() { return *solver_; }
+  // Worker 0's net and solver: the parameters every worker holds after an iteration.
+  Net<float>& net() { return *workers_[0].net; }
+  int num_workers() const { return static_cast<int>(workers_.size()); }
+  Net<float>& worker_net(int w) { return *workers_[w].net; }
+  SyncKind sync_kind() const { return scheme_->kind(); }
+  const PhaseTable& phase_table() const { return phases_; }
+  const Timeline& timeline() const { return timeline_; }
+  int64_t iteration() const { return workers_[0].solver->iteration(); }
 
   struct Evaluation {
     double accuracy = 0;
@@ -29,25 +39,32 @@ class Trainer {
   Evaluation evaluate();
 
  private:
+  void make_scheme(SyncKind kind);
+  void inject_fault(int worker, int64_t after_copies);
   void check_data_fits_model();
   double train_iteration();
-  void load_batch(const Batch& batch);
+  void check_loss(double loss, int64_t iteration);
+  void average_state();
   std::string write_snapshot();  // returns the path written
   void resume(const std::string& path);
   void save_parameters(const std::string& path);
+  std::string memory_report() const;
 
   TrainConfig config_;
   FILE* out_;
   std::string model_path_;
   proto::NetParameter model_;
-  Device* device_;
-  std::unique_ptr<Net<float>> net_;
+  Timeline timeline_;
+  std::vector<Worker> workers_;
+  std::unique_ptr<SyncScheme> scheme_;
   std::unique_ptr<Net<float>> test_net_;
-  std::unique_ptr<Solver<float>> solver_;
   std::shared_ptr<const Dataset> train_data_;
   std::shared_ptr<const Dataset> test_data_;
   std::unique_ptr<BatchLoader> loader_;
   SamplerPosition start_position_;
+  PhaseTable phases_;
+  std::string plan_description_;
+  int64_t per_worker_batch_ = 0;
   int64_t max_iterations_ = 0;
   int64_t test_batch_ = 100;
 };

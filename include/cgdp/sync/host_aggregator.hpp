@@ -1,0 +1,97 @@
+// The host aggregator: receives every worker's copy of a gradient chunk in pinned host memory,
+// sums the copies with OpenMP threads in a fixed order (worker 0, 1, ...), and sends the sum back
+// to every worker on its H2D stream. Host callbacks only call arrived(); all summing and every
+// device call happen on the aggregator's own thread.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "cgdp/device/device.hpp"
+#include "cgdp/train/timeline.hpp"
+
+namespace cgdp {
+
+// A chunk's place in the flat gradient buffer (elements).
+struct ChunkSpan {
+  int64_t offset = 0;
+  int64_t count = 0;
+};
+
+// What the aggregator needs of one worker.
+struct AggregatorWorker {
+  Device* device = nullptr;
+  Stream* h2d = nullptr;         // the sum is copied back on this stream
+  float* device_grads = nullptr;  // the worker's flat gradient buffer (device memory)
+};
+
+// Where a locally summed chunk goes before it is sent back: nothing on one host; the parameter-
+// server shards when scaling out (the sum is replaced in place by the global sum).
+class ChunkReducer {
+ public:
+  virtual ~ChunkReducer() = default;
+  virtual void reduce(int chunk, float* sum, int64_t count) = 0;
+};
+
+class HostAggregator {
+ public:
+  // Allocates all host memory now (never per iteration): per worker a pinned receive buffer as
+  // large as the gradients, and one global buffer. `threads` OpenMP threads sum each chunk.
+  // Sums are recorded on `timeline` (track "sum" of the aggregator process).
+  HostAggregator(std::vector<AggregatorWorker> workers, std::vector<ChunkSpan> chunks, int threads,
+                 Timeline& timeline, ChunkReducer* reducer = nullptr);
+  ~HostAggregator();
+  HostAggregator(const HostAggregator&) = delete;
+  HostAggregator& operator=(const HostAggregator&) = delete;
+
+  int num_chunks() const { return static_cast<int>(chunks_.size()); }
+  const ChunkSpan& chunk(int c) const { return chunks_[c]; }
+  // Where worker w's D2H copy of chunk c must land.
+  float* receive_buffer(int worker, int chunk);
+  const float* global_sum() const { return static_cast<const float*>(global_.get()); }
+
+  // Called from worker w's D2H host callback once its copy of chunk c has landed.
+  void arrived(int worker, int chunk);
+  // Blocks until every chunk of the current iteration has been summed and its H2D copies
+  // issued, then records landed(w) on each worker's H2D stream; rethrows an aggregator error.
+  void wait_all_issued();
+  // Recorded on worker w's H2D stream after the last H2D copy of the iteration.
+  Event& landed(int worker) { return *landed_[worker]; }
+  // Microseconds spent summing during the iteration wait_all_issued() last completed.
+  int64_t last_sum_us() const { return last_sum_us_; }
+  // Makes wait_all_issued() and the aggregator thread give up (a worker failed).
+  void abort(std::exception_ptr why);
+  // Stops and joins the aggregator thread; after it, no more copies are issued. Idempotent.
+  void stop();
+
+ private:
+  void run();
+  void sum_and_send(int chunk);
+
+  std::vector<AggregatorWorker> workers_;
+  std::vector<ChunkSpan> chunks_;
+  int threads_;
+  Timeline& timeline_;
+  ChunkReducer* reducer_;
+  std::vector<PinnedHostBuffer> receive_;
+  PinnedHostBuffer global_;
+  std::vector<std::unique_ptr<Event>> landed_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<int> arrivals_;  // per chunk, this iteration
+  std::deque<int> ready_;      // chunks whose copies have all arrived
+  int issued_ = 0;             // chunks summed and sent this iteration
+  int64_t sum_us_ = 0;         // summing time this iteration
+  int64_t last_sum_us_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+}  // namespace cgdp

@@ -1,0 +1,53 @@
+// How workers combine their gradients each iteration: `cgdp` (chunks summed on the host while
+// backward goes on, every worker updates), `ps0` (worker 0 gathers along a tree, updates and
+// broadcasts parameters, as Caffe's P2PSync) or `local` (one worker, no exchange).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cgdp/sync/chunk_plan.hpp"
+#include "cgdp/train/timeline.hpp"
+#include "cgdp/train/worker.hpp"
+
+namespace cgdp {
+
+enum class SyncKind { Local, Cgdp, Ps0 };
+
+const char* to_string(SyncKind kind);
+// "cgdp", "ps0" or "local"; UsageError otherwise.
+SyncKind parse_sync_kind(const std::string& name);
+
+class SyncScheme {
+ public:
+  virtual ~SyncScheme() = default;
+  virtual SyncKind kind() const = 0;
+  // Issued on worker w before its first forward of an iteration (ps0: wait for parameters).
+  virtual void begin_iteration(Worker& w) {}
+  // Issued right after layer `layer`'s backward on worker w, in the iteration's last micro-batch.
+  virtual void after_backward(Worker& w, int layer) {}
+  // After every worker's backward is issued: finishes the exchange and issues the updates, which
+  // apply the summed gradients times `grad_scale`. Throws naming the worker that failed.
+  virtual void exchange_and_update(std::vector<Worker>& workers, double grad_scale,
+                                   int64_t iteration) = 0;
+  // Host or device time spent summing gradients in the last iteration (µs).
+  virtual int64_t last_sum_us() const { return 0; }
+  // Stops issuing work from other threads (the aggregator), before the streams are drained.
+  virtual void shutdown() {}
+  // Bytes of host memory the scheme allocated (pinned buffers).
+  virtual int64_t host_bytes() const { return 0; }
+};
+
+struct SyncOptions {
+  ChunkPlan plan;            // cgdp only
+  int host_threads = 0;      // cgdp: OpenMP threads that sum; 0 = all
+  LrPolicy lr;
+  SgdSettings sgd;
+};
+
+// Creates the scheme and gives solvers to the workers that update.
+std::unique_ptr<SyncScheme> make_sync_scheme(SyncKind kind, std::vector<Worker>& workers,
+                                             const SyncOptions& options, Timeline& timeline);
+
+}  // namespace cgdp

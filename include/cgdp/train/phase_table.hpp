@@ -1,0 +1,37 @@
+// Per-phase time of an iteration, as in the CGDP paper's Table 3: broadcast, forward, backward,
+// the exchange left after backward, gradient sum, update and total, averaged over iterations.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cgdp/train/worker.hpp"
+
+namespace cgdp {
+
+struct PhaseTimes {
+  double broadcast_ms = 0;
+  double forward_ms = 0;
+  double backward_ms = 0;
+  double exchange_after_backward_ms = 0;
+  double sum_ms = 0;
+  double update_ms = 0;
+  double total_ms = 0;
+};
+
+class PhaseTable {
+ public:
+  // Adds one iteration: the workers' stream marks (averaged over workers), the scheme's sum time
+  // and the iteration's wall time on the host.
+  void add(const std::vector<Worker>& workers, int64_t sum_us, int64_t wall_us);
+  int64_t iterations() const { return iterations_; }
+  PhaseTimes mean() const;
+  // A small aligned table, one phase per row, with `title` above it.
+  std::string format(const std::string& title) const;
+
+ private:
+  PhaseTimes sum_;
+  int64_t iterations_ = 0;
+};
+
+}  // namespace cgdp

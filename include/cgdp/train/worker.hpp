@@ -1,0 +1,63 @@
+// One data-parallel worker: a device with its compute, D2H and H2D streams, its replica of the
+// net, and (when it updates its own parameters) a solver. The trainer drives every worker from
+// one host thread by issuing work on their streams.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "cgdp/data/batch_loader.hpp"
+#include "cgdp/net/net.hpp"
+#include "cgdp/solver/solver.hpp"
+#include "cgdp/train/timeline.hpp"
+
+namespace cgdp {
+
+// Stream-order timestamps of one iteration (µs on the timeline clock), for the phase table.
+struct PhaseMarks {
+  int64_t begin = 0;          // the compute stream starts the iteration
+  int64_t forward_begin = 0;  // parameters are in place (after any broadcast)
+  int64_t forward_end = 0;
+  int64_t backward_end = 0;
+  int64_t exchange_end = 0;   // summed gradients are in place: the update may start
+  int64_t update_end = 0;
+};
+
+struct Worker {
+  int index = 0;
+  std::unique_ptr<Device> device;
+  std::unique_ptr<Stream> compute, d2h, h2d;
+  std::unique_ptr<Net<float>> net;
+  std::unique_ptr<Solver<float>> solver;  // null where another worker updates (ps0)
+  std::unique_ptr<Event> input_loaded;    // the batch slice has been copied in
+  PinnedHostBuffer loss_slots;            // each micro-batch's loss tops land here
+  std::vector<std::pair<Blob<float>*, float>> loss_tops;  // (top, weight)
+  PhaseMarks marks;
+
+  // Copies rows [row_begin, row_begin + batch) of `batch` into the net's input (compute stream).
+  void issue_input(const Batch& batch, int64_t row_begin);
+  void issue_forward(const RunContext& ctx, Timeline& timeline);
+  // `after_layer(i)` runs right after layer i's backward is issued.
+  void issue_backward(const RunContext& ctx, Timeline& timeline,
+                      const std::function<void(int)>& after_layer);
+  // Copies this micro-batch's loss tops to host slot `micro`.
+  void issue_loss_readback(int micro);
+  // Weighted loss of micro-batch `micro`, after the compute stream has been synchronized.
+  double loss(int micro) const;
+};
+
+// Creates `count` workers on `kind` devices (CPU devices cpu:0..N-1; CUDA workers round-robin
+// over the GPUs), each with its streams and a net built from `model` with per-worker `batch`.
+std::vector<Worker> make_workers(int count, DeviceKind kind, const proto::NetParameter& model,
+                                 int64_t batch, uint64_t seed, const std::string& source,
+                                 int max_micro_batches);
+
+// Synchronizes one stream of a worker; rethrows a failure as a DeviceError naming the worker, its
+// device, the stream and the iteration.
+void synchronize_stream(Worker& w, Stream& stream, const char* name, int64_t iteration);
+
+// Ends the iteration on every worker (all streams, even after a failure); rethrows the first failure naming the worker, its device
+// and the stream ("compute", "d2h", "h2d") that failed at `iteration`.
+void synchronize_all(std::vector<Worker>& workers, int64_t iteration);
+
+}  // namespace cgdp

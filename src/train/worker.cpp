@@ -1,0 +1,105 @@
+// Worker: issuing a micro-batch's input, forward, backward and loss read-back on its streams.
+#include "cgdp/train/worker.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+
+#include "cgdp/device/devices.hpp"
+#include "cgdp/train/stream_trace.hpp"
+
+namespace cgdp {
+
+void Worker::issue_input(const Batch& batch, int64_t row_begin) {
+  Blob<float>& data = net->input_data();
+  Blob<float>& label = *net->input_label();
+  const int64_t rows = data.shape(0);
+  compute->copy_async(data.mutable_data(), batch.images + row_begin * data.count(1), data.bytes());
+  compute->copy_async(label.mutable_data(), batch.labels + row_begin * (label.count() / rows), label.bytes());
+  compute->record(*input_loaded);
+}
+
+void Worker::issue_forward(const RunContext& ctx, Timeline& timeline) {
+  mark(*compute, timeline, &marks.forward_begin);
+  for (int i = 0; i < net->num_layers(); ++i) {
+    if (net->layer(i).is_input()) continue;
+    traced(*compute, timeline, index, "compute", net->layer(i).name(), "forward",
+           [&] { net->forward_layer(i, ctx); });
+  }
+  mark(*compute, timeline, &marks.forward_end);
+}
+
+void Worker::issue_backward(const RunContext& ctx, Timeline& timeline,
+                            const std::function<void(int)>& after_layer) {
+  for (int i = net->num_layers() - 1; i >= 0; --i) {
+    if (net->needs_backward(i))
+      traced(*compute, timeline, index, "compute", net->layer(i).name(), "backward",
+             [&] { net->backward_layer(i, ctx); });
+    if (after_layer) after_layer(i);
+  }
+  mark(*compute, timeline, &marks.backward_end);
+}
+
+void Worker::issue_loss_readback(int micro) {
+  auto* slots = static_cast<float*>(loss_slots.get()) + micro * loss_tops.size();
+  for (size_t j = 0; j < loss_tops.size(); ++j)
+    compute->copy_async(slots + j, loss_tops[j].first->data(), sizeof(float));
+}
+
+double Worker::loss(int micro) const {
+  const auto* slots = static_cast<const float*>(loss_slots.get()) + micro * loss_tops.size();
+  double sum = 0;
+  for (size_t j = 0; j < loss_tops.size(); ++j) sum += loss_tops[j].second * static_cast<double>(slots[j]);
+  return sum;
+}
+
+std::vector<Worker> make_workers(int count, DeviceKind kind, const proto::NetParameter& model,
+                                 int64_t batch, uint64_t seed, const std::string& source,
+                                 int max_micro_batches) {
+  std::vector<Worker> workers(count);
+  const int gpus = kind == DeviceKind::Cuda ? cuda_device_count() : 0;
+  for (int w = 0; w < count; ++w) {
+    Worker& worker = workers[w];
+    worker.index = w;
+    worker.device = make_device(kind, kind == DeviceKind::Cuda ? w % std::max(gpus, 1) : w);
+    worker.compute = worker.device->create_stream(cat("w", w, "-compute"));
+    worker.d2h = worker.device->create_stream(cat("w", w, "-d2h"));
+    worker.h2d = worker.device->create_stream(cat("w", w, "-h2d"));
+    worker.input_loaded = worker.device->create_event();
+    if (kind == DeviceKind::Cpu) {
+      // CPU workers split the cores between them instead of each starting a full OpenMP team.
+      const int share = std::max(1, omp_get_max_threads() / count);
+      worker.compute->submit([share] { omp_set_num_threads(share); });
+    }
+    // Same seed everywhere: every replica starts from the same parameters.
+    worker.net = std::make_unique<Net<float>>(model, Phase::Train, *worker.device, batch, seed, source);
+    worker.loss_tops = worker.net->loss_tops();
+    worker.loss_slots = PinnedHostBuffer(*worker.device, sizeof(float) * worker.loss_tops.size() *
+                                                             static_cast<size_t>(max_micro_batches));
+  }
+  return workers;
+}
+
+void synchronize_stream(Worker& w, Stream& stream, const char* name, int64_t iteration) {
+  try {
+    stream.synchronize();
+  } catch (const std::exception& e) {
+    throw DeviceError(cat("worker ", w.index, " (", w.device->name(), "), ", name, " stream, iteration ",
+                          iteration, ": ", e.what()));
+  }
+}
+
+void synchronize_all(std::vector<Worker>& workers, int64_t iteration) {
+  std::exception_ptr first;
+  for (Worker& w : workers)
+    for (auto [stream, name] : {std::pair{w.compute.get(), "compute"}, {w.d2h.get(), "d2h"}, {w.h2d.get(), "h2d"}}) {
+      try {
+        synchronize_stream(w, *stream, name, iteration);
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+  if (first) std::rethrow_exception(first);
+}
+
+}  // namespace cgdp
