@@ -1,0 +1,156 @@
+// The `cgdp` binary on bad input: one line on stderr naming the file and what is wrong, a
+// non-zero exit, no crash; and its --help and inspect output.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
+
+#include "cgdp/core/error.hpp"
+
+namespace cgdp {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+Result run(const std::string& args) {
+  const std::string command = cat(CGDP_BINARY_DIR, "/cgdp ", args, " 2>&1");
+  Result r;
+  FILE* p = popen(command.c_str(), "r");
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.output.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / cat("cgdp_cli_", ::getpid());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+  // Expects exactly one line "cgdp: error: ..." containing every `parts`, and exit 1.
+  void expect_error(const std::string& args, std::initializer_list<std::string> parts) {
+    const Result r = run(args);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    EXPECT_EQ(r.output.rfind("cgdp: error: ", 0), 0u) << r.output;
+    for (const auto& part : parts) EXPECT_NE(r.output.find(part), std::string::npos) << part << " in " << r.output;
+  }
+  fs::path dir_;
+};
+
+const char* kInput = R"(layer { name: "data" type: "Input" top: "data" top: "label"
+  input_param { shape { dim: 2 dim: 1 dim: 8 dim: 8 } shape { dim: 2 } } }
+)";
+
+TEST_F(Cli, MissingModelFile) {
+  expect_error("inspect --model /nonexistent/m.prototxt", {"/nonexistent/m.prototxt", "no such file"});
+}
+
+TEST_F(Cli, SyntaxErrorGivesLineAndColumn) {
+  const auto m = write("syntax.prototxt", std::string(kInput) + "layer { name: \"c\" type: \"ReLU\" bottom: \"data\" top: }\n");
+  expect_error("inspect --model " + m, {m + ":3:52:"});
+}
+
+TEST_F(Cli, UnknownLayerTypeListsKnownTypes) {
+  const auto m = write("type.prototxt", std::string(kInput) + "layer { name: \"c\" type: \"Convolutoin\" bottom: \"data\" top: \"c\" }\n");
+  expect_error("inspect --model " + m, {"unknown type 'Convolutoin'", "Convolution", "Pooling"});
+}
+
+TEST_F(Cli, UnknownFieldIsNamed) {
+  const auto m = write("field.prototxt", std::string(kInput) + "layer { name: \"c\" type: \"ReLU\" colour: 1 }\n");
+  expect_error("inspect --model " + m, {m + ":3:", "colour"});
+}
+
+TEST_F(Cli, BottomThatNoLayerProduces) {
+  const auto m = write("bottom.prototxt", std::string(kInput) + "layer { name: \"r\" type: \"ReLU\" bottom: \"dta\" top: \"r\" }\n");
+  expect_error("inspect --model " + m, {m, "layer 'r'", "bottom 'dta'"});
+}
+
+TEST_F(Cli, KernelLargerThanPaddedInput) {
+  const auto m = write("kernel.prototxt", std::string(kInput) +
+      "layer { name: \"conv\" type: \"Convolution\" bottom: \"data\" top: \"conv\" convolution_param { num_output: 2 kernel_size: 11 } }\n");
+  expect_error("inspect --model " + m, {m, "layer 'conv'", "larger than the padded input"});
+}
+
+TEST_F(Cli, ConcatOfMismatchedShapes) {
+  const auto m = write("concat.prototxt", std::string(kInput) +
+      "layer { name: \"p\" type: \"Pooling\" bottom: \"data\" top: \"p\" pooling_param { kernel_size: 2 stride: 2 } }\n"
+      "layer { name: \"cat\" type: \"Concat\" bottom: \"data\" bottom: \"p\" top: \"cat\" }\n");
+  expect_error("inspect --model " + m, {m, "layer 'cat'"});
+}
+
+TEST_F(Cli, LabelCountThatIsNotTheBatch) {
+  const auto m = write("labels.prototxt", R"(layer { name: "data" type: "Input" top: "data" top: "label"
+  input_param { shape { dim: 2 dim: 3 } shape { dim: 2 dim: 2 } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "data" bottom: "label" top: "loss" }
+)");
+  expect_error("inspect --model " + m, {m, "layer 'loss'", "labels"});
+}
+
+TEST_F(Cli, TruncatedIdxFile) {
+  const fs::path d = dir_ / "idx";
+  fs::create_directories(d);
+  std::ofstream(d / "train-images-idx3-ubyte", std::ios::binary).write("\0\0\x08\x03\0\0\0\x02\0\0\0\x1c\0\0\0\x1c\x01\x02", 18);
+  std::ofstream(d / "train-labels-idx1-ubyte", std::ios::binary).write("\0\0\x08\x01\0\0\0\x02\x01\x02", 10);
+  expect_error(cat("train --iterations 1 --data idx:", d.string()), {"train-images-idx3-ubyte", "expected"});
+}
+
+TEST_F(Cli, WrongMagicIdxFile) {
+  const fs::path d = dir_ / "idx";
+  fs::create_directories(d);
+  std::ofstream(d / "train-images-idx3-ubyte", std::ios::binary).write("\0\0\x08\x01\0\0\0\x02", 8);
+  std::ofstream(d / "train-labels-idx1-ubyte", std::ios::binary).write("\0\0\x08\x01\0\0\0\x02\x01\x02", 10);
+  expect_error(cat("train --iterations 1 --data idx:", d.string()), {"train-images-idx3-ubyte", "magic"});
+}
+
+TEST_F(Cli, BadDeviceCountAndChunkPlansStopBeforeWork) {
+  expect_error("train --devices 0", {"--devices"});
+  expect_error("train --devices 2 --chunk 3,1", {"--chunk", "increasing"});
+  expect_error("train --devices 2 --chunk bytes:-1", {"--chunk"});
+  expect_error("train --devices 2 --timeline /nonexistent/dir/t.json", {"/nonexistent/dir/t.json"});
+}
+
+TEST_F(Cli, DivergenceNamesIterationAndLayer) {
+  const Result r = run("train --data synthetic --iterations 30 --lr 1e12 --plain");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const std::string last = r.output.substr(r.output.rfind('\n', r.output.size() - 2) + 1);
+  EXPECT_EQ(last.rfind("cgdp: error: iteration ", 0), 0u) << r.output;
+  EXPECT_NE(last.find("first non-finite output in layer '"), std::string::npos) << last;
+}
+
+TEST_F(Cli, HelpListsTheSubcommandsAndTrainFlags) {
+  const Result top = run("--help");
+  EXPECT_EQ(top.exit_code, 0);
+  for (const char* s : {"train", "inspect", "topo"}) EXPECT_NE(top.output.find(s), std::string::npos) << s;
+  const Result train = run("train --help");
+  for (const char* s : {"--model", "--data", "--batch", "--epochs", "--lr", "--devices", "--sync", "--chunk",
+                        "--timeline", "--metrics", "--save", "--snapshot-every", "--resume"})
+    EXPECT_NE(train.output.find(s), std::string::npos) << s;
+}
+
+TEST_F(Cli, InspectPrintsTotalAndJson) {
+  const Result table = run("inspect --model fashion_cnn");
+  EXPECT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_NE(table.output.find("total learnable parameters: 857738"), std::string::npos) << table.output;
+  const Result json = run("inspect --model fashion_cnn --json");
+  EXPECT_NE(json.output.find("\"total_params\": 857738"), std::string::npos) << json.output;
+}
+
+}  // namespace
+}  // namespace cgdp
