@@ -30,7 +30,8 @@ class CgdpSync final : public SyncScheme {
       chunk_done_.push_back(std::move(events));
     }
     if (!spans.empty())
-      aggregator_ = std::make_unique<HostAggregator>(std::move(agg), std::move(spans), o.host_threads, timeline);
+      aggregator_ = std::make_unique<HostAggregator>(std::move(agg), std::move(spans), o.host_threads,
+                                                     timeline, nullptr, o.aggregator_cpus);
   }
 
   SyncKind kind() const override { return SyncKind::Cgdp; }
@@ -71,6 +72,10 @@ class CgdpSync final : public SyncScheme {
              [&] { w.compute->submit([&w, grad_scale] { w.solver->step(grad_scale); }); });
       mark(*w.compute, timeline_, &w.marks.update_end);
     }
+  }
+
+  std::string placement_note() const override {
+    return aggregator_ ? "host aggregator " + aggregator_->binding_note() : "";
   }
 
   void shutdown() override {

@@ -8,12 +8,13 @@
 namespace cgdp {
 
 HostAggregator::HostAggregator(std::vector<AggregatorWorker> workers, std::vector<ChunkSpan> chunks,
-                               int threads, Timeline& timeline, ChunkReducer* reducer)
+                               int threads, Timeline& timeline, ChunkReducer* reducer, CoreSet cpus)
     : workers_(std::move(workers)),
       chunks_(std::move(chunks)),
       threads_(threads),
       timeline_(timeline),
       reducer_(reducer),
+      cpus_(std::move(cpus)),
       arrivals_(chunks_.size(), 0) {
   CGDP_ASSERT(!workers_.empty() && !chunks_.empty());
   const int64_t total = chunks_.back().offset + chunks_.back().count;
@@ -49,7 +50,18 @@ void HostAggregator::arrived(int worker, int chunk) {
   changed_.notify_all();
 }
 
+std::string HostAggregator::binding_note() const {
+  std::lock_guard lock(mutex_);
+  if (cpus_.empty()) return "not bound";
+  return bind_status_.bound ? cat("bound to cpus ", cpus_.to_string()) : bind_status_.note;
+}
+
 void HostAggregator::run() {
+  if (!cpus_.empty()) {
+    BindStatus status = bind_current_thread(cpus_);
+    std::lock_guard lock(mutex_);
+    bind_status_ = std::move(status);
+  }
   for (;;) {
     int chunk;
     {

@@ -139,6 +139,14 @@ void Trainer::make_scheme(SyncKind kind) {
     plan_description_ = describe(options.plan, layers);
   }
   options.host_threads = config_.host_threads;
+  if (kind == SyncKind::Cgdp) {
+    std::vector<DeviceRef> refs;
+    for (const Worker& w : workers_) refs.push_back({w.device->kind(), w.device->index()});
+    const Placement placement = plan_placement(Topology::discover(), refs, config_.host_threads);
+    options.aggregator_cpus = placement.aggregator_cpus();
+    placement_summary_ = cat(placement.single_node ? "single NUMA node" : "several NUMA nodes",
+                             ", aggregator on cpus ", options.aggregator_cpus.to_string());
+  }
   proto::SolverParameter solver = config_.solver;
   if (!solver.has_max_iter()) solver.set_max_iter(static_cast<int32_t>(max_iterations_));  // poly's horizon
   options.lr = make_lr_policy(solver, "solver settings");
@@ -285,6 +293,7 @@ TrainResult Trainer::run() {
                          workers_.back().device->name(), "), batch ", per_worker_batch_,
                          " each, sync ", to_string(scheme_->kind()),
                          plan_description_.empty() ? std::string() : ", chunks: " + plan_description_));
+  if (!placement_summary_.empty()) progress.message(cat("cgdp: placement: ", placement_summary_));
   const auto start = Clock::now();
   auto window_start = start;
   double window_loss = 0;
@@ -344,6 +353,7 @@ TrainResult Trainer::run() {
   if (config_.phase_table || num_workers() > 1)
     progress.message(phases_.format(cat("phases (", to_string(scheme_->kind()), ", ", num_workers(), " workers)")));
   if (num_workers() > 1) progress.message(memory_report());
+  if (const std::string note = scheme_->placement_note(); !note.empty()) progress.message(cat("cgdp: ", note));
   progress.message(cat("cgdp: done: ", result.iterations, " iterations in ",
                        format_duration(result.train_seconds), ", test accuracy ", result.test_accuracy));
   return result;

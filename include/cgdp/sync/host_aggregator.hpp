@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cgdp/device/device.hpp"
+#include "cgdp/sync/topology.hpp"
 #include "cgdp/train/timeline.hpp"
 
 namespace cgdp {
@@ -42,9 +43,10 @@ class HostAggregator {
  public:
   // Allocates all host memory now (never per iteration): per worker a pinned receive buffer as
   // large as the gradients, and one global buffer. `threads` OpenMP threads sum each chunk.
-  // Sums are recorded on `timeline` (track "sum" of the aggregator process).
+  // Sums are recorded on `timeline` (track "sum" of the aggregator process). The aggregator's
+  // thread (and the OpenMP team it starts) runs on `cpus` when given (the placement's choice).
   HostAggregator(std::vector<AggregatorWorker> workers, std::vector<ChunkSpan> chunks, int threads,
-                 Timeline& timeline, ChunkReducer* reducer = nullptr);
+                 Timeline& timeline, ChunkReducer* reducer = nullptr, CoreSet cpus = {});
   ~HostAggregator();
   HostAggregator(const HostAggregator&) = delete;
   HostAggregator& operator=(const HostAggregator&) = delete;
@@ -62,6 +64,8 @@ class HostAggregator {
   void wait_all_issued();
   // Recorded on worker w's H2D stream after the last H2D copy of the iteration.
   Event& landed(int worker) { return *landed_[worker]; }
+  // Whether the thread binding took effect, and why not (after the first sum).
+  std::string binding_note() const;
   // Microseconds spent summing during the iteration wait_all_issued() last completed.
   int64_t last_sum_us() const { return last_sum_us_; }
   // Makes wait_all_issued() and the aggregator thread give up (a worker failed).
@@ -78,11 +82,13 @@ class HostAggregator {
   int threads_;
   Timeline& timeline_;
   ChunkReducer* reducer_;
+  CoreSet cpus_;
+  BindStatus bind_status_;
   std::vector<PinnedHostBuffer> receive_;
   PinnedHostBuffer global_;
   std::vector<std::unique_ptr<Event>> landed_;
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<int> arrivals_;  // per chunk, this iteration
   std::deque<int> ready_;      // chunks whose copies have all arrived

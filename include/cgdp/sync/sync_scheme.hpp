@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cgdp/sync/chunk_plan.hpp"
+#include "cgdp/sync/topology.hpp"
 #include "cgdp/train/timeline.hpp"
 #include "cgdp/train/worker.hpp"
 
@@ -35,6 +36,8 @@ class SyncScheme {
   virtual int64_t last_sum_us() const { return 0; }
   // Stops issuing work from other threads (the aggregator), before the streams are drained.
   virtual void shutdown() {}
+  // One line on where the host work runs ("" when the scheme has no host work).
+  virtual std::string placement_note() const { return ""; }
   // Bytes of host memory the scheme allocated (pinned buffers).
   virtual int64_t host_bytes() const { return 0; }
 };
@@ -42,6 +45,7 @@ class SyncScheme {
 struct SyncOptions {
   ChunkPlan plan;            // cgdp only
   int host_threads = 0;      // cgdp: OpenMP threads that sum; 0 = all
+  CoreSet aggregator_cpus;   // cgdp: where the aggregator runs (empty: anywhere)
   LrPolicy lr;
   SgdSettings sgd;
 };

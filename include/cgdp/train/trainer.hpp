@@ -64,6 +64,7 @@ class Trainer {
   SamplerPosition start_position_;
   PhaseTable phases_;
   std::string plan_description_;
+  std::string placement_summary_;
   int64_t per_worker_batch_ = 0;
   int64_t max_iterations_ = 0;
   int64_t test_batch_ = 100;
