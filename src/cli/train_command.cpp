@@ -11,8 +11,8 @@ namespace {
 struct TrainFlags {
   TrainConfig config;
   std::string solver_file;
-  double lr = 0.01, momentum = 0.9, weight_decay = 5e-4, gamma = 0.1, power = 1.0;
-  std::string lr_policy = "fixed";
+  double lr = 0.02, momentum = 0.9, weight_decay = 5e-4, gamma = 0.1, power = 1.0;
+  std::string lr_policy = "poly";  // linear decay to 0 over the run: fits any run length
   int64_t stepsize = 0;
   std::vector<int64_t> stepvalues;
 };
@@ -41,7 +41,7 @@ proto::SolverParameter solver_settings(const TrainFlags& f, const CLI::App& cmd)
 Runner add_train_command(CLI::App& app) {
   auto f = std::make_shared<TrainFlags>();
   TrainConfig& c = f->config;
-  c.epochs = 6;
+  c.epochs = 8;
   c.solver.set_lr_policy("fixed");
   CLI::App* cmd = app.add_subcommand("train", "Train a model (default: fashion_cnn on Fashion-MNIST)");
   cmd->add_option("-m,--model", c.model, "Model file, or a name from models/")->capture_default_str();
