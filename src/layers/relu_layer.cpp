@@ -1,6 +1,8 @@
 // ReLU layer (Caffe's, with leaky negative_slope).
 #include "cgdp/layers/relu_layer.hpp"
 
+#include <algorithm>
+
 namespace cgdp {
 
 template <typename T>
@@ -18,7 +20,8 @@ void ReLULayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom, cons
   T* y = top[0]->mutable_data();
   const int64_t n = bottom[0]->count();
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : slope * x[i];
+  // Branch-free (Caffe's form) so the loop vectorises; same values as x > 0 ? x : slope * x.
+  for (int64_t i = 0; i < n; ++i) y[i] = std::max(x[i], T(0)) + slope * std::min(x[i], T(0));
 }
 
 template <typename T>
@@ -32,7 +35,7 @@ void ReLULayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
   T* dx = bottom[0]->mutable_diff();
   const int64_t n = bottom[0]->count();
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0 ? dy[i] : slope * dy[i];
+  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (T(x[i] > 0) + slope * T(x[i] <= 0));
 }
 
 template class ReLULayer<float>;
