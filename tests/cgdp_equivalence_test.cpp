@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <zlib.h>
+
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <filesystem>
 #include <map>
 
@@ -31,6 +35,39 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
 
 constexpr const char* kFashion = "/usr/share/datasets/fashion-mnist";
 
+// Copies the first `count` records of a gzip IDX file as a plain IDX file (big-endian header).
+void copy_idx_prefix(const std::string& src, const std::string& dst, int header_bytes, int record_bytes,
+                     int count) {
+  gzFile in = gzopen(src.c_str(), "rb");
+  ASSERT_TRUE(in) << src;
+  std::vector<unsigned char> bytes(header_bytes + static_cast<size_t>(record_bytes) * count);
+  ASSERT_EQ(gzread(in, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
+  gzclose(in);
+  for (int i = 0; i < 4; ++i) bytes[4 + i] = static_cast<unsigned char>(count >> (8 * (3 - i)));
+  std::ofstream(dst, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+// A small slice of the real Fashion-MNIST (plain IDX) so each of the ~50 runs loads it instantly;
+// removed when the test process ends.
+struct FashionSubset {
+  FashionSubset() : dir(std::filesystem::temp_directory_path() / cat("cgdp_equivalence_", ::getpid())) {
+    std::filesystem::create_directories(dir);
+    for (const auto& [split, count] : {std::pair{"train", 4096}, {"t10k", 64}}) {
+      copy_idx_prefix(cat(kFashion, "/", split, "-images-idx3-ubyte.gz"),
+                      (dir / cat(split, "-images-idx3-ubyte")).string(), 16, 784, count);
+      copy_idx_prefix(cat(kFashion, "/", split, "-labels-idx1-ubyte.gz"),
+                      (dir / cat(split, "-labels-idx1-ubyte")).string(), 8, 1, count);
+    }
+  }
+  ~FashionSubset() { std::filesystem::remove_all(dir); }
+  std::filesystem::path dir;
+};
+
+std::string fashion_subset() {
+  static const FashionSubset subset;
+  return subset.dir.string();
+}
+
 // Real data and a moderate learning rate: with random labels or lr 0.02, some ReLU input within
 // rounding of zero flips under another summation order within 20 iterations, and the last-bit
 // differences jump to 5e-3 on resnet_small's tiny Scale biases (measured between iterations 4 and
@@ -38,7 +75,7 @@ constexpr const char* kFashion = "/usr/share/datasets/fashion-mnist";
 TrainConfig base(const std::string& model) {
   TrainConfig c;
   c.model = model;
-  c.data = cat("idx:", kFashion);
+  c.data = cat("idx:", fashion_subset());
   c.iterations = 20;
   c.test_interval = -1;
   c.test_samples = 8;
@@ -47,6 +84,7 @@ TrainConfig base(const std::string& model) {
   c.solver.set_momentum(0.9f);
   c.solver.set_weight_decay(5e-4f);
   c.seed = 5;
+  c.threads = 1;  // the same OpenMP team size in every run: reductions then add in the same order
   c.plain_output = true;
   return c;
 }
@@ -88,6 +126,13 @@ const Params& reference(const std::string& model, int devices) {
   return cache[key];
 }
 
+// 1e-4, except ps0 on resnet_small with 4 workers: Caffe's tree sums (g0+g1)+(g2+g3), another
+// order than accumulation's ((g0+g1)+g2)+g3; BatchNorm and ReLU amplify that last bit to 4e-4..
+// 6.5e-4 on the Scale biases (tiny norms) within 20 iterations; every other tensor stays < 1e-4.
+double tolerance(const Case& k) {
+  return k.model == "resnet_small" && k.sync == "ps0" && k.devices == 4 ? 1e-3 : 1e-4;
+}
+
 class Equivalence : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Equivalence, WorkersGiveTheSingleWorkerParameters) {
@@ -101,6 +146,10 @@ TEST_P(Equivalence, WorkersGiveTheSingleWorkerParameters) {
   const Params got = train(c);
   const Params& want = reference(k.model, k.devices);
   ASSERT_EQ(got.size(), want.size());
+  // cgdp sums workers in the order accumulation folds micro-batches: the very same bits.
+  if (k.model == "resnet_small" && k.sync == "cgdp")
+    for (const auto& [name, w] : want)
+      EXPECT_EQ(0, std::memcmp(w.data(), got.at(name).data(), w.size() * sizeof(float))) << name;
   for (const auto& [name, w] : want) {
     const auto& g = got.at(name);
     double diff = 0, norm = 0;
@@ -108,7 +157,7 @@ TEST_P(Equivalence, WorkersGiveTheSingleWorkerParameters) {
       diff += (static_cast<double>(g[i]) - w[i]) * (static_cast<double>(g[i]) - w[i]);
       norm += static_cast<double>(w[i]) * w[i];
     }
-    EXPECT_LE(std::sqrt(diff / norm), 1e-4) << name;
+    EXPECT_LE(std::sqrt(diff / norm), tolerance(k)) << name;
   }
 }
 

@@ -187,7 +187,7 @@ double Trainer::train_iteration() {
       w.issue_loss_readback(k);
       std::function<void(int)> hook;
       if (last) hook = [this, &w](int layer) { scheme_->after_backward(w, layer); };
-      w.issue_backward(ctx, timeline_, hook);
+      w.issue_backward(ctx, timeline_, k, config_.accumulate, hook);
     }
     if (!last)  // the loader reuses the batch's memory on the next call
       for (Worker& w : workers_) w.input_loaded->synchronize();

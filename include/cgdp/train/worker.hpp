@@ -33,12 +33,18 @@ struct Worker {
   PinnedHostBuffer loss_slots;            // each micro-batch's loss tops land here
   std::vector<std::pair<Blob<float>*, float>> loss_tops;  // (top, weight)
   PhaseMarks marks;
+  // With gradient accumulation: the running sum of earlier micro-batches' gradients.
+  DeviceBuffer accumulated;
 
   // Copies rows [row_begin, row_begin + batch) of `batch` into the net's input (compute stream).
   void issue_input(const Batch& batch, int64_t row_begin);
   void issue_forward(const RunContext& ctx, Timeline& timeline);
-  // `after_layer(i)` runs right after layer i's backward is issued.
-  void issue_backward(const RunContext& ctx, Timeline& timeline,
+  // `after_layer(i)` runs right after layer i's backward is issued. Micro-batch `micro` of
+  // `micros`: each one's gradients are computed alone and folded left to right into the sum of
+  // the earlier ones ((g0 + g1) + g2 ...), the order the host aggregator sums workers in, so
+  // accumulating N micro-batches and N workers give the same bits. The last micro-batch folds
+  // layer by layer, before `after_layer`, so a finished chunk can leave at once.
+  void issue_backward(const RunContext& ctx, Timeline& timeline, int micro, int micros,
                       const std::function<void(int)>& after_layer);
   // Copies this micro-batch's loss tops to host slot `micro`.
   void issue_loss_readback(int micro);
