@@ -5,10 +5,9 @@
 #include <google/protobuf/text_format.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/io/file.hpp"
 
 namespace cgdp {
 
@@ -28,18 +27,6 @@ class FirstError final : public google::protobuf::io::ErrorCollector {
   std::string message_;
 };
 
-std::string read_text_file(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw IoError(cat(path, ": no such file"));
-  std::ifstream in(path);
-  if (!in) throw IoError(cat(path, ": cannot open for reading"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw IoError(cat(path, ": read error"));
-  return text.str();
-}
-
 template <typename Message>
 Message parse_text(const std::string& text, const std::string& source_name) {
   Message message;
@@ -58,11 +45,11 @@ proto::NetParameter parse_model(const std::string& text, const std::string& sour
 }
 
 proto::NetParameter load_model(const std::string& path) {
-  return parse_model(read_text_file(path), path);
+  return parse_model(read_file(path), path);
 }
 
 proto::SolverParameter load_solver(const std::string& path) {
-  return parse_text<proto::SolverParameter>(read_text_file(path), path);
+  return parse_text<proto::SolverParameter>(read_file(path), path);
 }
 
 std::string find_model_file(const std::string& name_or_path) {
