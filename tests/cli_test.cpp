@@ -2,33 +2,22 @@
 // non-zero exit, no crash; and its --help and inspect output.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sys/wait.h>
 
 #include "cgdp/core/error.hpp"
+#include "support/run_command.hpp"
 
 namespace cgdp {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
+using Result = testing::CommandResult;
 
 Result run(const std::string& args) {
-  const std::string command = cat(CGDP_BINARY_DIR, "/cgdp ", args, " 2>&1");
-  Result r;
-  FILE* p = popen(command.c_str(), "r");
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.output.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+  return testing::run_command(cat(CGDP_BINARY_DIR, "/cgdp ", args, " 2>&1"));
 }
 
 class Cli : public ::testing::Test {
