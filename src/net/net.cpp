@@ -192,14 +192,6 @@ void Net<T>::forward(const RunContext& ctx) {
 }
 
 template <typename T>
-void Net<T>::backward(const RunContext& ctx, const std::function<void(int)>& after_layer) {
-  for (int i = num_layers() - 1; i >= 0; --i) {
-    backward_layer(i, ctx);
-    if (after_layer) after_layer(i);
-  }
-}
-
-template <typename T>
 std::vector<std::pair<Blob<T>*, float>> Net<T>::loss_tops() const {
   std::vector<std::pair<Blob<T>*, float>> out;
   for (int i = 0; i < num_layers(); ++i)

@@ -220,21 +220,19 @@ void Trainer::check_loss(double loss, int64_t iteration) {
 // averaging after every iteration would.
 void Trainer::average_state() {
   if (num_workers() == 1) return;
-  auto reference = net().state_blobs();
-  for (size_t s = 0; s < reference.size(); ++s) {
-    const int64_t n = reference[s].second->count();
+  std::vector<std::vector<std::pair<std::string, Blob<float>*>>> state;
+  for (Worker& w : workers_) state.push_back(w.net->state_blobs());
+  for (size_t s = 0; s < state[0].size(); ++s) {
+    const int64_t n = state[0][s].second->count();
     std::vector<double> mean(n, 0.0);
     std::vector<float> values(n);
-    for (Worker& w : workers_) {
-      Blob<float>* blob = w.net->state_blobs()[s].second;
-      w.device->copy(values.data(), blob->data(), blob->bytes());
+    for (size_t w = 0; w < workers_.size(); ++w) {
+      workers_[w].device->copy(values.data(), state[w][s].second->data(), n * sizeof(float));
       for (int64_t i = 0; i < n; ++i) mean[i] += values[i];
     }
     for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(mean[i] / num_workers());
-    for (Worker& w : workers_) {
-      Blob<float>* blob = w.net->state_blobs()[s].second;
-      w.device->copy(blob->mutable_data(), values.data(), blob->bytes());
-    }
+    for (size_t w = 0; w < workers_.size(); ++w)
+      workers_[w].device->copy(state[w][s].second->mutable_data(), values.data(), n * sizeof(float));
   }
 }
 

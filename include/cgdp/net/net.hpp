@@ -62,10 +62,8 @@ class Net {
   // (in order with whatever else is on it); without, it runs now on the calling thread.
   void forward_layer(int i, const RunContext& ctx);
   void backward_layer(int i, const RunContext& ctx);
-  // Whole passes. `after_layer` is called (on the calling thread) right after layer i's backward
-  // has been issued, in backward order: the hook where gradient exchange of a chunk starts.
+  // A whole forward pass (tests; training walks the layers itself, see Worker).
   void forward(const RunContext& ctx);
-  void backward(const RunContext& ctx, const std::function<void(int)>& after_layer = {});
 
   // Weighted sum of the loss tops; host-readable after forward has finished.
   double loss() const;
