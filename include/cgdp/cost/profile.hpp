@@ -1,0 +1,59 @@
+// A machine profile: the measured (or hand-written) costs the cost model predicts from. Written by
+// `cgdp profile`, read by `cgdp predict`, `--chunk auto` and tools/chunk_tuner; the JSON schema is
+// documented in docs/profile.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cgdp {
+
+// One layer of the train net, in forward order, measured with `batch` samples per worker while
+// `devices` workers ran at once (so on a shared host the times include the contention).
+struct LayerCost {
+  std::string name;         // as in the model file (Split layers inserted for fan-out included)
+  std::string type;         // informative only
+  double forward_us = 0;    // >= 0
+  double backward_us = 0;   // >= 0
+  int64_t param_bytes = 0;  // learnable parameters, 4-byte floats; 0 for layers without
+};
+
+// One kind of copy: time(bytes) = latency_us + bytes / (gbps * 1e3) microseconds.
+struct LinkCost {
+  double gbps = 0;        // > 0, in 1e9 bytes per second
+  double latency_us = 0;  // >= 0, fixed cost per copy
+};
+
+// Host summation of `inputs` buffers: `gbps` counts the bytes of ONE input summed per second
+// (time(bytes) = bytes / (gbps * 1e3) us for a chunk of `bytes` per worker).
+struct HostSumCost {
+  int inputs = 0;  // >= 1
+  double gbps = 0;
+};
+
+struct Profile {
+  int version = 1;
+  std::string model;    // informative: the model file it was measured on
+  std::string backend;  // "cpu" or "cuda"
+  std::string device;   // informative: device name
+  int devices = 1;      // workers that ran at once while measuring
+  int batch = 1;        // samples per worker
+  int host_threads = 1; // OpenMP threads that summed
+  std::vector<LayerCost> layers;
+  LinkCost d2h;            // device -> pinned host, per chunk copy
+  LinkCost h2d;            // pinned host -> device
+  LinkCost p2p;            // device -> device (ps0's tree)
+  double sync_us = 0;      // one sync point: event record + wait + host callback hand-off
+  std::vector<HostSumCost> host_sum;  // by number of inputs, at least inputs = devices
+  double update_gbps = 0;  // solver step over parameter bytes, on one device
+  double device_sum_gbps = 0;  // ps0: a parent adds one child's gradients, on device
+};
+
+// Reads and validates a profile; IoError/DataError name the file and the field (e.g.
+// "p.json: layers[3].backward_us: expected a number >= 0").
+Profile read_profile(const std::string& path);
+// Writes atomically (io/file.hpp).
+void write_profile(const Profile& profile, const std::string& path);
+
+}  // namespace cgdp
