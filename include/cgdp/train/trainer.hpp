@@ -37,12 +37,16 @@ class Trainer {
     double loss = 0;
   };
   Evaluation evaluate();
+  // One iteration (load, forward, backward, exchange, update) on every worker; returns the loss.
+  // run() calls it; the profiler drives it directly.
+  double train_iteration();
+  // The workers, for measurements on their devices and streams between iterations.
+  std::vector<Worker>& workers() { return workers_; }
 
  private:
   void make_scheme(SyncKind kind);
   void inject_fault(int worker, int64_t after_copies);
   void check_data_fits_model();
-  double train_iteration();
   void check_loss(double loss, int64_t iteration);
   void average_state();
   std::string write_snapshot();  // returns the path written
