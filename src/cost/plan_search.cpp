@@ -155,7 +155,10 @@ PlanSearchResult best_plan(const CostInputs& in) {
     result.best = result.best_equal_size = choice(in, ChunkPlan{});
     return result;
   }
-  for (int k = 1; k <= n; ++k) result.equal_size.push_back(choice(in, equal_size_plan(layers, k)));
+  for (int k = 1; k <= n; ++k) {
+    result.equal_size.push_back(choice(in, equal_size_plan(layers, k)));
+    result.equal_size.back().spec = std::to_string(k);  // the paper's K, as --chunk takes it
+  }
   result.best_equal_size = *std::min_element(
       result.equal_size.begin(), result.equal_size.end(),
       [](const PlanChoice& a, const PlanChoice& b) { return a.exchange_end_us < b.exchange_end_us; });
