@@ -22,7 +22,7 @@ class ObjectReader {
   }
 
   DataError error(const std::string& field, const std::string& what) const {
-    return DataError(cat(file_, ": ", field, ": ", what));
+    return DataError(field.empty() ? cat(file_, ": ", what) : cat(file_, ": ", field, ": ", what));
   }
   std::string field(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
 
