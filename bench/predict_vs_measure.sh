@@ -7,6 +7,7 @@
 # dropped, median of the rest. Prints one table, the median |predicted - measured| / measured, and
 # per (model, N) the measured time of the plan predicted best against the measured best.
 # Usage: bench/predict_vs_measure.sh [measured iterations (5)] [warm-up iterations (2)]
+# (MODELS="model:batch ..." and DEVICES="1 2 ..." narrow the runs.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 iterations=${1:-5}
@@ -15,7 +16,7 @@ tools/build.sh cgdp >/dev/null
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 # model:per-worker batch, chosen so that an iteration takes about a second on 2 idle cores.
-models="fashion_cnn:32 resnet_small:16 alexnet:2"
+models=${MODELS:-"fashion_cnn:32 resnet_small:16 alexnet:2"}
 echo "cgdp predict vs measure: $(nproc) cores; load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
 start=$SECONDS
 rows=$out/rows.tsv
@@ -23,31 +24,40 @@ rows=$out/rows.tsv
 for entry in $models; do
   model=${entry%%:*}
   batch=${entry##*:}
-  for n in 1 2 4; do
+  for n in ${DEVICES:-1 2 4}; do
     tag=${model}_$n
     build/cgdp profile --model "$model" --data synthetic --devices "$n" --batch "$batch" \
       --iterations "$iterations" --warmup "$warmup" --out "$out/$tag.json" >"$out/$tag.profile.log"
     params=$(build/cgdp predict --model "$model" --profile "$out/$tag.json" --json |
       jq '[.layers[] | select(.param_bytes > 0)] | length')
     for plan in layer all "$((params / 2)),"; do
-      predicted=$(build/cgdp predict --model "$model" --profile "$out/$tag.json" --chunk "$plan" --json |
-        jq '.cgdp.simulated.iteration_us / 1000')
+      build/cgdp predict --model "$model" --profile "$out/$tag.json" --chunk "$plan" --json >"$out/$tag.predict.json"
+      predicted=$(jq '.cgdp.simulated.iteration_us / 1000' "$out/$tag.predict.json")
       build/cgdp train --model "$model" --data synthetic --devices "$n" --batch "$batch" --sync cgdp \
         --chunk "$plan" --iterations $((warmup + iterations)) --display 1 --metrics "$out/$tag.metrics" \
-        --test-interval -1 --test-samples 2 --test-batch 2 --plain >"$out/$tag.train.log"
+        --test-interval -1 --test-samples 2 --test-batch 2 --plain --phase-table >"$out/$tag.train.log"
       measured=$(jq -s --argjson w "$warmup" --argjson b $((batch * n)) \
         '[.[] | select(.phase == "train" and .iteration > $w) | 1000 * $b / .images_per_s] | sort |
          if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end' \
         "$out/$tag.metrics")
       rm -f "$out/$tag.metrics"
-      printf '%s\t%s\t%s\t%s\t%s\n' "$model" "$n" "$plan" "$predicted" "$measured" >>"$rows"
+      # Per phase, to tell which term is off: predicted by the simulation; measured, the mean of
+      # the trainer's phase table (the first iteration dropped); zeroing the gradients is in the
+      # measured broadcast but in the predicted update.
+      phases_predicted=$(jq -r '.cgdp.simulated | [.forward_us, .backward_us, .exchange_after_backward_us,
+        .update_us] | map(. / 1000) | @tsv' "$out/$tag.predict.json")
+      phases_measured=$(awk '/^  (broadcast|forward|backward|exchange after backward|update) / {print $NF}' \
+        "$out/$tag.train.log" | paste -sd '\t')
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$n" "$plan" "$predicted" "$measured" \
+        "$phases_predicted" "$phases_measured" >>"$rows"
     done
   done
 done
 python3 - "$rows" <<'EOF'
 import statistics, sys
-rows = [l.split('\t') for l in open(sys.argv[1]).read().splitlines()]
-rows = [(m, int(n), p, float(pred), float(meas)) for m, n, p, pred, meas in rows]
+lines = [l.split('\t') for l in open(sys.argv[1]).read().splitlines()]
+rows = [(m, int(n), p, float(pred), float(meas)) for m, n, p, pred, meas, *_ in lines]
+phases = [[float(x) for x in l[5:]] for l in lines]
 print(f"{'model':<14}{'N':>3}  {'plan':<7}{'predicted ms':>14}{'measured ms':>13}{'|error|':>9}")
 errors = []
 for m, n, p, pred, meas in rows:
@@ -66,5 +76,10 @@ for m, n in groups:
     print(f"  {m:<14}{n:>2}  predicted best {pred_best[2]:<6} measured {pred_best[4]:8.1f} ms; "
           f"measured best {meas_best[2]:<6} {meas_best[4]:8.1f} ms; gap {100 * gap:5.1f}%")
 print(f"within 5%: {hits} of {len(groups)}")
+print("phases, ms, predicted / measured (measured: the phase table's mean; broadcast = zeroing + input)")
+print(f"{'model':<14}{'N':>3}  {'plan':<7}{'forward':>16}{'backward':>18}{'exchange':>16}{'update':>14}{'broadcast':>10}")
+for (m, n, p, *_), ph in zip(rows, phases):
+    fp, bp, ep, up, bc, fm, bm, em, um = ph
+    print(f"{m:<14}{n:>3}  {p:<7}{fp:>8.1f}/{fm:<7.1f}{bp:>9.1f}/{bm:<8.1f}{ep:>8.1f}/{em:<7.1f}{up:>7.1f}/{um:<6.1f}{bc:>10.1f}")
 EOF
 echo "(took $((SECONDS - start)) s; load average at end $(cut -d' ' -f1-3 /proc/loadavg))"
