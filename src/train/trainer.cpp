@@ -133,10 +133,10 @@ void Trainer::inject_fault(int worker, int64_t after_copies) {
 
 void Trainer::make_scheme(SyncKind kind) {
   SyncOptions options;
+  param_layers_ = cgdp::param_layers(net());
   if (kind == SyncKind::Cgdp) {
-    const auto layers = param_layers(net());
-    options.plan = make_chunk_plan(layers, config_.chunk);
-    plan_description_ = describe(options.plan, layers);
+    options.plan = make_chunk_plan(param_layers_, config_.chunk);
+    plan_description_ = describe(options.plan, param_layers_);
   }
   options.host_threads = config_.host_threads;
   if (kind == SyncKind::Cgdp) {
@@ -152,6 +152,11 @@ void Trainer::make_scheme(SyncKind kind) {
   options.lr = make_lr_policy(solver, "solver settings");
   options.sgd = make_sgd_settings(solver, "solver settings");
   scheme_ = make_sync_scheme(kind, workers_, options, timeline_);
+}
+
+void Trainer::set_chunk_plan(const ChunkPlan& plan) {
+  scheme_->set_chunk_plan(plan);
+  plan_description_ = describe(plan, param_layers_);
 }
 
 void Trainer::check_data_fits_model() {

@@ -22,6 +22,14 @@ class Trainer {
   Trainer(const TrainConfig& config, FILE* out = stdout);
   ~Trainer();
   TrainResult run();
+  // One iteration (every worker: data, forward, backward; exchange; update), without progress,
+  // tests or snapshots; returns the mean loss. run() loops over it.
+  double train_iteration();
+  // The param layers chunk plans group (backward order).
+  const std::vector<ParamLayer>& param_layers() const { return param_layers_; }
+  // cgdp only, between iterations: later iterations exchange chunks as `plan` groups them. The
+  // parameters stay the same bits whatever the plan.
+  void set_chunk_plan(const ChunkPlan& plan);
 
   // Worker 0's net and solver: the parameters every worker holds after an iteration.
   Net<float>& net() { return *workers_[0].net; }
@@ -42,7 +50,6 @@ class Trainer {
   void make_scheme(SyncKind kind);
   void inject_fault(int worker, int64_t after_copies);
   void check_data_fits_model();
-  double train_iteration();
   void check_loss(double loss, int64_t iteration);
   void average_state();
   std::string write_snapshot();  // returns the path written
@@ -63,6 +70,7 @@ class Trainer {
   std::unique_ptr<BatchLoader> loader_;
   SamplerPosition start_position_;
   PhaseTable phases_;
+  std::vector<ParamLayer> param_layers_;
   std::string plan_description_;
   std::string placement_summary_;
   int64_t per_worker_batch_ = 0;
