@@ -70,7 +70,7 @@ DeviceKind parse_device_kind(const std::string& name) {
 }  // namespace
 
 Trainer::Trainer(const TrainConfig& config, FILE* out)
-    : config_(config), out_(out), timeline_(!config.timeline_path.empty()) {
+    : config_(config), out_(out), timeline_(config.record_timeline || !config.timeline_path.empty()) {
   if (config.threads > 0) {
     omp_set_num_threads(config.threads);
     openblas_set_num_threads(config.threads);
@@ -179,14 +179,15 @@ double Trainer::train_iteration() {
   for (Worker& w : workers_) {
     mark(*w.compute, timeline_, &w.marks.begin);
     scheme_->begin_iteration(w);
-    w.compute->submit([&w] { w.net->zero_param_diffs(); });
+    traced(*w.compute, timeline_, w.index, "compute", "zero gradients", "update",
+           [&] { w.compute->submit([&w] { w.net->zero_param_diffs(); }); });
   }
   for (int k = 0; k < config_.accumulate; ++k) {
     const Batch& batch = loader_->next();
     const bool last = k + 1 == config_.accumulate;
     for (Worker& w : workers_) {
       const int64_t row = w.index * per_worker_batch_;
-      w.issue_input(batch, row);
+      w.issue_input(batch, row, timeline_);
       const RunContext ctx{Phase::Train, w.compute.get(), config_.seed, it, batch.first_sample + row};
       w.issue_forward(ctx, timeline_);
       w.issue_loss_readback(k);

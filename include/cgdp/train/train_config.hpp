@@ -37,6 +37,7 @@ struct TrainConfig {
   std::string chunk = "layer";      // chunk plan for cgdp (see chunk_plan.hpp)
   int host_threads = 0;             // aggregator threads; 0: all cores
   std::string timeline_path;        // Chrome trace of every stream
+  bool record_timeline = false;     // keep the timeline in memory without writing it (profiling)
   bool phase_table = false;         // print the per-phase table at the end
   // Test knob (CPU backend): worker `fail_worker`'s device fails its copies after `fail_after_copies`.
   int fail_worker = -1;

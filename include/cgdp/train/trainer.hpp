@@ -45,6 +45,11 @@ class Trainer {
     double loss = 0;
   };
   Evaluation evaluate();
+  // One iteration (load, forward, backward, exchange, update) on every worker; returns the loss.
+  // run() calls it; the profiler drives it directly.
+  double train_iteration();
+  // The workers, for measurements on their devices and streams between iterations.
+  std::vector<Worker>& workers() { return workers_; }
 
  private:
   void make_scheme(SyncKind kind);
