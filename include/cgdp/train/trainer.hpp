@@ -22,9 +22,6 @@ class Trainer {
   Trainer(const TrainConfig& config, FILE* out = stdout);
   ~Trainer();
   TrainResult run();
-  // One iteration (every worker: data, forward, backward; exchange; update), without progress,
-  // tests or snapshots; returns the mean loss. run() loops over it.
-  double train_iteration();
   // The param layers chunk plans group (backward order).
   const std::vector<ParamLayer>& param_layers() const { return param_layers_; }
   // cgdp only, between iterations: later iterations exchange chunks as `plan` groups them. The
