@@ -6,17 +6,11 @@
 #include <cmath>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/cost/profiler.hpp"
 
 namespace cgdp {
 
 namespace {
-
-double median_of(std::vector<double> values) {
-  if (values.empty()) return NAN;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 void check_at_least(const char* field, int value, int least, const char* what) {
   if (value < least)
@@ -64,7 +58,9 @@ bool ChunkSearch::fits(int64_t iterations, int confirmations) const {
          options_.budget;
 }
 
-double ChunkSearch::median_ms(int candidate) const { return median_of(samples_[candidate]); }
+double ChunkSearch::median_ms(int candidate) const {
+  return samples_[candidate].empty() ? NAN : median(samples_[candidate]);
+}
 
 std::optional<SearchTrial> ChunkSearch::record(double ms) {
   if (settled_) return std::nullopt;
@@ -85,7 +81,7 @@ bool ChunkSearch::extend_if_disturbed() {
                                : options_.confirmations;
   if (!fits(more, left)) return false;
   const std::vector<double> kept(trial_times_.begin() + options_.warmup, trial_times_.end());
-  if (median_of(kept) <= (1 + options_.steady) * *std::min_element(kept.begin(), kept.end()))
+  if (median(kept) <= (1 + options_.steady) * *std::min_element(kept.begin(), kept.end()))
     return false;
   trial_length_ += more;
   return true;
@@ -95,7 +91,7 @@ SearchTrial ChunkSearch::close_trial() {
   const std::vector<double> kept(trial_times_.begin() + options_.warmup, trial_times_.end());
   SearchTrial t;
   t.candidate = current_;
-  t.median_ms = median_of(kept);
+  t.median_ms = median(kept);
   t.min_ms = *std::min_element(kept.begin(), kept.end());
   t.max_ms = *std::max_element(kept.begin(), kept.end());
   t.iterations = static_cast<int>(trial_times_.size());

@@ -7,6 +7,7 @@
 
 #include "cgdp/data/batch_loader.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
+#include "cgdp/train/chunk_autotuner.hpp"
 #include "cgdp/train/phase_table.hpp"
 #include "cgdp/train/progress.hpp"
 #include "cgdp/train/timeline.hpp"
@@ -49,7 +50,8 @@ class Trainer {
   std::vector<Worker>& workers() { return workers_; }
 
  private:
-  void make_scheme(SyncKind kind);
+  // `profile`: --chunk auto's, else null.
+  void make_scheme(SyncKind kind, const Profile* profile);
   void inject_fault(int worker, int64_t after_copies);
   void check_data_fits_model();
   void check_loss(double loss, int64_t iteration);
@@ -66,6 +68,8 @@ class Trainer {
   Timeline timeline_;
   std::vector<Worker> workers_;
   std::unique_ptr<SyncScheme> scheme_;
+  std::unique_ptr<ChunkAutoTuner> chunk_tuner_;  // --chunk auto
+  std::string profile_note_;
   std::unique_ptr<Net<float>> test_net_;
   std::shared_ptr<const Dataset> train_data_;
   std::shared_ptr<const Dataset> test_data_;
