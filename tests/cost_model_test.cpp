@@ -322,6 +322,17 @@ TEST(PlanSearch, DeepNetStaysExactAgainstItsOwnPlans) {
   EXPECT_GT(r.states_explored, 0);
 }
 
+// Without sync cost and with a long backward below the params, every plan ends with the
+// backward (163 us): the search then names the plan with the fewest chunks.
+TEST(PlanSearch, TiesGoToFewerChunks) {
+  Profile p = small_profile();
+  p.sync_us = 0;
+  p.layers[0].backward_us = 100;
+  const PlanSearchResult r = best_plan(small_inputs(p));
+  EXPECT_EQ(r.best.spec, "all");
+  expect_near(r.best.exchange_end_us, 163);
+}
+
 TEST(PlanSearch, SpecsRoundTripThroughMakeChunkPlan) {
   const std::vector<ParamLayer> layers = {{6, "a", 0, 1}, {4, "b", 1, 1}, {2, "c", 2, 1}, {0, "d", 3, 1}};
   for (const std::string spec : {"layer", "all", "2,", "1,3", "2"}) {

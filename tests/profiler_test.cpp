@@ -1,16 +1,20 @@
 // The profiler on the CPU backend: a fashion_cnn profile on 1 and 2 devices covers every layer of
 // the train net in order with its exact parameter bytes, and every cost has a sensible sign; the
-// fits recover known latencies and bandwidths; bad options are refused naming the flag.
+// fits recover known latencies and bandwidths; bad options are refused naming the flag. And
+// `cgdp profile`: its file reads back with read_profile; bad flags give one line and exit != 0.
 #include "cgdp/cost/profiler.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
+#include "support/run_command.hpp"
+#include "support/temp_dir.hpp"
 
 namespace cgdp {
 namespace {
@@ -129,6 +133,51 @@ TEST(ProfileOptions, BadValuesNameTheFlag) {
   o = quick();
   o.repeats = 0;
   EXPECT_NE(error_of(o).find("--repeats"), std::string::npos);
+}
+
+testing::CommandResult run_cgdp(const std::string& args) {
+  return testing::run_command(cat(CGDP_BINARY_DIR, "/cgdp ", args, " 2>&1"));
+}
+
+TEST(ProfileCommand, WritesAProfileThatReadsBack) {
+  testing::TempDir dir;
+  const std::string out = (dir / "fashion.json").string();
+  const auto r = run_cgdp(cat("profile --model fashion_cnn --data synthetic --devices 2 --batch 8 ",
+                              "--iterations 2 --warmup 1 --repeats 2 --out ", out));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("host sum"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("wrote " + out), std::string::npos) << r.output;
+  const Profile p = read_profile(out);
+  Net<float> net(load_model(find_model_file("fashion_cnn")), Phase::Train, default_cpu_device(), 8, 1);
+  EXPECT_EQ(p.devices, 2);
+  EXPECT_EQ(p.batch, 8);
+  ASSERT_EQ(p.layers.size(), static_cast<size_t>(net.num_layers()));
+  for (int i = 0; i < net.num_layers(); ++i) {
+    EXPECT_EQ(p.layers[i].name, net.layer(i).name());
+    const auto [begin, end] = net.layer_param_range(i);
+    EXPECT_EQ(p.layers[i].param_bytes, (end - begin) * 4);
+  }
+  EXPECT_EQ(p.host_sum.size(), 2u);
+}
+
+// One line "cgdp: error: ..." naming `part`, and a non-zero exit.
+void expect_one_line_error(const std::string& args, const std::string& part) {
+  const auto r = run_cgdp(args);
+  EXPECT_NE(r.exit_code, 0) << args;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_EQ(r.output.rfind("cgdp: error: ", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find(part), std::string::npos) << part << " in " << r.output;
+}
+
+TEST(ProfileCommand, BadFlagsGiveOneLine) {
+  testing::TempDir dir;
+  const std::string out = (dir / "p.json").string();
+  expect_one_line_error("profile --data synthetic --devices 0 --out " + out, "--devices");
+  expect_one_line_error("profile --data synthetic --iterations 0 --out " + out, "--iterations");
+  expect_one_line_error("profile --data synthetic --iterations x --out " + out, "--iterations");
+  expect_one_line_error("profile --data synthetic", "--out");
+  expect_one_line_error("profile --data synthetic --out /nonexistent/dir/p.json", "/nonexistent/dir/p.json");
+  expect_one_line_error("profile --model /nonexistent/m.prototxt --out " + out, "/nonexistent/m.prototxt");
 }
 
 }  // namespace

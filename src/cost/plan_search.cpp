@@ -117,11 +117,11 @@ PlanChoice choice(const CostInputs& in, ChunkPlan plan) {
 std::vector<int64_t> best_starts(const std::vector<std::vector<State>>& fronts, const Pipeline& pipe) {
   const auto& last = fronts.back();
   CGDP_ASSERT(!last.empty());
-  const State* best = &last.front();
-  for (const State& s : last) {
-    const double a = pipe.finish(s), b = pipe.finish(*best);
-    if (a < b || (a == b && s.chunks < best->chunks)) best = &s;
-  }
+  double fastest = std::numeric_limits<double>::infinity();
+  for (const State& s : last) fastest = std::min(fastest, pipe.finish(s));
+  const State* best = nullptr;  // the fewest chunks among the fastest, up to rounding
+  for (const State& s : last)
+    if (pipe.finish(s) <= fastest * (1 + 1e-12) && (!best || s.chunks < best->chunks)) best = &s;
   std::vector<int64_t> starts;
   for (const State* s = best; s->parent >= 0; s = &fronts[s->from][s->parent])
     if (s->from > 0) starts.push_back(s->from);
@@ -155,7 +155,10 @@ PlanSearchResult best_plan(const CostInputs& in) {
     result.best = result.best_equal_size = choice(in, ChunkPlan{});
     return result;
   }
-  for (int k = 1; k <= n; ++k) result.equal_size.push_back(choice(in, equal_size_plan(layers, k)));
+  for (int k = 1; k <= n; ++k) {
+    result.equal_size.push_back(choice(in, equal_size_plan(layers, k)));
+    result.equal_size.back().spec = std::to_string(k);  // the paper's K, as --chunk takes it
+  }
   result.best_equal_size = *std::min_element(
       result.equal_size.begin(), result.equal_size.end(),
       [](const PlanChoice& a, const PlanChoice& b) { return a.exchange_end_us < b.exchange_end_us; });

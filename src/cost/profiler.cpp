@@ -136,26 +136,26 @@ std::vector<int64_t> geometric_sizes(int64_t min, int64_t max) {
   return sizes;
 }
 
-// Issues `issue(w, bytes)` on every worker's `stream` at once, between stream-order stamps,
-// `repeats` times per size (all workers finish a size before the next); per size, the median over
-// repeats of the mean over workers.
+// Issues `issue(w, bytes)` on the `stream` of every worker in `workers` at once, between
+// stream-order stamps, `repeats` times per size (all finish a size before the next); per size,
+// the median over repeats of the mean over workers.
 template <typename Issue>
-std::vector<TimedBytes> time_on_streams(std::vector<Worker>& workers, std::unique_ptr<Stream> Worker::*stream,
+std::vector<TimedBytes> time_on_streams(const std::vector<Worker*>& workers, std::unique_ptr<Stream> Worker::*stream,
                                         const std::vector<int64_t>& sizes, int repeats, Issue issue) {
   const size_t n = workers.size();
   std::vector<double> begin(n * repeats), end(n * repeats);
   auto sync = [&] {
-    for (Worker& w : workers) synchronize_stream(w, *(w.*stream), "profiled", 0);
+    for (Worker* w : workers) synchronize_stream(*w, *(w->*stream), "profiled", 0);
   };
-  for (Worker& w : workers) issue(w, sizes.back());  // first touch, outside the measurement
+  for (Worker* w : workers) issue(*w, sizes.back());  // first touch, outside the measurement
   sync();
   std::vector<TimedBytes> points;
   for (int64_t bytes : sizes) {
     for (size_t w = 0; w < n; ++w)
       for (int r = 0; r < repeats; ++r) {
-        stamp(*(workers[w].*stream), &begin[w * repeats + r]);
-        issue(workers[w], bytes);
-        stamp(*(workers[w].*stream), &end[w * repeats + r]);
+        stamp(*(workers[w]->*stream), &begin[w * repeats + r]);
+        issue(*workers[w], bytes);
+        stamp(*(workers[w]->*stream), &end[w * repeats + r]);
       }
     sync();
     std::vector<double> us(repeats, 0.0);
@@ -165,7 +165,37 @@ std::vector<TimedBytes> time_on_streams(std::vector<Worker>& workers, std::uniqu
   return points;
 }
 
-// D2H, H2D and device-to-device copies (to the next worker's device, as ps0's tree sends).
+std::vector<Worker*> pointers(std::vector<Worker>& workers) {
+  std::vector<Worker*> all;
+  for (Worker& w : workers) all.push_back(&w);
+  return all;
+}
+
+struct LinkFits {
+  LinkCost alone;         // one device at a time, times averaged over the devices
+  double shared_gbps = 0;  // all devices at once: bytes per second of all copies together
+};
+
+// One kind of copy: each device alone, then all N at once (the bandwidth they share, if any).
+template <typename Issue>
+LinkFits measure_link(std::vector<Worker>& workers, std::unique_ptr<Stream> Worker::*stream,
+                      const std::vector<int64_t>& sizes, int repeats, Issue issue) {
+  std::vector<TimedBytes> alone(sizes.size());
+  for (Worker& w : workers) {
+    const auto points = time_on_streams({&w}, stream, sizes, repeats, issue);
+    for (size_t i = 0; i < sizes.size(); ++i)
+      alone[i] = {points[i].bytes, alone[i].us + points[i].us / double(workers.size())};
+  }
+  LinkFits fits{fit_link(alone), 0};
+  if (workers.size() > 1)
+    fits.shared_gbps = fit_link(time_on_streams(pointers(workers), stream, sizes, repeats, issue)).gbps *
+                       double(workers.size());
+  return fits;
+}
+
+// D2H, H2D and device-to-device copies (to the next worker's device, as ps0's tree sends). When N
+// copies at once move less than N alone would (within 10%), their total is the shared host
+// memory bandwidth (Profile::host_memory_gbps: the mean of the two directions).
 void measure_links(std::vector<Worker>& workers, const ProfileOptions& o, Profile& p) {
   const auto sizes = geometric_sizes(o.min_copy_bytes, o.max_copy_bytes);
   const size_t bytes = static_cast<size_t>(sizes.back());
@@ -176,14 +206,20 @@ void measure_links(std::vector<Worker>& workers, const ProfileOptions& o, Profil
     peer.emplace_back(*workers[(w + 1) % workers.size()].device, bytes);
     host.emplace_back(*workers[w].device, bytes);
   }
-  auto copy = [&](auto dst, auto src, std::unique_ptr<Stream> Worker::*stream) {
-    return [&, dst, src, stream](Worker& w, int64_t n) {
+  auto copy = [&](auto* dst, auto* src, std::unique_ptr<Stream> Worker::*stream) {
+    return [dst, src, stream](Worker& w, int64_t n) {
       (w.*stream)->copy_async((*dst)[w.index].get(), (*src)[w.index].get(), static_cast<size_t>(n));
     };
   };
-  p.d2h = fit_link(time_on_streams(workers, &Worker::d2h, sizes, o.repeats, copy(&host, &device, &Worker::d2h)));
-  p.h2d = fit_link(time_on_streams(workers, &Worker::h2d, sizes, o.repeats, copy(&device, &host, &Worker::h2d)));
-  p.p2p = fit_link(time_on_streams(workers, &Worker::d2h, sizes, o.repeats, copy(&peer, &device, &Worker::d2h)));
+  const LinkFits d2h = measure_link(workers, &Worker::d2h, sizes, o.repeats, copy(&host, &device, &Worker::d2h));
+  const LinkFits h2d = measure_link(workers, &Worker::h2d, sizes, o.repeats, copy(&device, &host, &Worker::h2d));
+  const LinkFits p2p = measure_link(workers, &Worker::d2h, sizes, o.repeats, copy(&peer, &device, &Worker::d2h));
+  p.d2h = d2h.alone;
+  p.h2d = h2d.alone;
+  p.p2p = p2p.alone;
+  const double n = double(workers.size());
+  if (n > 1 && (d2h.shared_gbps < 0.9 * n * d2h.alone.gbps || h2d.shared_gbps < 0.9 * n * h2d.alone.gbps))
+    p.host_memory_gbps = (d2h.shared_gbps + h2d.shared_gbps) / 2;
 }
 
 // Chunk-like sizes: each param layer's gradient bytes and the whole gradient, capped.
@@ -253,7 +289,7 @@ double measure_device_sum(std::vector<Worker>& workers, int64_t bytes, int repea
       sum_buffers(sum, srcs, n / 4, 0);
     });
   };
-  const auto points = time_on_streams(workers, &Worker::compute, {count * 4}, repeats, add);
+  const auto points = time_on_streams(pointers(workers), &Worker::compute, {count * 4}, repeats, add);
   return fit_gbps(points);
 }
 

@@ -14,7 +14,8 @@ namespace cgdp {
 
 struct PlanChoice {
   ChunkPlan plan;
-  std::string spec;  // a --chunk value that gives this plan: "layer", "all" or "b1,b2,..."
+  // A --chunk value that gives this plan: "layer", "all" or "b1,b2,..."; K for an equal-size plan.
+  std::string spec;
   double exchange_end_us = 0;  // backward start to the last chunk landed (and backward done)
   double iteration_us = 0;     // simulate_cgdp's iteration time
 };
