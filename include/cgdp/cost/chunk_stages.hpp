@@ -21,8 +21,8 @@ struct StageCost {
   // a host stage, after that; false: one host thread does it once all workers' previous stage has
   // finished.
   bool per_worker = true;
-  double fixed_us = 0;   // latency of a copy, or the whole time of a host stage
-  int64_t bytes = 0;     // moved at up to cap_gbps, sharing `pool` with the copies running then
+  double fixed_us = 0;  // latency of a copy, or the whole time of a host stage
+  int64_t bytes = 0;    // moved at up to cap_gbps, sharing `pool` with the copies running then
   double cap_gbps = 0;
   Pool pool = Pool::None;
 };
