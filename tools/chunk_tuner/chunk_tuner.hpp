@@ -23,7 +23,7 @@ struct SweepOptions {
   int interval = 10;  // iterations per plan and round
   int warmup = 2;     // of them, dropped after each change of plan
   int rounds = 3;     // each round runs every plan once, in its own shuffled order
-  uint64_t seed = 1;  // of the shuffles
+  uint64_t seed = 1;  // of the shuffles (--seed)
   // Throws UsageError naming the flag.
   void check() const;
 };

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "chunk_tuner.hpp"
+#include "cli/train_flags.hpp"
 #include "cgdp/core/error.hpp"
 #include "cgdp/cost/profile_match.hpp"
 #include "cgdp/cost/simulator.hpp"
@@ -18,7 +19,8 @@ namespace cgdp::tuner {
 namespace {
 
 struct Flags {
-  TrainConfig config;
+  cli::TrainFlags train;  // the workload flags `cgdp train` has
+  TrainConfig config;     // resolved from them
   SweepOptions sweep;
   std::vector<std::string> plans;
   std::string profile_path;
@@ -27,11 +29,11 @@ struct Flags {
   std::string title;
 };
 
-// The param layers and layer names of the model's train net, built on the CPU (no training).
+// The param layers of the model's train net (as `cgdp predict` builds it), checked against the
+// profile.
 std::vector<ParamLayer> model_param_layers(const TrainConfig& c, const Profile& profile) {
   const std::string path = find_model_file(c.model);
-  CpuDevice cpu;
-  Net<float> net(load_model(path), Phase::Train, cpu, c.batch > 0 ? c.batch : profile.batch, c.seed, path);
+  Net<float> net(load_model(path), Phase::Train, default_cpu_device(), 1, 1, path);
   check_profile_matches(profile, net);
   return param_layers(net);
 }
@@ -48,6 +50,10 @@ std::vector<PlanCandidate> candidates(const Flags& f, std::span<const ParamLayer
 }
 
 int run(Flags& f, const CLI::App& app) {
+  f.config = cli::resolved_config(f.train, app);
+  f.config.solver.set_lr_policy("fixed");  // timing only: any number of iterations
+  f.config.solver.set_base_lr(0.01f);
+  f.sweep.seed = f.config.seed;
   f.sweep.check();
   if (f.simulate && f.profile_path.empty()) throw UsageError("--simulate needs --profile P.json");
   if (!f.plot_path.empty()) terminal_for(f.plot_path);  // a bad name fails before the sweep
@@ -63,7 +69,7 @@ int run(Flags& f, const CLI::App& app) {
   } else {
     TrainConfig config = f.config;
     config.sync = "cgdp";
-    config.iterations = 1;  // the learning rate is fixed: the trainer may run any number
+    config.iterations = 1;  // with a fixed learning rate the trainer may run any number
     Trainer trainer(config);
     const std::vector<ParamLayer>& layers = trainer.param_layers();
     rows = make_rows(candidates(f, layers, profile ? &*profile : nullptr), static_cast<int>(layers.size()));
@@ -88,21 +94,13 @@ int run(Flags& f, const CLI::App& app) {
 int main(int argc, char** argv) {
   using cgdp::tuner::Flags;
   Flags f;
-  cgdp::TrainConfig& c = f.config;
+  cgdp::TrainConfig& c = f.train.config;
   c.data = "synthetic";
   c.devices = 4;
   c.test_interval = -1;
   c.plain_output = true;
-  c.solver.set_base_lr(0.01f);
-  c.solver.set_lr_policy("fixed");
   CLI::App app{"chunk_tuner: iteration time of cgdp chunk plans, measured or simulated, and its plot"};
-  app.add_option("-m,--model", c.model, "Model file, or a name from models/")->capture_default_str();
-  app.add_option("-d,--data", c.data, "idx:DIR, cifar10:DIR or synthetic[:C,H,W,K]")->capture_default_str();
-  app.add_option("-n,--devices", c.devices, "Data-parallel workers (default: the profile's, else 4)");
-  app.add_option("-b,--batch", c.batch, "Batch per worker (default: the model's; --simulate: the profile's)");
-  app.add_option("--device-kind", c.device_kind, "cpu or cuda")->capture_default_str();
-  app.add_option("--threads", c.threads, "CPU threads for compute (default: all cores)");
-  app.add_option("--host-threads", c.host_threads, "Threads that sum gradients on the host (default: all)");
+  cgdp::cli::add_workload_flags(&app, f.train);
   app.add_option("--plans", f.plans, "Plans: equal, equal:A-B, best, or --chunk values "
                                      "(default: equal best all with a profile, else equal all)");
   app.add_option("--profile", f.profile_path, "Profile for predictions (and for 'best', --simulate)");
@@ -110,7 +108,6 @@ int main(int argc, char** argv) {
   app.add_option("--interval", f.sweep.interval, "Iterations per plan and round")->capture_default_str();
   app.add_option("--warmup", f.sweep.warmup, "Of them, dropped after each change of plan")->capture_default_str();
   app.add_option("--rounds", f.sweep.rounds, "Rounds over all plans, each in a shuffled order")->capture_default_str();
-  app.add_option("--seed", f.sweep.seed, "Seed of the shuffles")->capture_default_str();
   app.add_option("--plot", f.plot_path, "Draw time against chunk size to this .svg or .png (gnuplot)");
   app.add_option("--title", f.title, "Title of the plot");
   CLI11_PARSE(app, argc, argv);
