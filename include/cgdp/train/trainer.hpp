@@ -7,6 +7,7 @@
 
 #include "cgdp/data/batch_loader.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
+#include "cgdp/train/chunk_autotuner.hpp"
 #include "cgdp/train/phase_table.hpp"
 #include "cgdp/train/progress.hpp"
 #include "cgdp/train/timeline.hpp"
@@ -22,6 +23,11 @@ class Trainer {
   Trainer(const TrainConfig& config, FILE* out = stdout);
   ~Trainer();
   TrainResult run();
+  // The param layers chunk plans group (backward order).
+  const std::vector<ParamLayer>& param_layers() const { return param_layers_; }
+  // cgdp only, between iterations: later iterations exchange chunks as `plan` groups them. The
+  // parameters stay the same bits whatever the plan.
+  void set_chunk_plan(const ChunkPlan& plan);
 
   // Worker 0's net and solver: the parameters every worker holds after an iteration.
   Net<float>& net() { return *workers_[0].net; }
@@ -37,12 +43,17 @@ class Trainer {
     double loss = 0;
   };
   Evaluation evaluate();
+  // One iteration (load, forward, backward, exchange, update) on every worker; returns the loss.
+  // run() calls it; the profiler drives it directly.
+  double train_iteration();
+  // The workers, for measurements on their devices and streams between iterations.
+  std::vector<Worker>& workers() { return workers_; }
 
  private:
-  void make_scheme(SyncKind kind);
+  // `profile`: --chunk auto's, else null.
+  void make_scheme(SyncKind kind, const Profile* profile);
   void inject_fault(int worker, int64_t after_copies);
   void check_data_fits_model();
-  double train_iteration();
   void check_loss(double loss, int64_t iteration);
   void average_state();
   std::string write_snapshot();  // returns the path written
@@ -57,12 +68,15 @@ class Trainer {
   Timeline timeline_;
   std::vector<Worker> workers_;
   std::unique_ptr<SyncScheme> scheme_;
+  std::unique_ptr<ChunkAutoTuner> chunk_tuner_;  // --chunk auto
+  std::string profile_note_;
   std::unique_ptr<Net<float>> test_net_;
   std::shared_ptr<const Dataset> train_data_;
   std::shared_ptr<const Dataset> test_data_;
   std::unique_ptr<BatchLoader> loader_;
   SamplerPosition start_position_;
   PhaseTable phases_;
+  std::vector<ParamLayer> param_layers_;
   std::string plan_description_;
   std::string placement_summary_;
   int64_t per_worker_batch_ = 0;

@@ -37,8 +37,9 @@ struct Worker {
   // With gradient accumulation: the earlier micro-batches' gradients, partly summed.
   GradientFold fold;
 
-  // Copies rows [row_begin, row_begin + batch) of `batch` into the net's input (compute stream).
-  void issue_input(const Batch& batch, int64_t row_begin);
+  // Copies rows [row_begin, row_begin + batch) of `batch` into the net's input (compute stream);
+  // on the timeline it is the Input layer's forward.
+  void issue_input(const Batch& batch, int64_t row_begin, Timeline& timeline);
   void issue_forward(const RunContext& ctx, Timeline& timeline);
   // `after_layer(i)` runs right after layer i's backward is issued. Micro-batch `micro` of
   // `micros`: each one's gradients are computed alone and folded into the earlier ones in the
