@@ -31,10 +31,14 @@ class CgdpSync final : public SyncScheme {
     }
     if (!spans.empty())
       aggregator_ = std::make_unique<HostAggregator>(std::move(agg), std::move(spans), o.host_threads,
-                                                     timeline, nullptr, o.aggregator_cpus);
+                                                     timeline, o.reducer, o.aggregator_cpus);
   }
 
   SyncKind kind() const override { return SyncKind::Cgdp; }
+
+  void begin_iteration(Worker& w, int64_t iteration) override {
+    if (aggregator_ && w.index == 0) aggregator_->begin_iteration(iteration);
+  }
 
   void after_backward(Worker& w, int layer) override {
     auto it = chunk_of_layer_.find(layer);

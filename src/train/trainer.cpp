@@ -173,7 +173,7 @@ double Trainer::train_iteration() {
   const int64_t it = iteration();
   for (Worker& w : workers_) {
     mark(*w.compute, timeline_, &w.marks.begin);
-    scheme_->begin_iteration(w);
+    scheme_->begin_iteration(w, it);
     w.compute->submit([&w] { w.net->zero_param_diffs(); });
   }
   for (int k = 0; k < config_.accumulate; ++k) {
