@@ -1,19 +1,9 @@
 // Parameter-server shards and clients on loopback: byte-balanced layouts, bitwise fixed-order
-// sums for 1-3 shards x 2-3 hosts, token checks, fuzzed frames, and shards that die or freeze.
+// sums for 1-3 shards x 2-3 hosts, the BSP window of one piece, token files.
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
-#include <zmq.hpp>
-#include <zmq_addon.hpp>
-
-#include <algorithm>
 #include <cstring>
-#include <mutex>
-#include <numeric>
-#include <random>
-#include <thread>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/shard/cluster_token.hpp"
@@ -21,121 +11,16 @@
 #include "cgdp/shard/ps_client.hpp"
 #include "cgdp/shard/shard_layout.hpp"
 #include "cgdp/shard/shard_server.hpp"
+#include "shard/piece_state.hpp"
+#include "support/shard_cluster.hpp"
 #include "support/temp_dir.hpp"
 
 namespace cgdp {
 namespace {
 
-using std::chrono::milliseconds;
-const std::string kToken = "test-cluster-token-0123456789";
-
-// Log lines of all shards of a test, readable while they run.
-struct LogSink {
-  std::mutex mutex;
-  std::vector<std::string> lines;
-  ShardLog sink() {
-    return [this](const std::string& line) {
-      std::lock_guard lock(mutex);
-      lines.push_back(line);
-    };
-  }
-  bool contains(const std::string& text) {
-    std::lock_guard lock(mutex);
-    return std::any_of(lines.begin(), lines.end(),
-                       [&](const std::string& l) { return l.find(text) != std::string::npos; });
-  }
-};
-
-struct Cluster {
-  Cluster(int shards, int hosts, std::vector<int64_t> chunks) : chunk_sizes(std::move(chunks)) {
-    for (int s = 0; s < shards; ++s) {
-      ShardConfig c;
-      c.shard = s;
-      c.num_shards = shards;
-      c.num_hosts = hosts;
-      c.chunk_sizes = chunk_sizes;
-      c.token = kToken;
-      c.sum_threads = 2;
-      c.log = log.sink();
-      servers.push_back(std::make_unique<ShardServer>(c));
-      endpoints.push_back(servers.back()->endpoint());
-    }
-    num_hosts = hosts;
-  }
-  PsClientConfig client(int rank, milliseconds timeout = milliseconds(10000)) const {
-    return PsClientConfig{endpoints, rank, num_hosts, chunk_sizes, kToken, timeout};
-  }
-  LogSink log;
-  std::vector<int64_t> chunk_sizes;
-  int num_hosts = 0;
-  std::vector<std::unique_ptr<ShardServer>> servers;
-  std::vector<std::string> endpoints;
-};
-
-// Host h's gradient element i at iteration t: small integers (exact sums) or arbitrary floats.
-float value(bool integers, int h, int64_t t, int64_t i) {
-  if (integers) return static_cast<float>((h * 7 + t * 3 + i) % 17 - 8);
-  const uint64_t x = (static_cast<uint64_t>(h) * 1000003u + t * 7919u + i) * 0x9E3779B97F4A7C15ull;
-  return static_cast<float>(static_cast<int64_t>(x >> 40) - (1 << 23)) * 1.37e-5f;
-}
-
-// Every host pushes all chunks (in a random order) then pulls them in another random order,
-// in place, for `iterations` iterations; returns each host's final flat vector.
-std::vector<std::vector<float>> run_hosts(const Cluster& cluster, bool integers, int iterations) {
-  const int hosts = cluster.num_hosts;
-  int64_t total = 0;
-  for (int64_t s : cluster.chunk_sizes) total += s;
-  std::vector<std::vector<float>> results(hosts, std::vector<float>(total));
-  std::vector<std::exception_ptr> errors(hosts);
-  std::vector<std::thread> threads;
-  for (int h = 0; h < hosts; ++h) {
-    threads.emplace_back([&, h] {
-      try {
-        PsClient client(cluster.client(h));
-        const ShardLayout& layout = client.layout();
-        std::mt19937 rng(h + 17);
-        std::vector<int> order(layout.num_chunks());
-        std::iota(order.begin(), order.end(), 0);
-        std::vector<float>& g = results[h];
-        std::vector<int64_t> start(layout.num_chunks(), 0);
-        for (int c = 1; c < layout.num_chunks(); ++c)
-          start[c] = start[c - 1] + layout.chunk_sizes[c - 1];
-        for (int t = 0; t < iterations; ++t) {
-          for (int64_t i = 0; i < total; ++i) g[i] = value(integers, h, t, i);
-          std::shuffle(order.begin(), order.end(), rng);
-          for (int c : order) client.push(t, c, g.data() + start[c], layout.chunk_sizes[c]);
-          std::shuffle(order.begin(), order.end(), rng);
-          for (int c : order) client.pull(t, c, g.data() + start[c], layout.chunk_sizes[c]);
-        }
-      } catch (...) {
-        errors[h] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-  return results;
-}
-
-void expect_fixed_order_sum(const Cluster& cluster, bool integers, int iterations) {
-  const auto results = run_hosts(cluster, integers, iterations);
-  const int64_t total = static_cast<int64_t>(results[0].size());
-  const int64_t t = iterations - 1;
-  for (int64_t i = 0; i < total; ++i) {
-    // Host 0, then 1, 2, ... in float. Through a volatile, so the compiler cannot fuse value()'s
-    // multiplication into the addition (an FMA rounds once, the shards round twice).
-    volatile float term = value(integers, 0, t, i);
-    float expected = term;
-    for (int h = 1; h < cluster.num_hosts; ++h) {
-      term = value(integers, h, t, i);
-      expected += term;
-    }
-    for (int h = 0; h < cluster.num_hosts; ++h)
-      ASSERT_EQ(std::bit_cast<uint32_t>(results[h][i]), std::bit_cast<uint32_t>(expected))
-          << "host " << h << " element " << i;
-  }
-}
+using testing::Cluster;
+using testing::expect_fixed_order_sum;
+using testing::kToken;
 
 TEST(ShardLayout, BalancesBytesAndSplitsLargeChunks) {
   const std::vector<int64_t> chunks = {5, 1000, 37, 4099, 1};
@@ -223,6 +108,36 @@ TEST(ShardProtocol, ParseHeaderChecksEveryField) {
   bad = h;
   bad.kind = 0;
   EXPECT_NE(parse_header(&bad, sizeof bad, out).find("unknown"), std::string::npos);
+}
+
+zmq::message_t floats(std::vector<float> v) { return zmq::message_t(v.data(), v.size() * 4); }
+
+std::vector<float> floats_of(const zmq::message_t& m) {
+  std::vector<float> v(m.size() / 4);
+  std::memcpy(v.data(), m.data(), m.size());
+  return v;
+}
+
+TEST(PieceState, SumsInHostOrderAndKeepsAtMostTwoIterationsOpen) {
+  PieceState piece(2, 2, 1);
+  zmq::message_t route_a("a", 1), route_b("b", 1), route_c("c", 1);
+  EXPECT_EQ(piece.pull(0, 1, route_b), "");  // a pull may come before any push
+  EXPECT_EQ(piece.push(0, 1, floats({1e8f, 1})), "");
+  EXPECT_TRUE(piece.take_ready().empty());
+  EXPECT_NE(piece.push(0, 1, floats({0, 0})).find("already pushed"), std::string::npos);
+  EXPECT_EQ(piece.push(1, 1, floats({5, 6})), "");  // a fast host's next iteration
+  EXPECT_NE(piece.push(2, 1, floats({0, 0})).find("more than one ahead"), std::string::npos);
+  EXPECT_EQ(piece.push(0, 0, floats({-1e8f, 2})), "");
+  auto ready = piece.take_ready();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].host, 1);
+  EXPECT_EQ(floats_of(ready[0].sum), (std::vector<float>{0, 3}));
+  EXPECT_EQ(piece.pull(0, 0, route_a), "");
+  EXPECT_EQ(piece.take_ready().size(), 1u);  // iteration 0 is now done and forgotten
+  EXPECT_NE(piece.push(0, 0, floats({0, 0})).find("already done"), std::string::npos);
+  EXPECT_NE(piece.pull(3, 0, route_c).find("out of step"), std::string::npos);
+  EXPECT_EQ(route_c.size(), 1u);  // a rejected pull leaves the route to the caller
+  EXPECT_EQ(piece.sums_done(), 1);
 }
 
 TEST(ShardServer, FixedOrderSumsAreBitwiseForAnyShardAndHostCount) {

@@ -77,7 +77,7 @@ class PsClient::Impl {
 
  private:
   using Pick = Connection ShardLink::*;
-  void open(ShardLink& link, Pick which, int linger_ms);
+  void open(ShardLink& link, Pick which);
   void hello_all();
   void check_call(int chunk, int64_t count, const char* what) const;
   // Polls connection `which` of `links` and their monitors until `done()` or `deadline`; calls
@@ -87,6 +87,20 @@ class PsClient::Impl {
                   const std::function<void(ShardLink&)>& on_message,
                   const std::function<bool()>& done, const std::string& during);
   void wait_released(int chunk, Clock::time_point deadline);
+  // One pull() in progress: which of the chunk's pieces still wait for their shard's reply.
+  struct PendingPull {
+    int64_t iteration;
+    int chunk;
+    std::span<const ShardPiece> pieces;
+    float* out;
+    std::vector<char> waiting = {};
+    size_t remaining = 0;
+    bool released = false;  // the chunk's pushes left ZeroMQ, so `out` may be written
+    Clock::time_point deadline = {};
+    std::string during = {};
+  };
+  // Reads one message from `link`'s pull connection into `pull`.
+  void receive_reply(ShardLink& link, PendingPull& pull);
 
   SendTracker tracker_;
   std::vector<ChunkHint> hints_;  // per chunk, handed to ZeroMQ with each zero-copy payload
@@ -108,11 +122,13 @@ PsClient::Impl::Impl(PsClientConfig c) : config(std::move(c)) {
     auto link = std::make_unique<ShardLink>();
     link->index = static_cast<int>(s);
     link->address = config.shards[s];
-    open(*link, &ShardLink::push, kByeLingerMs);
-    open(*link, &ShardLink::pull, 0);
+    open(*link, &ShardLink::push);
+    open(*link, &ShardLink::pull);
     links_.push_back(std::move(link));
   }
   hello_all();
+  // Connected: from now on closing waits a little for the byes (and pushes) to go out.
+  for (auto& link : links_) link->push.socket.set(zmq::sockopt::linger, kByeLingerMs);
 }
 
 PsClient::Impl::~Impl() {
@@ -126,7 +142,7 @@ PsClient::Impl::~Impl() {
   }
 }
 
-void PsClient::Impl::open(ShardLink& link, Pick which, int linger_ms) {
+void PsClient::Impl::open(ShardLink& link, Pick which) {
   Connection& conn = link.*which;
   conn.socket = zmq::socket_t(context_, zmq::socket_type::dealer);
   conn.events = std::make_unique<SocketMonitor>(context_, conn.socket, kEvents);
@@ -136,7 +152,7 @@ void PsClient::Impl::open(ShardLink& link, Pick which, int linger_ms) {
   conn.socket.set(zmq::sockopt::heartbeat_timeout, 3 * kHeartbeatMs);
   conn.socket.set(zmq::sockopt::sndhwm, 0);  // a push never blocks: payloads are references
   conn.socket.set(zmq::sockopt::rcvhwm, 0);
-  conn.socket.set(zmq::sockopt::linger, linger_ms);
+  conn.socket.set(zmq::sockopt::linger, 0);
   try {
     conn.socket.connect(link.address);
   } catch (const zmq::error_t& e) {
@@ -227,7 +243,8 @@ void PsClient::Impl::push(int64_t iteration, int chunk, const float* data, int64
     while (auto e = link.push.events->next())
       if (e->event == ZMQ_EVENT_DISCONNECTED) link.push.lost = cat("lost the connection to ", link.name());
     if (!link.push.lost.empty())
-      throw NetworkError(cat(link.push.lost, " (push of iteration ", iteration, ", chunk ", chunk, ")"));
+      throw NetworkError(
+          cat(link.push.lost, " while pushing iteration ", iteration, ", chunk ", chunk));
     const MessageHeader h =
         make_header(MessageKind::kPush, config.rank, p.range, iteration, p.offset, p.count);
     {
@@ -252,68 +269,70 @@ void PsClient::Impl::wait_released(int chunk, Clock::time_point deadline) {
 void PsClient::Impl::pull(int64_t iteration, int chunk, float* out, int64_t count) {
   check_call(chunk, count, "pull");
   std::lock_guard lock(pull_mutex_);
-  const auto pieces = layout.pieces_of_chunk(chunk);
-  const auto deadline = Clock::now() + config.timeout;
+  PendingPull pull{iteration, chunk, layout.pieces_of_chunk(chunk), out};
+  pull.waiting.assign(pull.pieces.size(), 1);
+  pull.remaining = pull.pieces.size();
+  pull.deadline = Clock::now() + config.timeout;
+  pull.during = cat("while pulling iteration ", iteration, ", chunk ", chunk);
   std::vector<ShardLink*> links;
-  for (const ShardPiece& p : pieces) {
+  for (const ShardPiece& p : pull.pieces) {
     ShardLink& link = *links_[p.shard];
-    if (!link.pull.lost.empty()) throw NetworkError(link.pull.lost);
+    if (!link.pull.lost.empty()) throw NetworkError(cat(link.pull.lost, " ", pull.during));
     const MessageHeader h =
         make_header(MessageKind::kPull, config.rank, p.range, iteration, p.offset, p.count);
     link.pull.socket.send(zmq::buffer(&h, sizeof h), zmq::send_flags::none);
     if (links.empty() || links.back() != &link) links.push_back(&link);
   }
-  std::vector<char> waiting(pieces.size(), 1);
-  size_t remaining = pieces.size();
-  bool released = false;
-  const std::string during = cat("while pulling iteration ", iteration, ", chunk ", chunk);
-  auto on_message = [&](ShardLink& link) {
-    zmq::socket_t& s = link.pull.socket;
-    zmq::message_t head;
-    (void)s.recv(head);
-    MessageHeader h;
-    const std::string bad = parse_header(head.data(), head.size(), h);
-    auto drain = [&] {
-      for (zmq::message_t rest; head.more() && s.recv(rest); head = std::move(rest)) {
-      }
-    };
-    if (!bad.empty()) {
-      drain();
-      throw NetworkError(cat(link.name(), " sent a malformed message: ", bad));
-    }
-    size_t i = 0;
-    while (i < pieces.size() && !(pieces[i].range == h.range && waiting[i])) ++i;
-    if (h.iteration != iteration || i == pieces.size()) return drain();  // an earlier pull's
-    if (h.kind == static_cast<uint16_t>(MessageKind::kError)) {
-      zmq::message_t text;
-      if (head.more()) (void)s.recv(text);
-      throw NetworkError(cat(link.name(), " rejected the pull ", during, ": ", text.to_string()));
-    }
-    if (h.kind != static_cast<uint16_t>(MessageKind::kReply) || h.count != pieces[i].count ||
-        !head.more()) {
-      drain();
-      throw NetworkError(cat(link.name(), " sent an unexpected ", kind_name(h.kind), " ", during));
-    }
-    if (!released) wait_released(chunk, deadline);  // `out` may be the buffer still being sent
-    released = true;
-    const size_t bytes = static_cast<size_t>(pieces[i].count) * sizeof(float);
-    // Received straight into place (libzmq copies once from its receive buffer).
-    const auto got = s.recv(zmq::mutable_buffer(out + pieces[i].chunk_offset, bytes));
-    if (!got || got->untruncated_size != bytes)
-      throw NetworkError(cat(link.name(), " sent ", got ? got->untruncated_size : 0,
-                             " bytes for range ", h.range, "; expected ", bytes));
-    waiting[i] = 0;
-    --remaining;
-  };
-  if (!poll_until(links, &ShardLink::pull, deadline, on_message, [&] { return remaining == 0; },
-                  during)) {
+  auto on_message = [&](ShardLink& link) { receive_reply(link, pull); };
+  if (!poll_until(links, &ShardLink::pull, pull.deadline, on_message,
+                  [&] { return pull.remaining == 0; }, pull.during)) {
     std::string missing;
-    for (size_t i = 0; i < pieces.size(); ++i)
-      if (waiting[i] && missing.find(links_[pieces[i].shard]->name()) == std::string::npos)
-        missing += (missing.empty() ? "" : ", ") + links_[pieces[i].shard]->name();
+    for (size_t i = 0; i < pull.pieces.size(); ++i) {
+      const std::string name = links_[pull.pieces[i].shard]->name();
+      if (pull.waiting[i] && missing.find(name) == std::string::npos)
+        missing += (missing.empty() ? "" : ", ") + name;
+    }
     throw NetworkError(cat("no reply from ", missing, " for ", duration_text(config.timeout), " ",
-                           during));
+                           pull.during));
   }
+}
+
+void PsClient::Impl::receive_reply(ShardLink& link, PendingPull& pull) {
+  zmq::socket_t& s = link.pull.socket;
+  zmq::message_t head;
+  (void)s.recv(head);
+  auto drain = [&] {
+    for (zmq::message_t rest; head.more() && s.recv(rest); head = std::move(rest)) {
+    }
+  };
+  MessageHeader h;
+  if (const std::string bad = parse_header(head.data(), head.size(), h); !bad.empty()) {
+    drain();
+    throw NetworkError(cat(link.name(), " sent a malformed message: ", bad));
+  }
+  size_t i = 0;
+  while (i < pull.pieces.size() && !(pull.pieces[i].range == h.range && pull.waiting[i])) ++i;
+  if (h.iteration != pull.iteration || i == pull.pieces.size()) return drain();  // stale
+  if (h.kind == static_cast<uint16_t>(MessageKind::kError)) {
+    zmq::message_t text;
+    if (head.more()) (void)s.recv(text);
+    throw NetworkError(cat(link.name(), " rejected the pull ", pull.during, ": ", text.to_string()));
+  }
+  const ShardPiece& p = pull.pieces[i];
+  if (h.kind != static_cast<uint16_t>(MessageKind::kReply) || h.count != p.count || !head.more()) {
+    drain();
+    throw NetworkError(cat(link.name(), " sent an unexpected ", kind_name(h.kind), " ", pull.during));
+  }
+  if (!pull.released) wait_released(pull.chunk, pull.deadline);  // `out` may be being sent
+  pull.released = true;
+  const size_t bytes = static_cast<size_t>(p.count) * sizeof(float);
+  // Straight into place: libzmq copies once from the buffer it read the socket into.
+  const auto got = s.recv(zmq::mutable_buffer(pull.out + p.chunk_offset, bytes));
+  if (!got || got->untruncated_size != bytes)
+    throw NetworkError(cat(link.name(), " sent ", got ? got->untruncated_size : 0,
+                           " bytes for range ", h.range, "; expected ", bytes));
+  pull.waiting[i] = 0;
+  --pull.remaining;
 }
 
 PsClient::PsClient(PsClientConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}

@@ -244,8 +244,6 @@ std::string ShardServer::Impl::hello(const std::string& route, const Peer& from,
     return cat("hello needs a ", sizeof(HelloBody), "-byte body");
   HelloBody body;
   std::memcpy(&body, frames[2].data(), sizeof body);
-  if (h.sender < 0 || h.sender >= config_.num_hosts)
-    return cat("host rank ", h.sender, " is outside [0, ", config_.num_hosts, ")");
   if (body.num_hosts != config_.num_hosts || body.num_shards != config_.num_shards ||
       body.shard != config_.shard)
     return cat("host ", h.sender, " expects ", body.num_hosts, " hosts and shard ", body.shard,
@@ -254,6 +252,8 @@ std::string ShardServer::Impl::hello(const std::string& route, const Peer& from,
   if (body.layout_fingerprint != layout_.fingerprint())
     return cat("host ", h.sender, " has a different chunk plan (layout fingerprint ", std::hex,
                body.layout_fingerprint, ", here ", layout_.fingerprint(), ")");
+  if (h.sender < 0 || h.sender >= config_.num_hosts)
+    return cat("host rank ", h.sender, " is outside [0, ", config_.num_hosts, ")");
   if (peers_.size() >= static_cast<size_t>(64 * config_.num_hosts))
     return "too many connections";
   peers_[route] = from;
@@ -265,10 +265,8 @@ std::string ShardServer::Impl::hello(const std::string& route, const Peer& from,
 
 std::string ShardServer::Impl::check_piece(const MessageHeader& h, const Peer* peer,
                                            size_t payload_frames, size_t payload_bytes) const {
+  // Every field is checked against this shard's own ranges first, the peer last.
   const bool push = h.kind == static_cast<uint16_t>(MessageKind::kPush);
-  if (!peer) return "no hello on this connection yet";
-  if (h.sender != peer->host)
-    return cat("sender ", h.sender, " on a connection that said hello as host ", peer->host);
   const int local = h.range - first_piece_;
   if (h.range < 0 || local < 0 || local >= static_cast<int>(pieces_.size()))
     return cat("range ", h.range, " is not on shard ", config_.shard, " (it holds ranges ",
@@ -282,6 +280,9 @@ std::string ShardServer::Impl::check_piece(const MessageHeader& h, const Peer* p
   if (payload_frames != (push ? 1u : 0u) || payload_bytes != want)
     return cat(kind_name(h.kind), " of range ", h.range, " carries ", payload_bytes,
                " payload bytes; expected ", want);
+  if (!peer) return "no hello on this connection yet";
+  if (h.sender != peer->host)
+    return cat("sender ", h.sender, " on a connection that said hello as host ", peer->host);
   return "";
 }
 
