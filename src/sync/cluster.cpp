@@ -3,6 +3,7 @@
 #include "cgdp/sync/cluster.hpp"
 
 #include <algorithm>
+#include <thread>
 
 #include "cgdp/core/error.hpp"
 
@@ -66,12 +67,41 @@ std::string Cluster::host_name(int rank) const {
   return cat("host ", rank, " (", config_.hosts[rank].text(), ")");
 }
 
+std::string Cluster::lost_hosts() const {
+  std::string gone;
+  for (int h = 0; h < num_hosts(); ++h) {
+    if (h == rank()) continue;
+    const HostPort& host = config_.hosts[h];
+    const std::string why = probe_tcp(resolve_ipv4(host.host), host.port, std::chrono::seconds(1));
+    if (!why.empty()) gone += cat(gone.empty() ? "" : ", ", host_name(h), " is gone (", why, ")");
+  }
+  return gone;
+}
+
+// A shard waiting for a dead host's push just stays silent, so the client's error may name a live
+// shard; probing every host's port tells which host really went away. A process being killed
+// drops its connections a moment before its listening socket, hence the second look.
+template <typename Call>
+void Cluster::naming_lost_hosts(Call&& call) {
+  try {
+    call();
+  } catch (const NetworkError& e) {
+    std::string gone = lost_hosts();
+    if (gone.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      gone = lost_hosts();
+    }
+    if (gone.empty()) throw;
+    throw NetworkError(cat(gone, ": ", e.what()));
+  }
+}
+
 void Cluster::push(int64_t iteration, int chunk, const float* sum, int64_t count) {
-  client_->push(iteration, chunk, sum, count);
+  naming_lost_hosts([&] { client_->push(iteration, chunk, sum, count); });
 }
 
 void Cluster::pull(int64_t iteration, int chunk, float* sum, int64_t count) {
-  client_->pull(iteration, chunk, sum, count);
+  naming_lost_hosts([&] { client_->pull(iteration, chunk, sum, count); });
 }
 
 std::vector<float> Cluster::exchange_control(std::span<const float> my_block) {
@@ -82,8 +112,8 @@ std::vector<float> Cluster::exchange_control(std::span<const float> my_block) {
   const int64_t count = static_cast<int64_t>(control_.size());
   // Its own clock: every host makes the same sequence of control exchanges.
   const int64_t round = control_round_++;
-  client_->push(round, chunk, control_.data(), count);
-  client_->pull(round, chunk, control_.data(), count);
+  push(round, chunk, control_.data(), count);
+  pull(round, chunk, control_.data(), count);
   return control_;
 }
 
@@ -102,10 +132,12 @@ void Cluster::agree(const Agreement& mine) {
   };
   for (int h = 1; h < num_hosts(); ++h)
     for (size_t i = 0; i < mine.size(); ++i)
-      if (value_of(h, i) != value_of(0, i))
+      if (value_of(h, i) != value_of(0, i)) {
+        finish();  // every host sees the same values and stops alike, once all have them
         throw UsageError(cat("hosts disagree on the ", mine[i].first, ": ", host_name(h), " has ",
                              value_of(h, i), ", ", host_name(0), " has ", value_of(0, i),
                              " (give every host the same flags, and the same --resume checkpoint)"));
+      }
 }
 
 std::vector<float> Cluster::gather_state(std::span<const float> mine) {

@@ -5,7 +5,12 @@
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <charconv>
 #include <set>
@@ -56,6 +61,31 @@ std::string resolve_ipv4(const std::string& host) {
   ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text, sizeof text);
   ::freeaddrinfo(found);
   return text;
+}
+
+std::string probe_tcp(const std::string& ip, int port, std::chrono::milliseconds timeout) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  if (::inet_pton(AF_INET, ip.c_str(), &address.sin_addr) != 1) return cat("'", ip, "' is no IPv4 address");
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::strerror(errno);
+  std::string why;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    if (errno != EINPROGRESS) {
+      why = std::strerror(errno);
+    } else {
+      pollfd p{fd, POLLOUT, 0};
+      int error = 0;
+      socklen_t size = sizeof error;
+      if (::poll(&p, 1, static_cast<int>(timeout.count())) != 1)
+        why = cat("no answer within ", timeout.count(), " ms");
+      else if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) == 0 && error != 0)
+        why = std::strerror(error);
+    }
+  }
+  ::close(fd);
+  return why;
 }
 
 bool is_local_host(const std::string& host) {

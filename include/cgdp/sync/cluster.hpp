@@ -55,7 +55,7 @@ class Cluster final : public ChunkReducer {
   void pull(int64_t iteration, int chunk, float* sum, int64_t count) override;
 
   // Every host states the same names in the same order; throws UsageError naming the first value
-  // that differs from host 0's and both hosts. Values outside [0, 2^48) are compared (and
+  // that differs from host 0's and both hosts (after every host has seen it: finish()). Values outside [0, 2^48) are compared (and
   // reported) hashed into that range.
   void agree(const Agreement& mine);
   // Every host's `mine` (state_floats values each), in host order: each host's values exactly.
@@ -66,6 +66,12 @@ class Cluster final : public ChunkReducer {
   void finish();
 
  private:
+  // Runs a client call; a NetworkError comes back prefixed with the hosts whose shard no longer
+  // accepts connections (the hosts that are gone), when there are any.
+  template <typename Call>
+  void naming_lost_hosts(Call&& call);
+  // "host 1 (h:p) is gone (Connection refused), ..." for the hosts whose port refuses or is silent.
+  std::string lost_hosts() const;
   // Exchanges the control chunk: this host fills its own block, the others' stay -0.0, so the
   // shards' sum hands every host every block unchanged.
   std::vector<float> exchange_control(std::span<const float> my_block);

@@ -2,6 +2,7 @@
 // on every host; rank r runs its shard on entry r.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -23,6 +24,10 @@ std::vector<HostPort> parse_host_list(const std::vector<std::string>& items,
 // The IPv4 address `host` resolves to ("10.0.0.2"), for ZeroMQ, which binds only to addresses.
 // Throws UsageError naming the host when it does not resolve.
 std::string resolve_ipv4(const std::string& host);
+
+// Tries a TCP connection to ip:port for at most `timeout`; returns "" when it is accepted, else
+// why not ("connection refused", "no answer within 1 s", ...). To name a host that went away.
+std::string probe_tcp(const std::string& ip, int port, std::chrono::milliseconds timeout);
 
 // Whether `host` is this machine: localhost, a loopback address, this host's name, or one of
 // its interfaces' addresses (launch starts such ranks directly instead of over ssh).
