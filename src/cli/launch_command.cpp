@@ -90,7 +90,7 @@ Runner add_launch_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "launch", "Train on several hosts: one rank per host, here or over ssh (flags after --)");
   cmd->add_option("--hosts", f->hosts, "Hosts, one rank each: h1,h2,... (host or host:port)")
-      ->required()->delimiter(',');
+      ->required()->delimiter(',')->allow_extra_args(false);
   cmd->add_option("--port-base", f->port_base, "Rank r's shard listens on port P + r")
       ->capture_default_str()->check(CLI::Range(1, 65535));
   cmd->add_option("--ssh", f->ssh, "How to run a command on a remote host (words, then host, command)")
