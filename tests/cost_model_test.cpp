@@ -147,8 +147,7 @@ TEST(Formulas, CgdpOneChunkAndNoExchangeLeft) {
   // One chunk of 4400 B ready at 65: D2H 5.4, sum 8.8, H2D 2.7.
   expect_near(formula_cgdp(in, make_chunk_plan(small_params(), "all")).backward_us, 81.9);
   in.tail_backward_us = 100;  // a long backward below the params hides the exchange
-  expect_near(formula_cgdp(in, make_chunk_plan(small_params(), "layer")).backward_us,
-              163 + 4);
+  expect_near(formula_cgdp(in, make_chunk_plan(small_params(), "layer")).backward_us, 163 + 4);
 }
 
 // Two workers: one peer copy (1 + 4.4) and one device sum (2.2) up, one copy down.
@@ -162,7 +161,8 @@ TEST(Formulas, Ps0ByHand) {
 }
 
 TEST(Simulator, CgdpPerLayerByHand) {
-  const IterationPrediction p = simulate_cgdp(small_inputs(), make_chunk_plan(small_params(), "layer"));
+  const IterationPrediction p =
+      simulate_cgdp(small_inputs(), make_chunk_plan(small_params(), "layer"));
   expect_near(p.forward_us, 44);
   expect_near(p.backward_us, 67.5);
   expect_near(p.exchange_after_backward_us, 69.9 - 67.5);
@@ -196,7 +196,8 @@ TEST(Simulator, AggregatorQueueIsWhereSimulationAndFormulaDiffer) {
 TEST(Simulator, CgdpCopiesShareThePool) {
   Profile prof = small_profile();
   prof.host_memory_gbps = 1;
-  const IterationPrediction p = simulate_cgdp(small_inputs(prof), make_chunk_plan(small_params(), "all"));
+  const IterationPrediction p =
+      simulate_cgdp(small_inputs(prof), make_chunk_plan(small_params(), "all"));
   expect_near(p.backward_us + p.exchange_after_backward_us, 92.9);
 }
 
@@ -268,7 +269,8 @@ CostInputs random_inputs(std::mt19937& rng, int n, int devices) {
     const int64_t count = 1 + static_cast<int64_t>(std::pow(10, 1 + 4 * u(rng)));
     p.layers.push_back({cat("p", i), "InnerProduct", 10 * u(rng), 100 * u(rng), count * 4});
     p.layers.push_back({cat("r", i), "ReLU", u(rng), u(rng), 0});
-    params.insert(params.begin(), ParamLayer{static_cast<int>(p.layers.size()) - 2, cat("p", i), 0, count});
+    params.insert(params.begin(),
+                  ParamLayer{static_cast<int>(p.layers.size()) - 2, cat("p", i), 0, count});
   }
   for (ParamLayer& l : params) l.offset = std::exchange(offset, offset + l.count);
   p.d2h = {0.5 + 10 * u(rng), 20 * u(rng)};
@@ -309,7 +311,8 @@ TEST(PlanSearch, DynamicProgrammeMatchesBruteForce) {
     expect_near(sim.iteration_us, r.best.iteration_us, "simulated best");
     expect_near(sim.backward_us + sim.exchange_after_backward_us, r.best.exchange_end_us);
     ASSERT_EQ(r.equal_size.size(), static_cast<size_t>(n));
-    for (const PlanChoice& c : r.equal_size) EXPECT_LE(r.best.iteration_us, c.iteration_us * (1 + 1e-12));
+    for (const PlanChoice& c : r.equal_size)
+      EXPECT_LE(r.best.iteration_us, c.iteration_us * (1 + 1e-12));
   }
 }
 
@@ -334,12 +337,14 @@ TEST(PlanSearch, TiesGoToFewerChunks) {
 }
 
 TEST(PlanSearch, SpecsRoundTripThroughMakeChunkPlan) {
-  const std::vector<ParamLayer> layers = {{6, "a", 0, 1}, {4, "b", 1, 1}, {2, "c", 2, 1}, {0, "d", 3, 1}};
+  const std::vector<ParamLayer> layers = {
+      {6, "a", 0, 1}, {4, "b", 1, 1}, {2, "c", 2, 1}, {0, "d", 3, 1}};
   for (const std::string spec : {"layer", "all", "2,", "1,3", "2"}) {
     const ChunkPlan plan = make_chunk_plan(layers, spec);
     const ChunkPlan again = make_chunk_plan(layers, plan_spec(plan, 4));
     ASSERT_EQ(again.chunks.size(), plan.chunks.size()) << spec;
-    for (size_t c = 0; c < plan.chunks.size(); ++c) EXPECT_EQ(again.chunks[c].first, plan.chunks[c].first);
+    for (size_t c = 0; c < plan.chunks.size(); ++c)
+      EXPECT_EQ(again.chunks[c].first, plan.chunks[c].first);
   }
   EXPECT_EQ(plan_spec(make_chunk_plan(layers, "2,"), 4), "2,");
 }
@@ -413,7 +418,8 @@ TEST(ProfileJson, EachValidationErrorNamesTheField) {
   expect_invalid([](J& j) { j.erase("sync_us"); }, "sync_us: missing");
   expect_invalid([](J& j) { j["sync_us"] = -0.5; }, "sync_us: expected a number >= 0");
   expect_invalid([](J& j) { j["update_gbps"] = 0; }, "update_gbps: expected a number > 0");
-  expect_invalid([](J& j) { j["device_sum_gbps"] = nullptr; }, "device_sum_gbps: expected a number > 0");
+  expect_invalid([](J& j) { j["device_sum_gbps"] = nullptr; },
+                 "device_sum_gbps: expected a number > 0");
   expect_invalid([](J& j) { j["layers"][3]["backward_us"] = -1; },
                  "layers[3].backward_us: expected a number >= 0");
   expect_invalid([](J& j) { j["layers"][1].erase("forward_us"); }, "layers[1].forward_us: missing");
@@ -426,12 +432,15 @@ TEST(ProfileJson, EachValidationErrorNamesTheField) {
   expect_invalid([](J& j) { j["layers"] = J::array(); }, "layers: expected a non-empty array");
   expect_invalid([](J& j) { j["layers"][0] = 3; }, "layers[0]: expected an object");
   expect_invalid([](J& j) { j["devices"] = 0; }, "devices: expected an integer >= 1");
-  expect_invalid([](J& j) { j["devices"] = 3; }, "host_sum: expected an entry with inputs = devices (3)");
-  expect_invalid([](J& j) { j["host_sum"][0]["gbps"] = 0; }, "host_sum[0].gbps: expected a number > 0");
+  expect_invalid([](J& j) { j["devices"] = 3; },
+                 "host_sum: expected an entry with inputs = devices (3)");
+  expect_invalid([](J& j) { j["host_sum"][0]["gbps"] = 0; },
+                 "host_sum[0].gbps: expected a number > 0");
   expect_invalid([](J& j) { j["backend"] = "tpu"; }, "backend: expected \"cpu\" or \"cuda\"");
   expect_invalid([](J& j) { j["version"] = 2; }, "version: expected 1, got 2");
   expect_invalid([](J& j) { j["hots_sum"] = 1; }, "hots_sum: unknown field");
-  expect_invalid([](J& j) { j["host_memory_gbps"] = -1; }, "host_memory_gbps: expected a number >= 0");
+  expect_invalid([](J& j) { j["host_memory_gbps"] = -1; },
+                 "host_memory_gbps: expected a number >= 0");
   expect_invalid([](J& j) { j = J::array(); }, "expected an object");
 }
 

@@ -76,7 +76,8 @@ class PredictCli : public ::testing::Test {
   }
 
   testing::CommandResult run(const std::string& args) const {
-    return testing::run_command(cat(CGDP_BINARY_DIR, "/cgdp predict --model ", model_, " ", args, " 2>&1"));
+    return testing::run_command(
+        cat(CGDP_BINARY_DIR, "/cgdp predict --model ", model_, " ", args, " 2>&1"));
   }
 
   Json run_json(const std::string& args) const {
@@ -91,7 +92,8 @@ class PredictCli : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 1) << r.output;
     EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
     EXPECT_EQ(r.output.rfind("cgdp: error: ", 0), 0u) << r.output;
-    for (const auto& part : parts) EXPECT_NE(r.output.find(part), std::string::npos) << part << " in " << r.output;
+    for (const auto& part : parts)
+      EXPECT_NE(r.output.find(part), std::string::npos) << part << " in " << r.output;
   }
 
   testing::TempDir dir_;
@@ -101,9 +103,9 @@ class PredictCli : public ::testing::Test {
 TEST_F(PredictCli, TableShowsLayersSchemesAndBestPlans) {
   const testing::CommandResult r = run("--profile " + profile_ + " --formula");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* part : {"conv1", "relu1", "fc2", "param bytes", "cgdp --chunk layer", "ps0",
-                           "T_O", "T'_O", "best plan (exact search): --chunk ",
-                           "best equal-size plan (paper, K = 1..4): --chunk "})
+  for (const char* part :
+       {"conv1", "relu1", "fc2", "param bytes", "cgdp --chunk layer", "ps0", "T_O", "T'_O",
+        "best plan (exact search): --chunk ", "best equal-size plan (paper, K = 1..4): --chunk "})
     EXPECT_NE(r.output.find(part), std::string::npos) << part << " in " << r.output;
 }
 
@@ -126,7 +128,8 @@ TEST_F(PredictCli, BestPlanPastedBackPredictsWhatTheSearchSaid) {
 
 TEST_F(PredictCli, WhatIfFlagsChangeThePrediction) {
   const Json base = run_json("--profile " + profile_);
-  const Json fast = run_json("--profile " + profile_ + " --d2h-gbps 100 --h2d-gbps 100 --host-threads 8");
+  const Json fast =
+      run_json("--profile " + profile_ + " --d2h-gbps 100 --h2d-gbps 100 --host-threads 8");
   EXPECT_LT(fast["cgdp"]["simulated"]["iteration_us"].get<double>(),
             base["cgdp"]["simulated"]["iteration_us"].get<double>());
   const Json four = run_json("--profile " + profile_ + " --devices 4 --batch 2");
@@ -158,7 +161,8 @@ TEST_F(PredictCli, BadProfileFieldsAreOneLine) {
 }
 
 TEST_F(PredictCli, BadPlansAndWhatIfValuesAreOneLine) {
-  expect_error("--profile " + profile_ + " --chunk 2,9", {"--chunk '2,9'", "out of range", "4 param layers"});
+  expect_error("--profile " + profile_ + " --chunk 2,9",
+               {"--chunk '2,9'", "out of range", "4 param layers"});
   expect_error("--profile " + profile_ + " --chunk 3,1", {"--chunk '3,1'", "strictly increasing"});
   expect_error("--profile " + profile_ + " --chunk halves", {"--chunk 'halves'"});
   expect_error("--profile " + profile_ + " --d2h-gbps 0", {"--d2h-gbps", "expected a number > 0"});

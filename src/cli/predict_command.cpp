@@ -47,8 +47,8 @@ Prediction predict(const PredictOptions& opt) {
   p.profile = read_profile(opt.profile);
   check_profile_matches(p.profile, net);
   p.params = param_layers(net);
-  p.inputs = make_cost_inputs(p.profile, p.params, opt.devices > 0 ? opt.devices : p.profile.devices,
-                              opt.what_if);
+  p.inputs = make_cost_inputs(p.profile, p.params,
+                              opt.devices > 0 ? opt.devices : p.profile.devices, opt.what_if);
   p.plan = make_chunk_plan(p.params, opt.chunk);
   p.cgdp = simulate_cgdp(p.inputs, p.plan);
   p.ps0 = simulate_ps0(p.inputs);
@@ -78,13 +78,18 @@ Json phases_json(const IterationPrediction& s) {
 }
 
 Json formula_json(const FormulaPrediction& f) {
-  return {{"t_bp_us", f.t_bp_us}, {"backward_us", f.backward_us}, {"overhead_us", f.overhead_us},
-          {"overhead_approx_us", f.overhead_approx_us}, {"iteration_us", f.iteration_us}};
+  return {{"t_bp_us", f.t_bp_us},
+          {"backward_us", f.backward_us},
+          {"overhead_us", f.overhead_us},
+          {"overhead_approx_us", f.overhead_approx_us},
+          {"iteration_us", f.iteration_us}};
 }
 
 Json choice_json(const PlanChoice& c) {
-  return {{"chunk", c.spec}, {"chunks", c.plan.chunks.size()},
-          {"exchange_end_us", c.exchange_end_us}, {"iteration_us", c.iteration_us}};
+  return {{"chunk", c.spec},
+          {"chunks", c.plan.chunks.size()},
+          {"exchange_end_us", c.exchange_end_us},
+          {"iteration_us", c.iteration_us}};
 }
 
 Json to_json(const Prediction& p, const PredictOptions& opt) {
@@ -92,14 +97,20 @@ Json to_json(const Prediction& p, const PredictOptions& opt) {
   const std::vector<int> chunk = chunk_of_layers(p);
   for (size_t i = 0; i < p.profile.layers.size(); ++i) {
     const LayerCost& l = p.profile.layers[i];
-    layers.push_back({{"name", l.name}, {"type", l.type}, {"forward_us", l.forward_us},
-                      {"backward_us", l.backward_us}, {"param_bytes", l.param_bytes},
+    layers.push_back({{"name", l.name},
+                      {"type", l.type},
+                      {"forward_us", l.forward_us},
+                      {"backward_us", l.backward_us},
+                      {"param_bytes", l.param_bytes},
                       {"chunk", chunk[i] < 0 ? Json() : Json(chunk[i])}});
   }
   Json equal = Json::array();
   for (const PlanChoice& c : p.search.equal_size) equal.push_back(choice_json(c));
-  return {{"model", opt.model}, {"profile", opt.profile}, {"devices", p.inputs.devices},
-          {"chunk", opt.chunk}, {"layers", layers},
+  return {{"model", opt.model},
+          {"profile", opt.profile},
+          {"devices", p.inputs.devices},
+          {"chunk", opt.chunk},
+          {"layers", layers},
           {"cgdp", {{"simulated", phases_json(p.cgdp)}, {"formula", formula_json(p.cgdp_formula)}}},
           {"ps0", {{"simulated", phases_json(p.ps0)}, {"formula", formula_json(p.ps0_formula)}}},
           {"best", choice_json(p.search.best)},
@@ -107,7 +118,9 @@ Json to_json(const Prediction& p, const PredictOptions& opt) {
           {"equal_size", equal}};
 }
 
-double ms(double us) { return us / 1e3; }
+double ms(double us) {
+  return us / 1e3;
+}
 
 void print_layers(const Prediction& p) {
   std::printf("%-28s %12s %12s %14s %6s\n", "layer", "forward ms", "backward ms", "param bytes",
@@ -163,9 +176,12 @@ void print_report(const Prediction& p, const PredictOptions& opt) {
 Runner add_predict_command(CLI::App& app) {
   auto opt = std::make_shared<PredictOptions>();
   CLI::App* cmd = app.add_subcommand("predict", "Predict iteration times from a machine profile");
-  cmd->add_option("-m,--model", opt->model, "Model file, or a name from models/")->capture_default_str();
-  cmd->add_option("-p,--profile", opt->profile, "Profile JSON (cgdp profile, docs/profile.md)")->required();
-  cmd->add_option("-n,--devices", opt->devices, "Workers (default: the profile's)")->check(CLI::PositiveNumber);
+  cmd->add_option("-m,--model", opt->model, "Model file, or a name from models/")
+      ->capture_default_str();
+  cmd->add_option("-p,--profile", opt->profile, "Profile JSON (cgdp profile, docs/profile.md)")
+      ->required();
+  cmd->add_option("-n,--devices", opt->devices, "Workers (default: the profile's)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--chunk", opt->chunk, "cgdp chunk plan: layer, K, bytes:MB, all, or b1,b2,...")
       ->capture_default_str();
   cmd->add_flag("--formula", opt->formula, "Also print the paper's closed-form predictions");
@@ -175,12 +191,16 @@ Runner add_predict_command(CLI::App& app) {
   cmd->add_option("--d2h-gbps", w.d2h_gbps, "What if: device-to-host bandwidth, GB/s");
   cmd->add_option("--h2d-gbps", w.h2d_gbps, "What if: host-to-device bandwidth, GB/s");
   cmd->add_option("--p2p-gbps", w.p2p_gbps, "What if: peer bandwidth (ps0), GB/s");
-  cmd->add_option("--host-memory-gbps", w.host_memory_gbps, "What if: bandwidth copies share, GB/s (0: none)");
-  cmd->add_option("--host-threads", w.host_threads, "What if: host summing threads (host sum scales)");
+  cmd->add_option("--host-memory-gbps", w.host_memory_gbps,
+                  "What if: bandwidth copies share, GB/s (0: none)");
+  cmd->add_option("--host-threads,--host-cores", w.host_threads,
+                  "What if: host summing threads (host sum scales)");
   return [opt] {
     const Prediction p = predict(*opt);
-    if (opt->json) std::cout << to_json(p, *opt).dump(2) << "\n";
-    else print_report(p, *opt);
+    if (opt->json)
+      std::cout << to_json(p, *opt).dump(2) << "\n";
+    else
+      print_report(p, *opt);
     return 0;
   };
 }

@@ -6,6 +6,28 @@
 
 namespace cgdp::cli {
 
+namespace {
+
+// --chunk auto's settings.
+void add_chunk_search_options(CLI::App& cmd, TrainConfig& c) {
+  ChunkSearchOptions& s = c.chunk_search;
+  cmd.add_option("--profile", c.profile_path, "--chunk auto: predict from this profile (default: measure one first)");
+  cmd.add_option("--chunk-plans", c.chunk_plans,
+                 "--chunk auto: candidate plans: equal, equal:A-B, best, or --chunk values (default: equal best all)");
+  cmd.add_option("--search-interval", s.interval, "--chunk auto: iterations per trial")->capture_default_str();
+  cmd.add_option("--search-warmup", s.warmup, "--chunk auto: iterations dropped after each change")->capture_default_str();
+  cmd.add_option("--search-step", s.step, "--chunk auto: Algorithm 1's step along the plans")->capture_default_str();
+  cmd.add_option("--search-range", s.range, "--chunk auto: steps past the best before turning")->capture_default_str();
+  cmd.add_option("--search-confirmations", s.confirmations, "--chunk auto: re-measurements of the leader at most")
+      ->capture_default_str();
+  cmd.add_option("--search-steady", s.steady, "--chunk auto: median/min - 1 above which a trial runs longer")
+      ->capture_default_str();
+  cmd.add_option("--search-budget", s.budget, "--chunk auto: iterations before the search must settle")
+      ->capture_default_str();
+}
+
+}  // namespace
+
 Runner add_train_command(CLI::App& app) {
   auto f = std::make_shared<TrainFlags>();
   TrainConfig& c = f->config;
@@ -31,10 +53,19 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--resume", c.resume_path, "Continue from a checkpoint")->check(CLI::ExistingFile);
   cmd->add_flag("--plain", c.plain_output, "Plain progress lines even on a terminal");
   cmd->add_option("--sync", c.sync, "cgdp (default for > 1 device), ps0 (worker 0 is the server) or local");
-  cmd->add_option("--chunk", c.chunk, "cgdp chunk plan: layer, K, bytes:MB, all, or boundaries b1,b2,...")
+  cmd->add_option("--chunk", c.chunk,
+                  "cgdp chunk plan: layer, K, bytes:MB, all, boundaries b1,b2,..., or auto (search at run time)")
       ->capture_default_str();
+  add_chunk_search_options(*cmd, c);
   cmd->add_option("--timeline", c.timeline_path, "Write a Chrome trace (Perfetto) of every stream");
   cmd->add_flag("--phase-table", c.phase_table, "Print the per-phase time table at the end");
+  cmd->add_option("--hosts", c.hosts, "Scale out: host:port of every rank, the same list on every host")
+      ->delimiter(',');
+  cmd->add_option("--rank", c.rank, "This host's place in --hosts (its shard listens there)")
+      ->capture_default_str();
+  cmd->add_option("--token-file", c.token_file, "Cluster token file (default: $CGDP_CLUSTER_TOKEN)");
+  cmd->add_option("--timeout-s", c.timeout_s, "Stop when a host or shard is silent this long")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   return [f, cmd] {
     Trainer trainer(resolved_config(*f, *cmd));
     trainer.run();

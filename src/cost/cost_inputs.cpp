@@ -11,7 +11,9 @@ namespace cgdp {
 
 namespace {
 
-double transfer_us(int64_t bytes, double gbps) { return static_cast<double>(bytes) / (gbps * 1e3); }
+double transfer_us(int64_t bytes, double gbps) {
+  return static_cast<double>(bytes) / (gbps * 1e3);
+}
 
 // The host sum bandwidth for `devices` inputs: the entry with the nearest number of inputs, its
 // time scaled linearly with the inputs (each input is read once).
@@ -48,7 +50,8 @@ void fill_params(CostInputs& in, const Profile& profile, std::span<const ParamLa
       throw DataError(cat(profile.source, ": does not match the model: no layer '", p.name,
                           "' at index ", p.layer));
     ParamCost cost{p, 0};
-    for (size_t i = layer; i < above; ++i) cost.backward_us += profile.layers[i].backward_us * scale;
+    for (size_t i = layer; i < above; ++i)
+      cost.backward_us += profile.layers[i].backward_us * scale;
     in.params.push_back(cost);
     above = layer;
   }
@@ -69,8 +72,8 @@ int64_t CostInputs::param_bytes() const {
   return total;
 }
 
-CostInputs make_cost_inputs(const Profile& profile, std::span<const ParamLayer> params,
-                            int devices, const WhatIf& what_if) {
+CostInputs make_cost_inputs(const Profile& profile, std::span<const ParamLayer> params, int devices,
+                            const WhatIf& what_if) {
   check_what_if(what_if);
   if (devices < 1) throw UsageError(cat("--devices: expected an integer >= 1, got ", devices));
   CostInputs in;
@@ -121,6 +124,8 @@ double device_sum_us(const CostInputs& in, int64_t bytes) {
   return transfer_us(bytes, in.device_sum_gbps);
 }
 
-double update_us(const CostInputs& in) { return transfer_us(in.param_bytes(), in.update_gbps); }
+double update_us(const CostInputs& in) {
+  return transfer_us(in.param_bytes(), in.update_gbps);
+}
 
 }  // namespace cgdp

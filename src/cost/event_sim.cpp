@@ -28,7 +28,8 @@ int EventSim::add_pool(double gbps) {
 int EventSim::add(Task task) {
   const int id = static_cast<int>(tasks_.size());
   CGDP_ASSERT(task.stream >= 0 && task.stream < static_cast<int>(streams_.size()));
-  CGDP_ASSERT(task.pool < static_cast<int>(pools_.size()) && (task.bytes == 0 || task.cap_gbps > 0));
+  CGDP_ASSERT(task.pool < static_cast<int>(pools_.size()) &&
+              (task.bytes == 0 || task.cap_gbps > 0));
   for (const int dep : task.deps) CGDP_ASSERT(dep >= 0 && dep < id);
   streams_[task.stream].push_back(id);
   tasks_.push_back(std::move(task));
@@ -46,26 +47,31 @@ void EventSim::start_ready(double now, std::vector<Running>& running, std::vecto
   for (size_t s = 0; s < streams_.size(); ++s) {
     if (next[s] >= streams_[s].size()) continue;
     const int id = streams_[s][next[s]];
-    const bool busy = std::any_of(running.begin(), running.end(),
-                                  [&](const Running& r) { return tasks_[r.task].stream == static_cast<int>(s); });
+    const bool busy = std::any_of(running.begin(), running.end(), [&](const Running& r) {
+      return tasks_[r.task].stream == static_cast<int>(s);
+    });
     const Task& t = tasks_[id];
-    if (busy || !std::all_of(t.deps.begin(), t.deps.end(), [&](int d) { return done_[d]; })) continue;
+    if (busy || !std::all_of(t.deps.begin(), t.deps.end(), [&](int d) { return done_[d]; }))
+      continue;
     start_[id] = std::max(now, t.not_before_us);
     running.push_back({id, start_[id] + t.fixed_us, static_cast<double>(t.bytes), 0});
     ++next[s];
   }
 }
 
-void EventSim::set_rates(std::vector<Running>& running) const {
+// Tasks past their fixed part move bytes: alone at their cap, or sharing their pool max-min
+// fairly (the slowest capped tasks take their cap, the rest split what is left).
+void EventSim::set_rates(std::vector<Running>& running, double now) const {
   std::vector<std::vector<Running*>> by_pool(pools_.size());
   for (Running& r : running) {
     const Task& t = tasks_[r.task];
     r.rate = t.cap_gbps * 1e3;
-    if (t.pool >= 0 && pools_[t.pool] > 0) by_pool[t.pool].push_back(&r);
+    if (r.fixed_end <= now && t.pool >= 0 && pools_[t.pool] > 0) by_pool[t.pool].push_back(&r);
   }
   for (size_t p = 0; p < pools_.size(); ++p) {
     auto& moving = by_pool[p];
-    std::sort(moving.begin(), moving.end(), [](Running* a, Running* b) { return a->rate < b->rate; });
+    std::sort(moving.begin(), moving.end(),
+              [](Running* a, Running* b) { return a->rate < b->rate; });
     double left = pools_[p] * 1e3;
     for (size_t i = 0; i < moving.size(); ++i) {
       moving[i]->rate = std::min(moving[i]->rate, left / static_cast<double>(moving.size() - i));
@@ -86,12 +92,7 @@ void EventSim::run() {
   start_ready(now, running, next);
   while (finished < n) {
     if (running.empty()) throw Error("cost model: simulated tasks wait on each other forever");
-    // Only tasks past their fixed part move bytes and share a pool.
-    std::vector<Running> moving;
-    for (const Running& r : running) if (r.fixed_end <= now) moving.push_back(r);
-    set_rates(moving);
-    for (Running& r : running)
-      for (const Running& m : moving) if (m.task == r.task) r.rate = m.rate;
+    set_rates(running, now);
     double until = std::numeric_limits<double>::infinity();
     for (const Running& r : running)
       until = std::min(until, r.fixed_end > now ? r.fixed_end : now + r.remaining / r.rate);
@@ -99,8 +100,12 @@ void EventSim::run() {
       if (r.fixed_end <= now) r.remaining -= r.rate * (until - now);
     now = until;
     for (auto it = running.begin(); it != running.end();) {
-      const bool complete = it->fixed_end <= now && it->remaining <= 1e-6 * (1 + tasks_[it->task].bytes);
-      if (!complete) { ++it; continue; }
+      const bool complete =
+          it->fixed_end <= now && it->remaining <= 1e-6 * (1 + tasks_[it->task].bytes);
+      if (!complete) {
+        ++it;
+        continue;
+      }
       end_[it->task] = now;
       done_[it->task] = true;
       ++finished;

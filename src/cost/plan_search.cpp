@@ -114,7 +114,8 @@ PlanChoice choice(const CostInputs& in, ChunkPlan plan) {
 }
 
 // Chunk starts of the best full plan in `fronts`.
-std::vector<int64_t> best_starts(const std::vector<std::vector<State>>& fronts, const Pipeline& pipe) {
+std::vector<int64_t> best_starts(const std::vector<std::vector<State>>& fronts,
+                                 const Pipeline& pipe) {
   const auto& last = fronts.back();
   CGDP_ASSERT(!last.empty());
   double fastest = std::numeric_limits<double>::infinity();
@@ -143,7 +144,8 @@ std::string plan_spec(const ChunkPlan& plan, int num_layers) {
 double exchange_end_us(const CostInputs& in, const ChunkPlan& plan) {
   const Pipeline pipe(in);
   State s;
-  for (const Chunk& c : plan.chunks) s = pipe.advance(s, c.first, c.last, pipe.durations(c.first, c.last));
+  for (const Chunk& c : plan.chunks)
+    s = pipe.advance(s, c.first, c.last, pipe.durations(c.first, c.last));
   return pipe.finish(s);
 }
 
@@ -159,9 +161,10 @@ PlanSearchResult best_plan(const CostInputs& in) {
     result.equal_size.push_back(choice(in, equal_size_plan(layers, k)));
     result.equal_size.back().spec = std::to_string(k);  // the paper's K, as --chunk takes it
   }
-  result.best_equal_size = *std::min_element(
-      result.equal_size.begin(), result.equal_size.end(),
-      [](const PlanChoice& a, const PlanChoice& b) { return a.exchange_end_us < b.exchange_end_us; });
+  result.best_equal_size = *std::min_element(result.equal_size.begin(), result.equal_size.end(),
+                                             [](const PlanChoice& a, const PlanChoice& b) {
+                                               return a.exchange_end_us < b.exchange_end_us;
+                                             });
   double bound = result.best_equal_size.exchange_end_us;  // a plan known to reach this
   const Pipeline pipe(in);
   const Times last_layer = pipe.durations(n - 1, n - 1);

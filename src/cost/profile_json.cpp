@@ -24,7 +24,9 @@ class ObjectReader {
   DataError error(const std::string& field, const std::string& what) const {
     return DataError(field.empty() ? cat(file_, ": ", what) : cat(file_, ": ", field, ": ", what));
   }
-  std::string field(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  std::string field(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
 
   const json& get(const std::string& key, bool optional = false) {
     seen_.insert(key);
@@ -135,7 +137,8 @@ Profile parse_profile(const json& root, const std::string& file) {
   if (p.version != 1) throw r.error("version", cat("expected 1, got ", p.version));
   p.model = r.string("model");
   p.backend = r.string("backend");
-  if (p.backend != "cpu" && p.backend != "cuda") throw r.error("backend", "expected \"cpu\" or \"cuda\"");
+  if (p.backend != "cpu" && p.backend != "cuda")
+    throw r.error("backend", "expected \"cpu\" or \"cuda\"");
   p.device = r.string("device");
   p.devices = static_cast<int>(r.integer("devices", 1));
   p.batch = static_cast<int>(r.integer("batch", 1));
@@ -177,20 +180,29 @@ Profile read_profile(const std::string& path) {
 void write_profile(const Profile& p, const std::string& path) {
   ordered_json layers = ordered_json::array();
   for (const LayerCost& l : p.layers)
-    layers.push_back({{"name", l.name}, {"type", l.type}, {"forward_us", l.forward_us},
-                      {"backward_us", l.backward_us}, {"param_bytes", l.param_bytes}});
+    layers.push_back({{"name", l.name},
+                      {"type", l.type},
+                      {"forward_us", l.forward_us},
+                      {"backward_us", l.backward_us},
+                      {"param_bytes", l.param_bytes}});
   ordered_json sums = ordered_json::array();
   for (const HostSumCost& s : p.host_sum) sums.push_back({{"inputs", s.inputs}, {"gbps", s.gbps}});
-  const ordered_json root = {{"version", p.version},      {"model", p.model},
-                     {"backend", p.backend},      {"device", p.device},
-                     {"devices", p.devices},      {"batch", p.batch},
-                     {"host_threads", p.host_threads},
-                     {"layers", layers},          {"d2h", link_json(p.d2h)},
-                     {"h2d", link_json(p.h2d)},   {"p2p", link_json(p.p2p)},
-                     {"sync_us", p.sync_us},      {"host_sum", sums},
-                     {"update_gbps", p.update_gbps},
-                     {"device_sum_gbps", p.device_sum_gbps},
-                     {"host_memory_gbps", p.host_memory_gbps}};
+  const ordered_json root = {{"version", p.version},
+                             {"model", p.model},
+                             {"backend", p.backend},
+                             {"device", p.device},
+                             {"devices", p.devices},
+                             {"batch", p.batch},
+                             {"host_threads", p.host_threads},
+                             {"layers", layers},
+                             {"d2h", link_json(p.d2h)},
+                             {"h2d", link_json(p.h2d)},
+                             {"p2p", link_json(p.p2p)},
+                             {"sync_us", p.sync_us},
+                             {"host_sum", sums},
+                             {"update_gbps", p.update_gbps},
+                             {"device_sum_gbps", p.device_sum_gbps},
+                             {"host_memory_gbps", p.host_memory_gbps}};
   write_file_atomically(path, root.dump(2) + "\n");
 }
 

@@ -17,8 +17,8 @@ void check_profile_matches(const Profile& profile, std::span<const std::string> 
       throw mismatch(cat("layers[", i, "].name is '", profile.layers[i].name,
                          "' but the model's layer ", i, " is '", layer_names[i], "'"));
   if (profile.layers.size() != layer_names.size())
-    throw mismatch(cat("the profile has ", profile.layers.size(), " layers, the model ",
-                       layer_names.size()));
+    throw mismatch(
+        cat("the profile has ", profile.layers.size(), " layers, the model ", layer_names.size()));
   std::vector<int64_t> model_bytes(layer_names.size(), 0);
   for (const ParamLayer& p : params) model_bytes.at(p.layer) = p.count * 4;
   for (size_t i = 0; i < n; ++i)

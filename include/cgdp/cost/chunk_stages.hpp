@@ -21,13 +21,14 @@ struct StageCost {
   // a host stage, after that; false: one host thread does it once all workers' previous stage has
   // finished.
   bool per_worker = true;
-  double fixed_us = 0;   // latency of a copy, or the whole time of a host stage
-  int64_t bytes = 0;     // moved at up to cap_gbps, sharing `pool` with the copies running then
+  double fixed_us = 0;  // latency of a copy, or the whole time of a host stage
+  int64_t bytes = 0;    // moved at up to cap_gbps, sharing `pool` with the copies running then
   double cap_gbps = 0;
   Pool pool = Pool::None;
 };
 
-// The stages of a chunk of `bytes` (per worker), in pipeline order.
+// The stages of a chunk of `bytes` (per worker), in pipeline order. A stage's time must not
+// decrease with `bytes`: the plan search's lower bound relies on it.
 std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t bytes);
 
 // A stage's time when the N workers run it together, as cgdp's workers do (same pace, paper

@@ -37,15 +37,15 @@ struct ParamCost {
 };
 
 struct CostInputs {
-  int devices = 1;               // N workers
-  double forward_us = 0;         // the whole forward pass of one worker
+  int devices = 1;                // N workers
+  double forward_us = 0;          // the whole forward pass of one worker
   std::vector<ParamCost> params;  // backward order, as the flat gradient buffer
   double tail_backward_us = 0;    // backward of the layers below the lowest param layer
   LinkCost d2h, h2d, p2p;
   double host_memory_gbps = 0;  // shared by the copies of one direction at once; 0: unlimited
   bool p2p_shares_host_memory = false;  // the CPU backend's peer copies are host memcpys
-  double sync_us = 0;           // per sync point on the compute stream
-  double host_sum_gbps = 0;     // summing N inputs: bytes of one input per second (1e9)
+  double sync_us = 0;                   // per sync point on the compute stream
+  double host_sum_gbps = 0;             // summing N inputs: bytes of one input per second (1e9)
   double update_gbps = 0;
   double device_sum_gbps = 0;
 
@@ -58,8 +58,8 @@ struct CostInputs {
 // check_profile_matches) and UsageError for a what-if value out of range. `params` as
 // param_layers() gives them; devices >= 1. A host sum for N inputs the profile lacks is taken
 // from the nearest measured count, its time scaled linearly with the number of inputs.
-CostInputs make_cost_inputs(const Profile& profile, std::span<const ParamLayer> params,
-                            int devices, const WhatIf& what_if = {});
+CostInputs make_cost_inputs(const Profile& profile, std::span<const ParamLayer> params, int devices,
+                            const WhatIf& what_if = {});
 
 // Elementary times, microseconds. `at_once` copies of `bytes` each run together over `link`;
 // each moves at min(link.gbps, pool_gbps / at_once) (pool_gbps 0: no sharing).

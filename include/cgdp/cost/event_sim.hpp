@@ -14,11 +14,11 @@ class EventSim {
  public:
   struct Task {
     int stream = 0;
-    double fixed_us = 0;   // first: a fixed time (latency, compute, a host sum)
-    int64_t bytes = 0;     // then: bytes at up to cap_gbps (1e9 bytes/s) in `pool`
-    double cap_gbps = 0;   // > 0 when bytes > 0
-    int pool = -1;         // index from add_pool, or -1: the task alone sets its rate
-    std::vector<int> deps;  // tasks that must finish first
+    double fixed_us = 0;       // first: a fixed time (latency, compute, a host sum)
+    int64_t bytes = 0;         // then: bytes at up to cap_gbps (1e9 bytes/s) in `pool`
+    double cap_gbps = 0;       // > 0 when bytes > 0
+    int pool = -1;             // index from add_pool, or -1: the task alone sets its rate
+    std::vector<int> deps;     // tasks that must finish first
     double not_before_us = 0;  // earliest start
   };
 
@@ -34,7 +34,7 @@ class EventSim {
  private:
   struct Running;
   void start_ready(double now, std::vector<Running>& running, std::vector<size_t>& next);
-  void set_rates(std::vector<Running>& running) const;
+  void set_rates(std::vector<Running>& running, double now) const;
 
   std::vector<Task> tasks_;
   std::vector<std::vector<int>> streams_;  // task ids in issue order

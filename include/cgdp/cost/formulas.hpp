@@ -27,7 +27,7 @@ struct FormulaPrediction {
   double overhead_us = 0;  // T_O = T - T_BP or T'_O = T' - T_BP
   // cgdp only: the paper's approximation T_O ~ sum of t_as + t_aa + t_bc of the last chunk.
   double overhead_approx_us = 0;
-  double iteration_us = 0;  // forward + backward_us + update
+  double iteration_us = 0;         // forward + backward_us + update
   std::vector<ChunkTerms> chunks;  // cgdp only
 };
 

@@ -21,10 +21,10 @@ struct PlanChoice {
 };
 
 struct PlanSearchResult {
-  PlanChoice best;                    // minimal iteration time over all plans
-  PlanChoice best_equal_size;         // the best of equal_size_plan for K = 1..L
+  PlanChoice best;                     // minimal iteration time over all plans
+  PlanChoice best_equal_size;          // the best of equal_size_plan for K = 1..L
   std::vector<PlanChoice> equal_size;  // K = 1..L, in order (empty for a net without params)
-  int64_t states_explored = 0;        // DP states kept (for the record)
+  int64_t states_explored = 0;         // DP states kept (for the record)
 };
 
 // Exact: keeps, per number of layers covered, the Pareto front of pipeline states (per-stage

@@ -30,9 +30,9 @@ struct IterationPrediction {
   // cgdp: until the last summed chunk has landed; ps0: until worker 0 holds the sum.
   double exchange_after_backward_us = 0;
   double update_us = 0;
-  double broadcast_us = 0;  // ps0: parameters down the tree after the update; cgdp: 0
-  double sum_us = 0;        // time spent summing (host for cgdp, worker 0's device for ps0)
-  double iteration_us = 0;  // the sum of the phases above but sum_us
+  double broadcast_us = 0;          // ps0: parameters down the tree after the update; cgdp: 0
+  double sum_us = 0;                // time spent summing (host for cgdp, worker 0's device for ps0)
+  double iteration_us = 0;          // the sum of the phases above but sum_us
   std::vector<ChunkTiming> chunks;  // cgdp only
 };
 

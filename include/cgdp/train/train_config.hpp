@@ -3,8 +3,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cgdp.pb.h"
+#include "cgdp/cost/chunk_search.hpp"
 
 namespace cgdp {
 
@@ -34,11 +36,22 @@ struct TrainConfig {
   int devices = 1;
   std::string device_kind = "cpu";  // cpu or cuda
   std::string sync;                 // cgdp, ps0, local; empty: cgdp for > 1 device, else local
-  std::string chunk = "layer";      // chunk plan for cgdp (see chunk_plan.hpp)
+  std::string chunk = "layer";      // chunk plan for cgdp (see chunk_plan.hpp), or "auto"
+  // --chunk auto (train/chunk_autotuner.hpp): the profile predicted from (empty: measure one
+  // first), the candidate plans (cost/plan_set.hpp; empty: the default set), the search settings.
+  std::string profile_path;
+  std::vector<std::string> chunk_plans;
+  ChunkSearchOptions chunk_search;
   int host_threads = 0;             // aggregator threads; 0: all cores
   std::string timeline_path;        // Chrome trace of every stream
   bool record_timeline = false;     // keep the timeline in memory without writing it (profiling)
   bool phase_table = false;         // print the per-phase table at the end
+  // Scale-out: `devices` workers on each of these hosts ("host:port", the same list on every
+  // host); this process is rank `rank` and runs the shard on hosts[rank]. Empty: one host.
+  std::vector<std::string> hosts;
+  int rank = 0;
+  std::string token_file;  // the cluster token; empty: $CGDP_CLUSTER_TOKEN
+  double timeout_s = 30;   // a host or shard silent this long stops the run
   // Test knob (CPU backend): worker `fail_worker`'s device fails its copies after `fail_after_copies`.
   int fail_worker = -1;
   int64_t fail_after_copies = 0;
