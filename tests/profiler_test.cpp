@@ -96,17 +96,25 @@ TEST(FitLink, RecoversLatencyAndBandwidth) {
   EXPECT_LT(relative_error(link.gbps, 3.0), 1e-9);
 }
 
-TEST(FitLink, NegativeInterceptBecomesZeroLatency) {
-  // Times that fall below the bandwidth line at small sizes would give a negative latency.
+TEST(FitLink, SmallCopiesFasterThanTheLineGiveZeroLatency) {
+  // The 1000-byte copy ran below the line the larger ones set (in cache): no negative latency.
   const std::vector<TimedBytes> points = {{1000, 0.1}, {2000, 0.9}, {4000, 2.0}};
   const LinkCost link = fit_link(points);
   EXPECT_EQ(link.latency_us, 0);
   EXPECT_GT(link.gbps, 0);
 }
 
-TEST(FitGbps, ThroughTheOrigin) {
-  const std::vector<TimedBytes> points = {{1e6, 1e6 / 4e3}, {1e3, 1e3 / 4e3}};
-  EXPECT_LT(relative_error(fit_gbps(points), 4.0), 1e-12);
+TEST(FitLink, BandwidthFollowsTheLargeCopies) {
+  // Cache-resident small copies at 20 GB/s, memory-bound large ones at 5 GB/s.
+  std::vector<TimedBytes> points;
+  for (double bytes : {4096.0, 16384.0, 65536.0}) points.push_back({bytes, 1 + bytes / 20e3});
+  for (double bytes : {16777216.0, 67108864.0}) points.push_back({bytes, 1 + bytes / 5e3});
+  EXPECT_LT(relative_error(fit_link(points).gbps, 5.0), 0.01);
+}
+
+TEST(FitGbps, TotalBytesOverTotalTime) {
+  const std::vector<TimedBytes> points = {{1e6, 100}, {3e6, 900}};
+  EXPECT_LT(relative_error(fit_gbps(points), 4e6 / 1000 / 1e3), 1e-12);
 }
 
 TEST(Median, OddAndEvenCounts) {

@@ -306,32 +306,26 @@ double median(std::vector<double> values) {
 
 LinkCost fit_link(std::span<const TimedBytes> points) {
   CGDP_ASSERT(points.size() >= 2);
-  // Weighted normal equations for us = a + b x, weights 1/us^2.
-  double sw = 0, sx = 0, sxx = 0, sy = 0, sxy = 0;
-  for (const TimedBytes& p : points) {
-    const double w = 1.0 / (std::max(p.us, 1e-3) * std::max(p.us, 1e-3));
-    sw += w, sx += w * p.bytes, sxx += w * p.bytes * p.bytes, sy += w * p.us, sxy += w * p.bytes * p.us;
-  }
-  const double det = sw * sxx - sx * sx;
-  double a = det > 0 ? (sxx * sy - sx * sxy) / det : 0;
-  double b = det > 0 ? (sw * sxy - sx * sy) / det : 0;
-  if (a < 0 || b <= 0) {  // noise on a link without measurable latency: through the origin
-    a = 0;
-    b = 1.0 / (fit_gbps(points) * 1e3);
-  }
-  return {1.0 / (b * 1e3), a};
+  // Ordinary least squares for us = a + b x: the slope follows the large copies, which are
+  // memory-bound (small ones run in cache, faster than any big chunk moves).
+  double n = 0, sx = 0, sxx = 0, sy = 0, sxy = 0;
+  for (const TimedBytes& p : points) n += 1, sx += p.bytes, sxx += p.bytes * p.bytes, sy += p.us, sxy += p.bytes * p.us;
+  const double det = n * sxx - sx * sx;
+  double b = det > 0 ? (n * sxy - sx * sy) / det : 0;  // us per byte
+  if (b <= 0) b = 1.0 / (fit_gbps(points) * 1e3);       // noise: the plain ratio
+  // The OLS intercept carries the large copies' noise; the smallest copy shows the fixed cost.
+  const TimedBytes& smallest = *std::min_element(
+      points.begin(), points.end(), [](const TimedBytes& l, const TimedBytes& r) { return l.bytes < r.bytes; });
+  return {1.0 / (b * 1e3), std::max(0.0, smallest.us - smallest.bytes * b)};
 }
 
 double fit_gbps(std::span<const TimedBytes> points) {
   CGDP_ASSERT(!points.empty());
-  // Minimises sum ((b x - us) / us)^2 over b (µs per byte): b = sum(x/us) / sum((x/us)^2).
-  double num = 0, den = 0;
-  for (const TimedBytes& p : points) {
-    const double r = p.bytes / std::max(p.us, 1e-3);
-    num += r;
-    den += r * r;
-  }
-  return den / num / 1e3;  // 1 / b, in 1e9 bytes per second
+  // All the bytes over all the time: at chunk-like sizes, the rate that gives the total time of
+  // summing every chunk once (large chunks weigh as much as they cost).
+  double bytes = 0, us = 0;
+  for (const TimedBytes& p : points) bytes += p.bytes, us += p.us;
+  return bytes / std::max(us, 1e-3) / 1e3;
 }
 
 Profile measure_profile(const TrainConfig& config, const ProfileOptions& options) {

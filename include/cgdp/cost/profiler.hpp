@@ -35,11 +35,12 @@ struct TimedBytes {
   double us = 0;
 };
 
-// Least squares fit of us = latency_us + bytes / (gbps * 1e3), each point weighted by 1 / us^2
-// (relative error), so 4 KiB copies weigh as much as 64 MiB ones. A negative intercept is
-// clamped to 0 and the bandwidth refitted through the origin. Needs two or more sizes, us > 0.
+// Fit of us = latency_us + bytes / (gbps * 1e3): the bandwidth from the ordinary least-squares
+// slope (dominated by the large, memory-bound copies), the latency from the smallest copy's time
+// less its bytes at that bandwidth (>= 0). Needs two or more sizes.
 LinkCost fit_link(std::span<const TimedBytes> points);
-// The same fit through the origin: only a bandwidth (host and device sums).
+// A bandwidth only (host and device sums): all the bytes over all the time, so that summing every
+// point once takes the measured total.
 double fit_gbps(std::span<const TimedBytes> points);
 // Median of a non-empty list (mean of the middle two for an even count).
 double median(std::vector<double> values);
