@@ -79,15 +79,12 @@ class Spans {
                                   " times in ", warmup_ + iterations_, " iterations; layer names must be unique"));
     return {all.begin() + warmup_, all.end()};
   }
-  // Median over the measured iterations of the mean over workers of the spans' durations.
-  double median_us(int workers, const std::string& category, const std::string& name) const {
-    std::vector<double> per_iteration(iterations_, 0.0);
-    for (int w = 0; w < workers; ++w) {
-      const auto spans = measured(w, category, name);
-      if (spans.empty()) return 0;
-      for (int k = 0; k < iterations_; ++k) per_iteration[k] += spans[k]->duration_us() / double(workers);
-    }
-    return median(per_iteration);
+  // Durations of the measured iterations' spans of one key; zeros if it never ran.
+  std::vector<double> durations(int pid, const std::string& category, const std::string& name) const {
+    std::vector<double> us(iterations_, 0.0);
+    const auto spans = measured(pid, category, name);
+    for (size_t k = 0; k < spans.size(); ++k) us[k] = static_cast<double>(spans[k]->duration_us());
+    return us;
   }
   int iterations() const { return iterations_; }
 
@@ -97,16 +94,54 @@ class Spans {
   std::map<std::tuple<int, std::string, std::string>, std::vector<const TraceEvent*>> by_key_;
 };
 
+// Per measured iteration, the worker whose layers took longest in all: every chunk's sum waits
+// for its copy, so the iteration goes at its pace (on a shared host the workers' paces differ).
+std::vector<int> slowest_workers(const Net<float>& net, const Spans& spans, int workers) {
+  const int iterations = spans.iterations();
+  std::vector<int> slowest(iterations, 0);
+  std::vector<double> longest(iterations, -1);
+  for (int w = 0; w < workers; ++w) {
+    std::vector<double> total(iterations, 0.0);
+    for (int i = 0; i < net.num_layers(); ++i)
+      for (const char* category : {"forward", "backward"}) {
+        const auto us = spans.durations(w, category, net.layer(i).name());
+        for (int k = 0; k < iterations; ++k) total[k] += us[k];
+      }
+    for (int k = 0; k < iterations; ++k)
+      if (total[k] > longest[k]) longest[k] = total[k], slowest[k] = w;
+  }
+  return slowest;
+}
+
+// Each layer's times on the slowest worker of each iteration, median over iterations.
 std::vector<LayerCost> layer_costs(const Net<float>& net, const Spans& spans, int workers) {
+  const std::vector<int> pace = slowest_workers(net, spans, workers);
+  auto median_on_pace = [&](const char* category, const std::string& name) {
+    std::vector<double> us;
+    for (int k = 0; k < spans.iterations(); ++k) us.push_back(spans.durations(pace[k], category, name)[k]);
+    return median(us);
+  };
   std::vector<LayerCost> layers;
   for (int i = 0; i < net.num_layers(); ++i) {
     const auto& layer = net.layer(i);
     const auto [begin, end] = net.layer_param_range(i);
-    layers.push_back({layer.name(), layer.type(), spans.median_us(workers, "forward", layer.name()),
-                      spans.median_us(workers, "backward", layer.name()),
+    layers.push_back({layer.name(), layer.type(), median_on_pace("forward", layer.name()),
+                      median_on_pace("backward", layer.name()),
                       (end - begin) * static_cast<int64_t>(sizeof(float))});
   }
   return layers;
+}
+
+// The per-iteration parameter work (the gradient reset at its start and the solver step), on
+// the worker that took longest at it (the iteration ends with the last), median over iterations.
+double update_us(const Spans& spans, int workers) {
+  std::vector<double> longest(spans.iterations(), 0.0);
+  for (int w = 0; w < workers; ++w) {
+    const auto reset = spans.durations(w, "update", "zero gradients");
+    const auto step = spans.durations(w, "update", "update");
+    for (int k = 0; k < spans.iterations(); ++k) longest[k] = std::max(longest[k], reset[k] + step[k]);
+  }
+  return median(longest);
 }
 
 // One sync point, as a real iteration pays it: from the end of the chunk's completing backward
@@ -331,11 +366,11 @@ double fit_gbps(std::span<const TimedBytes> points) {
 Profile measure_profile(const TrainConfig& config, const ProfileOptions& options) {
   check_options(options);
   Trainer trainer(profiling_config(config, options));
-  for (int k = 0; k < options.warmup + options.iterations; ++k) trainer.train_iteration();
-  std::vector<Worker>& workers = trainer.workers();
   const Net<float>& net = trainer.net();
   if (net.learnable_count() == 0)
     throw ModelError(cat(config.model, ": no learnable parameters, nothing to exchange or profile"));
+  for (int k = 0; k < options.warmup + options.iterations; ++k) trainer.train_iteration();
+  std::vector<Worker>& workers = trainer.workers();
   const int n = trainer.num_workers();
   const Spans spans(trainer.timeline().events(), options.warmup, options.iterations);
   Profile p;
@@ -346,9 +381,8 @@ Profile measure_profile(const TrainConfig& config, const ProfileOptions& options
   p.batch = static_cast<int>(net.batch_size());
   p.layers = layer_costs(net, spans, n);
   p.sync_us = sync_us(net, spans, n);
-  const double update_us = spans.median_us(n, "update", "zero gradients") + spans.median_us(n, "update", "update");
   const double param_bytes = static_cast<double>(net.learnable_count()) * 4;
-  p.update_gbps = param_bytes / std::max(update_us, 1.0) / 1e3;
+  p.update_gbps = param_bytes / std::max(update_us(spans, n), 1.0) / 1e3;
   measure_links(workers, options, p);
   const auto sizes = sum_sizes(net, options.max_sum_bytes);
   p.host_sum = measure_host_sums(workers, sizes, config.host_threads, options.repeats, &p.host_threads);
