@@ -40,14 +40,17 @@ ProfileOptions quick() {
   return o;
 }
 
-double relative_error(double got, double want) { return std::abs(got - want) / std::abs(want); }
+double relative_error(double got, double want) {
+  return std::abs(got - want) / std::abs(want);
+}
 
 class FashionProfile : public ::testing::TestWithParam<int> {};
 
 TEST_P(FashionProfile, CoversEveryLayerWithSensibleCosts) {
   const int devices = GetParam();
   const Profile p = measure_profile(fashion(devices), quick());
-  Net<float> net(load_model(find_model_file("fashion_cnn")), Phase::Train, default_cpu_device(), 16, 1);
+  Net<float> net(load_model(find_model_file("fashion_cnn")), Phase::Train, default_cpu_device(), 16,
+                 1);
   EXPECT_EQ(p.backend, "cpu");
   EXPECT_EQ(p.devices, devices);
   EXPECT_EQ(p.batch, 16);
@@ -90,7 +93,8 @@ INSTANTIATE_TEST_SUITE_P(Devices, FashionProfile, ::testing::Values(1, 2));
 
 TEST(FitLink, RecoversLatencyAndBandwidth) {
   std::vector<TimedBytes> points;
-  for (double bytes : {4096.0, 65536.0, 1048576.0, 16777216.0}) points.push_back({bytes, 7.5 + bytes / 3e3});
+  for (double bytes : {4096.0, 65536.0, 1048576.0, 16777216.0})
+    points.push_back({bytes, 7.5 + bytes / 3e3});
   const LinkCost link = fit_link(points);
   EXPECT_LT(relative_error(link.latency_us, 7.5), 1e-9);
   EXPECT_LT(relative_error(link.gbps, 3.0), 1e-9);
@@ -156,7 +160,8 @@ TEST(ProfileCommand, WritesAProfileThatReadsBack) {
   EXPECT_NE(r.output.find("host sum"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("wrote " + out), std::string::npos) << r.output;
   const Profile p = read_profile(out);
-  Net<float> net(load_model(find_model_file("fashion_cnn")), Phase::Train, default_cpu_device(), 8, 1);
+  Net<float> net(load_model(find_model_file("fashion_cnn")), Phase::Train, default_cpu_device(), 8,
+                 1);
   EXPECT_EQ(p.devices, 2);
   EXPECT_EQ(p.batch, 8);
   ASSERT_EQ(p.layers.size(), static_cast<size_t>(net.num_layers()));
@@ -184,8 +189,10 @@ TEST(ProfileCommand, BadFlagsGiveOneLine) {
   expect_one_line_error("profile --data synthetic --iterations 0 --out " + out, "--iterations");
   expect_one_line_error("profile --data synthetic --iterations x --out " + out, "--iterations");
   expect_one_line_error("profile --data synthetic", "--out");
-  expect_one_line_error("profile --data synthetic --out /nonexistent/dir/p.json", "/nonexistent/dir/p.json");
-  expect_one_line_error("profile --model /nonexistent/m.prototxt --out " + out, "/nonexistent/m.prototxt");
+  expect_one_line_error("profile --data synthetic --out /nonexistent/dir/p.json",
+                        "/nonexistent/dir/p.json");
+  expect_one_line_error("profile --model /nonexistent/m.prototxt --out " + out,
+                        "/nonexistent/m.prototxt");
 }
 
 }  // namespace

@@ -34,12 +34,14 @@ void stamp(Stream& stream, double* slot) {
 
 void check_options(const ProfileOptions& o) {
   if (o.warmup < 0) throw UsageError(cat("--warmup must be at least 0, got ", o.warmup));
-  if (o.iterations < 1) throw UsageError(cat("--iterations must be at least 1, got ", o.iterations));
+  if (o.iterations < 1)
+    throw UsageError(cat("--iterations must be at least 1, got ", o.iterations));
   if (o.repeats < 1) throw UsageError(cat("--repeats must be at least 1, got ", o.repeats));
   if (o.min_copy_bytes < 4 || o.max_copy_bytes < 4 * o.min_copy_bytes)
     throw UsageError(cat("copy sizes: need 4 <= min (", o.min_copy_bytes, ") and max (",
                          o.max_copy_bytes, ") >= 4 x min, for two sizes or more"));
-  if (o.max_sum_bytes < 4) throw UsageError(cat("sum size cap must be at least 4 bytes, got ", o.max_sum_bytes));
+  if (o.max_sum_bytes < 4)
+    throw UsageError(cat("sum size cap must be at least 4 bytes, got ", o.max_sum_bytes));
 }
 
 // The run the layer, update and sync figures come from: cgdp with one chunk, so the exchange
@@ -70,17 +72,20 @@ class Spans {
     for (const TraceEvent& e : events_) by_key_[{e.pid, e.category, e.name}].push_back(&e);
   }
   // The measured iterations' spans of one key; empty if it never ran (a layer without backward).
-  std::vector<const TraceEvent*> measured(int pid, const std::string& category, const std::string& name) const {
+  std::vector<const TraceEvent*> measured(int pid, const std::string& category,
+                                          const std::string& name) const {
     auto it = by_key_.find({pid, category, name});
     if (it == by_key_.end()) return {};
     const auto& all = it->second;
     if (all.size() != static_cast<size_t>(warmup_ + iterations_))
       throw RuntimeCheckError(cat("profile: '", name, "' (", category, ") ran ", all.size(),
-                                  " times in ", warmup_ + iterations_, " iterations; layer names must be unique"));
+                                  " times in ", warmup_ + iterations_,
+                                  " iterations; layer names must be unique"));
     return {all.begin() + warmup_, all.end()};
   }
   // Durations of the measured iterations' spans of one key; zeros if it never ran.
-  std::vector<double> durations(int pid, const std::string& category, const std::string& name) const {
+  std::vector<double> durations(int pid, const std::string& category,
+                                const std::string& name) const {
     std::vector<double> us(iterations_, 0.0);
     const auto spans = measured(pid, category, name);
     for (size_t k = 0; k < spans.size(); ++k) us[k] = static_cast<double>(spans[k]->duration_us());
@@ -118,7 +123,8 @@ std::vector<LayerCost> layer_costs(const Net<float>& net, const Spans& spans, in
   const std::vector<int> pace = slowest_workers(net, spans, workers);
   auto median_on_pace = [&](const char* category, const std::string& name) {
     std::vector<double> us;
-    for (int k = 0; k < spans.iterations(); ++k) us.push_back(spans.durations(pace[k], category, name)[k]);
+    for (int k = 0; k < spans.iterations(); ++k)
+      us.push_back(spans.durations(pace[k], category, name)[k]);
     return median(us);
   };
   std::vector<LayerCost> layers;
@@ -139,7 +145,8 @@ double update_us(const Spans& spans, int workers) {
   for (int w = 0; w < workers; ++w) {
     const auto reset = spans.durations(w, "update", "zero gradients");
     const auto step = spans.durations(w, "update", "update");
-    for (int k = 0; k < spans.iterations(); ++k) longest[k] = std::max(longest[k], reset[k] + step[k]);
+    for (int k = 0; k < spans.iterations(); ++k)
+      longest[k] = std::max(longest[k], reset[k] + step[k]);
   }
   return median(longest);
 }
@@ -156,10 +163,12 @@ double sync_us(const Net<float>& net, const Spans& spans, int workers) {
     double wait = 0, last_copy_end = 0;
     for (int w = 0; w < workers; ++w) {
       const TraceEvent& copy = *spans.measured(w, "d2h", "d2h chunk 0").at(k);
-      wait += double(copy.begin_us - spans.measured(w, "backward", completing).at(k)->end_us) / workers;
+      wait +=
+          double(copy.begin_us - spans.measured(w, "backward", completing).at(k)->end_us) / workers;
       last_copy_end = std::max(last_copy_end, double(copy.end_us));
     }
-    per_iteration.push_back(std::max(0.0, wait) + std::max(0.0, sums.at(k)->begin_us - last_copy_end));
+    per_iteration.push_back(std::max(0.0, wait) +
+                            std::max(0.0, sums.at(k)->begin_us - last_copy_end));
   }
   return median(per_iteration);
 }
@@ -176,8 +185,10 @@ std::vector<int64_t> geometric_sizes(int64_t min, int64_t max) {
 // stream-order stamps, `repeats` times per size (all finish a size before the next); per size,
 // the median over repeats of the mean over workers.
 template <typename Issue>
-std::vector<TimedBytes> time_on_streams(const std::vector<Worker*>& workers, std::unique_ptr<Stream> Worker::*stream,
-                                        const std::vector<int64_t>& sizes, int repeats, Issue issue) {
+std::vector<TimedBytes> time_on_streams(const std::vector<Worker*>& workers,
+                                        std::unique_ptr<Stream> Worker::*stream,
+                                        const std::vector<int64_t>& sizes, int repeats,
+                                        Issue issue) {
   const size_t n = workers.size();
   std::vector<double> begin(n * repeats), end(n * repeats);
   auto sync = [&] {
@@ -208,7 +219,7 @@ std::vector<Worker*> pointers(std::vector<Worker>& workers) {
 }
 
 struct LinkFits {
-  LinkCost alone;         // one device at a time, times averaged over the devices
+  LinkCost alone;          // one device at a time, times averaged over the devices
   double shared_gbps = 0;  // all devices at once: bytes per second of all copies together
 };
 
@@ -224,8 +235,9 @@ LinkFits measure_link(std::vector<Worker>& workers, std::unique_ptr<Stream> Work
   }
   LinkFits fits{fit_link(alone), 0};
   if (workers.size() > 1)
-    fits.shared_gbps = fit_link(time_on_streams(pointers(workers), stream, sizes, repeats, issue)).gbps *
-                       double(workers.size());
+    fits.shared_gbps =
+        fit_link(time_on_streams(pointers(workers), stream, sizes, repeats, issue)).gbps *
+        double(workers.size());
   return fits;
 }
 
@@ -247,14 +259,18 @@ void measure_links(std::vector<Worker>& workers, const ProfileOptions& o, Profil
       (w.*stream)->copy_async((*dst)[w.index].get(), (*src)[w.index].get(), static_cast<size_t>(n));
     };
   };
-  const LinkFits d2h = measure_link(workers, &Worker::d2h, sizes, o.repeats, copy(&host, &device, &Worker::d2h));
-  const LinkFits h2d = measure_link(workers, &Worker::h2d, sizes, o.repeats, copy(&device, &host, &Worker::h2d));
-  const LinkFits p2p = measure_link(workers, &Worker::d2h, sizes, o.repeats, copy(&peer, &device, &Worker::d2h));
+  const LinkFits d2h =
+      measure_link(workers, &Worker::d2h, sizes, o.repeats, copy(&host, &device, &Worker::d2h));
+  const LinkFits h2d =
+      measure_link(workers, &Worker::h2d, sizes, o.repeats, copy(&device, &host, &Worker::h2d));
+  const LinkFits p2p =
+      measure_link(workers, &Worker::d2h, sizes, o.repeats, copy(&peer, &device, &Worker::d2h));
   p.d2h = d2h.alone;
   p.h2d = h2d.alone;
   p.p2p = p2p.alone;
   const double n = double(workers.size());
-  if (n > 1 && (d2h.shared_gbps < 0.9 * n * d2h.alone.gbps || h2d.shared_gbps < 0.9 * n * h2d.alone.gbps))
+  if (n > 1 &&
+      (d2h.shared_gbps < 0.9 * n * d2h.alone.gbps || h2d.shared_gbps < 0.9 * n * h2d.alone.gbps))
     p.host_memory_gbps = (d2h.shared_gbps + h2d.shared_gbps) / 2;
 }
 
@@ -270,8 +286,10 @@ std::vector<int64_t> sum_sizes(const Net<float>& net, int64_t cap) {
 
 // Host time of one sum_buffers call, median over repeats; tiny sums are repeated within a sample
 // so that the clock's resolution does not matter.
-double time_host_sum(float* dst, std::span<const float* const> srcs, int64_t count, int threads, int repeats) {
-  const int inner = static_cast<int>(std::clamp<int64_t>((int64_t{256} << 10) / (count * 4), 1, 1024));
+double time_host_sum(float* dst, std::span<const float* const> srcs, int64_t count, int threads,
+                     int repeats) {
+  const int inner =
+      static_cast<int>(std::clamp<int64_t>((int64_t{256} << 10) / (count * 4), 1, 1024));
   sum_buffers(dst, srcs, count, threads);  // first touch
   std::vector<double> us;
   for (int r = 0; r < repeats; ++r) {
@@ -284,14 +302,16 @@ double time_host_sum(float* dst, std::span<const float* const> srcs, int64_t cou
 
 // Host sums of 1..N inputs in pinned memory, on a thread of its own as the aggregator's (so
 // OpenMP's defaults are the aggregator's, not the trainer thread's).
-std::vector<HostSumCost> measure_host_sums(std::vector<Worker>& workers, const std::vector<int64_t>& sizes,
-                                           int threads, int repeats, int* resolved_threads) {
+std::vector<HostSumCost> measure_host_sums(std::vector<Worker>& workers,
+                                           const std::vector<int64_t>& sizes, int threads,
+                                           int repeats, int* resolved_threads) {
   const int64_t count = sizes.back() / 4;
   std::vector<PinnedHostBuffer> inputs;
   for (size_t w = 0; w <= workers.size(); ++w)
     inputs.emplace_back(*workers[std::min(w, workers.size() - 1)].device, count * 4);
   std::vector<const float*> srcs;
-  for (size_t w = 0; w < workers.size(); ++w) srcs.push_back(static_cast<const float*>(inputs[w].get()));
+  for (size_t w = 0; w < workers.size(); ++w)
+    srcs.push_back(static_cast<const float*>(inputs[w].get()));
   float* dst = static_cast<float*>(inputs.back().get());
   std::vector<HostSumCost> costs;
   std::thread([&] {
@@ -299,7 +319,8 @@ std::vector<HostSumCost> measure_host_sums(std::vector<Worker>& workers, const s
     for (size_t k = 1; k <= workers.size(); ++k) {
       std::vector<TimedBytes> points;
       for (int64_t bytes : sizes)
-        points.push_back({double(bytes), time_host_sum(dst, {srcs.data(), k}, bytes / 4, threads, repeats)});
+        points.push_back(
+            {double(bytes), time_host_sum(dst, {srcs.data(), k}, bytes / 4, threads, repeats)});
       costs.push_back({static_cast<int>(k), fit_gbps(points)});
     }
   }).join();
@@ -310,7 +331,8 @@ std::vector<HostSumCost> measure_host_sums(std::vector<Worker>& workers, const s
 // every worker at once, at the whole gradient's size (capped). Host code, as ps0's add is.
 double measure_device_sum(std::vector<Worker>& workers, int64_t bytes, int repeats) {
   if (workers[0].device->kind() != DeviceKind::Cpu)
-    throw DeviceError(cat(workers[0].device->name(), ": profile: the on-device sum (ps0) has no kernel yet"));
+    throw DeviceError(
+        cat(workers[0].device->name(), ": profile: the on-device sum (ps0) has no kernel yet"));
   const int64_t count = bytes / 4;
   std::vector<DeviceBuffer> a, b;
   for (Worker& w : workers) {
@@ -325,7 +347,8 @@ double measure_device_sum(std::vector<Worker>& workers, int64_t bytes, int repea
       sum_buffers(sum, srcs, n / 4, 0);
     });
   };
-  const auto points = time_on_streams(pointers(workers), &Worker::compute, {count * 4}, repeats, add);
+  const auto points =
+      time_on_streams(pointers(workers), &Worker::compute, {count * 4}, repeats, add);
   return fit_gbps(points);
 }
 
@@ -344,13 +367,15 @@ LinkCost fit_link(std::span<const TimedBytes> points) {
   // Ordinary least squares for us = a + b x: the slope follows the large copies, which are
   // memory-bound (small ones run in cache, faster than any big chunk moves).
   double n = 0, sx = 0, sxx = 0, sy = 0, sxy = 0;
-  for (const TimedBytes& p : points) n += 1, sx += p.bytes, sxx += p.bytes * p.bytes, sy += p.us, sxy += p.bytes * p.us;
+  for (const TimedBytes& p : points)
+    n += 1, sx += p.bytes, sxx += p.bytes * p.bytes, sy += p.us, sxy += p.bytes * p.us;
   const double det = n * sxx - sx * sx;
   double b = det > 0 ? (n * sxy - sx * sy) / det : 0;  // us per byte
-  if (b <= 0) b = 1.0 / (fit_gbps(points) * 1e3);       // noise: the plain ratio
+  if (b <= 0) b = 1.0 / (fit_gbps(points) * 1e3);      // noise: the plain ratio
   // The OLS intercept carries the large copies' noise; the smallest copy shows the fixed cost.
-  const TimedBytes& smallest = *std::min_element(
-      points.begin(), points.end(), [](const TimedBytes& l, const TimedBytes& r) { return l.bytes < r.bytes; });
+  const TimedBytes& smallest =
+      *std::min_element(points.begin(), points.end(),
+                        [](const TimedBytes& l, const TimedBytes& r) { return l.bytes < r.bytes; });
   return {1.0 / (b * 1e3), std::max(0.0, smallest.us - smallest.bytes * b)};
 }
 
@@ -368,7 +393,8 @@ Profile measure_profile(const TrainConfig& config, const ProfileOptions& options
   Trainer trainer(profiling_config(config, options));
   const Net<float>& net = trainer.net();
   if (net.learnable_count() == 0)
-    throw ModelError(cat(config.model, ": no learnable parameters, nothing to exchange or profile"));
+    throw ModelError(
+        cat(config.model, ": no learnable parameters, nothing to exchange or profile"));
   for (int k = 0; k < options.warmup + options.iterations; ++k) trainer.train_iteration();
   std::vector<Worker>& workers = trainer.workers();
   const int n = trainer.num_workers();
@@ -385,7 +411,8 @@ Profile measure_profile(const TrainConfig& config, const ProfileOptions& options
   p.update_gbps = param_bytes / std::max(update_us(spans, n), 1.0) / 1e3;
   measure_links(workers, options, p);
   const auto sizes = sum_sizes(net, options.max_sum_bytes);
-  p.host_sum = measure_host_sums(workers, sizes, config.host_threads, options.repeats, &p.host_threads);
+  p.host_sum =
+      measure_host_sums(workers, sizes, config.host_threads, options.repeats, &p.host_threads);
   p.device_sum_gbps = measure_device_sum(workers, sizes.back(), options.repeats);
   return p;
 }
