@@ -313,7 +313,7 @@ void exchange(PsClient& client, std::vector<float>& g, int64_t iteration) {
 }
 
 TEST(ShardFailure, KilledShardFailsThePullNamingIt) {
-  TwoShardsOneRemote shards({300, 500});  // chunk 1 lies on both shards
+  TwoShardsOneRemote shards({300, 500});  // chunk 0 on shard 0, chunk 1 on shard 1
   PsClient client(shards.client());
   std::vector<float> g(800, 1.f);
   exchange(client, g, 0);

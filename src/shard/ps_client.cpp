@@ -14,6 +14,7 @@
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/shard/protocol.hpp"
+#include "shard/message_memory.hpp"
 #include "shard/socket_monitor.hpp"
 
 namespace cgdp {
@@ -111,11 +112,13 @@ class PsClient::Impl {
 
 PsClient::Impl::Impl(PsClientConfig c) : config(std::move(c)) {
   if (config.shards.empty()) throw UsageError("parameter-server client: no shard addresses");
+  keep_message_buffers_in_heap();
   if (config.num_hosts < 1 || config.rank < 0 || config.rank >= config.num_hosts)
     throw UsageError(cat("host rank ", config.rank, " is outside [0, ", config.num_hosts, ")"));
   if (config.token.empty()) throw UsageError("parameter-server client: no cluster token");
   if (config.timeout.count() <= 0) throw UsageError("parameter-server client: timeout must be > 0");
-  layout = assign_ranges(config.chunk_sizes, static_cast<int>(config.shards.size()));
+  layout = assign_ranges(config.chunk_sizes, static_cast<int>(config.shards.size()),
+                         config.limits);
   tracker_.in_flight.assign(layout.num_chunks(), 0);
   for (int c = 0; c < layout.num_chunks(); ++c) hints_.push_back({&tracker_, c});
   for (size_t s = 0; s < config.shards.size(); ++s) {

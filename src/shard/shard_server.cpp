@@ -19,6 +19,7 @@
 #include "cgdp/shard/protocol.hpp"
 #include "cgdp/shard/shard_layout.hpp"
 #include "shard/piece_state.hpp"
+#include "shard/message_memory.hpp"
 #include "shard/socket_monitor.hpp"
 #include "shard/zap_handler.hpp"
 
@@ -100,7 +101,8 @@ class ShardServer::Impl {
 
 ShardServer::Impl::Impl(ShardConfig config) : config_(std::move(config)) {
   check_config(config_);
-  layout_ = assign_ranges(config_.chunk_sizes, config_.num_shards);
+  keep_message_buffers_in_heap();
+  layout_ = assign_ranges(config_.chunk_sizes, config_.num_shards, config_.limits);
   const auto mine = layout_.pieces_of_shard(config_.shard);
   first_piece_ = mine.empty() ? 0 : mine.front().range;
   for (const ShardPiece& p : mine) {

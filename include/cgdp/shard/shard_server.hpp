@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "cgdp/shard/shard_layout.hpp"
+
 namespace cgdp {
 
 // Where a shard's log lines go (refused connections, rejected messages, hosts joining and
@@ -25,6 +27,7 @@ struct ShardConfig {
   int num_shards = 1;
   int num_hosts = 1;    // H: every (iteration, piece) waits for pushes from hosts 0..H-1
   std::vector<int64_t> chunk_sizes;  // the chunk plan, elements per chunk (as every host has it)
+  PieceLimits limits;  // how chunks are cut (assign_ranges); the same on every host and shard
   std::string token;                 // the cluster token (load_cluster_token)
   int sum_threads = 1;               // OpenMP threads per sum
   // Stop by itself once every host said bye (kBye); otherwise only stop() ends it.
@@ -44,7 +47,8 @@ struct ShardStats {
 class ShardServer {
  public:
   // Binds `config.address` (throws NetworkError naming it when that fails; UsageError for a bad
-  // config) and serves on its own thread until stop(), or until every host said bye.
+  // config) and serves on its own thread until stop(), or until every host said bye. Fixes
+  // glibc's malloc thresholds for the process, as PsClient does.
   explicit ShardServer(ShardConfig config);
   ~ShardServer();  // stop()
   ShardServer(const ShardServer&) = delete;
