@@ -13,6 +13,7 @@
 
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/shard/protocol.hpp"
@@ -332,6 +333,29 @@ TEST(ShardFailure, FrozenShardTimesOutNamingIt) {
   const std::string what = network_error([&] { exchange(client, g, 1); });
   EXPECT_EQ(what, "no reply from shard 1 (" + shards.remote() +
                       ") for 1 s while pulling iteration 1, chunk 1");
+}
+
+// ZeroMQ's heartbeats close the connection to a frozen shard even while the host is idle, so the
+// next push fails at once instead of a later pull waiting out its timeout.
+TEST(ShardFailure, FrozenShardIsDetectedWhileIdle) {
+  TwoShardsOneRemote shards({300, 500});
+  PsClientConfig config = shards.client();
+  config.timeout = std::chrono::seconds(60);
+  PsClient client(config);
+  std::vector<float> g(800, 1.f);
+  exchange(client, g, 0);
+  shards.signal(SIGSTOP);
+  std::string what;
+  for (int attempt = 0; attempt < 100 && what.empty(); ++attempt) {  // at most 20 s
+    try {
+      client.push(1, 1, g.data() + 300, 500);
+      std::this_thread::sleep_for(milliseconds(200));
+    } catch (const NetworkError& e) {
+      what = e.what();
+    }
+  }
+  EXPECT_EQ(what, "lost the connection to shard 1 (" + shards.remote() +
+                      ") while pushing iteration 1, chunk 1");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cstring>
+#include <thread>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/shard/cluster_token.hpp"
@@ -172,6 +173,36 @@ TEST(ShardServer, FixedOrderSumsAreBitwiseForAnyShardAndHostCount) {
       Cluster small_pieces(shards, hosts, chunks, PieceLimits{1000, 1});  // 40+ pieces
       expect_fixed_order_sum(small_pieces, false, 2);
     }
+}
+
+// push() on one thread and pull() on another, as an aggregator may split them: each host's
+// pusher sends every chunk of an iteration while its puller already waits for the sums.
+TEST(PsClient, PushAndPullMayRunOnTwoThreads) {
+  Cluster cluster(2, 2, {70000, 123, 50000}, PieceLimits{4096, 1024});
+  const int64_t total = 120123;
+  std::vector<std::vector<float>> sums(2, std::vector<float>(total));
+  std::vector<std::thread> hosts;
+  for (int h = 0; h < 2; ++h)
+    hosts.emplace_back([&, h] {
+      PsClient client(cluster.client(h));
+      std::vector<float>& g = sums[h];
+      for (int t = 0; t < 3; ++t) {
+        for (int64_t i = 0; i < total; ++i) g[i] = testing::value(true, h, t, i);
+        std::thread pusher([&] {
+          for (int c = 0, at = 0; c < 3; at += cluster.chunk_sizes[c++])
+            client.push(t, c, g.data() + at, cluster.chunk_sizes[c]);
+        });
+        for (int c = 0, at = 0; c < 3; at += cluster.chunk_sizes[c++])
+          client.pull(t, c, g.data() + at, cluster.chunk_sizes[c]);
+        pusher.join();
+      }
+    });
+  for (auto& t : hosts) t.join();
+  for (int64_t i = 0; i < total; ++i) {
+    const float expected = testing::value(true, 0, 2, i) + testing::value(true, 1, 2, i);
+    ASSERT_EQ(sums[0][i], expected) << i;
+    ASSERT_EQ(sums[1][i], expected) << i;
+  }
 }
 
 }  // namespace
