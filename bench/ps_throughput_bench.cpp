@@ -123,14 +123,10 @@ void sizes(benchmark::internal::Benchmark* b, bool with_shards) {
 // Wall time gives the throughput; the whole process's CPU time (every thread: ZeroMQ's I/O
 // threads, the shards', the TCP server's) gives bytes per CPU-second, which a loaded machine
 // disturbs less.
-BENCHMARK(BM_TcpEcho)
-    ->Apply([](auto* b) { sizes(b, false); })
-    ->ArgNames({"bytes"})
-    ->UseRealTime()
-    ->MeasureProcessCPUTime();
+BENCHMARK(BM_TcpEcho)->Apply([](auto* b) {
+                       sizes(b, false);
+                     }) -> ArgNames({"bytes"}) -> UseRealTime() -> MeasureProcessCPUTime();
 BENCHMARK(BM_PsPushPull)
-    ->Apply([](auto* b) { sizes(b, true); })
-    ->ArgNames({"shards", "bytes"})
-    ->UseRealTime()
-    ->MeasureProcessCPUTime();
+    ->Apply([](auto* b) { sizes(b, true); }) -> ArgNames({"shards", "bytes"}) -> UseRealTime()
+        -> MeasureProcessCPUTime();
 BENCHMARK_MAIN();

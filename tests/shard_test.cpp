@@ -130,7 +130,9 @@ TEST(ShardProtocol, ParseHeaderChecksEveryField) {
   EXPECT_NE(parse_header(&bad, sizeof bad, out).find("unknown"), std::string::npos);
 }
 
-zmq::message_t floats(std::vector<float> v) { return zmq::message_t(v.data(), v.size() * 4); }
+zmq::message_t floats(std::vector<float> v) {
+  return zmq::message_t(v.data(), v.size() * 4);
+}
 
 std::vector<float> floats_of(const zmq::message_t& m) {
   std::vector<float> v(m.size() / 4);

@@ -29,7 +29,8 @@ void check_plan(std::span<const int64_t> chunk_sizes, int num_shards, PieceLimit
 int64_t cut(const std::vector<int64_t>& starts, int s, int num_shards, int64_t min_split) {
   const int64_t total = starts.back();
   // floor(total * s / num_shards) without overflow, aligned down.
-  const int64_t ideal = (total / num_shards * s + total % num_shards * s / num_shards) / kAlign * kAlign;
+  const int64_t ideal =
+      (total / num_shards * s + total % num_shards * s / num_shards) / kAlign * kAlign;
   const auto after = std::upper_bound(starts.begin(), starts.end(), ideal);
   const int64_t begin = *(after - 1), end = *after;  // the chunk holding `ideal`
   if (ideal == begin || (ideal - begin >= min_split && end - ideal >= min_split)) return ideal;
@@ -45,8 +46,8 @@ std::span<const ShardPiece> ShardLayout::pieces_of_chunk(int chunk) const {
 std::span<const ShardPiece> ShardLayout::pieces_of_shard(int shard) const {
   const auto first = std::find_if(pieces.begin(), pieces.end(),
                                   [&](const ShardPiece& p) { return p.shard >= shard; });
-  const auto last = std::find_if(first, pieces.end(),
-                                 [&](const ShardPiece& p) { return p.shard > shard; });
+  const auto last =
+      std::find_if(first, pieces.end(), [&](const ShardPiece& p) { return p.shard > shard; });
   return std::span(first, last);
 }
 

@@ -36,8 +36,7 @@ struct LogSink {
 };
 
 struct Cluster {
-  Cluster(int shards, int hosts, std::vector<int64_t> chunks,
-          PieceLimits piece_limits = {})
+  Cluster(int shards, int hosts, std::vector<int64_t> chunks, PieceLimits piece_limits = {})
       : chunk_sizes(std::move(chunks)), limits(piece_limits) {
     for (int s = 0; s < shards; ++s) {
       ShardConfig c;
@@ -75,7 +74,8 @@ inline float value(bool integers, int h, int64_t t, int64_t i) {
 
 // Every host pushes all chunks (in a random order) then pulls them in another random order,
 // in place, for `iterations` iterations; returns each host's final flat vector.
-inline std::vector<std::vector<float>> run_hosts(const Cluster& cluster, bool integers, int iterations) {
+inline std::vector<std::vector<float>> run_hosts(const Cluster& cluster, bool integers,
+                                                 int iterations) {
   const int hosts = cluster.num_hosts;
   int64_t total = 0;
   for (int64_t s : cluster.chunk_sizes) total += s;
