@@ -1,5 +1,5 @@
 // Parameter-server shards and clients on loopback: byte-balanced layouts, bitwise fixed-order
-// sums for 1-3 shards x 2-3 hosts, the BSP window of one piece, token files.
+// sums for 1-3 shards x 2-3 hosts (and 5), the BSP window of one piece, token files.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -175,6 +175,9 @@ TEST(ShardServer, FixedOrderSumsAreBitwiseForAnyShardAndHostCount) {
       Cluster small_pieces(shards, hosts, chunks, PieceLimits{1000, 1});  // 40+ pieces
       expect_fixed_order_sum(small_pieces, false, 2);
     }
+  // Five hosts: sum_buffers' tree order ((h0 + h1) + (h2 + h3)) + h4 is not left to right.
+  Cluster five(2, 5, chunks, PieceLimits{1000, 1});
+  expect_fixed_order_sum(five, false, 2);
 }
 
 // push() on one thread and pull() on another, as an aggregator may split them: each host's

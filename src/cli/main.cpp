@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   add(&cgdp::cli::add_train_command);
   add(&cgdp::cli::add_inspect_command);
   add(&cgdp::cli::add_topo_command);
+  add(&cgdp::cli::add_predict_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,7 +1,7 @@
 // The BSP bookkeeping of one shard piece: every host's push of each iteration is kept until all
-// H arrived, then summed in host order; pulls wait for that sum; an iteration is forgotten once
-// every host pulled it. At most two iterations are live (a fast host may push t+1 while a slow one
-// still pulls t).
+// H arrived, then summed over hosts 0..H-1 in sum_buffers' fixed order; pulls wait for that sum;
+// an iteration is forgotten once every host pulled it. At most two iterations are live (a fast
+// host may push t+1 while a slow one still pulls t).
 #pragma once
 
 #include <cstdint>

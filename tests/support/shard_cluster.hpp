@@ -112,19 +112,26 @@ inline std::vector<std::vector<float>> run_hosts(const Cluster& cluster, bool in
   return results;
 }
 
+// The sum of `terms` in sum_buffers' order over hosts 0..H-1: pairs at stride 1, 2, 4, ...
+inline float tree_sum(std::vector<float> terms) {
+  for (size_t stride = 1; stride < terms.size(); stride *= 2)
+    for (size_t i = 0; i + stride < terms.size(); i += 2 * stride) terms[i] += terms[i + stride];
+  return terms[0];
+}
+
 inline void expect_fixed_order_sum(const Cluster& cluster, bool integers, int iterations) {
   const auto results = run_hosts(cluster, integers, iterations);
   const int64_t total = static_cast<int64_t>(results[0].size());
   const int64_t t = iterations - 1;
+  std::vector<float> terms(cluster.num_hosts);
   for (int64_t i = 0; i < total; ++i) {
-    // Host 0, then 1, 2, ... in float. Through a volatile, so the compiler cannot fuse value()'s
-    // multiplication into the addition (an FMA rounds once, the shards round twice).
-    volatile float term = value(integers, 0, t, i);
-    float expected = term;
-    for (int h = 1; h < cluster.num_hosts; ++h) {
-      term = value(integers, h, t, i);
-      expected += term;
+    // Through a volatile, so the compiler cannot fuse value()'s multiplication into the
+    // addition (an FMA rounds once, the shards round twice).
+    for (int h = 0; h < cluster.num_hosts; ++h) {
+      volatile float term = value(integers, h, t, i);
+      terms[h] = term;
     }
+    const float expected = tree_sum(terms);
     for (int h = 0; h < cluster.num_hosts; ++h)
       ASSERT_EQ(std::bit_cast<uint32_t>(results[h][i]), std::bit_cast<uint32_t>(expected))
           << "host " << h << " element " << i;

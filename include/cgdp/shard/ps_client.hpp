@@ -44,7 +44,7 @@ class PsClient {
   // `data` must stay valid and unchanged until pull() of the same (iteration, chunk) returned.
   // Each chunk is pushed once per iteration. Throws NetworkError if a shard's connection is lost.
   void push(int64_t iteration, int chunk, const float* data, int64_t count);
-  // Blocks until the global sum (hosts 0, 1, ... added in that order) of the chunk is in `out`
+  // Blocks until the global sum (over hosts 0..H-1 in sum_buffers' fixed order) is in `out`
   // (which may be the pushed `data`). Throws NetworkError naming the shard when one did not
   // answer within the timeout, lost its connection or replied with an error.
   void pull(int64_t iteration, int chunk, float* out, int64_t count);

@@ -1,5 +1,5 @@
 // A parameter-server shard: owns a byte-balanced range of the flat gradient vector, sums every
-// host's push of each of its pieces in host order (BSP), and answers pulls with the global sum.
+// host's push of each of its pieces in one fixed order (BSP), and answers pulls with the sum.
 #pragma once
 
 #include <chrono>
