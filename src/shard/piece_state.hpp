@@ -4,12 +4,11 @@
 // still pulls t).
 #pragma once
 
-#include <zmq.hpp>
-
 #include <cstdint>
 #include <deque>
 #include <string>
 #include <vector>
+#include <zmq.hpp>
 
 namespace cgdp {
 
@@ -18,7 +17,7 @@ struct ReadyReply {
   zmq::message_t route;  // the ROUTER identity of the pulling connection
   int host = 0;
   int64_t iteration = 0;
-  zmq::message_t sum;    // shares the sum's buffer (ZeroMQ reference counting), no copy
+  zmq::message_t sum;  // shares the sum's buffer (ZeroMQ reference counting), no copy
 };
 
 class PieceState {

@@ -36,13 +36,15 @@ struct LogSink {
 };
 
 struct Cluster {
-  Cluster(int shards, int hosts, std::vector<int64_t> chunks) : chunk_sizes(std::move(chunks)) {
+  Cluster(int shards, int hosts, std::vector<int64_t> chunks, PieceLimits piece_limits = {})
+      : chunk_sizes(std::move(chunks)), limits(piece_limits) {
     for (int s = 0; s < shards; ++s) {
       ShardConfig c;
       c.shard = s;
       c.num_shards = shards;
       c.num_hosts = hosts;
       c.chunk_sizes = chunk_sizes;
+      c.limits = limits;
       c.token = kToken;
       c.sum_threads = 2;
       c.log = log.sink();
@@ -53,10 +55,11 @@ struct Cluster {
   }
   PsClientConfig client(int rank,
                         std::chrono::milliseconds timeout = std::chrono::seconds(10)) const {
-    return PsClientConfig{endpoints, rank, num_hosts, chunk_sizes, kToken, timeout};
+    return PsClientConfig{endpoints, rank, num_hosts, chunk_sizes, kToken, timeout, limits};
   }
   LogSink log;
   std::vector<int64_t> chunk_sizes;
+  PieceLimits limits;
   int num_hosts = 0;
   std::vector<std::unique_ptr<ShardServer>> servers;
   std::vector<std::string> endpoints;
@@ -71,7 +74,8 @@ inline float value(bool integers, int h, int64_t t, int64_t i) {
 
 // Every host pushes all chunks (in a random order) then pulls them in another random order,
 // in place, for `iterations` iterations; returns each host's final flat vector.
-inline std::vector<std::vector<float>> run_hosts(const Cluster& cluster, bool integers, int iterations) {
+inline std::vector<std::vector<float>> run_hosts(const Cluster& cluster, bool integers,
+                                                 int iterations) {
   const int hosts = cluster.num_hosts;
   int64_t total = 0;
   for (int64_t s : cluster.chunk_sizes) total += s;
