@@ -12,6 +12,8 @@ using Runner = std::function<int()>;
 Runner add_train_command(CLI::App& app);
 Runner add_inspect_command(CLI::App& app);
 Runner add_topo_command(CLI::App& app);
+Runner add_profile_command(CLI::App& app);
+Runner add_predict_command(CLI::App& app);
 Runner add_launch_command(CLI::App& app);
 
 }  // namespace cgdp::cli

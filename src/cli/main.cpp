@@ -8,6 +8,10 @@
 int main(int argc, char** argv) {
   CLI::App app{"cgdp: data-parallel training that puts the host's CPU cores to work"};
   app.require_subcommand(1);
+  // Flag errors in one line, as every other error (set before the subcommands, which copy it).
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return cgdp::cat("cgdp: error: ", e.what(), " (see --help)\n");
+  });
   std::map<CLI::App*, cgdp::cli::Runner> runners;
   auto add = [&](cgdp::cli::Runner (*adder)(CLI::App&)) {
     const size_t before = app.get_subcommands({}).size();
@@ -17,6 +21,8 @@ int main(int argc, char** argv) {
   add(&cgdp::cli::add_train_command);
   add(&cgdp::cli::add_inspect_command);
   add(&cgdp::cli::add_topo_command);
+  add(&cgdp::cli::add_profile_command);
+  add(&cgdp::cli::add_predict_command);
   add(&cgdp::cli::add_launch_command);
   try {
     app.parse(argc, argv);

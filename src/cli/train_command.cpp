@@ -1,39 +1,29 @@
 // `cgdp train`: flags -> TrainConfig -> Trainer. With no flags it trains the default model on
 // Fashion-MNIST from Debian's dataset-fashion-mnist package.
-#include "cgdp/net/model_file.hpp"
 #include "cgdp/train/trainer.hpp"
 #include "cli/commands.hpp"
+#include "cli/train_flags.hpp"
 
 namespace cgdp::cli {
 
 namespace {
 
-struct TrainFlags {
-  TrainConfig config;
-  std::string solver_file;
-  double lr = 0.02, momentum = 0.9, weight_decay = 5e-4, gamma = 0.1, power = 1.0;
-  std::string lr_policy = "poly";  // linear decay to 0 over the run: fits any run length
-  int64_t stepsize = 0;
-  std::vector<int64_t> stepvalues;
-};
-
-// Starts from the solver file (if any); flags the user typed override its fields.
-proto::SolverParameter solver_settings(const TrainFlags& f, const CLI::App& cmd) {
-  proto::SolverParameter s;
-  if (!f.solver_file.empty()) s = load_solver(f.solver_file);
-  auto given = [&](const char* flag) { return cmd.count(flag) > 0 || f.solver_file.empty(); };
-  if (given("--lr") || !s.has_base_lr()) s.set_base_lr(static_cast<float>(f.lr));
-  if (given("--momentum") || !s.has_momentum()) s.set_momentum(static_cast<float>(f.momentum));
-  if (given("--weight-decay") || !s.has_weight_decay()) s.set_weight_decay(static_cast<float>(f.weight_decay));
-  if (given("--lr-policy")) s.set_lr_policy(f.lr_policy);
-  if (given("--gamma") || !s.has_gamma()) s.set_gamma(static_cast<float>(f.gamma));
-  if (given("--power") || !s.has_power()) s.set_power(static_cast<float>(f.power));
-  if (given("--stepsize") && f.stepsize > 0) s.set_stepsize(static_cast<int32_t>(f.stepsize));
-  if (given("--stepvalues") && !f.stepvalues.empty()) {
-    s.clear_stepvalue();
-    for (int64_t v : f.stepvalues) s.add_stepvalue(static_cast<int32_t>(v));
-  }
-  return s;
+// --chunk auto's settings.
+void add_chunk_search_options(CLI::App& cmd, TrainConfig& c) {
+  ChunkSearchOptions& s = c.chunk_search;
+  cmd.add_option("--profile", c.profile_path, "--chunk auto: predict from this profile (default: measure one first)");
+  cmd.add_option("--chunk-plans", c.chunk_plans,
+                 "--chunk auto: candidate plans: equal, equal:A-B, best, or --chunk values (default: equal best all)");
+  cmd.add_option("--search-interval", s.interval, "--chunk auto: iterations per trial")->capture_default_str();
+  cmd.add_option("--search-warmup", s.warmup, "--chunk auto: iterations dropped after each change")->capture_default_str();
+  cmd.add_option("--search-step", s.step, "--chunk auto: Algorithm 1's step along the plans")->capture_default_str();
+  cmd.add_option("--search-range", s.range, "--chunk auto: steps past the best before turning")->capture_default_str();
+  cmd.add_option("--search-confirmations", s.confirmations, "--chunk auto: re-measurements of the leader at most")
+      ->capture_default_str();
+  cmd.add_option("--search-steady", s.steady, "--chunk auto: median/min - 1 above which a trial runs longer")
+      ->capture_default_str();
+  cmd.add_option("--search-budget", s.budget, "--chunk auto: iterations before the search must settle")
+      ->capture_default_str();
 }
 
 }  // namespace
@@ -44,9 +34,7 @@ Runner add_train_command(CLI::App& app) {
   c.epochs = 8;
   c.solver.set_lr_policy("fixed");
   CLI::App* cmd = app.add_subcommand("train", "Train a model (default: fashion_cnn on Fashion-MNIST)");
-  cmd->add_option("-m,--model", c.model, "Model file, or a name from models/")->capture_default_str();
-  cmd->add_option("-d,--data", c.data, "idx:DIR, cifar10:DIR or synthetic[:C,H,W,K]")->capture_default_str();
-  cmd->add_option("-b,--batch", c.batch, "Batch size (default: the model's Input)")->check(CLI::PositiveNumber);
+  add_workload_flags(cmd, *f);
   cmd->add_option("--test-batch", c.test_batch, "Batch size for testing (default 100)")->check(CLI::PositiveNumber);
   auto* iters = cmd->add_option("-i,--iterations", c.iterations, "Iterations (SGD steps) to run")
                     ->check(CLI::PositiveNumber);
@@ -54,17 +42,7 @@ Runner add_train_command(CLI::App& app) {
       ->capture_default_str()->check(CLI::PositiveNumber)->excludes(iters);
   cmd->add_option("--accumulate", c.accumulate, "Micro-batches summed per update (Caffe's iter_size)")
       ->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--solver", f->solver_file, "Solver settings file (prototxt); flags override it")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--lr", f->lr, "Base learning rate")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--lr-policy", f->lr_policy, "fixed, step, multistep or poly")->capture_default_str();
-  cmd->add_option("--gamma", f->gamma, "Decay factor for step/multistep")->capture_default_str();
-  cmd->add_option("--stepsize", f->stepsize, "Iterations between decays (step)");
-  cmd->add_option("--stepvalues", f->stepvalues, "Iterations at which to decay (multistep)")->delimiter(',');
-  cmd->add_option("--power", f->power, "Exponent for poly")->capture_default_str();
-  cmd->add_option("--momentum", f->momentum, "SGD momentum")->capture_default_str();
-  cmd->add_option("--weight-decay", f->weight_decay, "L2 weight decay")->capture_default_str();
-  cmd->add_option("--seed", c.seed, "Seed for initialisation, shuffling and dropout")->capture_default_str();
+  add_solver_flags(cmd, *f);
   cmd->add_option("--test-interval", c.test_interval, "Iterations between tests (default: each epoch; -1: end only)");
   cmd->add_option("--test-samples", c.test_samples, "Test on the first N test samples (default: all)");
   cmd->add_option("--display", c.display, "Iterations between progress lines (default: ~20 per run)");
@@ -74,16 +52,11 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--snapshot-prefix", c.snapshot_prefix, "Checkpoints go to PREFIX_iter_N.ckpt (default: the model's name)");
   cmd->add_option("--resume", c.resume_path, "Continue from a checkpoint")->check(CLI::ExistingFile);
   cmd->add_flag("--plain", c.plain_output, "Plain progress lines even on a terminal");
-  cmd->add_option("--threads", c.threads, "CPU threads for compute (default: all cores)");
-  cmd->add_option("-n,--devices", c.devices, "Data-parallel workers (devices)")->capture_default_str();
-  cmd->add_option("--device-kind", c.device_kind, "cpu, or cuda (workers share GPUs round-robin)")
-      ->capture_default_str();
-  cmd->add_option("--global-batch", c.global_batch, "Batch over all workers, split evenly (instead of --batch)")
-      ->excludes("--batch");
   cmd->add_option("--sync", c.sync, "cgdp (default for > 1 device), ps0 (worker 0 is the server) or local");
-  cmd->add_option("--chunk", c.chunk, "cgdp chunk plan: layer, K, bytes:MB, all, or boundaries b1,b2,...")
+  cmd->add_option("--chunk", c.chunk,
+                  "cgdp chunk plan: layer, K, bytes:MB, all, boundaries b1,b2,..., or auto (search at run time)")
       ->capture_default_str();
-  cmd->add_option("--host-threads", c.host_threads, "Threads that sum gradients on the host (default: all)");
+  add_chunk_search_options(*cmd, c);
   cmd->add_option("--timeline", c.timeline_path, "Write a Chrome trace (Perfetto) of every stream");
   cmd->add_flag("--phase-table", c.phase_table, "Print the per-phase time table at the end");
   cmd->add_option("--hosts", c.hosts, "Scale out: host:port of every rank, the same list on every host")
@@ -94,9 +67,7 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--timeout-s", c.timeout_s, "Stop when a host or shard is silent this long")
       ->capture_default_str()->check(CLI::PositiveNumber);
   return [f, cmd] {
-    TrainConfig config = f->config;
-    config.solver = solver_settings(*f, *cmd);
-    Trainer trainer(config);
+    Trainer trainer(resolved_config(*f, *cmd));
     trainer.run();
     return 0;
   };

@@ -15,23 +15,24 @@ namespace {
 class CgdpSync final : public SyncScheme {
  public:
   CgdpSync(std::vector<Worker>& workers, const SyncOptions& o, Timeline& timeline)
-      : timeline_(timeline), plan_(o.plan) {
+      : timeline_(timeline), plan_(o.plan), chunk_done_(workers.size()) {
     std::vector<AggregatorWorker> agg;
-    std::vector<ChunkSpan> spans;
-    for (size_t c = 0; c < plan_.chunks.size(); ++c) {
-      spans.push_back({plan_.chunks[c].offset, plan_.chunks[c].count});
-      chunk_of_layer_[plan_.chunks[c].completing_layer] = static_cast<int>(c);
-    }
     for (Worker& w : workers) {
       w.solver = std::make_unique<Solver<float>>(*w.net, o.lr, o.sgd);
       agg.push_back({w.device.get(), w.h2d.get(), w.net->flat_diff().data()});
-      std::vector<std::unique_ptr<Event>> events;
-      for (size_t c = 0; c < spans.size(); ++c) events.push_back(w.device->create_event());
-      chunk_done_.push_back(std::move(events));
+      devices_.push_back(w.device.get());
     }
+    std::vector<ChunkSpan> spans = index_plan();
     if (!spans.empty())
       aggregator_ = std::make_unique<HostAggregator>(std::move(agg), std::move(spans), o.host_threads,
                                                      timeline, o.reducer, o.aggregator_cpus);
+  }
+
+  void set_chunk_plan(const ChunkPlan& plan) override {
+    CGDP_ASSERT(plan.chunks.empty() == plan_.chunks.empty());
+    plan_ = plan;
+    std::vector<ChunkSpan> spans = index_plan();
+    if (aggregator_) aggregator_->set_chunks(std::move(spans));
   }
 
   SyncKind kind() const override { return SyncKind::Cgdp; }
@@ -78,6 +79,21 @@ class CgdpSync final : public SyncScheme {
     }
   }
 
+  // Maps each chunk's completing layer to it and makes sure every worker has an event per chunk
+  // (events are only ever added, so switching back and forth between plans allocates nothing).
+  std::vector<ChunkSpan> index_plan() {
+    std::vector<ChunkSpan> spans;
+    chunk_of_layer_.clear();
+    for (size_t c = 0; c < plan_.chunks.size(); ++c) {
+      spans.push_back({plan_.chunks[c].offset, plan_.chunks[c].count});
+      chunk_of_layer_[plan_.chunks[c].completing_layer] = static_cast<int>(c);
+    }
+    for (size_t w = 0; w < chunk_done_.size(); ++w)
+      while (chunk_done_[w].size() < spans.size())
+        chunk_done_[w].push_back(devices_[w]->create_event());
+    return spans;
+  }
+
   std::string placement_note() const override {
     return aggregator_ ? "host aggregator " + aggregator_->binding_note() : "";
   }
@@ -95,6 +111,7 @@ class CgdpSync final : public SyncScheme {
 
  private:
   Timeline& timeline_;
+  std::vector<Device*> devices_;  // per worker, for the events of a plan with more chunks
   ChunkPlan plan_;
   std::map<int, int> chunk_of_layer_;  // net layer completing a chunk -> chunk
   std::vector<std::vector<std::unique_ptr<Event>>> chunk_done_;  // [worker][chunk]

@@ -18,8 +18,8 @@ HostAggregator::HostAggregator(std::vector<AggregatorWorker> workers, std::vecto
       cpus_(std::move(cpus)),
       arrivals_(chunks_.size(), 0) {
   CGDP_ASSERT(!workers_.empty() && !chunks_.empty());
-  const int64_t total = chunks_.back().offset + chunks_.back().count;
-  const size_t bytes = static_cast<size_t>(total) * sizeof(float);
+  total_ = chunks_.back().offset + chunks_.back().count;
+  const size_t bytes = static_cast<size_t>(total_) * sizeof(float);
   for (const auto& w : workers_) {
     receive_.emplace_back(*w.device, bytes);
     landed_.push_back(w.device->create_event());
@@ -54,6 +54,15 @@ std::thread HostAggregator::start_thread(void (HostAggregator::*body)()) {
       abort(std::current_exception());
     }
   });
+}
+
+void HostAggregator::set_chunks(std::vector<ChunkSpan> chunks) {
+  CGDP_ASSERT(!chunks.empty() && chunks.back().offset + chunks.back().count <= total_);
+  std::lock_guard lock(mutex_);  // orders the change before the aggregator thread's next read
+  CGDP_ASSERT(issued_ == 0 && ready_.empty());
+  for (const int a : arrivals_) CGDP_ASSERT(a == 0);
+  chunks_ = std::move(chunks);
+  arrivals_.assign(chunks_.size(), 0);
 }
 
 float* HostAggregator::receive_buffer(int worker, int chunk) {

@@ -23,6 +23,10 @@ SyncKind parse_sync_kind(const std::string& name) {
   throw UsageError(cat("--sync: unknown scheme '", name, "' (known: cgdp, ps0, local)"));
 }
 
+void SyncScheme::set_chunk_plan(const ChunkPlan&) {
+  throw UsageError(cat("--sync ", to_string(kind()), " exchanges no chunks: chunk plans need --sync cgdp"));
+}
+
 namespace {
 
 class LocalSync final : public SyncScheme {

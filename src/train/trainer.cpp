@@ -10,7 +10,9 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
+#include "cgdp/cost/profile_match.hpp"
 #include "cgdp/data/open_dataset.hpp"
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/net/model_file.hpp"
@@ -82,7 +84,7 @@ DeviceKind parse_device_kind(const std::string& name) {
 }  // namespace
 
 Trainer::Trainer(const TrainConfig& config, FILE* out)
-    : config_(config), out_(out), timeline_(!config.timeline_path.empty()) {
+    : config_(config), out_(out), timeline_(config.record_timeline || !config.timeline_path.empty()) {
   if (config.threads > 0) {
     omp_set_num_threads(config.threads);
     openblas_set_num_threads(config.threads);
@@ -99,6 +101,15 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   if (config.rank != 0) config_.metrics_path.clear();  // the job's metrics come from rank 0
   const DeviceKind device_kind = parse_device_kind(config.device_kind);
   if (!config_.timeline_path.empty()) Timeline::check_writable(config_.timeline_path);
+  std::optional<Profile> profile;  // --chunk auto's, measured before this trainer's workers exist
+  if (config.chunk == "auto") {
+    if (sync != SyncKind::Cgdp)
+      throw UsageError(cat("--chunk auto searches cgdp's chunk plans; --sync ", to_string(sync), " has none"));
+    if (scale_out)  // every host's shards were set up for one plan
+      throw UsageError("--chunk auto does not work with --hosts yet: give a plan (--chunk layer, K, bytes:MB, b1,b2,...)");
+    config.chunk_search.check();
+    profile = auto_chunk_profile(config, &profile_note_);
+  }
   model_path_ = find_model_file(config.model);
   model_ = load_model(model_path_);
   per_worker_batch_ = per_worker_batch(config, declared_batch_size(model_));
@@ -123,7 +134,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
                         : static_cast<int64_t>(std::ceil(config.epochs * static_cast<double>(train_data_->size()) /
                                                          static_cast<double>(per_update)));
   if (max_iterations_ <= 0) throw UsageError("nothing to train: give --iterations or --epochs > 0");
-  make_scheme(sync);
+  make_scheme(sync, profile ? &*profile : nullptr);
   if (!config.resume_path.empty()) resume(config.resume_path);
   if (cluster_) agree_with_other_hosts();
   LoaderOptions lo;
@@ -152,13 +163,18 @@ void Trainer::inject_fault(int worker, int64_t after_copies) {
   cpu->fail_copies_after(after_copies);
 }
 
-void Trainer::make_scheme(SyncKind kind) {
+void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
   SyncOptions options;
-  if (kind == SyncKind::Cgdp) {
-    const auto layers = param_layers(net());
-    options.plan = make_chunk_plan(layers, config_.chunk);
-    plan_description_ = describe(options.plan, layers);
+  param_layers_ = cgdp::param_layers(net());
+  if (profile) {
+    check_profile_matches(*profile, net());
+    chunk_tuner_ = std::make_unique<ChunkAutoTuner>(config_, *profile, param_layers_, num_workers(),
+                                                    per_worker_batch_);
+    options.plan = chunk_tuner_->initial_plan();
+  } else if (kind == SyncKind::Cgdp) {
+    options.plan = make_chunk_plan(param_layers_, config_.chunk);
   }
+  if (kind == SyncKind::Cgdp) plan_description_ = describe(options.plan, param_layers_);
   options.host_threads = config_.host_threads;
   if (!config_.hosts.empty()) {
     join_cluster(options.plan);
@@ -177,6 +193,11 @@ void Trainer::make_scheme(SyncKind kind) {
   options.lr = make_lr_policy(solver, "solver settings");
   options.sgd = make_sgd_settings(solver, "solver settings");
   scheme_ = make_sync_scheme(kind, workers_, options, timeline_);
+}
+
+void Trainer::set_chunk_plan(const ChunkPlan& plan) {
+  scheme_->set_chunk_plan(plan);
+  plan_description_ = describe(plan, param_layers_);
 }
 
 // Starts this host's shard and connects to every host's (waiting for them to start).
@@ -234,14 +255,15 @@ double Trainer::train_iteration() {
   for (Worker& w : workers_) {
     mark(*w.compute, timeline_, &w.marks.begin);
     scheme_->begin_iteration(w, it);
-    w.compute->submit([&w] { w.net->zero_param_diffs(); });
+    traced(*w.compute, timeline_, w.index, "compute", "zero gradients", "update",
+           [&] { w.compute->submit([&w] { w.net->zero_param_diffs(); }); });
   }
   for (int k = 0; k < config_.accumulate; ++k) {
     const Batch& batch = loader_->next();
     const bool last = k + 1 == config_.accumulate;
     for (Worker& w : workers_) {
       const int64_t row = w.index * per_worker_batch_;
-      w.issue_input(batch, row);
+      w.issue_input(batch, row, timeline_);
       const RunContext ctx{Phase::Train, w.compute.get(), config_.seed, it, batch.first_sample + row};
       w.issue_forward(ctx, timeline_);
       w.issue_loss_readback(k);
@@ -365,6 +387,11 @@ void Trainer::announce(ProgressReporter& progress, int64_t batch, double epoch_i
                          " each, sync ", to_string(scheme_->kind()),
                          plan_description_.empty() ? std::string() : ", chunks: " + plan_description_));
   if (!placement_summary_.empty()) progress.message(cat("cgdp: placement: ", placement_summary_));
+  if (chunk_tuner_) {
+    progress.message(chunk_tuner_->describe_start(profile_note_));
+    if (chunk_tuner_->settled())
+      for (const std::string& line : chunk_tuner_->outcome()) progress.message(line);
+  }
 }
 
 // Every host tests (all hold the same parameters, so all print the same figures): a host that
@@ -401,13 +428,17 @@ TrainResult Trainer::run() {
     return p;
   };
   while (iteration() < max_iterations_) {
+    if (chunk_tuner_)
+      if (const ChunkPlan* plan = chunk_tuner_->plan_to_apply()) set_chunk_plan(*plan);
     const auto iteration_start = Clock::now();
     window_loss += train_iteration();
+    const double iteration_s = seconds_since(iteration_start);
     ++window_iters;
     const int64_t it = iteration();
     if (it > first_iteration + 1)  // the first iteration warms caches and allocators up
-      phases_.add(workers_, scheme_->last_sum_us(),
-                  static_cast<int64_t>(seconds_since(iteration_start) * 1e6));
+      phases_.add(workers_, scheme_->last_sum_us(), static_cast<int64_t>(iteration_s * 1e6));
+    if (chunk_tuner_)
+      for (const std::string& line : chunk_tuner_->record(iteration_s * 1e3)) progress.message(line);
     if (it % display == 0 || it == max_iterations_) {
       ProgressPoint p = point(it);
       p.loss = window_loss / static_cast<double>(window_iters);
@@ -426,6 +457,8 @@ TrainResult Trainer::run() {
       window_start += Clock::now() - test_start;  // keep test time out of the training throughput
     }
   }
+  if (chunk_tuner_ && !chunk_tuner_->settled())
+    for (const std::string& line : chunk_tuner_->outcome()) progress.message(line);
   result.iterations = iteration();
   result.train_seconds = seconds_since(start);
   result.images_per_s = static_cast<double>((result.iterations - first_iteration) * batch) /

@@ -48,6 +48,12 @@ struct Profile {
   std::vector<HostSumCost> host_sum;  // by number of inputs, at least inputs = devices
   double update_gbps = 0;  // solver step over parameter bytes, on one device
   double device_sum_gbps = 0;  // ps0: a parent adds one child's gradients, on device
+  // Optional (0 = unlimited): bandwidth that all copies running at once in one direction share
+  // (to the host or a peer, or back), e.g. host memory on the CPU backend. Each copy then moves at
+  // min(its link's gbps, host_memory_gbps / copies at once). See docs/profile.md.
+  double host_memory_gbps = 0;
+  // Not in the file: where read_profile read it from, so that later errors can name it.
+  std::string source = "profile";
 };
 
 // Reads and validates a profile; IoError/DataError name the file and the field (e.g.

@@ -59,6 +59,11 @@ class HostAggregator {
   HostAggregator(const HostAggregator&) = delete;
   HostAggregator& operator=(const HostAggregator&) = delete;
 
+  // Replaces the chunks (another plan over the same gradients), between iterations only: after
+  // wait_all_issued() and before any arrived() of the next iteration. Allocates no host memory
+  // beyond the bookkeeping of the new chunk count; the receive buffers are views by offset, so a
+  // chunk's sum gives the same bits whatever plan it belongs to.
+  void set_chunks(std::vector<ChunkSpan> chunks);
   int num_chunks() const { return static_cast<int>(chunks_.size()); }
   const ChunkSpan& chunk(int c) const { return chunks_[c]; }
   // Where worker w's D2H copy of chunk c must land.
@@ -94,6 +99,7 @@ class HostAggregator {
   void send(int chunk);  // issues the H2D copies of chunk c's (global) sum
   std::vector<AggregatorWorker> workers_;
   std::vector<ChunkSpan> chunks_;
+  int64_t total_ = 0;  // elements in each receive buffer
   int threads_;
   Timeline& timeline_;
   ChunkReducer* reducer_;

@@ -34,6 +34,9 @@ class SyncScheme {
   // apply the summed gradients times `grad_scale`. Throws naming the worker that failed.
   virtual void exchange_and_update(std::vector<Worker>& workers, double grad_scale,
                                    int64_t iteration) = 0;
+  // Switches to another chunk plan over the same net, between iterations (every stream idle).
+  // cgdp only; the sums, hence the parameters, are the same bits under any plan.
+  virtual void set_chunk_plan(const ChunkPlan& plan);
   // Host or device time spent summing gradients in the last iteration (µs).
   virtual int64_t last_sum_us() const { return 0; }
   // Stops issuing work from other threads (the aggregator), before the streams are drained.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cgdp.pb.h"
+#include "cgdp/cost/chunk_search.hpp"
 
 namespace cgdp {
 
@@ -35,9 +36,15 @@ struct TrainConfig {
   int devices = 1;
   std::string device_kind = "cpu";  // cpu or cuda
   std::string sync;                 // cgdp, ps0, local; empty: cgdp for > 1 device, else local
-  std::string chunk = "layer";      // chunk plan for cgdp (see chunk_plan.hpp)
+  std::string chunk = "layer";      // chunk plan for cgdp (see chunk_plan.hpp), or "auto"
+  // --chunk auto (train/chunk_autotuner.hpp): the profile predicted from (empty: measure one
+  // first), the candidate plans (cost/plan_set.hpp; empty: the default set), the search settings.
+  std::string profile_path;
+  std::vector<std::string> chunk_plans;
+  ChunkSearchOptions chunk_search;
   int host_threads = 0;             // aggregator threads; 0: all cores
   std::string timeline_path;        // Chrome trace of every stream
+  bool record_timeline = false;     // keep the timeline in memory without writing it (profiling)
   bool phase_table = false;         // print the per-phase table at the end
   // Scale-out: `devices` workers on each of these hosts ("host:port", the same list on every
   // host); this process is rank `rank` and runs the shard on hosts[rank]. Empty: one host.

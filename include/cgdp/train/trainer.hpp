@@ -8,6 +8,7 @@
 #include "cgdp/data/batch_loader.hpp"
 #include "cgdp/sync/cluster.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
+#include "cgdp/train/chunk_autotuner.hpp"
 #include "cgdp/train/phase_table.hpp"
 #include "cgdp/train/progress.hpp"
 #include "cgdp/train/timeline.hpp"
@@ -23,6 +24,11 @@ class Trainer {
   Trainer(const TrainConfig& config, FILE* out = stdout);
   ~Trainer();
   TrainResult run();
+  // The param layers chunk plans group (backward order).
+  const std::vector<ParamLayer>& param_layers() const { return param_layers_; }
+  // cgdp only, between iterations: later iterations exchange chunks as `plan` groups them. The
+  // parameters stay the same bits whatever the plan.
+  void set_chunk_plan(const ChunkPlan& plan);
 
   // Worker 0's net and solver: the parameters every worker holds after an iteration.
   Net<float>& net() { return *workers_[0].net; }
@@ -42,14 +48,19 @@ class Trainer {
     double loss = 0;
   };
   Evaluation evaluate();
+  // One iteration (load, forward, backward, exchange, update) on every worker; returns the loss.
+  // run() calls it; the profiler drives it directly.
+  double train_iteration();
+  // The workers, for measurements on their devices and streams between iterations.
+  std::vector<Worker>& workers() { return workers_; }
 
  private:
-  void make_scheme(SyncKind kind);
+  // `profile`: --chunk auto's, else null.
+  void make_scheme(SyncKind kind, const Profile* profile);
   void join_cluster(const ChunkPlan& plan);
   void agree_with_other_hosts();
   void inject_fault(int worker, int64_t after_copies);
   void check_data_fits_model();
-  double train_iteration();
   void announce(ProgressReporter& progress, int64_t batch, double epoch_iters);
   void test_point(ProgressReporter& progress, ProgressPoint p, TrainResult& result);
   void finish(ProgressReporter& progress, const TrainResult& result);
@@ -68,12 +79,15 @@ class Trainer {
   std::vector<Worker> workers_;
   std::unique_ptr<Cluster> cluster_;  // with --hosts; outlives the scheme that pushes through it
   std::unique_ptr<SyncScheme> scheme_;
+  std::unique_ptr<ChunkAutoTuner> chunk_tuner_;  // --chunk auto
+  std::string profile_note_;
   std::unique_ptr<Net<float>> test_net_;
   std::shared_ptr<const Dataset> train_data_;
   std::shared_ptr<const Dataset> test_data_;
   std::unique_ptr<BatchLoader> loader_;
   SamplerPosition start_position_;
   PhaseTable phases_;
+  std::vector<ParamLayer> param_layers_;
   std::string plan_description_;
   std::string placement_summary_;
   int64_t per_worker_batch_ = 0;

@@ -1,0 +1,38 @@
+// The stages a cgdp chunk passes through once the compute stream has made it ready, in order:
+// each worker's D2H copy, the host sum of the N copies, each worker's H2D copy. Both the event
+// simulator and the plan search build on this list, so a new stage (e.g. a network exchange
+// between hosts, after the host sum) is added here once.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cgdp/cost/cost_inputs.hpp"
+
+namespace cgdp {
+
+// Copies of one direction share a pool of bandwidth (CostInputs::host_memory_gbps).
+enum class Pool { None = -1, ToHost = 0, FromHost = 1 };
+
+struct StageCost {
+  std::string name;  // "d2h", "sum", "h2d"
+  // true: each worker does it on its own stream (a copy), after its own previous stage or, after
+  // a host stage, after that; false: one host thread does it once all workers' previous stage has
+  // finished.
+  bool per_worker = true;
+  double fixed_us = 0;  // latency of a copy, or the whole time of a host stage
+  int64_t bytes = 0;    // moved at up to cap_gbps, sharing `pool` with the copies running then
+  double cap_gbps = 0;
+  Pool pool = Pool::None;
+};
+
+// The stages of a chunk of `bytes` (per worker), in pipeline order. A stage's time must not
+// decrease with `bytes`: the plan search's lower bound relies on it.
+std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t bytes);
+
+// A stage's time when the N workers run it together, as cgdp's workers do (same pace, paper
+// sec. 3.2): a copy shares its pool N ways.
+double stage_us(const CostInputs& in, const StageCost& stage);
+
+}  // namespace cgdp

@@ -1,0 +1,78 @@
+// What the cost model predicts from: a profile reduced to the param layers of a net and a number
+// of workers, with what-if changes applied, and the time of each elementary step (one copy, one
+// host sum, one update) under the documented sharing model (docs/profile.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cgdp/cost/profile.hpp"
+#include "cgdp/sync/chunk_plan.hpp"
+
+namespace cgdp {
+
+// Changes to the measured machine; unset fields keep the profile's values.
+struct WhatIf {
+  std::optional<double> d2h_gbps;          // > 0
+  std::optional<double> h2d_gbps;          // > 0
+  std::optional<double> p2p_gbps;          // > 0
+  std::optional<double> host_memory_gbps;  // >= 0 (0: copies do not share)
+  // Host summing threads: the host sum bandwidth scales by host_threads / profile.host_threads,
+  // but never beyond what host memory allows (host_memory_gbps / (N + 1), when set).
+  std::optional<int> host_threads;  // >= 1
+  // Samples per worker: forward and backward times scale by batch / profile.batch.
+  std::optional<int> batch;  // >= 1
+};
+
+// One param layer, backward order.
+struct ParamCost {
+  ParamLayer layer;  // where its gradients sit (4-byte floats)
+  int64_t bytes() const { return layer.count * 4; }
+  // Backward time of this layer and of the layers above it down from the previous param layer:
+  // the compute stream's work between the two layers' gradients being final.
+  double backward_us = 0;
+};
+
+struct CostInputs {
+  int devices = 1;                // N workers
+  double forward_us = 0;          // the whole forward pass of one worker
+  std::vector<ParamCost> params;  // backward order, as the flat gradient buffer
+  double tail_backward_us = 0;    // backward of the layers below the lowest param layer
+  LinkCost d2h, h2d, p2p;
+  double host_memory_gbps = 0;  // shared by the copies of one direction at once; 0: unlimited
+  bool p2p_shares_host_memory = false;  // the CPU backend's peer copies are host memcpys
+  double sync_us = 0;                   // per sync point on the compute stream
+  double host_sum_gbps = 0;             // summing N inputs: bytes of one input per second (1e9)
+  double update_gbps = 0;
+  double device_sum_gbps = 0;
+
+  int num_params() const { return static_cast<int>(params.size()); }
+  double backward_total_us() const;  // every layer's backward, no sync points
+  int64_t param_bytes() const;       // all gradients
+};
+
+// Throws DataError naming profile.source when a param layer does not match the profile (see
+// check_profile_matches) and UsageError for a what-if value out of range. `params` as
+// param_layers() gives them; devices >= 1. A host sum for N inputs the profile lacks is taken
+// from the nearest measured count, its time scaled linearly with the number of inputs.
+CostInputs make_cost_inputs(const Profile& profile, std::span<const ParamLayer> params, int devices,
+                            const WhatIf& what_if = {});
+
+// Elementary times, microseconds. `at_once` copies of `bytes` each run together over `link`;
+// each moves at min(link.gbps, pool_gbps / at_once) (pool_gbps 0: no sharing).
+double copy_us(const LinkCost& link, int64_t bytes, int at_once, double pool_gbps);
+// A chunk of `bytes` per worker, as cgdp moves it: all N workers copy at once.
+double d2h_us(const CostInputs& in, int64_t bytes);
+double h2d_us(const CostInputs& in, int64_t bytes);
+// The aggregator sums the N copies of a chunk of `bytes`.
+double host_sum_us(const CostInputs& in, int64_t bytes);
+// ps0: one peer copy of `bytes` while `at_once` peer copies run; a parent adds one child.
+double p2p_us(const CostInputs& in, int64_t bytes, int at_once);
+double device_sum_us(const CostInputs& in, int64_t bytes);
+// One solver step over all parameters, on one device.
+double update_us(const CostInputs& in);
+
+}  // namespace cgdp

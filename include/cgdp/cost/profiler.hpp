@@ -1,0 +1,47 @@
+// Measures a Profile on this machine and backend: the trainer's own workers run training
+// iterations side by side (so every figure includes the contention of a shared host), then copies,
+// sync points, host sums and device sums are timed on their streams.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "cgdp/cost/profile.hpp"
+#include "cgdp/train/train_config.hpp"
+
+namespace cgdp {
+
+struct ProfileOptions {
+  int warmup = 2;       // training iterations run before measuring (caches, allocators)
+  int iterations = 10;  // measured training iterations; layer, update and sync figures are medians
+  // Copies are timed at min, 4 min, 16 min, ... up to max bytes, `repeats` times each.
+  int64_t min_copy_bytes = int64_t{4} << 10;
+  int64_t max_copy_bytes = int64_t{64} << 20;
+  // Host and device sums are timed at the net's param-layer sizes and its whole gradient, each
+  // capped at this many bytes (memory: devices + 1 buffers of it).
+  int64_t max_sum_bytes = int64_t{64} << 20;
+  int repeats = 5;
+};
+
+// Runs `config` (model, data, devices, batch, host threads; its sync, chunk and iteration fields
+// are set by the profiler) and measures every field of the Profile. Throws the trainer's errors
+// for a bad config and UsageError for bad options.
+Profile measure_profile(const TrainConfig& config, const ProfileOptions& options);
+
+// One timed point: `bytes` moved (or summed) in `us` microseconds.
+struct TimedBytes {
+  double bytes = 0;
+  double us = 0;
+};
+
+// Least squares fit of us = latency_us + bytes / (gbps * 1e3), each point weighted by 1 / us^2
+// (relative error), so 4 KiB copies weigh as much as 64 MiB ones. A negative intercept is
+// clamped to 0 and the bandwidth refitted through the origin. Needs two or more sizes, us > 0.
+LinkCost fit_link(std::span<const TimedBytes> points);
+// The same fit through the origin: only a bandwidth (host and device sums).
+double fit_gbps(std::span<const TimedBytes> points);
+// Median of a non-empty list (mean of the middle two for an even count).
+double median(std::vector<double> values);
+
+}  // namespace cgdp

@@ -1,0 +1,208 @@
+// `cgdp predict`: per-layer costs of a profile against a model, the predicted iteration of cgdp
+// (a given chunk plan) and ps0 by the event simulation and the paper's formulas, and the best
+// chunk plan; as a table or JSON. What-if flags change the machine the profile describes.
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cgdp/cost/formulas.hpp"
+#include "cgdp/cost/plan_search.hpp"
+#include "cgdp/cost/profile_match.hpp"
+#include "cgdp/cost/simulator.hpp"
+#include "cgdp/device/cpu_device.hpp"
+#include "cgdp/net/model_file.hpp"
+#include "cgdp/net/net.hpp"
+#include "cli/commands.hpp"
+
+namespace cgdp::cli {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+struct PredictOptions {
+  std::string model = "fashion_cnn";
+  std::string profile;
+  int devices = 0;  // 0: the profile's
+  std::string chunk = "layer";
+  bool formula = false;
+  bool json = false;
+  WhatIf what_if;
+};
+
+struct Prediction {
+  Profile profile;
+  std::vector<ParamLayer> params;
+  CostInputs inputs;
+  ChunkPlan plan;
+  IterationPrediction cgdp, ps0;
+  FormulaPrediction cgdp_formula, ps0_formula;
+  PlanSearchResult search;
+};
+
+Prediction predict(const PredictOptions& opt) {
+  const std::string path = find_model_file(opt.model);
+  Net<float> net(load_model(path), Phase::Train, default_cpu_device(), 1, 1, path);
+  Prediction p;
+  p.profile = read_profile(opt.profile);
+  check_profile_matches(p.profile, net);
+  p.params = param_layers(net);
+  p.inputs = make_cost_inputs(p.profile, p.params,
+                              opt.devices > 0 ? opt.devices : p.profile.devices, opt.what_if);
+  p.plan = make_chunk_plan(p.params, opt.chunk);
+  p.cgdp = simulate_cgdp(p.inputs, p.plan);
+  p.ps0 = simulate_ps0(p.inputs);
+  p.cgdp_formula = formula_cgdp(p.inputs, p.plan);
+  p.ps0_formula = formula_ps0(p.inputs);
+  p.search = best_plan(p.inputs);
+  return p;
+}
+
+// Chunk of each layer of the net (forward order), -1 for layers without parameters.
+std::vector<int> chunk_of_layers(const Prediction& p) {
+  std::vector<int> chunk(p.profile.layers.size(), -1);
+  for (size_t c = 0; c < p.plan.chunks.size(); ++c)
+    for (int i = p.plan.chunks[c].first; i <= p.plan.chunks[c].last; ++i)
+      chunk[p.params[i].layer] = static_cast<int>(c);
+  return chunk;
+}
+
+Json phases_json(const IterationPrediction& s) {
+  return {{"forward_us", s.forward_us},
+          {"backward_us", s.backward_us},
+          {"exchange_after_backward_us", s.exchange_after_backward_us},
+          {"update_us", s.update_us},
+          {"broadcast_us", s.broadcast_us},
+          {"sum_us", s.sum_us},
+          {"iteration_us", s.iteration_us}};
+}
+
+Json formula_json(const FormulaPrediction& f) {
+  return {{"t_bp_us", f.t_bp_us},
+          {"backward_us", f.backward_us},
+          {"overhead_us", f.overhead_us},
+          {"overhead_approx_us", f.overhead_approx_us},
+          {"iteration_us", f.iteration_us}};
+}
+
+Json choice_json(const PlanChoice& c) {
+  return {{"chunk", c.spec},
+          {"chunks", c.plan.chunks.size()},
+          {"exchange_end_us", c.exchange_end_us},
+          {"iteration_us", c.iteration_us}};
+}
+
+Json to_json(const Prediction& p, const PredictOptions& opt) {
+  Json layers = Json::array();
+  const std::vector<int> chunk = chunk_of_layers(p);
+  for (size_t i = 0; i < p.profile.layers.size(); ++i) {
+    const LayerCost& l = p.profile.layers[i];
+    layers.push_back({{"name", l.name},
+                      {"type", l.type},
+                      {"forward_us", l.forward_us},
+                      {"backward_us", l.backward_us},
+                      {"param_bytes", l.param_bytes},
+                      {"chunk", chunk[i] < 0 ? Json() : Json(chunk[i])}});
+  }
+  Json equal = Json::array();
+  for (const PlanChoice& c : p.search.equal_size) equal.push_back(choice_json(c));
+  return {{"model", opt.model},
+          {"profile", opt.profile},
+          {"devices", p.inputs.devices},
+          {"chunk", opt.chunk},
+          {"layers", layers},
+          {"cgdp", {{"simulated", phases_json(p.cgdp)}, {"formula", formula_json(p.cgdp_formula)}}},
+          {"ps0", {{"simulated", phases_json(p.ps0)}, {"formula", formula_json(p.ps0_formula)}}},
+          {"best", choice_json(p.search.best)},
+          {"best_equal_size", choice_json(p.search.best_equal_size)},
+          {"equal_size", equal}};
+}
+
+double ms(double us) {
+  return us / 1e3;
+}
+
+void print_layers(const Prediction& p) {
+  std::printf("%-28s %12s %12s %14s %6s\n", "layer", "forward ms", "backward ms", "param bytes",
+              "chunk");
+  const std::vector<int> chunk = chunk_of_layers(p);
+  for (size_t i = 0; i < p.profile.layers.size(); ++i) {
+    const LayerCost& l = p.profile.layers[i];
+    const std::string c = chunk[i] < 0 ? "-" : std::to_string(chunk[i]);
+    std::printf("%-28s %12.3f %12.3f %14lld %6s\n", l.name.c_str(), ms(l.forward_us),
+                ms(l.backward_us), static_cast<long long>(l.param_bytes), c.c_str());
+  }
+}
+
+void print_row(const std::string& what, const IterationPrediction& s) {
+  std::printf("  %-32s %9.3f %9.3f %9.3f %9.3f %9.3f %10.3f\n", what.c_str(), ms(s.forward_us),
+              ms(s.backward_us), ms(s.exchange_after_backward_us), ms(s.update_us),
+              ms(s.broadcast_us), ms(s.iteration_us));
+}
+
+void print_formulas(const Prediction& p, const std::string& cgdp_name) {
+  std::printf("paper's formulas (ms): backward T, overhead T_O = T - T_BP, iteration\n");
+  const FormulaPrediction& c = p.cgdp_formula;
+  const FormulaPrediction& s = p.ps0_formula;
+  std::printf("  %-32s T  %9.3f  T_O  %9.3f (approx. %.3f)  iteration %10.3f\n", cgdp_name.c_str(),
+              ms(c.backward_us), ms(c.overhead_us), ms(c.overhead_approx_us), ms(c.iteration_us));
+  std::printf("  %-32s T' %9.3f  T'_O %9.3f                  iteration %10.3f\n", "ps0",
+              ms(s.backward_us), ms(s.overhead_us), ms(s.iteration_us));
+}
+
+void print_report(const Prediction& p, const PredictOptions& opt) {
+  const Profile& prof = p.profile;
+  std::printf("cgdp predict: %s with %s (%s, %s; %d workers, batch %d per worker)\n",
+              opt.model.c_str(), opt.profile.c_str(), prof.backend.c_str(), prof.device.c_str(),
+              p.inputs.devices, opt.what_if.batch.value_or(prof.batch));
+  print_layers(p);
+  std::printf("plan --chunk %s: %s\n", opt.chunk.c_str(), describe(p.plan, p.params).c_str());
+  std::printf("simulated (ms)                     %9s %9s %9s %9s %9s %10s\n", "forward",
+              "backward", "exchange", "update", "broadcast", "iteration");
+  const std::string cgdp_name = "cgdp --chunk " + opt.chunk;
+  print_row(cgdp_name, p.cgdp);
+  print_row("ps0", p.ps0);
+  if (opt.formula) print_formulas(p, cgdp_name);
+  const PlanChoice& best = p.search.best;
+  const PlanChoice& equal = p.search.best_equal_size;
+  std::printf("best plan (exact search): --chunk %s  %.3f ms per iteration (%s)\n",
+              best.spec.c_str(), ms(best.iteration_us), describe(best.plan, p.params).c_str());
+  std::printf("best equal-size plan (paper, K = 1..%d): --chunk %s  %.3f ms per iteration\n",
+              p.inputs.num_params(), equal.spec.c_str(), ms(equal.iteration_us));
+}
+
+}  // namespace
+
+Runner add_predict_command(CLI::App& app) {
+  auto opt = std::make_shared<PredictOptions>();
+  CLI::App* cmd = app.add_subcommand("predict", "Predict iteration times from a machine profile");
+  cmd->add_option("-m,--model", opt->model, "Model file, or a name from models/")
+      ->capture_default_str();
+  cmd->add_option("-p,--profile", opt->profile, "Profile JSON (cgdp profile, docs/profile.md)")
+      ->required();
+  cmd->add_option("-n,--devices", opt->devices, "Workers (default: the profile's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--chunk", opt->chunk, "cgdp chunk plan: layer, K, bytes:MB, all, or b1,b2,...")
+      ->capture_default_str();
+  cmd->add_flag("--formula", opt->formula, "Also print the paper's closed-form predictions");
+  cmd->add_flag("--json", opt->json, "Print JSON instead of tables");
+  WhatIf& w = opt->what_if;
+  cmd->add_option("-b,--batch", w.batch, "What if: samples per worker (compute scales linearly)");
+  cmd->add_option("--d2h-gbps", w.d2h_gbps, "What if: device-to-host bandwidth, GB/s");
+  cmd->add_option("--h2d-gbps", w.h2d_gbps, "What if: host-to-device bandwidth, GB/s");
+  cmd->add_option("--p2p-gbps", w.p2p_gbps, "What if: peer bandwidth (ps0), GB/s");
+  cmd->add_option("--host-memory-gbps", w.host_memory_gbps,
+                  "What if: bandwidth copies share, GB/s (0: none)");
+  cmd->add_option("--host-threads,--host-cores", w.host_threads,
+                  "What if: host summing threads (host sum scales)");
+  return [opt] {
+    const Prediction p = predict(*opt);
+    if (opt->json)
+      std::cout << to_json(p, *opt).dump(2) << "\n";
+    else
+      print_report(p, *opt);
+    return 0;
+  };
+}
+
+}  // namespace cgdp::cli

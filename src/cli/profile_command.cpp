@@ -1,0 +1,80 @@
+// `cgdp profile`: measures the costs the cost model predicts from (cost/profiler.hpp) with the
+// trainer's flags, prints a short summary and writes the profile as JSON.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/cost/profiler.hpp"
+#include "cli/commands.hpp"
+#include "cli/train_flags.hpp"
+
+namespace cgdp::cli {
+
+namespace {
+
+struct ProfileFlags {
+  TrainFlags train;
+  ProfileOptions options;
+  std::string out;
+};
+
+// The layers that cost most (forward + backward), then totals and every other figure.
+void print_summary(const Profile& p, FILE* out) {
+  std::fprintf(out, "cgdp: profile of %s on %d %s worker(s) (first: %s), batch %d each, %d host threads\n",
+               p.model.c_str(), p.devices, p.backend.c_str(), p.device.c_str(), p.batch, p.host_threads);
+  std::vector<const LayerCost*> layers;
+  double forward = 0, backward = 0;
+  for (const LayerCost& l : p.layers) {
+    layers.push_back(&l);
+    forward += l.forward_us;
+    backward += l.backward_us;
+  }
+  const auto cost = [](const LayerCost* l) { return l->forward_us + l->backward_us; };
+  std::stable_sort(layers.begin(), layers.end(), [&](auto* a, auto* b) { return cost(a) > cost(b); });
+  layers.resize(std::min<size_t>(layers.size(), 8));
+  std::fprintf(out, "  %-28s %-16s %12s %12s %11s\n", "layer (costliest)", "type", "forward ms", "backward ms", "params MiB");
+  for (const LayerCost* l : layers)
+    std::fprintf(out, "  %-28s %-16s %12.3f %12.3f %11.3f\n", l->name.c_str(), l->type.c_str(),
+                 l->forward_us / 1e3, l->backward_us / 1e3, l->param_bytes / 1048576.0);
+  std::fprintf(out, "  %-28s %-16s %12.3f %12.3f\n", cat("all ", p.layers.size(), " layers").c_str(), "",
+               forward / 1e3, backward / 1e3);
+  for (const auto& [name, link] : {std::pair{"d2h", p.d2h}, {"h2d", p.h2d}, {"p2p", p.p2p}})
+    std::fprintf(out, "  copy %-4s %8.2f GB/s  latency %8.2f us\n", name, link.gbps, link.latency_us);
+  if (p.host_memory_gbps > 0)
+    std::fprintf(out, "  copies at once share %.2f GB/s of host memory\n", p.host_memory_gbps);
+  std::fprintf(out, "  sync point %.1f us; update %.2f GB/s; device sum %.2f GB/s\n", p.sync_us,
+               p.update_gbps, p.device_sum_gbps);
+  std::string sums;
+  for (const HostSumCost& s : p.host_sum) {
+    char item[48];
+    std::snprintf(item, sizeof item, "%s%d: %.2f", sums.empty() ? "" : ", ", s.inputs, s.gbps);
+    sums += item;
+  }
+  std::fprintf(out, "  host sum GB/s of one input, by inputs: %s\n", sums.c_str());
+}
+
+}  // namespace
+
+Runner add_profile_command(CLI::App& app) {
+  auto f = std::make_shared<ProfileFlags>();
+  CLI::App* cmd = app.add_subcommand("profile", "Measure the costs `cgdp predict` works from, on this machine");
+  add_workload_flags(cmd, f->train);
+  cmd->add_option("-i,--iterations", f->options.iterations, "Measured training iterations (medians over them)")
+      ->capture_default_str();
+  cmd->add_option("--warmup", f->options.warmup, "Training iterations before measuring")->capture_default_str();
+  cmd->add_option("--repeats", f->options.repeats, "Repetitions of each copy and sum size")->capture_default_str();
+  cmd->add_option("-o,--out", f->out, "Write the profile here (JSON)")->required();
+  return [f, cmd] {
+    const std::filesystem::path out(f->out);
+    const auto dir = out.parent_path().empty() ? std::filesystem::path(".") : out.parent_path();
+    if (!std::filesystem::is_directory(dir)) throw IoError(cat(f->out, ": no directory ", dir.string()));
+    const Profile profile = measure_profile(resolved_config(f->train, *cmd), f->options);
+    print_summary(profile, stdout);
+    write_profile(profile, f->out);
+    std::printf("cgdp: wrote %s\n", f->out.c_str());
+    return 0;
+  };
+}
+
+}  // namespace cgdp::cli

@@ -1,0 +1,65 @@
+// The shared trainer flags: registration with CLI11 and the solver settings they resolve to.
+#include "cli/train_flags.hpp"
+
+#include "cgdp/net/model_file.hpp"
+
+namespace cgdp::cli {
+
+namespace {
+
+// Starts from the solver file (if any); flags the user typed override its fields.
+proto::SolverParameter solver_settings(const TrainFlags& f, const CLI::App& cmd) {
+  proto::SolverParameter s;
+  if (!f.solver_file.empty()) s = load_solver(f.solver_file);
+  auto given = [&](const char* flag) { return f.solver_file.empty() || cmd.count(flag) > 0; };
+  if (given("--lr") || !s.has_base_lr()) s.set_base_lr(static_cast<float>(f.lr));
+  if (given("--momentum") || !s.has_momentum()) s.set_momentum(static_cast<float>(f.momentum));
+  if (given("--weight-decay") || !s.has_weight_decay()) s.set_weight_decay(static_cast<float>(f.weight_decay));
+  if (given("--lr-policy")) s.set_lr_policy(f.lr_policy);
+  if (given("--gamma") || !s.has_gamma()) s.set_gamma(static_cast<float>(f.gamma));
+  if (given("--power") || !s.has_power()) s.set_power(static_cast<float>(f.power));
+  if (given("--stepsize") && f.stepsize > 0) s.set_stepsize(static_cast<int32_t>(f.stepsize));
+  if (given("--stepvalues") && !f.stepvalues.empty()) {
+    s.clear_stepvalue();
+    for (int64_t v : f.stepvalues) s.add_stepvalue(static_cast<int32_t>(v));
+  }
+  return s;
+}
+
+}  // namespace
+
+void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
+  TrainConfig& c = f.config;
+  cmd->add_option("-m,--model", c.model, "Model file, or a name from models/")->capture_default_str();
+  cmd->add_option("-d,--data", c.data, "idx:DIR, cifar10:DIR or synthetic[:C,H,W,K]")->capture_default_str();
+  cmd->add_option("-b,--batch", c.batch, "Batch size (default: the model's Input)")->check(CLI::PositiveNumber);
+  cmd->add_option("--global-batch", c.global_batch, "Batch over all workers, split evenly (instead of --batch)")
+      ->excludes("--batch");
+  cmd->add_option("-n,--devices", c.devices, "Data-parallel workers (devices)")->capture_default_str();
+  cmd->add_option("--device-kind", c.device_kind, "cpu, or cuda (workers share GPUs round-robin)")
+      ->capture_default_str();
+  cmd->add_option("--host-threads", c.host_threads, "Threads that sum gradients on the host (default: all)");
+  cmd->add_option("--threads", c.threads, "CPU threads for compute (default: all cores)");
+  cmd->add_option("--seed", c.seed, "Seed for initialisation, shuffling and dropout")->capture_default_str();
+}
+
+void add_solver_flags(CLI::App* cmd, TrainFlags& f) {
+  cmd->add_option("--solver", f.solver_file, "Solver settings file (prototxt); flags override it")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--lr", f.lr, "Base learning rate")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--lr-policy", f.lr_policy, "fixed, step, multistep or poly")->capture_default_str();
+  cmd->add_option("--gamma", f.gamma, "Decay factor for step/multistep")->capture_default_str();
+  cmd->add_option("--stepsize", f.stepsize, "Iterations between decays (step)");
+  cmd->add_option("--stepvalues", f.stepvalues, "Iterations at which to decay (multistep)")->delimiter(',');
+  cmd->add_option("--power", f.power, "Exponent for poly")->capture_default_str();
+  cmd->add_option("--momentum", f.momentum, "SGD momentum")->capture_default_str();
+  cmd->add_option("--weight-decay", f.weight_decay, "L2 weight decay")->capture_default_str();
+}
+
+TrainConfig resolved_config(const TrainFlags& f, const CLI::App& cmd) {
+  TrainConfig config = f.config;
+  config.solver = solver_settings(f, cmd);
+  return config;
+}
+
+}  // namespace cgdp::cli

@@ -1,0 +1,34 @@
+// The flags of `cgdp train` that other commands running the trainer share (`cgdp profile`): what
+// to run, on which data, with how many workers and threads; and the solver flags with their
+// defaults. One place, so the same flag means the same thing in every command.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "cgdp/train/train_config.hpp"
+
+namespace cgdp::cli {
+
+struct TrainFlags {
+  TrainConfig config;
+  std::string solver_file;
+  double lr = 0.02, momentum = 0.9, weight_decay = 5e-4, gamma = 0.1, power = 1.0;
+  std::string lr_policy = "poly";  // linear decay to 0 over the run: fits any run length
+  int64_t stepsize = 0;
+  std::vector<int64_t> stepvalues;
+};
+
+// --model, --data, --batch, --global-batch, --devices, --device-kind, --host-threads, --threads,
+// --seed.
+void add_workload_flags(CLI::App* cmd, TrainFlags& f);
+// --solver, --lr, --lr-policy, --gamma, --stepsize, --stepvalues, --power, --momentum,
+// --weight-decay.
+void add_solver_flags(CLI::App* cmd, TrainFlags& f);
+// The config with its solver settings: the solver file's (if any), overridden by the flags given,
+// and the flags' defaults for the rest (also for commands without solver flags).
+TrainConfig resolved_config(const TrainFlags& f, const CLI::App& cmd);
+
+}  // namespace cgdp::cli

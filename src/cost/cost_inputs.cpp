@@ -1,0 +1,131 @@
+// Cost inputs from a profile, and the time of each elementary step under the sharing model.
+#include "cgdp/cost/cost_inputs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "cgdp/core/error.hpp"
+
+namespace cgdp {
+
+namespace {
+
+double transfer_us(int64_t bytes, double gbps) {
+  return static_cast<double>(bytes) / (gbps * 1e3);
+}
+
+// The host sum bandwidth for `devices` inputs: the entry with the nearest number of inputs, its
+// time scaled linearly with the inputs (each input is read once).
+double host_sum_for(const Profile& profile, int devices) {
+  CGDP_ASSERT(!profile.host_sum.empty());
+  const HostSumCost* nearest = &profile.host_sum.front();
+  for (const HostSumCost& s : profile.host_sum)
+    if (std::abs(s.inputs - devices) < std::abs(nearest->inputs - devices)) nearest = &s;
+  return nearest->gbps * nearest->inputs / devices;
+}
+
+void check_what_if(const WhatIf& w) {
+  const auto positive = [](const std::optional<double>& v, const char* name) {
+    if (v && !(*v > 0)) throw UsageError(cat(name, ": expected a number > 0, got ", *v));
+  };
+  positive(w.d2h_gbps, "--d2h-gbps");
+  positive(w.h2d_gbps, "--h2d-gbps");
+  positive(w.p2p_gbps, "--p2p-gbps");
+  if (w.host_memory_gbps && !(*w.host_memory_gbps >= 0))
+    throw UsageError(cat("--host-memory-gbps: expected a number >= 0, got ", *w.host_memory_gbps));
+  if (w.host_threads && *w.host_threads < 1)
+    throw UsageError(cat("--host-threads: expected an integer >= 1, got ", *w.host_threads));
+  if (w.batch && *w.batch < 1)
+    throw UsageError(cat("--batch: expected an integer >= 1, got ", *w.batch));
+}
+
+// Param layers with their share of the backward pass; the profile's layers are in forward order.
+void fill_params(CostInputs& in, const Profile& profile, std::span<const ParamLayer> params,
+                 double scale) {
+  size_t above = profile.layers.size();  // first layer not yet counted, going backward
+  for (const ParamLayer& p : params) {
+    const auto layer = static_cast<size_t>(p.layer);
+    if (layer >= above || profile.layers[layer].name != p.name)
+      throw DataError(cat(profile.source, ": does not match the model: no layer '", p.name,
+                          "' at index ", p.layer));
+    ParamCost cost{p, 0};
+    for (size_t i = layer; i < above; ++i)
+      cost.backward_us += profile.layers[i].backward_us * scale;
+    in.params.push_back(cost);
+    above = layer;
+  }
+  for (size_t i = 0; i < above; ++i) in.tail_backward_us += profile.layers[i].backward_us * scale;
+}
+
+}  // namespace
+
+double CostInputs::backward_total_us() const {
+  double total = tail_backward_us;
+  for (const ParamCost& p : params) total += p.backward_us;
+  return total;
+}
+
+int64_t CostInputs::param_bytes() const {
+  int64_t total = 0;
+  for (const ParamCost& p : params) total += p.bytes();
+  return total;
+}
+
+CostInputs make_cost_inputs(const Profile& profile, std::span<const ParamLayer> params, int devices,
+                            const WhatIf& what_if) {
+  check_what_if(what_if);
+  if (devices < 1) throw UsageError(cat("--devices: expected an integer >= 1, got ", devices));
+  CostInputs in;
+  in.devices = devices;
+  const double scale = static_cast<double>(what_if.batch.value_or(profile.batch)) / profile.batch;
+  for (const LayerCost& l : profile.layers) in.forward_us += l.forward_us * scale;
+  fill_params(in, profile, params, scale);
+  in.d2h = {what_if.d2h_gbps.value_or(profile.d2h.gbps), profile.d2h.latency_us};
+  in.h2d = {what_if.h2d_gbps.value_or(profile.h2d.gbps), profile.h2d.latency_us};
+  in.p2p = {what_if.p2p_gbps.value_or(profile.p2p.gbps), profile.p2p.latency_us};
+  in.host_memory_gbps = what_if.host_memory_gbps.value_or(profile.host_memory_gbps);
+  in.p2p_shares_host_memory = profile.backend == "cpu";
+  in.sync_us = profile.sync_us;
+  const double measured = host_sum_for(profile, devices);
+  in.host_sum_gbps =
+      measured * what_if.host_threads.value_or(profile.host_threads) / profile.host_threads;
+  if (in.host_memory_gbps > 0)  // more threads cannot read N inputs faster than memory allows
+    in.host_sum_gbps =
+        std::min(in.host_sum_gbps, std::max(measured, in.host_memory_gbps / (devices + 1)));
+  in.update_gbps = profile.update_gbps;
+  in.device_sum_gbps = profile.device_sum_gbps;
+  return in;
+}
+
+double copy_us(const LinkCost& link, int64_t bytes, int at_once, double pool_gbps) {
+  CGDP_ASSERT(at_once >= 1 && link.gbps > 0);
+  const double rate = pool_gbps > 0 ? std::min(link.gbps, pool_gbps / at_once) : link.gbps;
+  return link.latency_us + transfer_us(bytes, rate);
+}
+
+double d2h_us(const CostInputs& in, int64_t bytes) {
+  return copy_us(in.d2h, bytes, in.devices, in.host_memory_gbps);
+}
+
+double h2d_us(const CostInputs& in, int64_t bytes) {
+  return copy_us(in.h2d, bytes, in.devices, in.host_memory_gbps);
+}
+
+double host_sum_us(const CostInputs& in, int64_t bytes) {
+  return transfer_us(bytes, in.host_sum_gbps);
+}
+
+double p2p_us(const CostInputs& in, int64_t bytes, int at_once) {
+  return copy_us(in.p2p, bytes, at_once, in.p2p_shares_host_memory ? in.host_memory_gbps : 0);
+}
+
+double device_sum_us(const CostInputs& in, int64_t bytes) {
+  return transfer_us(bytes, in.device_sum_gbps);
+}
+
+double update_us(const CostInputs& in) {
+  return transfer_us(in.param_bytes(), in.update_gbps);
+}
+
+}  // namespace cgdp

@@ -1,0 +1,193 @@
+// Best chunk plan: dynamic programming over the chunk pipeline's per-stage finish times.
+#include "cgdp/cost/plan_search.hpp"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/cost/chunk_stages.hpp"
+
+namespace cgdp {
+
+namespace {
+
+constexpr int kMaxStages = 8;
+using Times = std::array<double, kMaxStages>;
+
+// Where the pipeline stands after some chunks: what the next chunk's times depend on.
+struct State {
+  double compute = 0;  // the compute stream has run the last chunk's sync point
+  Times free{};        // each stage's last finish
+  int chunks = 0;
+  int from = 0;     // the last chunk starts at this param layer
+  int parent = -1;  // the state before it, in the front of `from` layers covered
+};
+
+// The chunk pipeline with workers at the same pace: chunk c's stage k starts when its stage k-1
+// and chunk c-1's stage k have finished. This is what simulate_cgdp's event simulation does
+// when every worker runs the same times.
+class Pipeline {
+ public:
+  explicit Pipeline(const CostInputs& in)
+      : in_(in), stages_(static_cast<int>(chunk_stages(in, 0).size())), prefix_(1, 0.0) {
+    CGDP_ASSERT(stages_ <= kMaxStages);
+    for (const ParamCost& p : in.params) prefix_.push_back(prefix_.back() + p.backward_us);
+  }
+
+  int stages() const { return stages_; }
+
+  // Stage times of the chunk of param layers [first, last].
+  Times durations(int first, int last) const {
+    const int64_t bytes = in_.params[last].layer.offset + in_.params[last].layer.count -
+                          in_.params[first].layer.offset;
+    Times d{};
+    const auto list = chunk_stages(in_, bytes * 4);
+    for (int k = 0; k < stages_; ++k) d[k] = stage_us(in_, list[k]);
+    return d;
+  }
+
+  State advance(const State& s, int first, int last, const Times& d) const {
+    State next = s;
+    next.compute = s.compute + prefix_[last + 1] - prefix_[first] + in_.sync_us;
+    double t = next.compute;
+    for (int k = 0; k < stages_; ++k) next.free[k] = t = std::max(t, s.free[k]) + d[k];
+    ++next.chunks;
+    next.from = first;
+    return next;
+  }
+
+  // Backward start to the end of the exchange once every layer is in a chunk.
+  double finish(const State& s) const {
+    const double compute_end = s.compute + in_.tail_backward_us;
+    return stages_ == 0 ? compute_end : std::max(compute_end, s.free[stages_ - 1]);
+  }
+
+  // No completion of `s` (covering `covered` layers) can finish before this: the rest of the
+  // backward, and the last chunk (which holds the last layer) through every stage.
+  double lower_bound(const State& s, int covered, const Times& last_layer) const {
+    const int n = in_.num_params();
+    if (covered == n) return finish(s);
+    double tail = 0, bound = 0;
+    for (int k = stages_ - 1; k >= 0; --k) {
+      tail += last_layer[k];
+      bound = std::max(bound, s.free[k] + tail);
+    }
+    const double ready = s.compute + prefix_[n] - prefix_[covered] + in_.sync_us;
+    return std::max({bound, ready + tail, ready + in_.tail_backward_us});
+  }
+
+ private:
+  const CostInputs& in_;
+  int stages_;
+  std::vector<double> prefix_;  // backward time of the first i param layers
+};
+
+bool dominates(const State& a, const State& b, int stages) {
+  if (a.compute > b.compute || a.chunks > b.chunks) return false;
+  for (int k = 0; k < stages; ++k)
+    if (a.free[k] > b.free[k]) return false;
+  return true;
+}
+
+// Adds `s` to a Pareto front unless a kept state dominates it; drops those it dominates.
+void insert(std::vector<State>& front, const State& s, int stages) {
+  for (const State& kept : front)
+    if (dominates(kept, s, stages)) return;
+  std::erase_if(front, [&](const State& kept) { return dominates(s, kept, stages); });
+  front.push_back(s);
+}
+
+std::vector<ParamLayer> layers_of(const CostInputs& in) {
+  std::vector<ParamLayer> layers;
+  for (const ParamCost& p : in.params) layers.push_back(p.layer);
+  return layers;
+}
+
+PlanChoice choice(const CostInputs& in, ChunkPlan plan) {
+  PlanChoice c;
+  c.exchange_end_us = exchange_end_us(in, plan);
+  c.iteration_us = in.forward_us + c.exchange_end_us + update_us(in);
+  c.spec = plan_spec(plan, in.num_params());
+  c.plan = std::move(plan);
+  return c;
+}
+
+// Chunk starts of the best full plan in `fronts`.
+std::vector<int64_t> best_starts(const std::vector<std::vector<State>>& fronts,
+                                 const Pipeline& pipe) {
+  const auto& last = fronts.back();
+  CGDP_ASSERT(!last.empty());
+  double fastest = std::numeric_limits<double>::infinity();
+  for (const State& s : last) fastest = std::min(fastest, pipe.finish(s));
+  const State* best = nullptr;  // the fewest chunks among the fastest, up to rounding
+  for (const State& s : last)
+    if (pipe.finish(s) <= fastest * (1 + 1e-12) && (!best || s.chunks < best->chunks)) best = &s;
+  std::vector<int64_t> starts;
+  for (const State* s = best; s->parent >= 0; s = &fronts[s->from][s->parent])
+    if (s->from > 0) starts.push_back(s->from);
+  std::reverse(starts.begin(), starts.end());
+  return starts;
+}
+
+}  // namespace
+
+std::string plan_spec(const ChunkPlan& plan, int num_layers) {
+  const size_t n = plan.chunks.size();
+  if (n <= 1) return "all";
+  if (n == static_cast<size_t>(num_layers)) return "layer";
+  std::string spec;
+  for (size_t c = 1; c < n; ++c) spec += cat(c > 1 ? "," : "", plan.chunks[c].first);
+  return n == 2 ? spec + "," : spec;  // "b1" alone would mean an equal-size K
+}
+
+double exchange_end_us(const CostInputs& in, const ChunkPlan& plan) {
+  const Pipeline pipe(in);
+  State s;
+  for (const Chunk& c : plan.chunks)
+    s = pipe.advance(s, c.first, c.last, pipe.durations(c.first, c.last));
+  return pipe.finish(s);
+}
+
+PlanSearchResult best_plan(const CostInputs& in) {
+  PlanSearchResult result;
+  const std::vector<ParamLayer> layers = layers_of(in);
+  const int n = in.num_params();
+  if (n == 0) {
+    result.best = result.best_equal_size = choice(in, ChunkPlan{});
+    return result;
+  }
+  for (int k = 1; k <= n; ++k) {
+    result.equal_size.push_back(choice(in, equal_size_plan(layers, k)));
+    result.equal_size.back().spec = std::to_string(k);  // the paper's K, as --chunk takes it
+  }
+  result.best_equal_size = *std::min_element(result.equal_size.begin(), result.equal_size.end(),
+                                             [](const PlanChoice& a, const PlanChoice& b) {
+                                               return a.exchange_end_us < b.exchange_end_us;
+                                             });
+  double bound = result.best_equal_size.exchange_end_us;  // a plan known to reach this
+  const Pipeline pipe(in);
+  const Times last_layer = pipe.durations(n - 1, n - 1);
+  std::vector<std::vector<State>> fronts(n + 1);
+  fronts[0].push_back(State{});
+  for (int covered = 1; covered <= n; ++covered) {
+    const Times rest = covered < n ? pipe.durations(covered, n - 1) : Times{};
+    for (int from = 0; from < covered; ++from) {
+      const Times d = pipe.durations(from, covered - 1);
+      for (size_t i = 0; i < fronts[from].size(); ++i) {
+        State s = pipe.advance(fronts[from][i], from, covered - 1, d);
+        s.parent = static_cast<int>(i);
+        if (pipe.lower_bound(s, covered, last_layer) > bound * (1 + 1e-12)) continue;
+        if (covered < n)  // finishing with one more chunk is a real plan: a tighter bound
+          bound = std::min(bound, pipe.finish(pipe.advance(s, covered, n - 1, rest)));
+        insert(fronts[covered], s, pipe.stages());
+      }
+    }
+    result.states_explored += static_cast<int64_t>(fronts[covered].size());
+  }
+  const std::vector<int64_t> starts = best_starts(fronts, pipe);
+  result.best = choice(in, plan_from_starts(layers, starts));
+  return result;
+}
+
+}  // namespace cgdp

@@ -1,0 +1,364 @@
+// The profiler: training iterations of the trainer's own workers give the per-layer, update and
+// sync figures (from the timeline's stream-order spans); then copies, host sums and device sums
+// are timed on the same workers, all N of them at once.
+#include "cgdp/cost/profiler.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <thread>
+#include <tuple>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/sync/chunk_plan.hpp"
+#include "cgdp/sync/host_sum.hpp"
+#include "cgdp/train/trainer.hpp"
+
+namespace cgdp {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double now_us() {
+  return std::chrono::duration<double, std::micro>(Clock::now().time_since_epoch()).count();
+}
+
+// Like mark() (stream_trace.hpp) but at sub-microsecond resolution: a 4 KiB copy takes about one.
+void stamp(Stream& stream, double* slot) {
+  stream.launch_host_func([slot] { *slot = now_us(); });
+}
+
+void check_options(const ProfileOptions& o) {
+  if (o.warmup < 0) throw UsageError(cat("--warmup must be at least 0, got ", o.warmup));
+  if (o.iterations < 1) throw UsageError(cat("--iterations must be at least 1, got ", o.iterations));
+  if (o.repeats < 1) throw UsageError(cat("--repeats must be at least 1, got ", o.repeats));
+  if (o.min_copy_bytes < 4 || o.max_copy_bytes < 4 * o.min_copy_bytes)
+    throw UsageError(cat("copy sizes: need 4 <= min (", o.min_copy_bytes, ") and max (",
+                         o.max_copy_bytes, ") >= 4 x min, for two sizes or more"));
+  if (o.max_sum_bytes < 4) throw UsageError(cat("sum size cap must be at least 4 bytes, got ", o.max_sum_bytes));
+}
+
+// The run the layer, update and sync figures come from: cgdp with one chunk, so the exchange
+// never overlaps a layer's compute, and the timeline kept in memory.
+TrainConfig profiling_config(const TrainConfig& config, const ProfileOptions& o) {
+  TrainConfig c = config;
+  c.sync = "cgdp";
+  c.chunk = "all";
+  c.accumulate = 1;
+  c.iterations = o.warmup + o.iterations;
+  c.record_timeline = true;
+  c.timeline_path.clear();
+  c.metrics_path.clear();
+  c.save_path.clear();
+  c.resume_path.clear();
+  c.snapshot_every = 0;
+  c.fail_worker = -1;
+  return c;
+}
+
+// Spans on the timeline by (pid, category, name), in the order they ran: the k-th of a worker's
+// spans of one layer is iteration k's.
+class Spans {
+ public:
+  Spans(std::vector<TraceEvent> events, int warmup, int iterations)
+      : events_(std::move(events)), warmup_(warmup), iterations_(iterations) {
+    for (const TraceEvent& e : events_) by_key_[{e.pid, e.category, e.name}].push_back(&e);
+  }
+  // The measured iterations' spans of one key; empty if it never ran (a layer without backward).
+  std::vector<const TraceEvent*> measured(int pid, const std::string& category, const std::string& name) const {
+    auto it = by_key_.find({pid, category, name});
+    if (it == by_key_.end()) return {};
+    const auto& all = it->second;
+    if (all.size() != static_cast<size_t>(warmup_ + iterations_))
+      throw RuntimeCheckError(cat("profile: '", name, "' (", category, ") ran ", all.size(),
+                                  " times in ", warmup_ + iterations_, " iterations; layer names must be unique"));
+    return {all.begin() + warmup_, all.end()};
+  }
+  // Median over the measured iterations of the mean over workers of the spans' durations.
+  double median_us(int workers, const std::string& category, const std::string& name) const {
+    std::vector<double> per_iteration(iterations_, 0.0);
+    for (int w = 0; w < workers; ++w) {
+      const auto spans = measured(w, category, name);
+      if (spans.empty()) return 0;
+      for (int k = 0; k < iterations_; ++k) per_iteration[k] += spans[k]->duration_us() / double(workers);
+    }
+    return median(per_iteration);
+  }
+  int iterations() const { return iterations_; }
+
+ private:
+  std::vector<TraceEvent> events_;
+  int warmup_, iterations_;
+  std::map<std::tuple<int, std::string, std::string>, std::vector<const TraceEvent*>> by_key_;
+};
+
+std::vector<LayerCost> layer_costs(const Net<float>& net, const Spans& spans, int workers) {
+  std::vector<LayerCost> layers;
+  for (int i = 0; i < net.num_layers(); ++i) {
+    const auto& layer = net.layer(i);
+    const auto [begin, end] = net.layer_param_range(i);
+    layers.push_back({layer.name(), layer.type(), spans.median_us(workers, "forward", layer.name()),
+                      spans.median_us(workers, "backward", layer.name()),
+                      (end - begin) * static_cast<int64_t>(sizeof(float))});
+  }
+  return layers;
+}
+
+// One sync point, as a real iteration pays it: from the end of the chunk's completing backward
+// to the start of its D2H copy (event record, the D2H stream's wait), averaged over workers, plus
+// from the last copy's end to the start of the host sum (host callback, aggregator wake-up).
+double sync_us(const Net<float>& net, const Spans& spans, int workers) {
+  const Chunk chunk = single_chunk_plan(param_layers(net)).chunks.at(0);
+  const std::string& completing = net.layer(chunk.completing_layer).name();
+  const auto sums = spans.measured(Timeline::kAggregatorPid, "sum", "sum chunk 0");
+  std::vector<double> per_iteration;
+  for (int k = 0; k < spans.iterations(); ++k) {
+    double wait = 0, last_copy_end = 0;
+    for (int w = 0; w < workers; ++w) {
+      const TraceEvent& copy = *spans.measured(w, "d2h", "d2h chunk 0").at(k);
+      wait += double(copy.begin_us - spans.measured(w, "backward", completing).at(k)->end_us) / workers;
+      last_copy_end = std::max(last_copy_end, double(copy.end_us));
+    }
+    per_iteration.push_back(std::max(0.0, wait) + std::max(0.0, sums.at(k)->begin_us - last_copy_end));
+  }
+  return median(per_iteration);
+}
+
+// Sizes min, 4 min, 16 min, ... and max itself.
+std::vector<int64_t> geometric_sizes(int64_t min, int64_t max) {
+  std::vector<int64_t> sizes;
+  for (int64_t s = min; s < max; s *= 4) sizes.push_back(s);
+  sizes.push_back(max);
+  return sizes;
+}
+
+// Issues `issue(w, bytes)` on the `stream` of every worker in `workers` at once, between
+// stream-order stamps, `repeats` times per size (all finish a size before the next); per size,
+// the median over repeats of the mean over workers.
+template <typename Issue>
+std::vector<TimedBytes> time_on_streams(const std::vector<Worker*>& workers, std::unique_ptr<Stream> Worker::*stream,
+                                        const std::vector<int64_t>& sizes, int repeats, Issue issue) {
+  const size_t n = workers.size();
+  std::vector<double> begin(n * repeats), end(n * repeats);
+  auto sync = [&] {
+    for (Worker* w : workers) synchronize_stream(*w, *(w->*stream), "profiled", 0);
+  };
+  for (Worker* w : workers) issue(*w, sizes.back());  // first touch, outside the measurement
+  sync();
+  std::vector<TimedBytes> points;
+  for (int64_t bytes : sizes) {
+    for (size_t w = 0; w < n; ++w)
+      for (int r = 0; r < repeats; ++r) {
+        stamp(*(workers[w]->*stream), &begin[w * repeats + r]);
+        issue(*workers[w], bytes);
+        stamp(*(workers[w]->*stream), &end[w * repeats + r]);
+      }
+    sync();
+    std::vector<double> us(repeats, 0.0);
+    for (size_t i = 0; i < n * repeats; ++i) us[i % repeats] += (end[i] - begin[i]) / double(n);
+    points.push_back({double(bytes), median(us)});
+  }
+  return points;
+}
+
+std::vector<Worker*> pointers(std::vector<Worker>& workers) {
+  std::vector<Worker*> all;
+  for (Worker& w : workers) all.push_back(&w);
+  return all;
+}
+
+struct LinkFits {
+  LinkCost alone;         // one device at a time, times averaged over the devices
+  double shared_gbps = 0;  // all devices at once: bytes per second of all copies together
+};
+
+// One kind of copy: each device alone, then all N at once (the bandwidth they share, if any).
+template <typename Issue>
+LinkFits measure_link(std::vector<Worker>& workers, std::unique_ptr<Stream> Worker::*stream,
+                      const std::vector<int64_t>& sizes, int repeats, Issue issue) {
+  std::vector<TimedBytes> alone(sizes.size());
+  for (Worker& w : workers) {
+    const auto points = time_on_streams({&w}, stream, sizes, repeats, issue);
+    for (size_t i = 0; i < sizes.size(); ++i)
+      alone[i] = {points[i].bytes, alone[i].us + points[i].us / double(workers.size())};
+  }
+  LinkFits fits{fit_link(alone), 0};
+  if (workers.size() > 1)
+    fits.shared_gbps = fit_link(time_on_streams(pointers(workers), stream, sizes, repeats, issue)).gbps *
+                       double(workers.size());
+  return fits;
+}
+
+// D2H, H2D and device-to-device copies (to the next worker's device, as ps0's tree sends). When N
+// copies at once move less than N alone would (within 10%), their total is the shared host
+// memory bandwidth (Profile::host_memory_gbps: the mean of the two directions).
+void measure_links(std::vector<Worker>& workers, const ProfileOptions& o, Profile& p) {
+  const auto sizes = geometric_sizes(o.min_copy_bytes, o.max_copy_bytes);
+  const size_t bytes = static_cast<size_t>(sizes.back());
+  std::vector<DeviceBuffer> device, peer;
+  std::vector<PinnedHostBuffer> host;
+  for (size_t w = 0; w < workers.size(); ++w) {
+    device.emplace_back(*workers[w].device, bytes);
+    peer.emplace_back(*workers[(w + 1) % workers.size()].device, bytes);
+    host.emplace_back(*workers[w].device, bytes);
+  }
+  auto copy = [&](auto* dst, auto* src, std::unique_ptr<Stream> Worker::*stream) {
+    return [dst, src, stream](Worker& w, int64_t n) {
+      (w.*stream)->copy_async((*dst)[w.index].get(), (*src)[w.index].get(), static_cast<size_t>(n));
+    };
+  };
+  const LinkFits d2h = measure_link(workers, &Worker::d2h, sizes, o.repeats, copy(&host, &device, &Worker::d2h));
+  const LinkFits h2d = measure_link(workers, &Worker::h2d, sizes, o.repeats, copy(&device, &host, &Worker::h2d));
+  const LinkFits p2p = measure_link(workers, &Worker::d2h, sizes, o.repeats, copy(&peer, &device, &Worker::d2h));
+  p.d2h = d2h.alone;
+  p.h2d = h2d.alone;
+  p.p2p = p2p.alone;
+  const double n = double(workers.size());
+  if (n > 1 && (d2h.shared_gbps < 0.9 * n * d2h.alone.gbps || h2d.shared_gbps < 0.9 * n * h2d.alone.gbps))
+    p.host_memory_gbps = (d2h.shared_gbps + h2d.shared_gbps) / 2;
+}
+
+// Chunk-like sizes: each param layer's gradient bytes and the whole gradient, capped.
+std::vector<int64_t> sum_sizes(const Net<float>& net, int64_t cap) {
+  std::vector<int64_t> sizes;
+  for (const ParamLayer& l : param_layers(net)) sizes.push_back(std::min(l.count * 4, cap));
+  sizes.push_back(std::min(net.learnable_count() * 4, cap));
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+// Host time of one sum_buffers call, median over repeats; tiny sums are repeated within a sample
+// so that the clock's resolution does not matter.
+double time_host_sum(float* dst, std::span<const float* const> srcs, int64_t count, int threads, int repeats) {
+  const int inner = static_cast<int>(std::clamp<int64_t>((int64_t{256} << 10) / (count * 4), 1, 1024));
+  sum_buffers(dst, srcs, count, threads);  // first touch
+  std::vector<double> us;
+  for (int r = 0; r < repeats; ++r) {
+    const double begin = now_us();
+    for (int i = 0; i < inner; ++i) sum_buffers(dst, srcs, count, threads);
+    us.push_back((now_us() - begin) / inner);
+  }
+  return median(us);
+}
+
+// Host sums of 1..N inputs in pinned memory, on a thread of its own as the aggregator's (so
+// OpenMP's defaults are the aggregator's, not the trainer thread's).
+std::vector<HostSumCost> measure_host_sums(std::vector<Worker>& workers, const std::vector<int64_t>& sizes,
+                                           int threads, int repeats, int* resolved_threads) {
+  const int64_t count = sizes.back() / 4;
+  std::vector<PinnedHostBuffer> inputs;
+  for (size_t w = 0; w <= workers.size(); ++w)
+    inputs.emplace_back(*workers[std::min(w, workers.size() - 1)].device, count * 4);
+  std::vector<const float*> srcs;
+  for (size_t w = 0; w < workers.size(); ++w) srcs.push_back(static_cast<const float*>(inputs[w].get()));
+  float* dst = static_cast<float*>(inputs.back().get());
+  std::vector<HostSumCost> costs;
+  std::thread([&] {
+    *resolved_threads = threads > 0 ? threads : omp_get_max_threads();
+    for (size_t k = 1; k <= workers.size(); ++k) {
+      std::vector<TimedBytes> points;
+      for (int64_t bytes : sizes)
+        points.push_back({double(bytes), time_host_sum(dst, {srcs.data(), k}, bytes / 4, threads, repeats)});
+      costs.push_back({static_cast<int>(k), fit_gbps(points)});
+    }
+  }).join();
+  return costs;
+}
+
+// ps0's parent step: a child's gradients added into the parent's on the parent's compute stream,
+// every worker at once, at the whole gradient's size (capped). Host code, as ps0's add is.
+double measure_device_sum(std::vector<Worker>& workers, int64_t bytes, int repeats) {
+  if (workers[0].device->kind() != DeviceKind::Cpu)
+    throw DeviceError(cat(workers[0].device->name(), ": profile: the on-device sum (ps0) has no kernel yet"));
+  const int64_t count = bytes / 4;
+  std::vector<DeviceBuffer> a, b;
+  for (Worker& w : workers) {
+    a.emplace_back(*w.device, count * 4);
+    b.emplace_back(*w.device, count * 4);
+  }
+  auto add = [&](Worker& w, int64_t n) {
+    float* sum = static_cast<float*>(a[w.index].get());
+    const float* other = static_cast<const float*>(b[w.index].get());
+    w.compute->submit([sum, other, n] {
+      const float* srcs[] = {sum, other};
+      sum_buffers(sum, srcs, n / 4, 0);
+    });
+  };
+  const auto points = time_on_streams(pointers(workers), &Worker::compute, {count * 4}, repeats, add);
+  return fit_gbps(points);
+}
+
+}  // namespace
+
+double median(std::vector<double> values) {
+  CGDP_ASSERT(!values.empty());
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + mid, values.end());
+  if (values.size() % 2) return values[mid];
+  return (values[mid] + *std::max_element(values.begin(), values.begin() + mid)) / 2;
+}
+
+LinkCost fit_link(std::span<const TimedBytes> points) {
+  CGDP_ASSERT(points.size() >= 2);
+  // Weighted normal equations for us = a + b x, weights 1/us^2.
+  double sw = 0, sx = 0, sxx = 0, sy = 0, sxy = 0;
+  for (const TimedBytes& p : points) {
+    const double w = 1.0 / (std::max(p.us, 1e-3) * std::max(p.us, 1e-3));
+    sw += w, sx += w * p.bytes, sxx += w * p.bytes * p.bytes, sy += w * p.us, sxy += w * p.bytes * p.us;
+  }
+  const double det = sw * sxx - sx * sx;
+  double a = det > 0 ? (sxx * sy - sx * sxy) / det : 0;
+  double b = det > 0 ? (sw * sxy - sx * sy) / det : 0;
+  if (a < 0 || b <= 0) {  // noise on a link without measurable latency: through the origin
+    a = 0;
+    b = 1.0 / (fit_gbps(points) * 1e3);
+  }
+  return {1.0 / (b * 1e3), a};
+}
+
+double fit_gbps(std::span<const TimedBytes> points) {
+  CGDP_ASSERT(!points.empty());
+  // Minimises sum ((b x - us) / us)^2 over b (µs per byte): b = sum(x/us) / sum((x/us)^2).
+  double num = 0, den = 0;
+  for (const TimedBytes& p : points) {
+    const double r = p.bytes / std::max(p.us, 1e-3);
+    num += r;
+    den += r * r;
+  }
+  return den / num / 1e3;  // 1 / b, in 1e9 bytes per second
+}
+
+Profile measure_profile(const TrainConfig& config, const ProfileOptions& options) {
+  check_options(options);
+  Trainer trainer(profiling_config(config, options));
+  for (int k = 0; k < options.warmup + options.iterations; ++k) trainer.train_iteration();
+  std::vector<Worker>& workers = trainer.workers();
+  const Net<float>& net = trainer.net();
+  if (net.learnable_count() == 0)
+    throw ModelError(cat(config.model, ": no learnable parameters, nothing to exchange or profile"));
+  const int n = trainer.num_workers();
+  const Spans spans(trainer.timeline().events(), options.warmup, options.iterations);
+  Profile p;
+  p.model = config.model;
+  p.backend = to_string(workers[0].device->kind());
+  p.device = workers[0].device->name();
+  p.devices = n;
+  p.batch = static_cast<int>(net.batch_size());
+  p.layers = layer_costs(net, spans, n);
+  p.sync_us = sync_us(net, spans, n);
+  const double update_us = spans.median_us(n, "update", "zero gradients") + spans.median_us(n, "update", "update");
+  const double param_bytes = static_cast<double>(net.learnable_count()) * 4;
+  p.update_gbps = param_bytes / std::max(update_us, 1.0) / 1e3;
+  measure_links(workers, options, p);
+  const auto sizes = sum_sizes(net, options.max_sum_bytes);
+  p.host_sum = measure_host_sums(workers, sizes, config.host_threads, options.repeats, &p.host_threads);
+  p.device_sum_gbps = measure_device_sum(workers, sizes.back(), options.repeats);
+  return p;
+}
+
+}  // namespace cgdp

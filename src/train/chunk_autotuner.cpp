@@ -1,0 +1,114 @@
+// --chunk auto: a profile (read or measured), candidate plans with predictions, the search fed
+// with iteration times, and its log: one line per trial, then the outcome.
+#include "cgdp/train/chunk_autotuner.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/cost/profiler.hpp"
+
+namespace cgdp {
+
+namespace {
+
+std::string fixed(double value, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
+  return buf;
+}
+
+// Seconds, or milliseconds below one second (tiny models search in milliseconds).
+std::string wall_time(double ms) {
+  return std::abs(ms) < 1e3 ? fixed(ms, 1) + " ms" : fixed(ms / 1e3, 2) + " s";
+}
+
+std::vector<PlanCandidate> auto_candidates(const TrainConfig& config, const Profile& profile,
+                                           std::span<const ParamLayer> layers, int devices,
+                                           int64_t batch) {
+  WhatIf what_if;  // the profile may have been measured with another batch
+  what_if.batch = static_cast<int>(batch);
+  const CostInputs inputs = make_cost_inputs(profile, layers, devices, what_if);
+  const std::vector<std::string>& items = config.chunk_plans.empty() ? kDefaultPlanSet : config.chunk_plans;
+  return make_plan_set(layers, items, &inputs, "--chunk-plans");
+}
+
+}  // namespace
+
+Profile auto_chunk_profile(const TrainConfig& config, std::string* note) {
+  if (!config.profile_path.empty()) {
+    *note = cat("profile ", config.profile_path);
+    return read_profile(config.profile_path);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  ProfileOptions options;
+  options.max_copy_bytes = int64_t{16} << 20;  // enough for the chunk sizes of most models
+  Profile profile = measure_profile(config, options);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  *note = cat("profile measured in ", fixed(seconds, 1), " s");
+  return profile;
+}
+
+ChunkAutoTuner::ChunkAutoTuner(const TrainConfig& config, const Profile& profile,
+                               std::vector<ParamLayer> layers, int devices, int64_t batch)
+    : layers_(std::move(layers)),
+      candidates_(auto_candidates(config, profile, layers_, devices, batch)),
+      options_(config.chunk_search),
+      search_(static_cast<int>(candidates_.size()), predicted_best_index(candidates_), options_),
+      applied_(search_.current()) {}
+
+const ChunkPlan* ChunkAutoTuner::plan_to_apply() {
+  if (search_.current() == applied_) return nullptr;
+  applied_ = search_.current();
+  return &candidates_[applied_].plan;
+}
+
+std::vector<std::string> ChunkAutoTuner::record(double ms) {
+  if (search_.settled()) return {};
+  search_ms_ += ms;
+  std::vector<std::string> lines;
+  if (const auto trial = search_.record(ms)) lines.push_back(trial_line(*trial));
+  if (search_.settled()) {
+    const auto settled = outcome();
+    lines.insert(lines.end(), settled.begin(), settled.end());
+  }
+  return lines;
+}
+
+std::string ChunkAutoTuner::describe_start(const std::string& profile_note) const {
+  std::string plans;
+  for (const PlanCandidate& c : candidates_) plans += cat(plans.empty() ? "" : " ", c.spec);
+  const PlanCandidate& start = candidates_[search_.current()];
+  return cat("cgdp: chunk search (", profile_note, ") over ", candidates_.size(),
+             " plans, fine to coarse: ", plans, "; starts at the predicted best --chunk ", start.spec,
+             " (", fixed(start.predicted_ms, 2), " ms); ", options_.interval, " iterations a trial (",
+             options_.warmup, " dropped), step ", options_.step, ", range ", options_.range,
+             ", at most ", options_.budget, " iterations");
+}
+
+std::string ChunkAutoTuner::trial_line(const SearchTrial& t) const {
+  const PlanCandidate& c = candidates_[t.candidate];
+  return cat("cgdp: chunk search: trial ", search_.trials().size(), ": --chunk ", c.spec, " (",
+             c.chunks(), c.chunks() == 1 ? " chunk" : " chunks", "): median ", fixed(t.median_ms, 2),
+             " ms (", fixed(t.min_ms, 2), "..", fixed(t.max_ms, 2), " over ", t.measured, " of ",
+             t.iterations, " iterations", t.extended ? ", extended: disturbed" : "", "), predicted ",
+             fixed(c.predicted_ms, 2), " ms: ", to_string(t.verdict));
+}
+
+std::vector<std::string> ChunkAutoTuner::outcome() const {
+  const int best = search_.best();
+  const PlanCandidate& c = candidates_[best];
+  if (search_.trials().empty())
+    return {cat("cgdp: chunk search: nothing to search: ", describe(c.plan, layers_)),
+            cat("cgdp: chosen plan: --chunk ", c.spec)};
+  const std::string how = search_.settled() ? "settled after" : "stopped before settling (the run ended) after";
+  return {cat("cgdp: chunk search ", how, " ", search_.iterations(), " iterations (",
+              search_.trials().size(), " trials, ", wall_time(search_ms_), ") on ",
+              describe(c.plan, layers_), ": median ", fixed(search_.median_ms(best), 2),
+              " ms, predicted ", fixed(c.predicted_ms, 2), " ms; the search cost about ",
+              wall_time(search_.cost_ms()), " more than running this plan all along"),
+          cat("cgdp: chosen plan: --chunk ", c.spec)};
+}
+
+}  // namespace cgdp

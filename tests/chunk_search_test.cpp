@@ -1,0 +1,203 @@
+// The chunk search driven by synthetic iteration times: Algorithm 1's visiting order, warm-up and
+// outliers ignored, a lucky trial overturned by the re-measurement, and on noisy landscapes a
+// plan within 5% of the best settled on within 100 iterations.
+#include "cgdp/cost/chunk_search.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "cgdp/core/error.hpp"
+
+namespace cgdp {
+namespace {
+
+// Feeds the search `time(candidate, iteration within the trial)` until it settles (or a cap).
+void drive(ChunkSearch& search, const std::function<double(int, int)>& time, int cap = 1000) {
+  int in_trial = 0;
+  int last = -1;
+  for (int i = 0; i < cap && !search.settled(); ++i) {
+    if (search.current() != last) in_trial = 0;
+    last = search.current();
+    if (search.record(time(search.current(), in_trial++))) in_trial = 0;
+  }
+}
+
+std::vector<int> visited(const ChunkSearch& search) {
+  std::vector<int> order;
+  for (const SearchTrial& t : search.trials()) order.push_back(t.candidate);
+  return order;
+}
+
+TEST(ChunkSearch, FollowsAlgorithmOnesStepsUpThenDownAndReMeasuresTheWinner) {
+  ChunkSearchOptions o;  // step 2, range 2
+  ChunkSearch search(20, 5, o);
+  drive(search, [](int c, int) { return 10.0 + c; });  // finer is faster: the best is 0
+  // Up: 6 and 7 are worse; 9 would be step*range past the best. Down from 5: 4, 3, then steps of
+  // 2: 1, then the axis's end, 0. The leader, 0, is re-measured once and kept.
+  EXPECT_EQ(visited(search), (std::vector<int>{5, 6, 7, 4, 3, 1, 0, 0}));
+  EXPECT_TRUE(search.settled());
+  EXPECT_EQ(search.best(), 0);
+  EXPECT_EQ(search.current(), 0);
+  EXPECT_EQ(search.trials().back().verdict, SearchTrial::Verdict::Confirmed);
+  EXPECT_EQ(search.trials()[1].verdict, SearchTrial::Verdict::Rejected);
+  EXPECT_EQ(search.iterations(), 8 * o.interval);
+}
+
+TEST(ChunkSearch, DropsWarmUpAndTakesTheMedian) {
+  ChunkSearchOptions o;
+  o.interval = 6;
+  o.warmup = 2;
+  ChunkSearch search(3, 1, o);
+  const double times[] = {500, 400, 10, 11, 1000, 12};  // warm-up, then one outlier
+  std::optional<SearchTrial> trial;
+  for (double t : times) trial = search.record(t);
+  ASSERT_TRUE(trial);
+  EXPECT_EQ(trial->candidate, 1);
+  EXPECT_DOUBLE_EQ(trial->median_ms, 11.5);
+  EXPECT_EQ(trial->measured, 4);
+  EXPECT_EQ(trial->iterations, 6);
+  EXPECT_DOUBLE_EQ(trial->max_ms, 1000);
+  EXPECT_EQ(search.current(), 2);  // next: one coarser
+}
+
+TEST(ChunkSearch, ALuckyTrialIsOverturnedWhenReMeasured) {
+  ChunkSearchOptions o;
+  o.interval = 4;
+  o.warmup = 1;
+  ChunkSearch search(3, 0, o);
+  int trials_of_1 = 0;
+  drive(search, [&](int c, int i) {
+    if (c == 1 && i == 0) ++trials_of_1;
+    if (c == 1) return trials_of_1 == 1 ? 5.0 : 20.0;  // fast once (a quiet moment), then slow
+    return c == 0 ? 10.0 : 30.0;
+  });
+  // 0 kept, 1 kept (lucky), 2 rejected; 1 re-measured: pooled median 12.5 > 10, overturned;
+  // 0 re-measured and confirmed.
+  EXPECT_EQ(visited(search), (std::vector<int>{0, 1, 2, 1, 0}));
+  EXPECT_EQ(search.trials()[3].verdict, SearchTrial::Verdict::Overturned);
+  EXPECT_EQ(search.trials()[4].verdict, SearchTrial::Verdict::Confirmed);
+  EXPECT_EQ(search.best(), 0);
+}
+
+TEST(ChunkSearch, CostIsTheExtraTimeOverTheFinalPlanFromTheMedians) {
+  ChunkSearchOptions o;
+  o.interval = 2;
+  o.warmup = 0;
+  o.confirmations = 1;
+  ChunkSearch search(2, 0, o);
+  drive(search, [](int c, int) { return c == 0 ? 10.0 : 7.0; });
+  ASSERT_EQ(visited(search), (std::vector<int>{0, 1, 1}));
+  EXPECT_DOUBLE_EQ(search.cost_ms(), 2 * (10.0 - 7.0));
+}
+
+TEST(ChunkSearch, OneCandidateIsSettledAtOnce) {
+  ChunkSearch search(1, 0, {});
+  EXPECT_TRUE(search.settled());
+  EXPECT_FALSE(search.record(1.0));
+  EXPECT_EQ(search.iterations(), 0);
+  EXPECT_DOUBLE_EQ(search.cost_ms(), 0);
+}
+
+TEST(ChunkSearch, StopsExploringWithinTheBudget) {
+  ChunkSearchOptions o;
+  o.budget = 40;  // 5 trials of 8: 3 exploring, 2 kept for re-measurements
+  ChunkSearch search(50, 0, o);
+  drive(search, [](int c, int) { return 100.0 - c; });  // ever better: only the budget stops it
+  EXPECT_EQ(visited(search), (std::vector<int>{0, 1, 2, 2}));
+  EXPECT_LE(search.iterations(), o.budget);
+}
+
+TEST(ChunkSearch, ADisturbedTrialRunsLongerOnce) {
+  ChunkSearchOptions o;
+  o.interval = 6;
+  o.warmup = 2;
+  ChunkSearch search(3, 1, o);
+  // Warm-up, then half the iterations twice as slow: the median is off, the trial is extended.
+  const double times[] = {90, 90, 10, 20, 10, 20, 10, 10, 10, 10};
+  std::optional<SearchTrial> trial;
+  for (double t : times) {
+    EXPECT_FALSE(trial) << "closed before the extension ran";
+    trial = search.record(t);
+  }
+  ASSERT_TRUE(trial);
+  EXPECT_TRUE(trial->extended);
+  EXPECT_EQ(trial->iterations, 10);
+  EXPECT_EQ(trial->measured, 8);
+  EXPECT_DOUBLE_EQ(trial->median_ms, 10);
+}
+
+TEST(ChunkSearch, BadOptionsNameTheFlag) {
+  auto message = [](ChunkSearchOptions o) {
+    try {
+      ChunkSearch(4, 0, o);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  ChunkSearchOptions o;
+  o.interval = 0;
+  EXPECT_NE(message(o).find("--search-interval: expected iterations per trial"), std::string::npos) << message(o);
+  o = {};
+  o.warmup = o.interval;
+  EXPECT_NE(message(o).find("--search-warmup"), std::string::npos) << message(o);
+  o = {};
+  o.step = 0;
+  EXPECT_NE(message(o).find("--search-step"), std::string::npos) << message(o);
+  o = {};
+  o.range = -1;
+  EXPECT_NE(message(o).find("--search-range"), std::string::npos) << message(o);
+  o = {};
+  o.budget = 20;
+  EXPECT_NE(message(o).find("--search-budget: 20 iterations cannot hold"), std::string::npos) << message(o);
+}
+
+// A landscape like the paper's Figure 2 (fine plans pay for syncs, coarse ones for late sums),
+// observed through noise: ~3% jitter, 10% of iterations 1.5-3x slower (another process), the
+// first two after a change 2x slower.
+struct Landscape {
+  int count;
+  int optimum;
+  int start;
+  double curvature;  // relative cost per squared step from the optimum
+  double true_ms(int c) const { return 50.0 * (1 + curvature * (c - optimum) * (c - optimum)); }
+};
+
+void expect_settles_near_best(const Landscape& land, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> jitter(0, 0.03);
+  std::uniform_real_distribution<double> unit(0, 1);
+  ChunkSearch search(land.count, land.start, {});
+  drive(search, [&](int c, int i) {
+    double t = land.true_ms(c) * (1 + jitter(rng));
+    if (unit(rng) < 0.1) t *= 1.5 + 1.5 * unit(rng);
+    if (i < 2) t *= 2;
+    return t;
+  });
+  ASSERT_TRUE(search.settled()) << "seed " << seed;
+  EXPECT_LE(search.iterations(), 100) << "seed " << seed;
+  EXPECT_LE(land.true_ms(search.best()), 1.05 * land.true_ms(land.optimum))
+      << "seed " << seed << ": settled on " << search.best() << ", best is " << land.optimum;
+}
+
+TEST(ChunkSearch, NoisyBowlSettlesWithinFivePercentOfTheBest) {
+  for (uint32_t seed = 1; seed <= 30; ++seed) expect_settles_near_best({30, 12, 8, 0.02}, seed);
+}
+
+TEST(ChunkSearch, NoisyOptimumAtTheFineEnd) {
+  for (uint32_t seed = 1; seed <= 30; ++seed) expect_settles_near_best({20, 0, 3, 0.03}, seed);
+}
+
+TEST(ChunkSearch, NoisyOptimumAtTheCoarseEnd) {
+  for (uint32_t seed = 1; seed <= 30; ++seed) expect_settles_near_best({6, 5, 2, 0.04}, seed);
+}
+
+TEST(ChunkSearch, NoisyFlatBottom) {
+  for (uint32_t seed = 1; seed <= 30; ++seed) expect_settles_near_best({40, 20, 24, 0.0005}, seed);
+}
+
+}  // namespace
+}  // namespace cgdp

@@ -1,0 +1,511 @@
+// The cost model: the paper's formulas and the event simulation on hand-made profiles whose
+// answers are worked out by hand below, the exact plan search against brute force, and profile
+// JSON (round trip, the example profile, every validation error).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/cost/chunk_stages.hpp"
+#include "cgdp/cost/event_sim.hpp"
+#include "cgdp/cost/formulas.hpp"
+#include "cgdp/cost/plan_search.hpp"
+#include "cgdp/cost/profile_match.hpp"
+#include "cgdp/cost/simulator.hpp"
+#include "cgdp/device/cpu_device.hpp"
+#include "cgdp/net/model_file.hpp"
+#include "cgdp/net/net.hpp"
+#include "support/temp_dir.hpp"
+
+namespace cgdp {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Relative error against a float64 reference worked out by hand.
+void expect_near(double actual, double expected, const char* what = "") {
+  EXPECT_LE(std::abs(actual - expected), 1e-9 * std::max(1.0, std::abs(expected)))
+      << what << ": " << actual << " vs " << expected;
+}
+
+// Forward order: data, conv1 (400 B), relu1, fc1 (4000 B), loss. In backward order the param
+// layers are fc1 (its backward and the loss's: 40 + 1 = 41 us) and conv1 (20 + relu1's 2 = 22 us);
+// below conv1 only data's 0.5 us. T_BP = 63.5 us, forward 44 us, 4400 parameter bytes.
+Profile small_profile() {
+  Profile p;
+  p.model = "small";
+  p.backend = "cuda";
+  p.device = "hand-made";
+  p.devices = 2;
+  p.batch = 8;
+  p.host_threads = 4;
+  p.layers = {{"data", "Input", 1, 0.5, 0},
+              {"conv1", "Convolution", 10, 20, 400},
+              {"relu1", "ReLU", 2, 2, 0},
+              {"fc1", "InnerProduct", 30, 40, 4000},
+              {"loss", "SoftmaxWithLoss", 1, 1, 0}};
+  p.d2h = {1, 1};    // 1000 bytes/us, 1 us latency
+  p.h2d = {2, 0.5};  // 2000 bytes/us
+  p.p2p = {1, 1};
+  p.sync_us = 2;
+  p.host_sum = {{2, 0.5}};  // 500 bytes of one input per us
+  p.update_gbps = 4;
+  p.device_sum_gbps = 2;
+  return p;
+}
+
+std::vector<ParamLayer> small_params() {
+  return {{3, "fc1", 0, 1000}, {1, "conv1", 1000, 100}};
+}
+
+CostInputs small_inputs(const Profile& p = small_profile(), int devices = 2) {
+  return make_cost_inputs(p, small_params(), devices);
+}
+
+TEST(CostInputs, SplitsTheBackwardPassAtParamLayers) {
+  const CostInputs in = small_inputs();
+  ASSERT_EQ(in.num_params(), 2);
+  expect_near(in.params[0].backward_us, 41);
+  expect_near(in.params[1].backward_us, 22);
+  expect_near(in.tail_backward_us, 0.5);
+  expect_near(in.backward_total_us(), 63.5);
+  expect_near(in.forward_us, 44);
+  EXPECT_EQ(in.param_bytes(), 4400);
+  expect_near(d2h_us(in, 4000), 5);
+  expect_near(h2d_us(in, 4000), 2.5);
+  expect_near(host_sum_us(in, 4000), 8);
+  expect_near(update_us(in), 1.1);
+}
+
+TEST(CostInputs, WhatIfScalesBandwidthsBatchAndHostThreads) {
+  WhatIf w;
+  w.d2h_gbps = 4;
+  w.h2d_gbps = 4;
+  w.batch = 16;        // twice the profiled batch: twice the compute
+  w.host_threads = 8;  // twice the threads: twice the sum bandwidth
+  const CostInputs in = make_cost_inputs(small_profile(), small_params(), 2, w);
+  expect_near(in.forward_us, 88);
+  expect_near(in.params[0].backward_us, 82);
+  expect_near(d2h_us(in, 4000), 2);
+  expect_near(h2d_us(in, 4000), 1.5);
+  expect_near(host_sum_us(in, 4000), 4);
+  w.host_memory_gbps = 2.4;  // the sum cannot beat memory: 2.4 / (N + 1) = 0.8 GB/s
+  expect_near(host_sum_us(make_cost_inputs(small_profile(), small_params(), 2, w), 4000), 5);
+  WhatIf bad;
+  bad.d2h_gbps = 0;
+  EXPECT_THROW(make_cost_inputs(small_profile(), small_params(), 2, bad), UsageError);
+}
+
+TEST(CostInputs, HostSumForAnotherDeviceCountScalesWithInputs) {
+  // Only 2 inputs were measured at 0.5 GB/s; 4 inputs take twice as long.
+  expect_near(host_sum_us(small_inputs(small_profile(), 4), 4000), 16);
+}
+
+TEST(CostInputs, SharedPoolSlowsCopiesThatRunAtOnce) {
+  Profile p = small_profile();
+  p.host_memory_gbps = 1;  // two workers copy at once: 0.5 GB/s each
+  const CostInputs in = small_inputs(p);
+  expect_near(d2h_us(in, 4000), 1 + 8);
+  expect_near(h2d_us(in, 4000), 0.5 + 8);
+  expect_near(copy_us({1, 0}, 1000, 1, 4), 1);  // the link, not the pool, limits a lone copy
+}
+
+TEST(CostInputs, ParamLayerNotInTheProfileIsNamed) {
+  std::vector<ParamLayer> params = small_params();
+  params[1].name = "conv9";
+  try {
+    make_cost_inputs(small_profile(), params, 2);
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("conv9"));
+  }
+}
+
+// Per layer: fc1 ready at 41 + 2 = 43, D2H 43..48, sum 48..56, H2D 56..58.5; conv1 ready at
+// 43 + 22 + 2 = 67, D2H 67..68.4, sum 68.4..69.2, H2D 69.2..69.9. Backward ends at 67.5.
+TEST(Formulas, CgdpPerLayerByHand) {
+  const CostInputs in = small_inputs();
+  const FormulaPrediction f = formula_cgdp(in, make_chunk_plan(small_params(), "layer"));
+  ASSERT_EQ(f.chunks.size(), 2u);
+  expect_near(f.chunks[0].t_aa, 13);
+  expect_near(f.chunks[0].t_bc, 2.5);
+  expect_near(f.chunks[0].total, 58.5);
+  expect_near(f.chunks[1].total, 69.9);
+  expect_near(f.t_bp_us, 63.5);
+  expect_near(f.backward_us, 69.9);
+  expect_near(f.overhead_us, 6.4);
+  expect_near(f.overhead_approx_us, 2 * 2 + 2.2 + 0.7);
+  expect_near(f.iteration_us, 44 + 69.9 + 1.1);
+}
+
+TEST(Formulas, CgdpOneChunkAndNoExchangeLeft) {
+  CostInputs in = small_inputs();
+  // One chunk of 4400 B ready at 65: D2H 5.4, sum 8.8, H2D 2.7.
+  expect_near(formula_cgdp(in, make_chunk_plan(small_params(), "all")).backward_us, 81.9);
+  in.tail_backward_us = 100;  // a long backward below the params hides the exchange
+  expect_near(formula_cgdp(in, make_chunk_plan(small_params(), "layer")).backward_us, 163 + 4);
+}
+
+// Two workers: one peer copy (1 + 4.4) and one device sum (2.2) up, one copy down.
+TEST(Formulas, Ps0ByHand) {
+  const FormulaPrediction two = formula_ps0(small_inputs());
+  expect_near(two.backward_us, 63.5 + 7.6 + 5.4);
+  expect_near(two.overhead_us, 13);
+  expect_near(two.iteration_us, 44 + 76.5 + 1.1);
+  // Four workers: two levels up and two down.
+  expect_near(formula_ps0(small_inputs(small_profile(), 4)).backward_us, 63.5 + 15.2 + 10.8);
+}
+
+TEST(Simulator, CgdpPerLayerByHand) {
+  const IterationPrediction p =
+      simulate_cgdp(small_inputs(), make_chunk_plan(small_params(), "layer"));
+  expect_near(p.forward_us, 44);
+  expect_near(p.backward_us, 67.5);
+  expect_near(p.exchange_after_backward_us, 69.9 - 67.5);
+  expect_near(p.update_us, 1.1);
+  expect_near(p.sum_us, 8 + 0.8);
+  expect_near(p.iteration_us, 44 + 69.9 + 1.1);
+  ASSERT_EQ(p.chunks.size(), 2u);
+  expect_near(p.chunks[0].ready_us, 43);
+  ASSERT_EQ(p.chunks[0].stages.size(), 3u);
+  EXPECT_EQ(p.chunks[0].stages[1].name, "sum");
+  expect_near(p.chunks[0].stages[1].start_us, 48);
+  expect_near(p.chunks[0].stages[2].end_us, 58.5);
+  expect_near(p.chunks[1].stages[0].start_us, 67);
+}
+
+// A slow host sum (0.1 GB/s) makes conv1's sum queue behind fc1's on the one aggregator thread:
+// fc1's sum 48..88, conv1's 88..92, its H2D 92..92.7. The formula assumes no queueing (90.5).
+TEST(Simulator, AggregatorQueueIsWhereSimulationAndFormulaDiffer) {
+  Profile prof = small_profile();
+  prof.host_sum = {{2, 0.1}};
+  const CostInputs in = small_inputs(prof);
+  const ChunkPlan plan = make_chunk_plan(small_params(), "layer");
+  const IterationPrediction p = simulate_cgdp(in, plan);
+  expect_near(p.chunks[1].stages[1].start_us, 88);
+  expect_near(p.backward_us + p.exchange_after_backward_us, 92.7);
+  expect_near(formula_cgdp(in, plan).backward_us, 90.5);
+}
+
+// Both workers copy at once over a 1 GB/s pool: 0.5 GB/s each. One chunk ready at 65: D2H
+// 1 + 8.8, sum 8.8, H2D 0.5 + 8.8: the exchange ends at 65 + 9.8 + 8.8 + 9.3 = 92.9.
+TEST(Simulator, CgdpCopiesShareThePool) {
+  Profile prof = small_profile();
+  prof.host_memory_gbps = 1;
+  const IterationPrediction p =
+      simulate_cgdp(small_inputs(prof), make_chunk_plan(small_params(), "all"));
+  expect_near(p.backward_us + p.exchange_after_backward_us, 92.9);
+}
+
+// Two workers: copy 1 -> 0 at 63.5 + sync 2 + 1 + 4.4 = 70.9, add 2.2 -> 73.1, update -> 74.2,
+// parameters back 7.4 -> 81.6.
+TEST(Simulator, Ps0TwoWorkersByHand) {
+  const IterationPrediction p = simulate_ps0(small_inputs());
+  expect_near(p.backward_us, 63.5);
+  expect_near(p.exchange_after_backward_us, 9.6);
+  expect_near(p.update_us, 1.1);
+  expect_near(p.broadcast_us, 7.4);
+  expect_near(p.sum_us, 2.2);
+  expect_near(p.iteration_us, 44 + 63.5 + 9.6 + 1.1 + 7.4);
+}
+
+// Four workers on the CPU backend, copies sharing a 1 GB/s pool. Up: 1->0 and 3->2 at once at
+// 0.5 GB/s (3 + 8.8 = 11.8, to 75.3), adds to 77.5, 2->0 alone (7.4, to 84.9), add to 87.1.
+// Update to 88.2. Down: 0->2 and 0->1 at once (11.8, to 100), then 2->3 alone (7.4, to 107.4).
+TEST(Simulator, Ps0FourWorkersShareThePoolLevelByLevel) {
+  Profile prof = small_profile();
+  prof.backend = "cpu";
+  prof.host_memory_gbps = 1;
+  const IterationPrediction p = simulate_ps0(small_inputs(prof, 4));
+  expect_near(p.exchange_after_backward_us, 87.1 - 63.5);
+  expect_near(p.broadcast_us, 107.4 - 88.2);
+  expect_near(p.sum_us, 3 * 2.2);
+}
+
+TEST(EventSim, PoolIsSharedMaxMinFairly) {
+  EventSim sim;
+  const int pool = sim.add_pool(1);  // 1000 bytes/us
+  const int a = sim.add({sim.add_stream(), 0, 1000, 1, pool, {}, 0});
+  const int b = sim.add({sim.add_stream(), 0, 1000, 1, pool, {}, 0.5});
+  // a alone moves 500 bytes by 0.5; both at 500/us until a ends at 1.5; b alone to 2.
+  const int slow = sim.add({sim.add_stream(), 0, 100, 0.1, pool, {}, 3});
+  const int fast = sim.add({sim.add_stream(), 0, 900, 5, pool, {}, 3});
+  const int after = sim.add({sim.add_stream(), 0.25, 0, 0, -1, {slow, fast}, 0});
+  sim.run();
+  expect_near(sim.end_us(a), 1.5);
+  expect_near(sim.end_us(b), 2);
+  // The capped task takes its 0.1 GB/s; the other the remaining 0.9: both end at 4.
+  expect_near(sim.end_us(slow), 4);
+  expect_near(sim.end_us(fast), 4);
+  expect_near(sim.start_us(after), 4);
+  expect_near(sim.makespan_us(), 4.25);
+}
+
+TEST(EventSim, StreamRunsItsTasksInOrder) {
+  EventSim sim;
+  const int s = sim.add_stream();
+  const int first = sim.add({s, 2, 0, 0, -1, {}, 0});
+  const int other = sim.add({sim.add_stream(), 5, 0, 0, -1, {}, 0});
+  const int second = sim.add({s, 1, 0, 0, -1, {other}, 0});
+  const int third = sim.add({s, 1, 0, 0, -1, {}, 0});  // waits for `second`, not just deps
+  sim.run();
+  expect_near(sim.end_us(first), 2);
+  expect_near(sim.start_us(second), 5);
+  expect_near(sim.end_us(third), 7);
+}
+
+// Random profiles of `n` param layers (and a layer without params between them).
+CostInputs random_inputs(std::mt19937& rng, int n, int devices) {
+  std::uniform_real_distribution<double> u(0, 1);
+  Profile p = small_profile();
+  p.layers = {{"data", "Input", 1, 10 * u(rng), 0}};
+  std::vector<ParamLayer> params;
+  int64_t offset = 0;
+  for (int i = 0; i < n; ++i) {
+    const int64_t count = 1 + static_cast<int64_t>(std::pow(10, 1 + 4 * u(rng)));
+    p.layers.push_back({cat("p", i), "InnerProduct", 10 * u(rng), 100 * u(rng), count * 4});
+    p.layers.push_back({cat("r", i), "ReLU", u(rng), u(rng), 0});
+    params.insert(params.begin(),
+                  ParamLayer{static_cast<int>(p.layers.size()) - 2, cat("p", i), 0, count});
+  }
+  for (ParamLayer& l : params) l.offset = std::exchange(offset, offset + l.count);
+  p.d2h = {0.5 + 10 * u(rng), 20 * u(rng)};
+  p.h2d = {0.5 + 10 * u(rng), 20 * u(rng)};
+  p.sync_us = 50 * u(rng);
+  p.host_sum = {{devices, 0.2 + 5 * u(rng)}};
+  p.devices = devices;
+  p.host_memory_gbps = u(rng) < 0.5 ? 0 : 1 + 10 * u(rng);
+  return make_cost_inputs(p, params, devices);
+}
+
+// Every grouping of n layers: the chunk starts are the set bits of a mask over 1..n-1.
+double brute_force_best(const CostInputs& in, const std::vector<ParamLayer>& layers) {
+  const int n = in.num_params();
+  double best = std::numeric_limits<double>::infinity();
+  for (uint32_t mask = 0; mask < (1u << (n - 1)); ++mask) {
+    std::vector<int64_t> starts;
+    for (int b = 1; b < n; ++b)
+      if (mask & (1u << (b - 1))) starts.push_back(b);
+    best = std::min(best, simulate_cgdp(in, plan_from_starts(layers, starts)).iteration_us);
+  }
+  return best;
+}
+
+TEST(PlanSearch, DynamicProgrammeMatchesBruteForce) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 24; ++trial) {
+    const int n = 1 + trial % 9, devices = 1 + trial % 4;
+    const CostInputs in = random_inputs(rng, n, devices);
+    std::vector<ParamLayer> layers;
+    for (const ParamCost& p : in.params) layers.push_back(p.layer);
+    const PlanSearchResult r = best_plan(in);
+    expect_near(r.best.iteration_us, brute_force_best(in, layers), "best plan");
+    // The search's pipeline agrees with the event simulation of the plan it names.
+    const ChunkPlan named = make_chunk_plan(layers, r.best.spec);
+    ASSERT_EQ(named.chunks.size(), r.best.plan.chunks.size()) << r.best.spec;
+    const IterationPrediction sim = simulate_cgdp(in, named);
+    expect_near(sim.iteration_us, r.best.iteration_us, "simulated best");
+    expect_near(sim.backward_us + sim.exchange_after_backward_us, r.best.exchange_end_us);
+    ASSERT_EQ(r.equal_size.size(), static_cast<size_t>(n));
+    for (const PlanChoice& c : r.equal_size)
+      EXPECT_LE(r.best.iteration_us, c.iteration_us * (1 + 1e-12));
+  }
+}
+
+TEST(PlanSearch, DeepNetStaysExactAgainstItsOwnPlans) {
+  std::mt19937 rng(11);
+  const CostInputs in = random_inputs(rng, 300, 4);
+  const PlanSearchResult r = best_plan(in);
+  EXPECT_LE(r.best.exchange_end_us, r.best_equal_size.exchange_end_us * (1 + 1e-12));
+  expect_near(r.best.exchange_end_us, exchange_end_us(in, r.best.plan));
+  EXPECT_GT(r.states_explored, 0);
+}
+
+// Without sync cost and with a long backward below the params, every plan ends with the
+// backward (163 us): the search then names the plan with the fewest chunks.
+TEST(PlanSearch, TiesGoToFewerChunks) {
+  Profile p = small_profile();
+  p.sync_us = 0;
+  p.layers[0].backward_us = 100;
+  const PlanSearchResult r = best_plan(small_inputs(p));
+  EXPECT_EQ(r.best.spec, "all");
+  expect_near(r.best.exchange_end_us, 163);
+}
+
+TEST(PlanSearch, SpecsRoundTripThroughMakeChunkPlan) {
+  const std::vector<ParamLayer> layers = {
+      {6, "a", 0, 1}, {4, "b", 1, 1}, {2, "c", 2, 1}, {0, "d", 3, 1}};
+  for (const std::string spec : {"layer", "all", "2,", "1,3", "2"}) {
+    const ChunkPlan plan = make_chunk_plan(layers, spec);
+    const ChunkPlan again = make_chunk_plan(layers, plan_spec(plan, 4));
+    ASSERT_EQ(again.chunks.size(), plan.chunks.size()) << spec;
+    for (size_t c = 0; c < plan.chunks.size(); ++c)
+      EXPECT_EQ(again.chunks[c].first, plan.chunks[c].first);
+  }
+  EXPECT_EQ(plan_spec(make_chunk_plan(layers, "2,"), 4), "2,");
+}
+
+// ---- profile JSON ----
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+TEST(ProfileJson, RoundTripKeepsEveryField) {
+  testing::TempDir dir;
+  Profile p = small_profile();
+  p.host_memory_gbps = 12.5;
+  p.host_sum.push_back({4, 0.3});
+  const std::string path = (dir / "p.json").string();
+  write_profile(p, path);
+  const Profile q = read_profile(path);
+  EXPECT_EQ(q.source, path);
+  EXPECT_EQ(q.model, p.model);
+  EXPECT_EQ(q.backend, p.backend);
+  EXPECT_EQ(q.device, p.device);
+  EXPECT_EQ(q.devices, p.devices);
+  EXPECT_EQ(q.batch, p.batch);
+  EXPECT_EQ(q.host_threads, p.host_threads);
+  ASSERT_EQ(q.layers.size(), p.layers.size());
+  for (size_t i = 0; i < p.layers.size(); ++i) {
+    EXPECT_EQ(q.layers[i].name, p.layers[i].name);
+    EXPECT_EQ(q.layers[i].type, p.layers[i].type);
+    EXPECT_EQ(q.layers[i].forward_us, p.layers[i].forward_us);
+    EXPECT_EQ(q.layers[i].backward_us, p.layers[i].backward_us);
+    EXPECT_EQ(q.layers[i].param_bytes, p.layers[i].param_bytes);
+  }
+  EXPECT_EQ(q.d2h.gbps, p.d2h.gbps);
+  EXPECT_EQ(q.h2d.latency_us, p.h2d.latency_us);
+  EXPECT_EQ(q.p2p.gbps, p.p2p.gbps);
+  EXPECT_EQ(q.sync_us, p.sync_us);
+  ASSERT_EQ(q.host_sum.size(), 2u);
+  EXPECT_EQ(q.host_sum[1].inputs, 4);
+  EXPECT_EQ(q.host_sum[1].gbps, 0.3);
+  EXPECT_EQ(q.update_gbps, p.update_gbps);
+  EXPECT_EQ(q.device_sum_gbps, p.device_sum_gbps);
+  EXPECT_EQ(q.host_memory_gbps, 12.5);
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"p.json"});  // no temporary file left
+}
+
+// Writes the small profile with `edit` applied to its JSON text and expects `message` (the
+// whole error after the file name).
+void expect_invalid(const std::function<void(nlohmann::json&)>& edit, const std::string& message) {
+  testing::TempDir dir;
+  const std::string path = (dir / "p.json").string();
+  write_profile(small_profile(), path);
+  nlohmann::json j = nlohmann::json::parse(read_text(path));
+  edit(j);
+  testing::write_bytes(path, j.dump());
+  try {
+    read_profile(path);
+    ADD_FAILURE() << "no error for " << message;
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": " + message);
+  }
+}
+
+TEST(ProfileJson, EachValidationErrorNamesTheField) {
+  using J = nlohmann::json;
+  expect_invalid([](J& j) { j["d2h"]["gbps"] = -1; }, "d2h.gbps: expected a number > 0");
+  expect_invalid([](J& j) { j["h2d"]["gbps"] = 0; }, "h2d.gbps: expected a number > 0");
+  expect_invalid([](J& j) { j["p2p"]["gbps"] = "fast"; }, "p2p.gbps: expected a number > 0");
+  expect_invalid([](J& j) { j["d2h"].erase("latency_us"); }, "d2h.latency_us: missing");
+  expect_invalid([](J& j) { j.erase("sync_us"); }, "sync_us: missing");
+  expect_invalid([](J& j) { j["sync_us"] = -0.5; }, "sync_us: expected a number >= 0");
+  expect_invalid([](J& j) { j["update_gbps"] = 0; }, "update_gbps: expected a number > 0");
+  expect_invalid([](J& j) { j["device_sum_gbps"] = nullptr; },
+                 "device_sum_gbps: expected a number > 0");
+  expect_invalid([](J& j) { j["layers"][3]["backward_us"] = -1; },
+                 "layers[3].backward_us: expected a number >= 0");
+  expect_invalid([](J& j) { j["layers"][1].erase("forward_us"); }, "layers[1].forward_us: missing");
+  expect_invalid([](J& j) { j["layers"][1]["param_bytes"] = 2.5; },
+                 "layers[1].param_bytes: expected an integer >= 0");
+  expect_invalid([](J& j) { j["layers"][1]["param_bytes"] = 402; },
+                 "layers[1].param_bytes: expected a multiple of 4 (float parameters)");
+  expect_invalid([](J& j) { j["layers"][2]["name"] = "conv1"; },
+                 "layers[2].name: layer 'conv1' appears twice");
+  expect_invalid([](J& j) { j["layers"] = J::array(); }, "layers: expected a non-empty array");
+  expect_invalid([](J& j) { j["layers"][0] = 3; }, "layers[0]: expected an object");
+  expect_invalid([](J& j) { j["devices"] = 0; }, "devices: expected an integer >= 1");
+  expect_invalid([](J& j) { j["devices"] = 3; },
+                 "host_sum: expected an entry with inputs = devices (3)");
+  expect_invalid([](J& j) { j["host_sum"][0]["gbps"] = 0; },
+                 "host_sum[0].gbps: expected a number > 0");
+  expect_invalid([](J& j) { j["backend"] = "tpu"; }, "backend: expected \"cpu\" or \"cuda\"");
+  expect_invalid([](J& j) { j["version"] = 2; }, "version: expected 1, got 2");
+  expect_invalid([](J& j) { j["hots_sum"] = 1; }, "hots_sum: unknown field");
+  expect_invalid([](J& j) { j["host_memory_gbps"] = -1; },
+                 "host_memory_gbps: expected a number >= 0");
+  expect_invalid([](J& j) { j = J::array(); }, "expected an object");
+}
+
+TEST(ProfileJson, OptionalHostMemoryDefaultsToUnlimited) {
+  testing::TempDir dir;
+  const std::string path = (dir / "p.json").string();
+  write_profile(small_profile(), path);
+  nlohmann::json j = nlohmann::json::parse(read_text(path));
+  j.erase("host_memory_gbps");
+  testing::write_bytes(path, j.dump());
+  EXPECT_EQ(read_profile(path).host_memory_gbps, 0);
+}
+
+TEST(ProfileJson, NotJsonAndMissingFileAreOneLine) {
+  testing::TempDir dir;
+  const std::string path = (dir / "p.json").string();
+  testing::write_bytes(path, "{\"version\": 1,,}");
+  try {
+    read_profile(path);
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_THAT(e.what(), HasSubstr(path + ": not valid JSON"));
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+  }
+  EXPECT_THROW(read_profile((dir / "none.json").string()), IoError);
+}
+
+// The example profile (AlexNet on four P100s, from the paper's Tables 2-4) matches models/alexnet
+// and predicts what the paper measured: about 167 ms per iteration for cgdp and 203 ms for ps0.
+TEST(ProfileJson, PaperExampleMatchesAlexNetAndThePaper) {
+  const Profile p = read_profile(CGDP_SOURCE_DIR "/docs/examples/profile_alexnet_p100x4.json");
+  const std::string model = find_model_file("alexnet");
+  Net<float> net(load_model(model), Phase::Train, default_cpu_device(), 1, 1, model);
+  check_profile_matches(p, net);
+  const auto params = param_layers(net);
+  const CostInputs in = make_cost_inputs(p, params, 4);
+  const double cgdp = simulate_cgdp(in, make_chunk_plan(params, "layer")).iteration_us;
+  const double ps0 = simulate_ps0(in).iteration_us;
+  EXPECT_NEAR(cgdp / 1e3, 167.1, 167.1 * 0.05);
+  EXPECT_NEAR(ps0 / 1e3, 202.7, 202.7 * 0.05);
+}
+
+TEST(ProfileMatch, NamesTheFirstMismatch) {
+  const Profile p = small_profile();
+  const std::vector<std::string> names = {"data", "conv1", "relu1", "fc1", "loss"};
+  EXPECT_NO_THROW(check_profile_matches(p, names, small_params()));
+  const auto message = [&](std::vector<std::string> model, std::vector<ParamLayer> params) {
+    try {
+      check_profile_matches(p, model, params);
+    } catch (const DataError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message({"data", "conv1", "relu1", "fc2", "loss"}, small_params()),
+            "profile: does not match the model: layers[3].name is 'fc1' but the model's layer 3 "
+            "is 'fc2'");
+  EXPECT_EQ(message({"data", "conv1", "relu1", "fc1"}, small_params()),
+            "profile: does not match the model: the profile has 5 layers, the model 4");
+  std::vector<ParamLayer> bigger = small_params();
+  bigger[0].count = 2000;
+  EXPECT_EQ(message(names, bigger),
+            "profile: does not match the model: layers[3].param_bytes of 'fc1' is 4000 but the "
+            "model has 8000");
+}
+
+}  // namespace
+}  // namespace cgdp

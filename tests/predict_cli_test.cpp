@@ -1,0 +1,173 @@
+// `cgdp predict` end to end on a tiny model and a profile made for it: the table, the JSON (whose
+// best plan, pasted back as --chunk, predicts what the search said), what-if flags, and one-line
+// errors for profiles that do not fit the model, bad fields, bad plans and bad what-if values.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/cost/profile.hpp"
+#include "cgdp/device/cpu_device.hpp"
+#include "cgdp/io/file.hpp"
+#include "cgdp/net/model_file.hpp"
+#include "cgdp/net/net.hpp"
+#include "cgdp/sync/chunk_plan.hpp"
+#include "support/run_command.hpp"
+#include "support/temp_dir.hpp"
+
+namespace cgdp {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr const char* kModel = R"(name: "tiny"
+layer { name: "data" type: "Input" top: "data" top: "label"
+  input_param { shape { dim: 2 dim: 1 dim: 8 dim: 8 } shape { dim: 2 } } }
+layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+  convolution_param { num_output: 4 kernel_size: 3 } }
+layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
+layer { name: "conv2" type: "Convolution" bottom: "conv1" top: "conv2"
+  convolution_param { num_output: 4 kernel_size: 3 } }
+layer { name: "fc1" type: "InnerProduct" bottom: "conv2" top: "fc1"
+  inner_product_param { num_output: 64 } }
+layer { name: "fc2" type: "InnerProduct" bottom: "fc1" top: "fc2"
+  inner_product_param { num_output: 10 } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc2" bottom: "label" top: "loss" }
+)";
+
+class PredictCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = (dir_ / "tiny.prototxt").string();
+    testing::write_bytes(model_, kModel);
+    profile_ = (dir_ / "p.json").string();
+    write_profile(make_profile(), profile_);
+  }
+
+  // A profile of the tiny model: names and parameter sizes from the net itself.
+  Profile make_profile() const {
+    Net<float> net(load_model(model_), Phase::Train, default_cpu_device(), 1, 1, model_);
+    Profile p;
+    p.model = "tiny";
+    p.backend = "cpu";
+    p.device = "test";
+    p.devices = 2;
+    for (int i = 0; i < net.num_layers(); ++i)
+      p.layers.push_back({net.layer(i).name(), net.layer(i).type(), 10.0 + i, 20.0 + 2 * i, 0});
+    for (const ParamLayer& l : param_layers(net)) p.layers[l.layer].param_bytes = l.count * 4;
+    p.d2h = {0.01, 5};  // slow copies: the plan matters
+    p.h2d = {0.02, 5};
+    p.p2p = {0.01, 5};
+    p.sync_us = 3;
+    p.host_sum = {{2, 0.05}};
+    p.update_gbps = 1;
+    p.device_sum_gbps = 1;
+    return p;
+  }
+
+  // Writes the profile JSON with `edit` applied; returns its path.
+  std::string edited(const std::function<void(Json&)>& edit) {
+    Json j = Json::parse(read_file(profile_));
+    edit(j);
+    const std::string path = (dir_ / "edited.json").string();
+    testing::write_bytes(path, j.dump());
+    return path;
+  }
+
+  testing::CommandResult run(const std::string& args) const {
+    return testing::run_command(
+        cat(CGDP_BINARY_DIR, "/cgdp predict --model ", model_, " ", args, " 2>&1"));
+  }
+
+  Json run_json(const std::string& args) const {
+    const testing::CommandResult r = run(args + " --json");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return Json::parse(r.output);
+  }
+
+  // Exactly one line "cgdp: error: ..." holding every part, and exit 1.
+  void expect_error(const std::string& args, std::initializer_list<std::string> parts) const {
+    const testing::CommandResult r = run(args);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    EXPECT_EQ(r.output.rfind("cgdp: error: ", 0), 0u) << r.output;
+    for (const auto& part : parts)
+      EXPECT_NE(r.output.find(part), std::string::npos) << part << " in " << r.output;
+  }
+
+  testing::TempDir dir_;
+  std::string model_, profile_;
+};
+
+TEST_F(PredictCli, TableShowsLayersSchemesAndBestPlans) {
+  const testing::CommandResult r = run("--profile " + profile_ + " --formula");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* part :
+       {"conv1", "relu1", "fc2", "param bytes", "cgdp --chunk layer", "ps0", "T_O", "T'_O",
+        "best plan (exact search): --chunk ", "best equal-size plan (paper, K = 1..4): --chunk "})
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << " in " << r.output;
+}
+
+TEST_F(PredictCli, BestPlanPastedBackPredictsWhatTheSearchSaid) {
+  const Json j = run_json("--profile " + profile_);
+  EXPECT_EQ(j["devices"], 2);
+  EXPECT_EQ(j["layers"].size(), 7u);
+  EXPECT_EQ(j["layers"][1]["name"], "conv1");
+  EXPECT_EQ(j["layers"][1]["chunk"], 3);  // per layer, backward order: fc2 fc1 conv2 conv1
+  EXPECT_TRUE(j["layers"][2]["chunk"].is_null());
+  const std::string best = j["best"]["chunk"];
+  const double best_us = j["best"]["iteration_us"];
+  const Json again = run_json("--profile " + profile_ + " --chunk " + best);
+  const double simulated = again["cgdp"]["simulated"]["iteration_us"];
+  EXPECT_NEAR(simulated, best_us, 1e-9 * best_us) << best;
+  EXPECT_LE(best_us, j["cgdp"]["simulated"]["iteration_us"].get<double>() * (1 + 1e-12));
+  EXPECT_LE(best_us, j["best_equal_size"]["iteration_us"].get<double>() * (1 + 1e-12));
+  EXPECT_EQ(j["equal_size"].size(), 4u);
+}
+
+TEST_F(PredictCli, WhatIfFlagsChangeThePrediction) {
+  const Json base = run_json("--profile " + profile_);
+  const Json fast =
+      run_json("--profile " + profile_ + " --d2h-gbps 100 --h2d-gbps 100 --host-threads 8");
+  EXPECT_LT(fast["cgdp"]["simulated"]["iteration_us"].get<double>(),
+            base["cgdp"]["simulated"]["iteration_us"].get<double>());
+  const Json four = run_json("--profile " + profile_ + " --devices 4 --batch 2");
+  EXPECT_EQ(four["devices"], 4);
+  // Twice the batch: twice the forward time.
+  EXPECT_NEAR(four["cgdp"]["simulated"]["forward_us"].get<double>(),
+              2 * base["cgdp"]["simulated"]["forward_us"].get<double>(), 1e-9);
+  EXPECT_GT(four["ps0"]["simulated"]["exchange_after_backward_us"].get<double>(),
+            base["ps0"]["simulated"]["exchange_after_backward_us"].get<double>());
+}
+
+TEST_F(PredictCli, ProfileOfAnotherModelNamesTheLayer) {
+  const std::string renamed = edited([](Json& j) { j["layers"][3]["name"] = "conv9"; });
+  expect_error("--profile " + renamed, {renamed, "layers[3].name is 'conv9'", "'conv2'"});
+  const std::string shorter = edited([](Json& j) { j["layers"].erase(6); });
+  expect_error("--profile " + shorter, {shorter, "the profile has 6 layers, the model 7"});
+  const std::string bytes = edited([](Json& j) { j["layers"][4]["param_bytes"] = 8; });
+  expect_error("--profile " + bytes, {bytes, "layers[4].param_bytes of 'fc1' is 8"});
+}
+
+TEST_F(PredictCli, BadProfileFieldsAreOneLine) {
+  const std::string negative = edited([](Json& j) { j["d2h"]["gbps"] = -3; });
+  expect_error("--profile " + negative, {negative + ": d2h.gbps: expected a number > 0"});
+  const std::string zero = edited([](Json& j) { j["h2d"]["gbps"] = 0; });
+  expect_error("--profile " + zero, {zero + ": h2d.gbps: expected a number > 0"});
+  const std::string missing = edited([](Json& j) { j["layers"][2].erase("backward_us"); });
+  expect_error("--profile " + missing, {missing + ": layers[2].backward_us: missing"});
+  expect_error("--profile " + (dir_ / "none.json").string(), {"none.json"});
+}
+
+TEST_F(PredictCli, BadPlansAndWhatIfValuesAreOneLine) {
+  expect_error("--profile " + profile_ + " --chunk 2,9",
+               {"--chunk '2,9'", "out of range", "4 param layers"});
+  expect_error("--profile " + profile_ + " --chunk 3,1", {"--chunk '3,1'", "strictly increasing"});
+  expect_error("--profile " + profile_ + " --chunk halves", {"--chunk 'halves'"});
+  expect_error("--profile " + profile_ + " --d2h-gbps 0", {"--d2h-gbps", "expected a number > 0"});
+  expect_error("--profile " + profile_ + " --host-threads 0", {"--host-threads", ">= 1"});
+}
+
+}  // namespace
+}  // namespace cgdp
