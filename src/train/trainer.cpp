@@ -139,9 +139,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   if (cluster_) agree_with_other_hosts();
   LoaderOptions lo;
   lo.global_batch = per_worker_batch_ * total_workers();
-  // Host r computes rows [r·N·b, (r+1)·N·b) of the global batch, its worker w rows w·b of those:
-  // global worker r·N + w, as on one host with all H·N workers.
-  lo.slice = worker_slice(rank(), num_hosts(), per_worker_batch_ * num_workers());
+  lo.slice = host_slice(rank(), num_hosts(), num_workers(), per_worker_batch_);
   lo.seed = config_.seed;
   lo.start = start_position_;
   loader_ = std::make_unique<BatchLoader>(train_data_, lo);
@@ -396,10 +394,9 @@ void Trainer::announce(ProgressReporter& progress, int64_t batch, double epoch_i
   }
 }
 
-// Tests on rank 0 (every host holds the same parameters); the others only take part in the
-// exchange of BatchNorm statistics that the test starts.
+// Every host tests (all hold the same parameters, so all print the same figures): a host that
+// skipped it would wait that long for the others' next gradients, maybe past the timeout.
 void Trainer::test_point(ProgressReporter& progress, ProgressPoint p, TrainResult& result) {
-  if (rank() != 0) return average_state();
   const Evaluation e = evaluate();
   p.accuracy = e.accuracy;
   p.test_loss = e.loss;
@@ -485,8 +482,8 @@ void Trainer::finish(ProgressReporter& progress, const TrainResult& result) {
     progress.message(phases_.format(cat("phases (", to_string(scheme_->kind()), ", ", num_workers(), " workers)")));
   if (num_workers() > 1) progress.message(memory_report());
   if (const std::string note = scheme_->placement_note(); !note.empty()) progress.message(cat("cgdp: ", note));
-  progress.message(cat("cgdp: done: ", result.iterations, " iterations in ", format_duration(result.train_seconds),
-                       rank() == 0 ? cat(", test accuracy ", result.test_accuracy) : std::string()));
+  progress.message(cat("cgdp: done: ", result.iterations, " iterations in ",
+                       format_duration(result.train_seconds), ", test accuracy ", result.test_accuracy));
 }
 
 }  // namespace cgdp
