@@ -24,7 +24,8 @@ SyncKind parse_sync_kind(const std::string& name) {
 }
 
 void SyncScheme::set_chunk_plan(const ChunkPlan&) {
-  throw UsageError(cat("--sync ", to_string(kind()), " exchanges no chunks: chunk plans need --sync cgdp"));
+  throw UsageError(
+      cat("--sync ", to_string(kind()), " exchanges no chunks: chunk plans need --sync cgdp"));
 }
 
 namespace {

@@ -438,7 +438,8 @@ TrainResult Trainer::run() {
     if (it > first_iteration + 1)  // the first iteration warms caches and allocators up
       phases_.add(workers_, scheme_->last_sum_us(), static_cast<int64_t>(iteration_s * 1e6));
     if (chunk_tuner_)
-      for (const std::string& line : chunk_tuner_->record(iteration_s * 1e3)) progress.message(line);
+      for (const std::string& line : chunk_tuner_->record(iteration_s * 1e3))
+        progress.message(line);
     if (it % display == 0 || it == max_iterations_) {
       ProgressPoint p = point(it);
       p.loss = window_loss / static_cast<double>(window_iters);
