@@ -78,6 +78,12 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("-n,--devices", c.devices, "Data-parallel workers (devices)")->capture_default_str();
   cmd->add_option("--device-kind", c.device_kind, "cpu, or cuda (workers share GPUs round-robin)")
       ->capture_default_str();
+  cmd->add_flag("--tf32", c.tf32, "CUDA: let fp32 convolutions use TF32 tensor cores (PyTorch's default)");
+  cmd->add_option("--cudnn-workspace-mb", c.cudnn_workspace_mb,
+                  "CUDA: the most scratch one convolution algorithm may use (MiB)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--nondeterministic", c.nondeterministic,
+                "CUDA: let cuDNN pick algorithms that are not bit-reproducible (sometimes faster)");
   cmd->add_option("--global-batch", c.global_batch, "Batch over all workers, split evenly (instead of --batch)")
       ->excludes("--batch");
   cmd->add_option("--sync", c.sync, "cgdp (default for > 1 device), ps0 (worker 0 is the server) or local");

@@ -69,7 +69,7 @@ class CgdpSync final : public SyncScheme {
       if (aggregator_) w.compute->wait(aggregator_->landed(w.index));
       mark(*w.compute, timeline_, &w.marks.exchange_end);
       traced(*w.compute, timeline_, w.index, "compute", "update", "update",
-             [&] { w.compute->submit([&w, grad_scale] { w.solver->step(grad_scale); }); });
+             [&] { w.solver->step(*w.compute, grad_scale); });
       mark(*w.compute, timeline_, &w.marks.update_end);
     }
   }

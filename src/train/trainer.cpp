@@ -11,6 +11,7 @@
 
 #include "cgdp/data/open_dataset.hpp"
 #include "cgdp/device/cpu_device.hpp"
+#include "cgdp/device/cuda_options.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/train/stream_trace.hpp"
 
@@ -79,6 +80,9 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   const SyncKind sync = config.sync.empty() ? (config.devices > 1 ? SyncKind::Cgdp : SyncKind::Local)
                                             : parse_sync_kind(config.sync);
   const DeviceKind device_kind = parse_device_kind(config.device_kind);
+  if (config.cudnn_workspace_mb < 0) throw UsageError("--cudnn-workspace-mb must be >= 0");
+  set_cuda_options({config.tf32, static_cast<size_t>(config.cudnn_workspace_mb) << 20,
+                    !config.nondeterministic});
   if (!config.timeline_path.empty()) Timeline::check_writable(config.timeline_path);
   model_path_ = find_model_file(config.model);
   model_ = load_model(model_path_);
@@ -110,7 +114,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   lo.global_batch = per_worker_batch_ * num_workers();
   lo.seed = config_.seed;
   lo.start = start_position_;
-  loader_ = std::make_unique<BatchLoader>(train_data_, lo);
+  loader_ = std::make_unique<BatchLoader>(train_data_, lo, *workers_[0].device);  // pinned for GPUs
 }
 
 // After a failure, streams may still hold work that refers to the scheme's events and buffers:
@@ -174,7 +178,7 @@ double Trainer::train_iteration() {
   for (Worker& w : workers_) {
     mark(*w.compute, timeline_, &w.marks.begin);
     scheme_->begin_iteration(w);
-    w.compute->submit([&w] { w.net->zero_param_diffs(); });
+    w.net->zero_param_diffs(*w.compute);
   }
   for (int k = 0; k < config_.accumulate; ++k) {
     const Batch& batch = loader_->next();
@@ -243,7 +247,7 @@ Trainer::Evaluation Trainer::evaluate() {
   lo.global_batch = test_batch_;
   lo.order = Order::Sequential;
   lo.epoch_end = EpochEnd::PadLastBatch;
-  BatchLoader loader(test_data_, lo);
+  BatchLoader loader(test_data_, lo, *w.device);
   const int64_t samples = config_.test_samples > 0 ? std::min(config_.test_samples, test_data_->size())
                                                    : test_data_->size();
   double correct = 0, loss = 0;
@@ -286,6 +290,7 @@ TrainResult Trainer::run() {
                        test_data_->size(), " test samples, batch ", batch, ", ", max_iterations_,
                        " iterations (", static_cast<double>(max_iterations_) / epoch_iters, " epochs), ",
                        omp_get_max_threads(), " threads"));
+  for (const std::string& note : device_notes(workers_)) progress.message("cgdp: " + note);
   if (num_workers() > 1)
     progress.message(cat("cgdp: ", num_workers(), " workers (", workers_[0].device->name(), "..",
                          workers_.back().device->name(), "), batch ", per_worker_batch_,

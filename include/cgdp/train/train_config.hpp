@@ -33,6 +33,11 @@ struct TrainConfig {
   // Data-parallel workers.
   int devices = 1;
   std::string device_kind = "cpu";  // cpu or cuda
+  // CUDA libraries (cuda_options.hpp): TF32 in convolutions, cuDNN's scratch cap, and whether
+  // cuDNN may pick non-deterministic algorithms.
+  bool tf32 = false;
+  int64_t cudnn_workspace_mb = 1024;
+  bool nondeterministic = false;
   std::string sync;                 // cgdp, ps0, local; empty: cgdp for > 1 device, else local
   std::string chunk = "layer";      // chunk plan for cgdp (see chunk_plan.hpp)
   int host_threads = 0;             // aggregator threads; 0: all cores
