@@ -75,6 +75,8 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--resume", c.resume_path, "Continue from a checkpoint")->check(CLI::ExistingFile);
   cmd->add_flag("--plain", c.plain_output, "Plain progress lines even on a terminal");
   cmd->add_option("--threads", c.threads, "CPU threads for compute (default: all cores)");
+  cmd->add_option("--loader-threads", c.loader_threads, "Threads that fill each batch")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("-n,--devices", c.devices, "Data-parallel workers (devices)")->capture_default_str();
   cmd->add_option("--device-kind", c.device_kind, "cpu, or cuda (workers share GPUs round-robin)")
       ->capture_default_str();

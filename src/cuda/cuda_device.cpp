@@ -92,13 +92,13 @@ class CudaStream final : public Stream {
   // failed, as a CPU stream does; the GPU work queued after it still ran).
   void synchronize() override {
     CUDA_CHECK(cudaStreamSynchronize(stream_));
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(error_mutex_);
     if (error_) std::rethrow_exception(error_);
   }
   cudaStream_t get() const { return stream_; }
 
   cudnnHandle_t cudnn() {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(libraries_mutex_);
     if (!cudnn_) {
       use_device(device_.index());
       CUDNN_CHECK(cudnnCreate(&cudnn_));
@@ -107,7 +107,7 @@ class CudaStream final : public Stream {
     return cudnn_;
   }
   cublasHandle_t cublas() {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(libraries_mutex_);
     if (!cublas_) {
       use_device(device_.index());
       CUBLAS_CHECK(cublasCreate(&cublas_));
@@ -117,7 +117,7 @@ class CudaStream final : public Stream {
     return cublas_;
   }
   void* workspace(size_t bytes) {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(libraries_mutex_);
     if (workspace_.bytes() < bytes) {
       CUDA_CHECK(cudaStreamSynchronize(stream_));
       workspace_.reset();
@@ -137,7 +137,7 @@ class CudaStream final : public Stream {
     try {
       call->fn();
     } catch (...) {
-      std::lock_guard lock(call->stream->mutex_);
+      std::lock_guard lock(call->stream->error_mutex_);
       if (!call->stream->error_) call->stream->error_ = std::current_exception();
     }
   }
@@ -145,8 +145,11 @@ class CudaStream final : public Stream {
   Device& device_;
   std::string name_;
   cudaStream_t stream_{};
-  std::mutex mutex_;
+  // Two locks: workspace() waits for the stream while holding its own, and a host function
+  // that fails must still be able to record its error meanwhile.
+  std::mutex error_mutex_;
   std::exception_ptr error_;
+  std::mutex libraries_mutex_;
   cudnnHandle_t cudnn_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   DeviceBuffer workspace_;

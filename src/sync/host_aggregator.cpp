@@ -99,7 +99,8 @@ void HostAggregator::sum_and_send(int chunk) {
   for (size_t i = 0; i < workers_.size(); ++i) {
     const AggregatorWorker& w = workers_[i];
     traced(*w.h2d, timeline_, static_cast<int>(i), "h2d", cat("h2d chunk ", chunk), "h2d",
-           [&] { w.h2d->copy_async(w.device_grads + span.offset, sum, bytes); }, {{"chunk", chunk}});
+           [&] { w.h2d->copy_async(w.device_grads + span.offset, sum, bytes); },
+           {{"chunk", chunk}, {"bytes", span.count * 4}});
   }
   std::lock_guard lock(mutex_);
   sum_us_ += end - begin;

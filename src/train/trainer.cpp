@@ -114,6 +114,8 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   lo.global_batch = per_worker_batch_ * num_workers();
   lo.seed = config_.seed;
   lo.start = start_position_;
+  if (config.loader_threads < 1) throw UsageError("--loader-threads must be at least 1");
+  lo.threads = config.loader_threads;
   loader_ = std::make_unique<BatchLoader>(train_data_, lo, *workers_[0].device);  // pinned for GPUs
 }
 
@@ -356,7 +358,7 @@ TrainResult Trainer::run() {
   }
   if (config_.phase_table || num_workers() > 1)
     progress.message(phases_.format(cat("phases (", to_string(scheme_->kind()), ", ", num_workers(), " workers)")));
-  if (num_workers() > 1) progress.message(memory_report());
+  if (config_.phase_table || num_workers() > 1) progress.message(memory_report());
   if (const std::string note = scheme_->placement_note(); !note.empty()) progress.message(cat("cgdp: ", note));
   progress.message(cat("cgdp: done: ", result.iterations, " iterations in ",
                        format_duration(result.train_seconds), ", test accuracy ", result.test_accuracy));

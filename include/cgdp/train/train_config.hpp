@@ -29,6 +29,7 @@ struct TrainConfig {
   std::string resume_path;
   bool plain_output = false;        // never use the live terminal line
   int threads = 0;                  // 0: OpenMP's default
+  int loader_threads = 1;           // threads that fill each batch (large synthetic images)
 
   // Data-parallel workers.
   int devices = 1;
