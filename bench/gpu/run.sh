@@ -4,14 +4,14 @@
 #   bench/gpu/run.sh prepare   here: builds cgdp, gpu_copy_bench and the CUDA tests with CUDA
 #                              (protobuf, OpenBLAS, hwloc, zlib, libgomp static) and assembles
 #                              build-gpu/carry (git-ignored, at most 64 MiB)
-#   bench/gpu/run.sh bench     on the GPU machine: prints ONE table (within BUDGET_S seconds):
+#   bench/gpu/run.sh bench     on the GPU machine: prints ONE table (runs within BUDGET_S s):
 #                              single-worker iteration time and images/s next to PyTorch's;
 #                              1, 2 and 4 workers sharing the GPU, cgdp vs ps0, with the phases;
 #                              chunk copy GB/s next to plain pinned cudaMemcpy; MiB per worker
 #   bench/gpu/run.sh test      on the GPU machine: the CUDA tests from the carry folder
 # With the device tool: run(command="bench/gpu/run.sh bench", carry=["build-gpu/carry"]).
-# Environment: ITERATIONS (10), BUDGET_S (540), CONFIGS ("alexnet:256 googlenet:64 vgg16:32
-# resnet152:12 resnet152:16"), JOBS (build jobs, 2), OUT (where logs go; else a temporary folder).
+# Environment: ITERATIONS (10), BUDGET_S (520), CONFIGS ("alexnet:256 googlenet:64 vgg16:32
+# resnet152:12 resnet152:16"), JOBS (build jobs, 2), OUT (gets table.txt and the logs' archive).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 carry=build-gpu/carry
@@ -103,18 +103,21 @@ print(":".join(sorted({os.path.dirname(f) for d in nvidia.__path__
 
 bench() {
   gpu_setup
-  local iterations=${ITERATIONS:-10} budget=${BUDGET_S:-540}
-  local results=${OUT:-$work}/results
+  local iterations=${ITERATIONS:-10} budget=${BUDGET_S:-520}
+  local results=$work/results
   mkdir -p "$results"
   local start=$SECONDS
   local configs=(${CONFIGS:-alexnet:256 googlenet:64 vgg16:32 resnet152:12 resnet152:16})
+  # Seconds left for one more run (at most 240), so that no run outlasts the budget.
+  time_left() { local left=$((budget - (SECONDS - start))); echo $((left < 240 ? left : 240)); }
   # Runs cgdp unless the budget is spent; the log is the table's input.
   cgdp_run() {  # config-name model batch sync workers iterations extra-flags...
     local name=$1 model=$2 batch=$3 sync=$4 n=$5 its=$6
     shift 6
-    local log=$results/${name}_${sync}_n$n.log
-    if ((SECONDS - start > budget)); then echo "skipped: time budget spent" >"$log"; return; fi
-    timeout 240 "$bin/cgdp" train --model "models/$model.prototxt" --data synthetic \
+    local log=$results/${name}_${sync}_n$n.log left
+    left=$(time_left)
+    if ((left < 20)); then echo "skipped: time budget spent" >"$log"; return; fi
+    timeout "$left" "$bin/cgdp" train --model "models/$model.prototxt" --data synthetic \
       --batch "$batch" --devices "$n" --device-kind cuda --sync "$sync" --iterations "$its" \
       --test-interval -1 --test-batch "$batch" --test-samples "$batch" --display "$its" \
       --plain --phase-table --tf32 --nondeterministic --loader-threads 8 --lr 0.001 "$@" \
@@ -126,9 +129,9 @@ bench() {
     local model=${c%%:*} batch=${c##*:}
     local name=${model}_b$batch
     cgdp_run "$name" "$model" "$batch" local 1 "$iterations"
-    python3 bench/gpu/torch_peer.py --model "$model" --batch "$batch" --size "$(size_of "$model")" \
-      --iterations "$iterations" --warmup 3 >"$results/${name}_torch.json" 2>"$results/${name}_torch.err" ||
-      rm -f "$results/${name}_torch.json"
+    (($(time_left) >= 20)) && timeout "$(time_left)" python3 bench/gpu/torch_peer.py --model "$model" \
+      --batch "$batch" --size "$(size_of "$model")" --iterations "$iterations" --warmup 3 \
+      >"$results/${name}_torch.json" 2>"$results/${name}_torch.err" || rm -f "$results/${name}_torch.json"
   done
   for c in "${configs[@]}"; do  # 2: workers sharing the GPU, cgdp vs ps0 (ResNet-152: batch 16)
     local model=${c%%:*} batch=${c##*:}
@@ -147,11 +150,17 @@ bench() {
     local sizes
     sizes=$(python3 -c 'import json, sys
 print(" ".join(sorted({str(e["args"]["bytes"]) for e in json.load(open(sys.argv[1]))["traceEvents"]
-                       if e.get("cat") == "d2h" and "bytes" in e.get("args", {})})))' "$results/${name}_copy.json")
-    "$bin/gpu_copy_bench" $sizes >"$results/${name}_plain.jsonl" 2>&1 || true
+                       if e.get("cat") == "d2h" and "bytes" in e.get("args", {})})))' "$results/${name}_copy.json") ||
+      continue
+    timeout 60 "$bin/gpu_copy_bench" $sizes >"$results/${name}_plain.jsonl" 2>&1 || true
   done
   python3 - "$results" "$iterations" "${configs[@]}" <<'EOF'
-import json, subprocess, sys, torch
+import json, subprocess, sys
+try:
+    import torch
+    versions = "torch %s, cuDNN %s" % (torch.__version__, torch.backends.cudnn.version())
+except ImportError:
+    versions = "PyTorch not found"
 results, iterations, configs = sys.argv[1], sys.argv[2], sys.argv[3:]
 gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                      capture_output=True, text=True).stdout.strip()
@@ -173,12 +182,17 @@ notes = [
     " only (PyTorch's default; cgdp --tf32). cgdp copies each batch from pinned host memory;"
     " PyTorch's stays on the GPU. PyTorch runs torchvision's models (AlexNet without Caffe's LRN"
     " and groups; GoogLeNet without auxiliary heads, as cgdp's).",
-    "torch %s, cuDNN %s; GPU %s" % (torch.__version__, torch.backends.cudnn.version(), gpu),
+    "%s; GPU %s" % (versions, gpu),
 ]
 json.dump({"title": "cgdp vs PyTorch on one GPU (%s)" % gpu, "configs": entries, "notes": notes},
           open(results + "/setup.json", "w"))
 EOF
-  python3 bench/gpu/table.py "$results"
+  python3 bench/gpu/table.py "$results" | tee "$results/table.txt"
+  # The device tool brings back a few files from $OUT: the table, and every log in one archive.
+  if [[ -n ${OUT:-} ]]; then
+    cp "$results/table.txt" "$OUT/"
+    tar -C "$work" -czf "$OUT/gpu-bench-logs.tar.gz" results
+  fi
 }
 
 tests() {

@@ -30,7 +30,8 @@ def cgdp_run(path):
         return {"error": "not run"}
     if "cgdp: error:" in text or "phases (" not in text:
         lines = [l for l in text.splitlines() if l.strip()]
-        return {"error": (lines[-1] if lines else "no output")[:60]}
+        errors = [l for l in lines if l.startswith("cgdp: error:")]
+        return {"error": (errors or lines or ["no output"])[0][:100]}
     run = {}
     table = text[text.index("phases ("):]
     for line in table.splitlines()[1:8]:
