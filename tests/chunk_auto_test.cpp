@@ -50,13 +50,15 @@ TEST_F(ChunkAuto, MeasuresAProfileSearchesAndPrintsAPlanToPaste) {
   const auto r = cgdp_run(train_args(
       "--iterations 40 --chunk auto --search-interval 4 --search-warmup 1 --search-budget 28"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("cgdp: chunk search (profile measured in "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("cgdp: chunk search (profile measured in "), std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("cgdp: chunk search: trial 1: --chunk "), std::string::npos) << r.output;
   const int trials = count(r.output, "cgdp: chunk search: trial ");
   EXPECT_GE(trials, 2) << r.output;
   EXPECT_EQ(trials, count(r.output, " ms: kept\n") + count(r.output, " ms: rejected\n") +
                         count(r.output, " ms: confirmed\n") + count(r.output, " ms: overturned\n"))
-      << "a trial line without its verdict\n" << r.output;
+      << "a trial line without its verdict\n"
+      << r.output;
   const std::string settled = after(r.output, "cgdp: chunk search settled after ");
   ASSERT_FALSE(settled.empty()) << r.output;
   EXPECT_LE(std::stoi(settled), 28) << "settled beyond --search-budget";
@@ -71,14 +73,18 @@ TEST_F(ChunkAuto, MeasuresAProfileSearchesAndPrintsAPlanToPaste) {
 
 TEST_F(ChunkAuto, StartsFromTheProfilesPredictedBest) {
   // The profile makes each sync point cost 1 ms: the single chunk is predicted best.
-  const auto r = cgdp_run(train_args("--iterations 12 --chunk auto --search-interval 3 --search-warmup 1 "
-                                     "--search-budget 12 --search-confirmations 1 --profile " + profile_));
+  const auto r =
+      cgdp_run(train_args("--iterations 12 --chunk auto --search-interval 3 --search-warmup 1 "
+                          "--search-budget 12 --search-confirmations 1 --profile " +
+                          profile_));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find(cat("cgdp: chunk search (profile ", profile_, ") over 3 plans, fine to coarse: 1 2 all; "
+  EXPECT_NE(r.output.find(cat("cgdp: chunk search (profile ", profile_,
+                              ") over 3 plans, fine to coarse: 1 2 all; "
                               "starts at the predicted best --chunk all")),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("cgdp: chunk search: trial 1: --chunk all (1 chunk)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("cgdp: chunk search: trial 1: --chunk all (1 chunk)"), std::string::npos)
+      << r.output;
 }
 
 TEST_F(ChunkAuto, ARunThatSearchedHasTheBitsOfAFixedPlanRun) {
@@ -109,7 +115,8 @@ TEST_F(ChunkAuto, ARunThatSearchedHasTheBitsOfAFixedPlanRun) {
   std::fclose(log);
   std::ostringstream text;
   text << std::ifstream(log_path).rdbuf();
-  EXPECT_GE(count(text.str(), "chunk search: trial "), 3) << "the search did not switch plans\n" << text.str();
+  EXPECT_GE(count(text.str(), "chunk search: trial "), 3) << "the search did not switch plans\n"
+                                                          << text.str();
   const auto values = [](Net<float>& net) {
     std::vector<float> v(net.learnable_count());
     net.device().copy(v.data(), net.flat_data().data(), v.size() * sizeof(float));
@@ -117,7 +124,8 @@ TEST_F(ChunkAuto, ARunThatSearchedHasTheBitsOfAFixedPlanRun) {
   };
   const std::vector<float> expected = values(fixed.net());
   for (int w = 0; w < searching.num_workers(); ++w)
-    EXPECT_TRUE(values(searching.worker_net(w)) == expected) << "worker " << w << " differs from the fixed-plan run";
+    EXPECT_TRUE(values(searching.worker_net(w)) == expected)
+        << "worker " << w << " differs from the fixed-plan run";
 }
 
 // Exactly one line "cgdp: error: ..." with every part, and exit 1.
@@ -126,20 +134,28 @@ void expect_error(const std::string& args, std::initializer_list<std::string> pa
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
   EXPECT_EQ(r.output.rfind("cgdp: error: ", 0), 0u) << r.output;
-  for (const auto& part : parts) EXPECT_NE(r.output.find(part), std::string::npos) << part << " in " << r.output;
+  for (const auto& part : parts)
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << " in " << r.output;
 }
 
 TEST_F(ChunkAuto, BadInputGivesOneLine) {
   const std::string with_profile = train_args("--iterations 4 --chunk auto --profile " + profile_);
-  expect_error(with_profile + " --chunk-plans equal bogus", {"--chunk-plans: 'bogus' is not a plan", "'best'"});
-  expect_error(with_profile + " --chunk-plans 0,2", {"--chunk-plans: --chunk '0,2'", "out of range"});
-  expect_error(with_profile + " --search-interval 0", {"--search-interval: expected iterations per trial"});
-  expect_error(with_profile + " --search-budget 10", {"--search-budget: 10 iterations cannot hold"});
-  expect_error(with_profile + " --sync ps0", {"--chunk auto searches cgdp's chunk plans; --sync ps0 has none"});
+  expect_error(with_profile + " --chunk-plans equal bogus",
+               {"--chunk-plans: 'bogus' is not a plan", "'best'"});
+  expect_error(with_profile + " --chunk-plans 0,2",
+               {"--chunk-plans: --chunk '0,2'", "out of range"});
+  expect_error(with_profile + " --search-interval 0",
+               {"--search-interval: expected iterations per trial"});
+  expect_error(with_profile + " --search-budget 10",
+               {"--search-budget: 10 iterations cannot hold"});
+  expect_error(with_profile + " --sync ps0",
+               {"--chunk auto searches cgdp's chunk plans; --sync ps0 has none"});
   expect_error(train_args("--iterations 4 --chunk auto --profile " + (dir_ / "none.json").string()),
                {(dir_ / "none.json").string()});
-  expect_error(cat("train -m fashion_cnn -d synthetic --devices 2 --iterations 4 --chunk auto --profile ", profile_),
-               {profile_, "does not match the model"});
+  expect_error(
+      cat("train -m fashion_cnn -d synthetic --devices 2 --iterations 4 --chunk auto --profile ",
+          profile_),
+      {profile_, "does not match the model"});
 }
 
 }  // namespace

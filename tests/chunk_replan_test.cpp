@@ -34,7 +34,8 @@ std::vector<float> parameters(Net<float>& net) {
 
 int64_t pinned_bytes(Trainer& t) {
   int64_t bytes = 0;
-  for (int w = 0; w < t.num_workers(); ++w) bytes += t.worker_net(w).device().memory_stats().pinned_bytes;
+  for (int w = 0; w < t.num_workers(); ++w)
+    bytes += t.worker_net(w).device().memory_stats().pinned_bytes;
   return bytes;
 }
 
@@ -49,9 +50,9 @@ TEST(ChunkReplan, SwitchingPlansEveryIterationGivesTheSameBits) {
   const auto& layers = switching.param_layers();
   ASSERT_GE(layers.size(), 3u);
   const int64_t middle[] = {2};
-  const std::vector<ChunkPlan> plans = {single_chunk_plan(layers), equal_size_plan(layers, 2),
-                                        plan_from_starts(layers, middle), per_layer_plan(layers),
-                                        equal_size_plan(layers, 3), single_chunk_plan(layers)};
+  const std::vector<ChunkPlan> plans = {
+      single_chunk_plan(layers), equal_size_plan(layers, 2), plan_from_starts(layers, middle),
+      per_layer_plan(layers),    equal_size_plan(layers, 3), single_chunk_plan(layers)};
   const int64_t pinned = pinned_bytes(switching);
   for (int64_t i = 0; i < config.iterations; ++i) {
     switching.set_chunk_plan(plans[i % plans.size()]);

@@ -140,7 +140,8 @@ TEST(ChunkSearch, BadOptionsNameTheFlag) {
   };
   ChunkSearchOptions o;
   o.interval = 0;
-  EXPECT_NE(message(o).find("--search-interval: expected iterations per trial"), std::string::npos) << message(o);
+  EXPECT_NE(message(o).find("--search-interval: expected iterations per trial"), std::string::npos)
+      << message(o);
   o = {};
   o.warmup = o.interval;
   EXPECT_NE(message(o).find("--search-warmup"), std::string::npos) << message(o);
@@ -152,7 +153,8 @@ TEST(ChunkSearch, BadOptionsNameTheFlag) {
   EXPECT_NE(message(o).find("--search-range"), std::string::npos) << message(o);
   o = {};
   o.budget = 20;
-  EXPECT_NE(message(o).find("--search-budget: 20 iterations cannot hold"), std::string::npos) << message(o);
+  EXPECT_NE(message(o).find("--search-budget: 20 iterations cannot hold"), std::string::npos)
+      << message(o);
 }
 
 // A landscape like the paper's Figure 2 (fine plans pay for syncs, coarse ones for late sums),

@@ -15,10 +15,13 @@ namespace cgdp {
 namespace {
 
 testing::CommandResult tuner(const std::string& args) {
-  return testing::run_command(cat(CGDP_BINARY_DIR, "/tools/chunk_tuner/chunk_tuner ", args, " 2>&1"));
+  return testing::run_command(
+      cat(CGDP_BINARY_DIR, "/tools/chunk_tuner/chunk_tuner ", args, " 2>&1"));
 }
 
-bool have_gnuplot() { return testing::run_command("command -v gnuplot").exit_code == 0; }
+bool have_gnuplot() {
+  return testing::run_command("command -v gnuplot").exit_code == 0;
+}
 
 std::string read_text(const std::filesystem::path& path) {
   std::ostringstream out;
@@ -53,14 +56,14 @@ class ChunkTuner : public ::testing::Test {
 TEST_F(ChunkTuner, SimulatesEveryPlanOfTheSetAndPlotsThem) {
   const std::string svg = (dir_ / "sweep.svg").string();
   const bool plot = have_gnuplot();
-  const auto r = tuner(cat("--simulate --profile ", profile_, " -m ", model_, " --plans equal best all",
-                           plot ? " --plot " + svg : std::string()));
+  const auto r = tuner(cat("--simulate --profile ", profile_, " -m ", model_,
+                           " --plans equal best all", plot ? " --plot " + svg : std::string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // Three param layers: K = 1 (three chunks), K = 2 (two) and the single chunk, fine to coarse;
   // 'best' is the single chunk (1 ms per sync point), and K = 3 repeats K = 1.
   EXPECT_EQ(row(r.output, "plan"),
-            (std::vector<std::string>{"plan", "chunks", "size", "median", "ms", "min", "ms", "max", "ms",
-                                      "predicted", "ms"}));
+            (std::vector<std::string>{"plan", "chunks", "size", "median", "ms", "min", "ms", "max",
+                                      "ms", "predicted", "ms"}));
   using Row = std::vector<std::string>;
   const Row k1 = row(r.output, "1"), k2 = row(r.output, "2"), all = row(r.output, "all");
   ASSERT_EQ(k1.size(), 7u) << r.output;
@@ -77,12 +80,15 @@ TEST_F(ChunkTuner, SimulatesEveryPlanOfTheSetAndPlotsThem) {
   EXPECT_TRUE(row(r.output, "3").empty()) << "a repeated plan was listed twice\n" << r.output;
   EXPECT_NE(r.output.find("best predicted: --chunk all"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("best measured"), std::string::npos) << r.output;
-  if (!plot) GTEST_SKIP() << "gnuplot is not installed (tools/setup-debian.sh installs gnuplot-nox): plot not checked";
+  if (!plot)
+    GTEST_SKIP() << "gnuplot is not installed (tools/setup-debian.sh installs gnuplot-nox): plot "
+                    "not checked";
   const std::string text = read_text(svg);
   EXPECT_NE(text.find("<svg"), std::string::npos);
   EXPECT_NE(text.find("predicted"), std::string::npos) << "the predicted series is not in the SVG";
   EXPECT_NE(text.find("chunk size"), std::string::npos);
-  EXPECT_EQ(text.find("measured: median"), std::string::npos) << "simulate mode plotted measurements";
+  EXPECT_EQ(text.find("measured: median"), std::string::npos)
+      << "simulate mode plotted measurements";
 }
 
 TEST_F(ChunkTuner, MeasuresShortRealRunsOfEachPlan) {
@@ -92,7 +98,8 @@ TEST_F(ChunkTuner, MeasuresShortRealRunsOfEachPlan) {
                            " --interval 3 --warmup 1 --rounds 2 --profile ", profile_,
                            plot ? " --plot " + svg : std::string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("measuring 2 plans: 2 rounds of 3 iterations each (1 dropped)"), std::string::npos)
+  EXPECT_NE(r.output.find("measuring 2 plans: 2 rounds of 3 iterations each (1 dropped)"),
+            std::string::npos)
       << r.output;
   const std::vector<std::string> layer = row(r.output, "layer");
   ASSERT_EQ(layer.size(), 7u) << r.output;
@@ -101,7 +108,9 @@ TEST_F(ChunkTuner, MeasuresShortRealRunsOfEachPlan) {
   EXPECT_LE(std::stod(layer[4]), std::stod(layer[3])) << "min <= median";
   EXPECT_LE(std::stod(layer[3]), std::stod(layer[5])) << "median <= max";
   EXPECT_NE(r.output.find("best measured: --chunk "), std::string::npos) << r.output;
-  if (!plot) GTEST_SKIP() << "gnuplot is not installed (tools/setup-debian.sh installs gnuplot-nox): plot not checked";
+  if (!plot)
+    GTEST_SKIP() << "gnuplot is not installed (tools/setup-debian.sh installs gnuplot-nox): plot "
+                    "not checked";
   const std::string text = read_text(svg);
   EXPECT_NE(text.find("measured: median, min..max"), std::string::npos);
   EXPECT_NE(text.find("predicted"), std::string::npos);
@@ -113,7 +122,8 @@ void expect_error(const std::string& args, std::initializer_list<std::string> pa
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
   EXPECT_EQ(r.output.rfind("chunk_tuner: error: ", 0), 0u) << r.output;
-  for (const auto& part : parts) EXPECT_NE(r.output.find(part), std::string::npos) << part << " in " << r.output;
+  for (const auto& part : parts)
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << " in " << r.output;
 }
 
 TEST_F(ChunkTuner, BadInputGivesOneLine) {
@@ -127,7 +137,8 @@ TEST_F(ChunkTuner, BadInputGivesOneLine) {
   expect_error(cat("--simulate -m ", model_), {"--simulate needs --profile"});
   expect_error(cat("--plans best -m ", model_, " -d synthetic:1,8,8,10 --devices 2"),
                {"--plans: 'best' needs a profile"});
-  expect_error(cat("--simulate --profile ", profile_, " -m fashion_cnn"), {profile_, "does not match the model"});
+  expect_error(cat("--simulate --profile ", profile_, " -m fashion_cnn"),
+               {profile_, "does not match the model"});
 }
 
 }  // namespace

@@ -11,18 +11,22 @@ namespace {
 // --chunk auto's settings.
 void add_chunk_search_options(CLI::App& cmd, TrainConfig& c) {
   ChunkSearchOptions& s = c.chunk_search;
-  cmd.add_option("--profile", c.profile_path, "--chunk auto: predict from this profile (default: measure one first)");
+  const std::string a = "--chunk auto: ";
+  cmd.add_option("--profile", c.profile_path, a + "predict from this profile (default: measure one)");
   cmd.add_option("--chunk-plans", c.chunk_plans,
-                 "--chunk auto: candidate plans: equal, equal:A-B, best, or --chunk values (default: equal best all)");
-  cmd.add_option("--search-interval", s.interval, "--chunk auto: iterations per trial")->capture_default_str();
-  cmd.add_option("--search-warmup", s.warmup, "--chunk auto: iterations dropped after each change")->capture_default_str();
-  cmd.add_option("--search-step", s.step, "--chunk auto: Algorithm 1's step along the plans")->capture_default_str();
-  cmd.add_option("--search-range", s.range, "--chunk auto: steps past the best before turning")->capture_default_str();
-  cmd.add_option("--search-confirmations", s.confirmations, "--chunk auto: re-measurements of the leader at most")
+                 a + "candidates: equal, equal:A-B, best, --chunk values (default: equal best all)");
+  cmd.add_option("--search-interval", s.interval, a + "iterations per trial")->capture_default_str();
+  cmd.add_option("--search-warmup", s.warmup, a + "iterations dropped after each change")
       ->capture_default_str();
-  cmd.add_option("--search-steady", s.steady, "--chunk auto: median/min - 1 above which a trial runs longer")
+  cmd.add_option("--search-step", s.step, a + "Algorithm 1's step along the plans")
       ->capture_default_str();
-  cmd.add_option("--search-budget", s.budget, "--chunk auto: iterations before the search must settle")
+  cmd.add_option("--search-range", s.range, a + "steps past the best before turning")
+      ->capture_default_str();
+  cmd.add_option("--search-confirmations", s.confirmations, a + "re-measurements of the leader")
+      ->capture_default_str();
+  cmd.add_option("--search-steady", s.steady, a + "median/min - 1 above which a trial runs longer")
+      ->capture_default_str();
+  cmd.add_option("--search-budget", s.budget, a + "iterations before the search must settle")
       ->capture_default_str();
 }
 
@@ -54,7 +58,7 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_flag("--plain", c.plain_output, "Plain progress lines even on a terminal");
   cmd->add_option("--sync", c.sync, "cgdp (default for > 1 device), ps0 (worker 0 is the server) or local");
   cmd->add_option("--chunk", c.chunk,
-                  "cgdp chunk plan: layer, K, bytes:MB, all, boundaries b1,b2,..., or auto (search at run time)")
+                  "cgdp chunk plan: layer, K, bytes:MB, all, boundaries b1,b2,..., or auto (search)")
       ->capture_default_str();
   add_chunk_search_options(*cmd, c);
   cmd->add_option("--timeline", c.timeline_path, "Write a Chrome trace (Perfetto) of every stream");

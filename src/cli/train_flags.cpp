@@ -14,8 +14,7 @@ proto::SolverParameter solver_settings(const TrainFlags& f, const CLI::App& cmd)
   auto given = [&](const char* flag) { return f.solver_file.empty() || cmd.count(flag) > 0; };
   if (given("--lr") || !s.has_base_lr()) s.set_base_lr(static_cast<float>(f.lr));
   if (given("--momentum") || !s.has_momentum()) s.set_momentum(static_cast<float>(f.momentum));
-  if (given("--weight-decay") || !s.has_weight_decay())
-    s.set_weight_decay(static_cast<float>(f.weight_decay));
+  if (given("--weight-decay") || !s.has_weight_decay()) s.set_weight_decay(static_cast<float>(f.weight_decay));
   if (given("--lr-policy")) s.set_lr_policy(f.lr_policy);
   if (given("--gamma") || !s.has_gamma()) s.set_gamma(static_cast<float>(f.gamma));
   if (given("--power") || !s.has_power()) s.set_power(static_cast<float>(f.power));
@@ -31,38 +30,35 @@ proto::SolverParameter solver_settings(const TrainFlags& f, const CLI::App& cmd)
 
 void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
   TrainConfig& c = f.config;
-  cmd->add_option("-m,--model", c.model, "Model file, or a name from models/")
-      ->capture_default_str();
-  cmd->add_option("-d,--data", c.data, "idx:DIR, cifar10:DIR or synthetic[:C,H,W,K]")
-      ->capture_default_str();
-  cmd->add_option("-b,--batch", c.batch, "Batch size (default: the model's Input)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--global-batch", c.global_batch,
-                  "Batch over all workers, split evenly (instead of --batch)")
+  cmd->add_option("-m,--model", c.model, "Model file, or a name from models/")->capture_default_str();
+  cmd->add_option("-d,--data", c.data, "idx:DIR, cifar10:DIR or synthetic[:C,H,W,K]")->capture_default_str();
+  cmd->add_option("-b,--batch", c.batch, "Batch size (default: the model's Input)")->check(CLI::PositiveNumber);
+  cmd->add_option("--global-batch", c.global_batch, "Batch over all workers, split evenly (instead of --batch)")
       ->excludes("--batch");
-  cmd->add_option("-n,--devices", c.devices, "Data-parallel workers (devices)")
-      ->capture_default_str();
+  cmd->add_option("-n,--devices", c.devices, "Data-parallel workers (devices)")->capture_default_str();
   cmd->add_option("--device-kind", c.device_kind, "cpu, or cuda (workers share GPUs round-robin)")
       ->capture_default_str();
-  cmd->add_option("--host-threads", c.host_threads,
-                  "Threads that sum gradients on the host (default: all)");
+  cmd->add_option("--host-threads", c.host_threads, "Threads that sum gradients on the host (default: all)");
+  cmd->add_option("--loader-threads", c.loader_threads, "Threads that fill each batch")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_flag("--tf32", c.tf32, "CUDA: let fp32 convolutions use TF32 tensor cores (PyTorch's default)");
+  cmd->add_option("--cudnn-workspace-mb", c.cudnn_workspace_mb,
+                  "CUDA: the most scratch one convolution algorithm may use (MiB)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--nondeterministic", c.nondeterministic,
+                "CUDA: let cuDNN pick algorithms that are not bit-reproducible (sometimes faster)");
   cmd->add_option("--threads", c.threads, "CPU threads for compute (default: all cores)");
-  cmd->add_option("--seed", c.seed, "Seed for initialisation, shuffling and dropout")
-      ->capture_default_str();
+  cmd->add_option("--seed", c.seed, "Seed for initialisation, shuffling and dropout")->capture_default_str();
 }
 
 void add_solver_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--solver", f.solver_file, "Solver settings file (prototxt); flags override it")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--lr", f.lr, "Base learning rate")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--lr-policy", f.lr_policy, "fixed, step, multistep or poly")
-      ->capture_default_str();
+  cmd->add_option("--lr", f.lr, "Base learning rate")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--lr-policy", f.lr_policy, "fixed, step, multistep or poly")->capture_default_str();
   cmd->add_option("--gamma", f.gamma, "Decay factor for step/multistep")->capture_default_str();
   cmd->add_option("--stepsize", f.stepsize, "Iterations between decays (step)");
-  cmd->add_option("--stepvalues", f.stepvalues, "Iterations at which to decay (multistep)")
-      ->delimiter(',');
+  cmd->add_option("--stepvalues", f.stepvalues, "Iterations at which to decay (multistep)")->delimiter(',');
   cmd->add_option("--power", f.power, "Exponent for poly")->capture_default_str();
   cmd->add_option("--momentum", f.momentum, "SGD momentum")->capture_default_str();
   cmd->add_option("--weight-decay", f.weight_decay, "L2 weight decay")->capture_default_str();

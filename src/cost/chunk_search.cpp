@@ -14,7 +14,8 @@ namespace {
 
 void check_at_least(const char* field, int value, int least, const char* what) {
   if (value < least)
-    throw UsageError(cat("--search-", field, ": expected ", what, " (at least ", least, "), got ", value));
+    throw UsageError(
+        cat("--search-", field, ": expected ", what, " (at least ", least, "), got ", value));
 }
 
 }  // namespace
@@ -37,15 +38,24 @@ void ChunkSearchOptions::check() const {
 
 const char* to_string(SearchTrial::Verdict verdict) {
   switch (verdict) {
-    case SearchTrial::Verdict::Kept: return "kept";
-    case SearchTrial::Verdict::Rejected: return "rejected";
-    case SearchTrial::Verdict::Confirmed: return "confirmed";
-    default: return "overturned";
+    case SearchTrial::Verdict::Kept:
+      return "kept";
+    case SearchTrial::Verdict::Rejected:
+      return "rejected";
+    case SearchTrial::Verdict::Confirmed:
+      return "confirmed";
+    default:
+      return "overturned";
   }
 }
 
 ChunkSearch::ChunkSearch(int count, int start, ChunkSearchOptions options)
-    : count_(count), options_(options), samples_(count), start_(start), current_(start), best_(start) {
+    : count_(count),
+      options_(options),
+      samples_(count),
+      start_(start),
+      current_(start),
+      best_(start) {
   options_.check();
   CGDP_ASSERT(count >= 1 && start >= 0 && start < count);
   if (count == 1) settled_ = true;
@@ -101,24 +111,29 @@ SearchTrial ChunkSearch::close_trial() {
   if (!confirming_) {
     const bool first = trials_.empty();
     t.verdict = first || median_ms(current_) < median_ms(best_) ? SearchTrial::Verdict::Kept
-                                                                 : SearchTrial::Verdict::Rejected;
+                                                                : SearchTrial::Verdict::Rejected;
     if (t.verdict == SearchTrial::Verdict::Kept) best_ = current_;
     if (fits(options_.interval, options_.confirmations) && try_next_position()) return t;
     confirming_ = true;
-    if (options_.confirmations == 0) settle();
-    else start_trial(best_);
+    if (options_.confirmations == 0)
+      settle();
+    else
+      start_trial(best_);
     return t;
   }
   // A re-measurement: the leader is whoever has the lowest pooled median now.
   confirmed_.push_back(current_);
   for (int c = 0; c < count_; ++c)
     if (!samples_[c].empty() && median_ms(c) < median_ms(best_)) best_ = c;
-  t.verdict = best_ == current_ ? SearchTrial::Verdict::Confirmed : SearchTrial::Verdict::Overturned;
+  t.verdict =
+      best_ == current_ ? SearchTrial::Verdict::Confirmed : SearchTrial::Verdict::Overturned;
   const bool again = t.verdict == SearchTrial::Verdict::Overturned &&
                      static_cast<int>(confirmed_.size()) < options_.confirmations &&
                      std::find(confirmed_.begin(), confirmed_.end(), best_) == confirmed_.end();
-  if (again) start_trial(best_);
-  else settle();
+  if (again)
+    start_trial(best_);
+  else
+    settle();
   return t;
 }
 
@@ -128,7 +143,8 @@ SearchTrial ChunkSearch::close_trial() {
 bool ChunkSearch::try_next_position() {
   for (;;) {
     const int room = direction_ > 0 ? count_ - 1 - start_ : start_;
-    const int offset = std::min(room, offset_ < options_.step ? offset_ + 1 : offset_ + options_.step);
+    const int offset =
+        std::min(room, offset_ < options_.step ? offset_ + 1 : offset_ + options_.step);
     const int pos = start_ + direction_ * offset;
     const bool past_best = direction_ * (pos - best_) >= options_.step * options_.range;
     if (offset > offset_ && !past_best) {

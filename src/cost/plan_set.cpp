@@ -46,7 +46,8 @@ std::vector<PlanCandidate> expand(std::span<const ParamLayer> layers, const std:
                                   const CostInputs* inputs, const std::string& flag) {
   const int64_t n = static_cast<int64_t>(layers.size());
   if (item == "equal" || item.starts_with("equal:")) {
-    const auto [a, b] = item == "equal" ? std::pair<int64_t, int64_t>{1, n} : parse_k_range(item, flag);
+    const auto [a, b] =
+        item == "equal" ? std::pair<int64_t, int64_t>{1, n} : parse_k_range(item, flag);
     std::vector<PlanCandidate> out;
     for (int64_t k = a; k <= std::min(b, std::max<int64_t>(n, 1)); ++k)
       out.push_back({std::to_string(k), equal_size_plan(layers, k)});

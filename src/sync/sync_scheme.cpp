@@ -24,7 +24,8 @@ SyncKind parse_sync_kind(const std::string& name) {
 }
 
 void SyncScheme::set_chunk_plan(const ChunkPlan&) {
-  throw UsageError(cat("--sync ", to_string(kind()), " exchanges no chunks: chunk plans need --sync cgdp"));
+  throw UsageError(
+      cat("--sync ", to_string(kind()), " exchanges no chunks: chunk plans need --sync cgdp"));
 }
 
 namespace {
@@ -39,7 +40,7 @@ class LocalSync final : public SyncScheme {
     Worker& w = workers[0];
     mark(*w.compute, timeline_, &w.marks.exchange_end);
     traced(*w.compute, timeline_, w.index, "compute", "update", "update",
-           [&] { w.compute->submit([&w, grad_scale] { w.solver->step(grad_scale); }); });
+           [&] { w.solver->step(*w.compute, grad_scale); });
     mark(*w.compute, timeline_, &w.marks.update_end);
   }
 

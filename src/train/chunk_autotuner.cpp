@@ -30,7 +30,8 @@ std::vector<PlanCandidate> auto_candidates(const TrainConfig& config, const Prof
   WhatIf what_if;  // the profile may have been measured with another batch
   what_if.batch = static_cast<int>(batch);
   const CostInputs inputs = make_cost_inputs(profile, layers, devices, what_if);
-  const std::vector<std::string>& items = config.chunk_plans.empty() ? kDefaultPlanSet : config.chunk_plans;
+  const std::vector<std::string>& items =
+      config.chunk_plans.empty() ? kDefaultPlanSet : config.chunk_plans;
   return make_plan_set(layers, items, &inputs, "--chunk-plans");
 }
 
@@ -45,7 +46,8 @@ Profile auto_chunk_profile(const TrainConfig& config, std::string* note) {
   ProfileOptions options;
   options.max_copy_bytes = int64_t{16} << 20;  // enough for the chunk sizes of most models
   Profile profile = measure_profile(config, options);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   *note = cat("profile measured in ", fixed(seconds, 1), " s");
   return profile;
 }
@@ -81,19 +83,20 @@ std::string ChunkAutoTuner::describe_start(const std::string& profile_note) cons
   for (const PlanCandidate& c : candidates_) plans += cat(plans.empty() ? "" : " ", c.spec);
   const PlanCandidate& start = candidates_[search_.current()];
   return cat("cgdp: chunk search (", profile_note, ") over ", candidates_.size(),
-             " plans, fine to coarse: ", plans, "; starts at the predicted best --chunk ", start.spec,
-             " (", fixed(start.predicted_ms, 2), " ms); ", options_.interval, " iterations a trial (",
-             options_.warmup, " dropped), step ", options_.step, ", range ", options_.range,
-             ", at most ", options_.budget, " iterations");
+             " plans, fine to coarse: ", plans, "; starts at the predicted best --chunk ",
+             start.spec, " (", fixed(start.predicted_ms, 2), " ms); ", options_.interval,
+             " iterations a trial (", options_.warmup, " dropped), step ", options_.step,
+             ", range ", options_.range, ", at most ", options_.budget, " iterations");
 }
 
 std::string ChunkAutoTuner::trial_line(const SearchTrial& t) const {
   const PlanCandidate& c = candidates_[t.candidate];
   return cat("cgdp: chunk search: trial ", search_.trials().size(), ": --chunk ", c.spec, " (",
-             c.chunks(), c.chunks() == 1 ? " chunk" : " chunks", "): median ", fixed(t.median_ms, 2),
-             " ms (", fixed(t.min_ms, 2), "..", fixed(t.max_ms, 2), " over ", t.measured, " of ",
-             t.iterations, " iterations", t.extended ? ", extended: disturbed" : "", "), predicted ",
-             fixed(c.predicted_ms, 2), " ms: ", to_string(t.verdict));
+             c.chunks(), c.chunks() == 1 ? " chunk" : " chunks", "): median ",
+             fixed(t.median_ms, 2), " ms (", fixed(t.min_ms, 2), "..", fixed(t.max_ms, 2), " over ",
+             t.measured, " of ", t.iterations, " iterations",
+             t.extended ? ", extended: disturbed" : "", "), predicted ", fixed(c.predicted_ms, 2),
+             " ms: ", to_string(t.verdict));
 }
 
 std::vector<std::string> ChunkAutoTuner::outcome() const {
@@ -102,7 +105,8 @@ std::vector<std::string> ChunkAutoTuner::outcome() const {
   if (search_.trials().empty())
     return {cat("cgdp: chunk search: nothing to search: ", describe(c.plan, layers_)),
             cat("cgdp: chosen plan: --chunk ", c.spec)};
-  const std::string how = search_.settled() ? "settled after" : "stopped before settling (the run ended) after";
+  const std::string how =
+      search_.settled() ? "settled after" : "stopped before settling (the run ended) after";
   return {cat("cgdp: chunk search ", how, " ", search_.iterations(), " iterations (",
               search_.trials().size(), " trials, ", wall_time(search_ms_), ") on ",
               describe(c.plan, layers_), ": median ", fixed(search_.median_ms(best), 2),

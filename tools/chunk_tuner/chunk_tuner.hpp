@@ -44,6 +44,7 @@ std::string terminal_for(const std::string& path);
 // Time against chunk size with gnuplot: measured median (min..max as error bars) and predicted,
 // to `path` (.svg or .png). Throws UsageError for another extension or without gnuplot, IoError
 // when gnuplot fails.
-void plot_rows(const std::vector<SweepRow>& rows, const std::string& path, const std::string& title);
+void plot_rows(const std::vector<SweepRow>& rows, const std::string& path,
+               const std::string& title);
 
 }  // namespace cgdp::tuner

@@ -2,11 +2,8 @@
 // (one trainer, plans switched in between) or with the simulator alone (--simulate), prints a
 // table and draws time against chunk size like the CGDP paper's Figure 2.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 
-#include "chunk_tuner.hpp"
-#include "cli/train_flags.hpp"
 #include "cgdp/core/error.hpp"
 #include "cgdp/cost/profile_match.hpp"
 #include "cgdp/cost/simulator.hpp"
@@ -14,6 +11,8 @@
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
 #include "cgdp/train/trainer.hpp"
+#include "chunk_tuner.hpp"
+#include "cli/train_flags.hpp"
 
 namespace cgdp::tuner {
 namespace {
@@ -72,7 +71,8 @@ int run(Flags& f, const CLI::App& app) {
     config.iterations = 1;  // with a fixed learning rate the trainer may run any number
     Trainer trainer(config);
     const std::vector<ParamLayer>& layers = trainer.param_layers();
-    rows = make_rows(candidates(f, layers, profile ? &*profile : nullptr), static_cast<int>(layers.size()));
+    rows = make_rows(candidates(f, layers, profile ? &*profile : nullptr),
+                     static_cast<int>(layers.size()));
     std::printf("chunk_tuner: measuring %zu plans: %d rounds of %d iterations each (%d dropped)\n",
                 rows.size(), f.sweep.rounds, f.sweep.interval, f.sweep.warmup);
     std::fflush(stdout);
@@ -80,7 +80,8 @@ int run(Flags& f, const CLI::App& app) {
     setting = cat(f.config.devices, " ", f.config.device_kind, " devices, ", f.sweep.rounds, " x ",
                   f.sweep.interval - f.sweep.warmup, " iterations per plan");
   }
-  std::printf("chunk_tuner: %s (%s)\n%s", f.config.model.c_str(), setting.c_str(), format_table(rows).c_str());
+  std::printf("chunk_tuner: %s (%s)\n%s", f.config.model.c_str(), setting.c_str(),
+              format_table(rows).c_str());
   if (!f.plot_path.empty()) {
     plot_rows(rows, f.plot_path, f.title.empty() ? cat(f.config.model, ": ", setting) : f.title);
     std::printf("chunk_tuner: wrote %s\n", f.plot_path.c_str());
@@ -99,16 +100,23 @@ int main(int argc, char** argv) {
   c.devices = 4;
   c.test_interval = -1;
   c.plain_output = true;
-  CLI::App app{"chunk_tuner: iteration time of cgdp chunk plans, measured or simulated, and its plot"};
+  CLI::App app{
+      "chunk_tuner: iteration time of cgdp chunk plans, measured or simulated, and its plot"};
   cgdp::cli::add_workload_flags(&app, f.train);
-  app.add_option("--plans", f.plans, "Plans: equal, equal:A-B, best, or --chunk values "
-                                     "(default: equal best all with a profile, else equal all)");
-  app.add_option("--profile", f.profile_path, "Profile for predictions (and for 'best', --simulate)");
+  app.add_option("--plans", f.plans,
+                 "Plans: equal, equal:A-B, best, or --chunk values "
+                 "(default: equal best all with a profile, else equal all)");
+  app.add_option("--profile", f.profile_path,
+                 "Profile for predictions (and for 'best', --simulate)");
   app.add_flag("--simulate", f.simulate, "Predict only (needs --profile): no training");
-  app.add_option("--interval", f.sweep.interval, "Iterations per plan and round")->capture_default_str();
-  app.add_option("--warmup", f.sweep.warmup, "Of them, dropped after each change of plan")->capture_default_str();
-  app.add_option("--rounds", f.sweep.rounds, "Rounds over all plans, each in a shuffled order")->capture_default_str();
-  app.add_option("--plot", f.plot_path, "Draw time against chunk size to this .svg or .png (gnuplot)");
+  app.add_option("--interval", f.sweep.interval, "Iterations per plan and round")
+      ->capture_default_str();
+  app.add_option("--warmup", f.sweep.warmup, "Of them, dropped after each change of plan")
+      ->capture_default_str();
+  app.add_option("--rounds", f.sweep.rounds, "Rounds over all plans, each in a shuffled order")
+      ->capture_default_str();
+  app.add_option("--plot", f.plot_path,
+                 "Draw time against chunk size to this .svg or .png (gnuplot)");
   app.add_option("--title", f.title, "Title of the plot");
   CLI11_PARSE(app, argc, argv);
   try {

@@ -5,18 +5,19 @@
 #include <numeric>
 #include <random>
 
-#include "chunk_tuner.hpp"
 #include "cgdp/core/error.hpp"
 #include "cgdp/cost/profiler.hpp"
 #include "cgdp/train/trainer.hpp"
+#include "chunk_tuner.hpp"
 
 namespace cgdp::tuner {
 
 void SweepOptions::check() const {
-  if (interval < 1) throw UsageError(cat("--interval: expected at least 1 iteration per plan, got ", interval));
+  if (interval < 1)
+    throw UsageError(cat("--interval: expected at least 1 iteration per plan, got ", interval));
   if (warmup < 0 || warmup >= interval)
-    throw UsageError(cat("--warmup: expected 0 to ", interval - 1, " iterations dropped of the ", interval,
-                         " per plan (--interval), got ", warmup));
+    throw UsageError(cat("--warmup: expected 0 to ", interval - 1, " iterations dropped of the ",
+                         interval, " per plan (--interval), got ", warmup));
   if (rounds < 1) throw UsageError(cat("--rounds: expected at least 1, got ", rounds));
 }
 
@@ -78,14 +79,14 @@ std::string format_table(const std::vector<SweepRow>& rows) {
   size_t width = 4;
   for (const SweepRow& row : rows) width = std::max(width, row.candidate.spec.size());
   char line[512];
-  std::snprintf(line, sizeof line, "%-*s %6s %6s %10s %10s %10s %13s\n", static_cast<int>(width), "plan",
-                "chunks", "size", "median ms", "min ms", "max ms", "predicted ms");
+  std::snprintf(line, sizeof line, "%-*s %6s %6s %10s %10s %10s %13s\n", static_cast<int>(width),
+                "plan", "chunks", "size", "median ms", "min ms", "max ms", "predicted ms");
   std::string out = line;
   for (const SweepRow& row : rows) {
-    std::snprintf(line, sizeof line, "%-*s %6d %6.2f %10s %10s %10s %13s\n", static_cast<int>(width),
-                  row.candidate.spec.c_str(), row.candidate.chunks(), row.chunk_size,
-                  number(row.median_ms).c_str(), number(row.min_ms).c_str(), number(row.max_ms).c_str(),
-                  number(row.candidate.predicted_ms).c_str());
+    std::snprintf(line, sizeof line, "%-*s %6d %6.2f %10s %10s %10s %13s\n",
+                  static_cast<int>(width), row.candidate.spec.c_str(), row.candidate.chunks(),
+                  row.chunk_size, number(row.median_ms).c_str(), number(row.min_ms).c_str(),
+                  number(row.max_ms).c_str(), number(row.candidate.predicted_ms).c_str());
     out += line;
   }
   const auto describe_best = [](const char* what, const SweepRow* row, double ms) {

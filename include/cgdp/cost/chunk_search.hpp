@@ -38,8 +38,8 @@ struct SearchTrial {
   double median_ms = 0;  // of this trial's iterations after warm-up
   double min_ms = 0;
   double max_ms = 0;
-  int iterations = 0;  // fed, warm-up included
-  int measured = 0;    // kept for the median
+  int iterations = 0;     // fed, warm-up included
+  int measured = 0;       // kept for the median
   bool extended = false;  // disturbed: ran interval - warmup more iterations
   Verdict verdict = Verdict::Kept;
 };
@@ -80,7 +80,7 @@ class ChunkSearch {
   ChunkSearchOptions options_;
   std::vector<std::vector<double>> samples_;  // per candidate, after warm-up, pooled
   std::vector<double> trial_times_;           // the running trial, warm-up included
-  int trial_length_ = 0;                       // iterations the running trial takes
+  int trial_length_ = 0;                      // iterations the running trial takes
   std::vector<SearchTrial> trials_;
   std::vector<int> confirmed_;  // candidates re-measured
   int start_;

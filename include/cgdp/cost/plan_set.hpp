@@ -16,7 +16,7 @@ namespace cgdp {
 struct PlanCandidate {
   std::string spec;  // a --chunk value that gives the plan
   ChunkPlan plan;
-  double predicted_ms = NAN;  // simulate_cgdp's iteration time; NaN without a profile
+  double predicted_ms = NAN;    // simulate_cgdp's iteration time; NaN without a profile
   bool predicted_best = false;  // cost-model's best plan over every grouping (the word 'best')
   int chunks() const { return static_cast<int>(plan.chunks.size()); }
 };
