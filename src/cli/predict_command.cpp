@@ -193,7 +193,7 @@ Runner add_predict_command(CLI::App& app) {
   cmd->add_option("--p2p-gbps", w.p2p_gbps, "What if: peer bandwidth (ps0), GB/s");
   cmd->add_option("--host-memory-gbps", w.host_memory_gbps,
                   "What if: bandwidth copies share, GB/s (0: none)");
-  cmd->add_option("--host-threads", w.host_threads,
+  cmd->add_option("--host-threads,--host-cores", w.host_threads,
                   "What if: host summing threads (host sum scales)");
   return [opt] {
     const Prediction p = predict(*opt);

@@ -27,7 +27,8 @@ struct StageCost {
   Pool pool = Pool::None;
 };
 
-// The stages of a chunk of `bytes` (per worker), in pipeline order.
+// The stages of a chunk of `bytes` (per worker), in pipeline order. A stage's time must not
+// decrease with `bytes`: the plan search's lower bound relies on it.
 std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t bytes);
 
 // A stage's time when the N workers run it together, as cgdp's workers do (same pace, paper
