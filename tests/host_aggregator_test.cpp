@@ -1,9 +1,13 @@
 // The host aggregator on exactly representable inputs: the summed chunks that come back to every
-// worker are the same bits for any chunk plan, thread count and arrival order.
+// worker are the same bits for any chunk plan, thread count and arrival order; with a reducer
+// (scale-out) it keeps summing and pushing while earlier pulls wait, and what is pulled comes back.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -37,7 +41,7 @@ std::vector<ChunkSpan> spans_of(const std::vector<int64_t>& sizes) {
 
 // Runs `iterations` exchanges; each worker's chunks arrive in a random order with random delays.
 std::vector<float> exchange(int workers, const std::vector<int64_t>& chunk_sizes, int threads,
-                            uint64_t order_seed, int iterations) {
+                            uint64_t order_seed, int iterations, ChunkReducer* reducer = nullptr) {
   int64_t n = 0;
   for (int64_t s : chunk_sizes) n += s;
   std::vector<std::unique_ptr<FakeWorker>> fakes;
@@ -47,9 +51,10 @@ std::vector<float> exchange(int workers, const std::vector<int64_t>& chunk_sizes
     agg.push_back({&fakes[w]->device, fakes[w]->h2d.get(), fakes[w]->data()});
   }
   Timeline timeline(false);
-  HostAggregator aggregator(agg, spans_of(chunk_sizes), threads, timeline);
+  HostAggregator aggregator(agg, spans_of(chunk_sizes), threads, timeline, reducer);
   std::mt19937_64 rng(order_seed);
   for (int it = 0; it < iterations; ++it) {
+    aggregator.begin_iteration(100 + it);
     for (int w = 0; w < workers; ++w)  // small integers: every partial sum is exact
       for (int64_t i = 0; i < n; ++i) fakes[w]->data()[i] = static_cast<float>((i * 7 + w * 13 + it) % 61 - 30);
     std::vector<std::pair<int, int>> arrivals;
@@ -105,6 +110,50 @@ TEST(HostAggregator, ReusesItsBuffersAcrossIterations) {
     for (int w = 0; w < 3; ++w) want += static_cast<float>((i * 7 + w * 13 + 2) % 61 - 30);
     ASSERT_EQ(got[i], want) << i;
   }
+}
+
+// Plays every other host of a cluster whose hosts all hold the same local sums: the global sum is
+// `hosts` times the pushed one. A pull waits until the whole iteration was pushed, so the
+// aggregator must go on summing and pushing later chunks while an earlier pull is pending.
+class FakeShards final : public ChunkReducer {
+ public:
+  FakeShards(int chunks, int hosts) : chunks_(chunks), hosts_(hosts) {}
+  void push(int64_t iteration, int chunk, const float* sum, int64_t count) override {
+    std::lock_guard lock(mutex_);
+    pushed_[{iteration, chunk}].assign(sum, sum + count);
+    push_order_.push_back(chunk);
+    changed_.notify_all();
+  }
+  void pull(int64_t iteration, int chunk, float* sum, int64_t count) override {
+    std::unique_lock lock(mutex_);
+    const bool all = changed_.wait_for(lock, std::chrono::seconds(20), [&] {
+      return std::count_if(pushed_.begin(), pushed_.end(),
+                           [&](const auto& p) { return p.first.first == iteration; }) == chunks_;
+    });
+    if (!all) throw RuntimeCheckError(cat("pull of chunk ", chunk, " waited for pushes that never came"));
+    const std::vector<float>& mine = pushed_.at({iteration, chunk});
+    ASSERT_EQ(static_cast<int64_t>(mine.size()), count);
+    for (int64_t i = 0; i < count; ++i) sum[i] = mine[i] * static_cast<float>(hosts_);
+    pull_order_.push_back(chunk);
+  }
+  std::vector<int> push_order_, pull_order_;
+  std::map<std::pair<int64_t, int>, std::vector<float>> pushed_;
+
+ private:
+  int chunks_, hosts_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+};
+
+TEST(HostAggregator, ReducerGetsEveryChunkWhileEarlierPullsWaitAndItsSumComesBack) {
+  const std::vector<int64_t> sizes = {5, 1000, 17, 3000};
+  FakeShards shards(static_cast<int>(sizes.size()), 3);
+  const auto local = exchange(2, sizes, 2, 4, 2);
+  const auto global = exchange(2, sizes, 2, 4, 2, &shards);
+  for (size_t i = 0; i < local.size(); ++i) ASSERT_EQ(global[i], 3 * local[i]) << i;
+  EXPECT_EQ(shards.pushed_.size(), 2 * sizes.size());  // each (iteration, chunk) once
+  EXPECT_TRUE(shards.pushed_.count({100, 0}) && shards.pushed_.count({101, 3}));
+  EXPECT_EQ(shards.push_order_, shards.pull_order_);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Host summation: exact sums, fixed left-to-right order, and identical bits whatever the thread
-// count or split into ranges.
+// Host summation: exact sums, the fixed binary-tree order (ps0's), and identical bits whatever the
+// thread count or split into ranges.
 #include "cgdp/sync/host_sum.hpp"
 
 #include <gtest/gtest.h>
@@ -36,13 +36,17 @@ Buffers random_buffers(int nsrc, int64_t n, uint64_t seed) {
   return buffers;
 }
 
-// Left to right, one element at a time: the order sum_buffers promises.
+// The tree as ps0 walks it, one element at a time: pairs at stride 1, then 2, 4, ... into the
+// left member of each pair. The order sum_buffers promises.
 std::vector<float> reference_sum(const Buffers& buffers, int64_t n) {
   std::vector<float> out(n);
+  const size_t k = buffers.size();
+  std::vector<float> v(k);
   for (int64_t i = 0; i < n; ++i) {
-    float acc = buffers[0][i];
-    for (size_t k = 1; k < buffers.size(); ++k) acc += buffers[k][i];
-    out[i] = acc;
+    for (size_t j = 0; j < k; ++j) v[j] = buffers[j][i];
+    for (size_t stride = 1; stride < k; stride *= 2)
+      for (size_t child = stride; child < k; child += 2 * stride) v[child - stride] += v[child];
+    out[i] = v[0];
   }
   return out;
 }
@@ -68,22 +72,29 @@ TEST(HostSum, SmallIntegersSumExactlyForEveryCountSizeAndThreadCount) {
   }
 }
 
-TEST(HostSum, AddsInFixedLeftToRightOrder) {
-  // 2^24 + 1 rounds back to 2^24, so (a + b) + c differs from a + (b + c) here.
-  Buffers tiny = {{16777216.f}, {1.f}, {1.f}};
+TEST(HostSum, AddsInBinaryTreeOrder) {
+  // 2^24 + 1 rounds back to 2^24: ((a + b) + c) keeps 2^24; (a + b) + (c + d) gains 2.
+  const Buffers three = {{16777216.f}, {1.f}, {1.f}};
+  const Buffers four = {{16777216.f}, {1.f}, {1.f}, {1.f}};
   float out = 0;
-  sum_buffers(&out, pointers(tiny), 1, 1);
-  EXPECT_EQ(out, 16777216.f);  // a + (b + c) would give 16777218
+  sum_buffers(&out, pointers(three), 1, 1);
+  EXPECT_EQ(out, 16777216.f);
+  sum_buffers(&out, pointers(four), 1, 1);
+  EXPECT_EQ(out, 16777218.f);  // left to right would give 16777216
 
-  const int64_t n = 100003;
-  const Buffers buffers = random_buffers(5, n, 7);
-  const std::vector<float> expected = reference_sum(buffers, n);
-  Buffers reversed(buffers.rbegin(), buffers.rend());
-  EXPECT_FALSE(same_bits(reference_sum(reversed, n), expected)) << "inputs too tame to show order";
-  for (const int threads : {1, 2, 3, 7}) {
-    std::vector<float> dst(n);
-    sum_buffers(dst.data(), pointers(buffers), n, threads);
-    EXPECT_TRUE(same_bits(dst, expected)) << threads << " threads";
+  for (const int nsrc : {4, 5, 6, 7, 8, 11}) {
+    const int64_t n = 100003;
+    const Buffers buffers = random_buffers(nsrc, n, 7 + nsrc);
+    const std::vector<float> expected = reference_sum(buffers, n);
+    std::vector<float> left_to_right(n);
+    for (int64_t i = 0; i < n; ++i)
+      for (const auto& b : buffers) left_to_right[i] += b[i];
+    EXPECT_FALSE(same_bits(left_to_right, expected)) << "inputs too tame to show order";
+    for (const int threads : {1, 2, 3, 7}) {
+      std::vector<float> dst(n);
+      sum_buffers(dst.data(), pointers(buffers), n, threads);
+      EXPECT_TRUE(same_bits(dst, expected)) << nsrc << " sources, " << threads << " threads";
+    }
   }
 }
 
@@ -107,9 +118,9 @@ TEST(HostSum, RangesSummedSeparatelyGiveTheBitsOfOneCall) {
 
 TEST(HostSum, SumsInPlaceIntoAnySource) {
   const int64_t n = 70001;
-  const Buffers buffers = random_buffers(3, n, 5);
+  const Buffers buffers = random_buffers(5, n, 5);
   const std::vector<float> expected = reference_sum(buffers, n);
-  for (int k = 0; k < 3; ++k) {
+  for (int k = 0; k < 5; ++k) {
     Buffers work = buffers;
     sum_buffers(work[k].data(), pointers(work), n, 2);
     EXPECT_TRUE(same_bits(work[k], expected)) << "dst = source " << k;

@@ -4,8 +4,8 @@ set -euo pipefail
 packages=(
   cmake g++ make pkg-config
   libopenblas-openmp-dev libprotobuf-dev protobuf-compiler libhwloc-dev zlib1g-dev
-  libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-  dataset-fashion-mnist gnuplot-nox
+  libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libzmq3-dev cppzmq-dev
+  dataset-fashion-mnist gnuplot-nox iproute2
 )
 # Extra packages for benchmarks only (PyTorch peer): pass --bench.
 if [[ "${1:-}" == "--bench" ]]; then packages+=(python3-torch python3-numpy); fi

@@ -14,5 +14,6 @@ Runner add_inspect_command(CLI::App& app);
 Runner add_topo_command(CLI::App& app);
 Runner add_profile_command(CLI::App& app);
 Runner add_predict_command(CLI::App& app);
+Runner add_launch_command(CLI::App& app);
 
 }  // namespace cgdp::cli

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   add(&cgdp::cli::add_topo_command);
   add(&cgdp::cli::add_profile_command);
   add(&cgdp::cli::add_predict_command);
+  add(&cgdp::cli::add_launch_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -63,6 +63,13 @@ Runner add_train_command(CLI::App& app) {
   add_chunk_search_options(*cmd, c);
   cmd->add_option("--timeline", c.timeline_path, "Write a Chrome trace (Perfetto) of every stream");
   cmd->add_flag("--phase-table", c.phase_table, "Print the per-phase time table at the end");
+  cmd->add_option("--hosts", c.hosts, "Scale out: host:port of every rank, the same list on every host")
+      ->delimiter(',');
+  cmd->add_option("--rank", c.rank, "This host's place in --hosts (its shard listens there)")
+      ->capture_default_str();
+  cmd->add_option("--token-file", c.token_file, "Cluster token file (default: $CGDP_CLUSTER_TOKEN)");
+  cmd->add_option("--timeout-s", c.timeout_s, "Stop when a host or shard is silent this long")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   return [f, cmd] {
     Trainer trainer(resolved_config(*f, *cmd));
     trainer.run();

@@ -57,6 +57,7 @@ TrainConfig profiling_config(const TrainConfig& config, const ProfileOptions& o)
   c.resume_path.clear();
   c.snapshot_every = 0;
   c.fail_worker = -1;
+  c.hosts.clear();  // one host: the profile describes this machine
   return c;
 }
 

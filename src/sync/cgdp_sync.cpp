@@ -25,7 +25,7 @@ class CgdpSync final : public SyncScheme {
     std::vector<ChunkSpan> spans = index_plan();
     if (!spans.empty())
       aggregator_ = std::make_unique<HostAggregator>(std::move(agg), std::move(spans), o.host_threads,
-                                                     timeline, nullptr, o.aggregator_cpus);
+                                                     timeline, o.reducer, o.aggregator_cpus);
   }
 
   void set_chunk_plan(const ChunkPlan& plan) override {
@@ -36,6 +36,10 @@ class CgdpSync final : public SyncScheme {
   }
 
   SyncKind kind() const override { return SyncKind::Cgdp; }
+
+  void begin_iteration(Worker& w, int64_t iteration) override {
+    if (aggregator_ && w.index == 0) aggregator_->begin_iteration(iteration);
+  }
 
   void after_backward(Worker& w, int layer) override {
     auto it = chunk_of_layer_.find(layer);

@@ -1,4 +1,5 @@
-// Host aggregator: arrival bookkeeping, fixed-order OpenMP sums, H2D copies of each sum.
+// Host aggregator: arrival bookkeeping, fixed-order OpenMP sums, pushes and pulls through a
+// reducer (scale-out), H2D copies of each sum.
 #include "cgdp/sync/host_aggregator.hpp"
 
 #include "cgdp/core/error.hpp"
@@ -24,7 +25,8 @@ HostAggregator::HostAggregator(std::vector<AggregatorWorker> workers, std::vecto
     landed_.push_back(w.device->create_event());
   }
   global_ = PinnedHostBuffer(*workers_[0].device, bytes);
-  thread_ = std::thread([this] { run(); });
+  thread_ = start_thread(&HostAggregator::run_sums);
+  if (reducer_) pull_thread_ = start_thread(&HostAggregator::run_pulls);
 }
 
 HostAggregator::~HostAggregator() { stop(); }
@@ -36,6 +38,22 @@ void HostAggregator::stop() {
   }
   changed_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (pull_thread_.joinable()) pull_thread_.join();
+}
+
+std::thread HostAggregator::start_thread(void (HostAggregator::*body)()) {
+  return std::thread([this, body] {
+    if (!cpus_.empty()) {
+      BindStatus status = bind_current_thread(cpus_);
+      std::lock_guard lock(mutex_);
+      if (body == &HostAggregator::run_sums) bind_status_ = std::move(status);
+    }
+    try {
+      (this->*body)();
+    } catch (...) {
+      abort(std::current_exception());
+    }
+  });
 }
 
 void HostAggregator::set_chunks(std::vector<ChunkSpan> chunks) {
@@ -49,6 +67,11 @@ void HostAggregator::set_chunks(std::vector<ChunkSpan> chunks) {
 
 float* HostAggregator::receive_buffer(int worker, int chunk) {
   return static_cast<float*>(receive_[worker].get()) + chunks_[chunk].offset;
+}
+
+void HostAggregator::begin_iteration(int64_t iteration) {
+  std::lock_guard lock(mutex_);
+  iteration_ = iteration;
 }
 
 void HostAggregator::arrived(int worker, int chunk) {
@@ -65,35 +88,65 @@ std::string HostAggregator::binding_note() const {
   return bind_status_.bound ? cat("bound to cpus ", cpus_.to_string()) : bind_status_.note;
 }
 
-void HostAggregator::run() {
-  if (!cpus_.empty()) {
-    BindStatus status = bind_current_thread(cpus_);
-    std::lock_guard lock(mutex_);
-    bind_status_ = std::move(status);
-  }
+void HostAggregator::run_sums() {
   for (;;) {
     int chunk;
+    int64_t iteration;
     {
       std::unique_lock lock(mutex_);
-      changed_.wait(lock, [&] { return stopping_ || !ready_.empty(); });
-      if (stopping_) return;
+      changed_.wait(lock, [&] { return stopping_ || error_ || !ready_.empty(); });
+      if (stopping_ || error_) return;
       chunk = ready_.front();
       ready_.pop_front();
+      iteration = iteration_;
     }
-    try {
-      sum_and_send(chunk);
-    } catch (...) {
-      abort(std::current_exception());
-      return;
+    sum(chunk);
+    const ChunkSpan& span = chunks_[chunk];
+    if (reducer_) {
+      Timeline::Scope push(timeline_, Timeline::kAggregatorPid, "push", cat("push chunk ", chunk),
+                           "push", {{"chunk", chunk}, {"bytes", span.count * 4}, {"iteration", iteration}});
+      reducer_->push(iteration, chunk, global_sum() + span.offset, span.count);
+    } else {
+      send(chunk);
     }
-    std::lock_guard lock(mutex_);
-    arrivals_[chunk] = 0;  // H2D copies are issued: the next iteration may reuse the buffers
-    ++issued_;
+    {
+      std::lock_guard lock(mutex_);
+      arrivals_[chunk] = 0;  // summed: the next iteration may reuse the receive buffers
+      if (reducer_) pushed_.push_back({iteration, chunk});
+      else ++issued_;
+    }
     changed_.notify_all();
   }
 }
 
-void HostAggregator::sum_and_send(int chunk) {
+// Pulls in push order: the shards answer in that order too, as every host pushes alike.
+void HostAggregator::run_pulls() {
+  for (;;) {
+    std::pair<int64_t, int> next;
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] { return stopping_ || error_ || !pushed_.empty(); });
+      if (stopping_ || error_) return;
+      next = pushed_.front();
+      pushed_.pop_front();
+    }
+    const auto [iteration, chunk] = next;
+    const ChunkSpan& span = chunks_[chunk];
+    {
+      Timeline::Scope pull(timeline_, Timeline::kAggregatorPid, "pull", cat("pull chunk ", chunk),
+                           "pull", {{"chunk", chunk}, {"bytes", span.count * 4}, {"iteration", iteration}});
+      reducer_->pull(iteration, chunk, static_cast<float*>(global_.get()) + span.offset, span.count);
+    }
+    send(chunk);
+    {
+      std::lock_guard lock(mutex_);
+      ++issued_;
+    }
+    changed_.notify_all();
+  }
+}
+
+void HostAggregator::sum(int chunk) {
   const ChunkSpan& span = chunks_[chunk];
   std::vector<const float*> sources;
   for (size_t w = 0; w < workers_.size(); ++w) sources.push_back(receive_buffer(static_cast<int>(w), chunk));
@@ -103,15 +156,19 @@ void HostAggregator::sum_and_send(int chunk) {
   const int64_t end = timeline_.now_us();
   timeline_.add(Timeline::kAggregatorPid, "sum", cat("sum chunk ", chunk), "sum", begin, end,
                 {{"chunk", chunk}, {"bytes", span.count * 4}});
-  if (reducer_) reducer_->reduce(chunk, sum, span.count);
+  std::lock_guard lock(mutex_);
+  sum_us_ += end - begin;
+}
+
+void HostAggregator::send(int chunk) {
+  const ChunkSpan& span = chunks_[chunk];
+  const float* sum = global_sum() + span.offset;
   const size_t bytes = static_cast<size_t>(span.count) * sizeof(float);
   for (size_t i = 0; i < workers_.size(); ++i) {
     const AggregatorWorker& w = workers_[i];
     traced(*w.h2d, timeline_, static_cast<int>(i), "h2d", cat("h2d chunk ", chunk), "h2d",
            [&] { w.h2d->copy_async(w.device_grads + span.offset, sum, bytes); }, {{"chunk", chunk}});
   }
-  std::lock_guard lock(mutex_);
-  sum_us_ += end - begin;
 }
 
 void HostAggregator::wait_all_issued() {

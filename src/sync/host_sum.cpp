@@ -1,10 +1,11 @@
-// Deterministic host summation: per element, sources are added left to right; a block of elements
-// keeps its running sums in vector registers while every source streams through it once.
+// Deterministic host summation in the order of a binary reduction tree; a block of elements keeps
+// its partial sums in vector registers (or L1) while every source streams through it once.
 #include "cgdp/sync/host_sum.hpp"
 
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace cgdp {
@@ -31,8 +32,8 @@ void store(float* p, Vec v) {
   std::memcpy(p, &v, sizeof v);
 }
 
-// dst[begin, begin + kBlock). Sources are read before dst is written, so dst may be a source.
-void sum_block(float* dst, const float* const* srcs, int nsrc, int64_t begin) {
+// Up to three sources the tree is the left-to-right order: ((s0 + s1) + s2).
+void sum_block_linear(float* dst, const float* const* srcs, int nsrc, int64_t begin) {
   Vec acc[kVecs];
 #pragma GCC unroll 8
   for (int v = 0; v < kVecs; ++v) acc[v] = load(srcs[0] + begin + v * kLanes);
@@ -45,13 +46,52 @@ void sum_block(float* dst, const float* const* srcs, int nsrc, int64_t begin) {
   for (int v = 0; v < kVecs; ++v) store(dst + begin + v * kLanes, acc[v]);
 }
 
+// The tree as a binary counter: source k merges with as many pending partial sums as k has
+// trailing one bits; what is pending at the end folds from the smallest partial up.
+template <typename Value, typename Load>
+Value tree_sum(int nsrc, Load load_source) {
+  constexpr int kMaxDepth = 32;  // nsrc < 2^31
+  Value pending[kMaxDepth];
+  int depth = 0;
+  for (int k = 0; k < nsrc; ++k) {
+    Value cur = load_source(k);
+    for (int carries = std::countr_one(static_cast<unsigned>(k)); carries > 0; --carries)
+      cur = pending[--depth] + cur;
+    pending[depth++] = cur;
+  }
+  Value acc = pending[--depth];
+  while (depth > 0) acc = pending[--depth] + acc;
+  return acc;
+}
+
+// kVecs vectors added as one value, so tree_sum works on a whole block at once.
+struct Block {
+  Vec v[kVecs];
+  friend Block operator+(const Block& a, const Block& b) {
+    Block r;
+#pragma GCC unroll 8
+    for (int i = 0; i < kVecs; ++i) r.v[i] = a.v[i] + b.v[i];
+    return r;
+  }
+};
+
+// dst[begin, begin + kBlock). Sources are read before dst is written, so dst may be a source.
+void sum_block(float* dst, const float* const* srcs, int nsrc, int64_t begin) {
+  if (nsrc <= 3) return sum_block_linear(dst, srcs, nsrc, begin);
+  const Block sum = tree_sum<Block>(nsrc, [&](int k) {
+    Block b;
+#pragma GCC unroll 8
+    for (int i = 0; i < kVecs; ++i) b.v[i] = load(srcs[k] + begin + i * kLanes);
+    return b;
+  });
+#pragma GCC unroll 8
+  for (int v = 0; v < kVecs; ++v) store(dst + begin + v * kLanes, sum.v[v]);
+}
+
 // The last, partial block: same order, one element at a time.
 void sum_tail(float* dst, const float* const* srcs, int nsrc, int64_t begin, int64_t end) {
-  for (int64_t i = begin; i < end; ++i) {
-    float acc = srcs[0][i];
-    for (int k = 1; k < nsrc; ++k) acc += srcs[k][i];
-    dst[i] = acc;
-  }
+  for (int64_t i = begin; i < end; ++i)
+    dst[i] = tree_sum<float>(nsrc, [&](int k) { return srcs[k][i]; });
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ class Ps0Sync final : public SyncScheme {
 
   SyncKind kind() const override { return SyncKind::Ps0; }
 
-  void begin_iteration(Worker& w) override {
+  void begin_iteration(Worker& w, int64_t) override {
     w.compute->wait(*params_ready_[w.index]);  // broadcast of the last update (none at the start)
   }
 

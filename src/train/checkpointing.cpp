@@ -1,5 +1,6 @@
 // Trainer <-> files: checkpoints (parameters, momentum, layer state, iteration, data position)
-// and the final parameters in safetensors. Worker 0 writes; a resume loads into every worker.
+// and the final parameters in safetensors. Worker 0 of rank 0 writes; a resume loads into every
+// worker, and every host of a multi-host run loads the same checkpoint (each from its --resume).
 #include <filesystem>
 
 #include "cgdp/io/checkpoint.hpp"
@@ -32,6 +33,7 @@ void write_tensor(const Checkpoint& c, const std::string& key, const Shape& shap
 
 std::string Trainer::write_snapshot() {
   average_state();
+  if (rank() != 0) return "";
   Worker& w = workers_[0];
   Net<float>& n = *w.net;
   Checkpoint c;
@@ -95,6 +97,7 @@ void Trainer::resume(const std::string& path) {
 
 void Trainer::save_parameters(const std::string& path) {
   average_state();
+  if (rank() != 0) return;
   Worker& w = workers_[0];
   Net<float>& n = *w.net;
   std::map<std::string, CheckpointTensor> host;  // device memory read back first

@@ -6,14 +6,17 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <optional>
 
 #include "cgdp/cost/profile_match.hpp"
 #include "cgdp/data/open_dataset.hpp"
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/net/model_file.hpp"
+#include "cgdp/shard/cluster_token.hpp"
 #include "cgdp/train/stream_trace.hpp"
 
 namespace cgdp {
@@ -39,17 +42,19 @@ double accuracy_of(const Net<float>& net) {
   return NAN;
 }
 
-// Per-worker batch from --batch / --global-batch, checked against the device count.
+// Per-worker batch from --batch / --global-batch (over every device of every host), checked
+// against the device count.
 int64_t per_worker_batch(const TrainConfig& c, int64_t model_batch) {
   if (c.devices < 1) throw UsageError(cat("--devices must be at least 1, got ", c.devices));
   if (c.global_batch > 0) {
-    if (c.devices > c.global_batch)
-      throw UsageError(cat("--devices ", c.devices, " is more than the ", c.global_batch,
+    const int64_t workers = c.devices * std::max<int64_t>(1, static_cast<int64_t>(c.hosts.size()));
+    if (workers > c.global_batch)
+      throw UsageError(cat(workers, " workers are more than the ", c.global_batch,
                            " samples of the global batch"));
-    if (c.global_batch % c.devices != 0)
+    if (c.global_batch % workers != 0)
       throw UsageError(cat("--global-batch ", c.global_batch, " does not split evenly over ",
-                           c.devices, " devices"));
-    return c.global_batch / c.devices;
+                           workers, " workers"));
+    return c.global_batch / workers;
   }
   return c.batch > 0 ? c.batch : model_batch;
 }
@@ -61,6 +66,13 @@ int64_t declared_batch_size(const proto::NetParameter& model) {
         layer.input_param().shape(0).dim_size() > 0)
       return layer.input_param().shape(0).dim(0);
   return 0;  // the net reports the missing Input
+}
+
+// Rank r > 0 writes its own timeline beside rank 0's: run.json -> run.rank1.json.
+std::string rank_path(const std::string& path, int rank) {
+  if (rank == 0 || path.empty()) return path;
+  std::filesystem::path p(path);
+  return (p.parent_path() / cat(p.stem().string(), ".rank", rank, p.extension().string())).string();
 }
 
 DeviceKind parse_device_kind(const std::string& name) {
@@ -78,15 +90,26 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
     openblas_set_num_threads(config.threads);
   }
   if (config.accumulate < 1) throw UsageError("--accumulate must be at least 1");
-  const SyncKind sync = config.sync.empty() ? (config.devices > 1 ? SyncKind::Cgdp : SyncKind::Local)
+  const bool scale_out = !config.hosts.empty();
+  const SyncKind sync = config.sync.empty() ? (config.devices > 1 || scale_out ? SyncKind::Cgdp : SyncKind::Local)
                                             : parse_sync_kind(config.sync);
+  if (scale_out && sync != SyncKind::Cgdp)
+    throw UsageError(cat("--hosts needs --sync cgdp (the shards sum the hosts' chunks), not ", config.sync));
+  if (config.rank < 0 || config.rank >= num_hosts())
+    throw UsageError(cat("--rank ", config.rank, " is outside the ", num_hosts(), " hosts of --hosts"));
+  config_.timeline_path = rank_path(config.timeline_path, config.rank);
+  if (config.rank != 0) config_.metrics_path.clear();  // the job's metrics come from rank 0
   const DeviceKind device_kind = parse_device_kind(config.device_kind);
-  if (!config.timeline_path.empty()) Timeline::check_writable(config.timeline_path);
+  if (!config_.timeline_path.empty()) Timeline::check_writable(config_.timeline_path);
   std::optional<Profile> profile;  // --chunk auto's, measured before this trainer's workers exist
   if (config.chunk == "auto") {
     if (sync != SyncKind::Cgdp)
       throw UsageError(
           cat("--chunk auto searches cgdp's chunk plans; --sync ", to_string(sync), " has none"));
+    if (scale_out)  // every host's shards were set up for one plan
+      throw UsageError(
+          "--chunk auto does not work with --hosts yet: give a plan (--chunk layer, K, bytes:MB, "
+          "b1,b2,...)");
     config.chunk_search.check();
     profile = auto_chunk_profile(config, &profile_note_);
   }
@@ -108,7 +131,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   train_data_ = open_dataset(config.data, Split::Train, synthetic);
   test_data_ = open_dataset(config.data, Split::Test, synthetic);
   check_data_fits_model();
-  const int64_t per_update = per_worker_batch_ * num_workers() * config.accumulate;
+  const int64_t per_update = per_worker_batch_ * total_workers() * config.accumulate;
   max_iterations_ = config.iterations > 0
                         ? config.iterations
                         : static_cast<int64_t>(std::ceil(config.epochs * static_cast<double>(train_data_->size()) /
@@ -116,8 +139,12 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   if (max_iterations_ <= 0) throw UsageError("nothing to train: give --iterations or --epochs > 0");
   make_scheme(sync, profile ? &*profile : nullptr);
   if (!config.resume_path.empty()) resume(config.resume_path);
+  if (cluster_) agree_with_other_hosts();
   LoaderOptions lo;
-  lo.global_batch = per_worker_batch_ * num_workers();
+  lo.global_batch = per_worker_batch_ * total_workers();
+  // Host r computes rows [r·N·b, (r+1)·N·b) of the global batch, its worker w rows w·b of those:
+  // global worker r·N + w, as on one host with all H·N workers.
+  lo.slice = worker_slice(rank(), num_hosts(), per_worker_batch_ * num_workers());
   lo.seed = config_.seed;
   lo.start = start_position_;
   loader_ = std::make_unique<BatchLoader>(train_data_, lo);
@@ -154,6 +181,10 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
   }
   if (kind == SyncKind::Cgdp) plan_description_ = describe(options.plan, param_layers_);
   options.host_threads = config_.host_threads;
+  if (!config_.hosts.empty()) {
+    join_cluster(options.plan);
+    options.reducer = cluster_.get();
+  }
   if (kind == SyncKind::Cgdp) {
     std::vector<DeviceRef> refs;
     for (const Worker& w : workers_) refs.push_back({w.device->kind(), w.device->index()});
@@ -172,6 +203,41 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
 void Trainer::set_chunk_plan(const ChunkPlan& plan) {
   scheme_->set_chunk_plan(plan);
   plan_description_ = describe(plan, param_layers_);
+}
+
+// Starts this host's shard and connects to every host's (waiting for them to start).
+void Trainer::join_cluster(const ChunkPlan& plan) {
+  ClusterConfig c;
+  c.hosts = parse_host_list(config_.hosts);
+  c.rank = config_.rank;
+  c.token = load_cluster_token(config_.token_file);
+  if (!(config_.timeout_s > 0)) throw UsageError(cat("--timeout-s must be > 0, got ", config_.timeout_s));
+  c.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(config_.timeout_s * 1000)));
+  for (const Chunk& chunk : plan.chunks) c.chunk_sizes.push_back(chunk.count);
+  for (const auto& [name, blob] : net().state_blobs()) c.state_floats += blob->count() * num_workers();
+  c.sum_threads = config_.host_threads;
+  FILE* out = out_;
+  c.log = [out](const std::string& line) {
+    std::fprintf(out, "cgdp shard: %s\n", line.c_str());
+    std::fflush(out);
+  };
+  cluster_ = std::make_unique<Cluster>(std::move(c));
+}
+
+// Every host must start from the same iteration and data position with the same settings, or the
+// shards would sum gradients of different steps.
+void Trainer::agree_with_other_hosts() {
+  const int64_t start = workers_[0].solver->iteration();
+  cluster_->agree({{"start iteration", start},
+                   {"data epoch", start_position_.epoch},
+                   {"data offset", start_position_.offset},
+                   {"seed", static_cast<int64_t>(config_.seed)},
+                   {"devices per host", num_workers()},
+                   {"batch per device", per_worker_batch_},
+                   {"accumulated micro-batches", config_.accumulate},
+                   {"iterations", max_iterations_},
+                   {"test interval", config_.test_interval},
+                   {"snapshot interval", config_.snapshot_every}});
 }
 
 void Trainer::check_data_fits_model() {
@@ -193,7 +259,7 @@ double Trainer::train_iteration() {
   const int64_t it = iteration();
   for (Worker& w : workers_) {
     mark(*w.compute, timeline_, &w.marks.begin);
-    scheme_->begin_iteration(w);
+    scheme_->begin_iteration(w, it);
     traced(*w.compute, timeline_, w.index, "compute", "zero gradients", "update",
            [&] { w.compute->submit([&w] { w.net->zero_param_diffs(); }); });
   }
@@ -213,7 +279,7 @@ double Trainer::train_iteration() {
     if (!last)  // the loader reuses the batch's memory on the next call
       for (Worker& w : workers_) w.input_loaded->synchronize();
   }
-  scheme_->exchange_and_update(workers_, 1.0 / (num_workers() * config_.accumulate), it);
+  scheme_->exchange_and_update(workers_, 1.0 / (total_workers() * config_.accumulate), it);
   synchronize_all(workers_, it);
   double loss = 0;
   for (const Worker& w : workers_)
@@ -238,22 +304,36 @@ void Trainer::check_loss(double loss, int64_t iteration) {
 
 // BatchNorm's running statistics are sums that each worker updates linearly from its own batches,
 // so averaging them over the workers whenever they are read (test, checkpoint) gives exactly what
-// averaging after every iteration would.
+// averaging after every iteration would. Across hosts the shards hand every host every worker's
+// values unchanged, and each host averages all H·N of them in worker order, as one host would.
+// Every host must call this at the same points (it is an exchange); once per iteration suffices,
+// as the statistics change only by training.
 void Trainer::average_state() {
-  if (num_workers() == 1) return;
+  if (total_workers() == 1 || state_averaged_at_ == iteration()) return;
+  state_averaged_at_ = iteration();
   std::vector<std::vector<std::pair<std::string, Blob<float>*>>> state;
   for (Worker& w : workers_) state.push_back(w.net->state_blobs());
-  for (size_t s = 0; s < state[0].size(); ++s) {
-    const int64_t n = state[0][s].second->count();
-    std::vector<double> mean(n, 0.0);
-    std::vector<float> values(n);
-    for (size_t w = 0; w < workers_.size(); ++w) {
-      workers_[w].device->copy(values.data(), state[w][s].second->data(), n * sizeof(float));
-      for (int64_t i = 0; i < n; ++i) mean[i] += values[i];
+  int64_t per_worker = 0;
+  for (const auto& [name, blob] : state[0]) per_worker += blob->count();
+  if (per_worker == 0) return;
+  std::vector<float> values(static_cast<size_t>(per_worker * num_workers()));
+  for (size_t w = 0, at = 0; w < workers_.size(); ++w)
+    for (const auto& [name, blob] : state[w]) {
+      workers_[w].device->copy(values.data() + at, blob->data(), blob->count() * sizeof(float));
+      at += static_cast<size_t>(blob->count());
     }
-    for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(mean[i] / num_workers());
-    for (size_t w = 0; w < workers_.size(); ++w)
-      workers_[w].device->copy(state[w][s].second->mutable_data(), values.data(), n * sizeof(float));
+  if (cluster_) values = cluster_->gather_state(values);  // every worker of every host, in order
+  std::vector<double> sum(static_cast<size_t>(per_worker), 0.0);
+  for (int g = 0; g < total_workers(); ++g)
+    for (int64_t i = 0; i < per_worker; ++i) sum[i] += values[g * per_worker + i];
+  std::vector<float> mean(sum.size());
+  for (size_t i = 0; i < sum.size(); ++i) mean[i] = static_cast<float>(sum[i] / total_workers());
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    size_t at = 0;
+    for (const auto& [name, blob] : state[w]) {
+      workers_[w].device->copy(blob->mutable_data(), mean.data() + at, blob->count() * sizeof(float));
+      at += static_cast<size_t>(blob->count());
+    }
   }
 }
 
@@ -295,19 +375,18 @@ std::string Trainer::memory_report() const {
   return out + cat("; host aggregator ", scheme_->host_bytes() / 1048576.0, " MiB pinned");
 }
 
-TrainResult Trainer::run() {
-  ProgressReporter progress(out_, config_.metrics_path, config_.plain_output);
-  const int64_t batch = per_worker_batch_ * num_workers() * config_.accumulate;
-  const double epoch_iters = static_cast<double>(train_data_->size()) / static_cast<double>(batch);
-  const int64_t test_every = config_.test_interval != 0 ? config_.test_interval
-                                                        : static_cast<int64_t>(std::ceil(epoch_iters));
-  const int64_t display = config_.display > 0 ? config_.display : std::max<int64_t>(1, max_iterations_ / 20);
+void Trainer::announce(ProgressReporter& progress, int64_t batch, double epoch_iters) {
   progress.message(cat("cgdp: training ", net().name(), " (", model_path_, ", ", net().learnable_count(),
                        " parameters) on ", train_data_->describe(), ": ", train_data_->size(), " train / ",
                        test_data_->size(), " test samples, batch ", batch, ", ", max_iterations_,
                        " iterations (", static_cast<double>(max_iterations_) / epoch_iters, " epochs), ",
                        omp_get_max_threads(), " threads"));
-  if (num_workers() > 1)
+  if (cluster_)
+    progress.message(cat("cgdp: ", cluster_->host_name(rank()), " of ", num_hosts(), " hosts, ",
+                         total_workers(), " workers in all; rows ", rank() * num_workers() * per_worker_batch_,
+                         "..", (rank() + 1) * num_workers() * per_worker_batch_ - 1,
+                         " of each global batch are computed here"));
+  if (num_workers() > 1 || cluster_)
     progress.message(cat("cgdp: ", num_workers(), " workers (", workers_[0].device->name(), "..",
                          workers_.back().device->name(), "), batch ", per_worker_batch_,
                          " each, sync ", to_string(scheme_->kind()),
@@ -318,6 +397,28 @@ TrainResult Trainer::run() {
     if (chunk_tuner_->settled())
       for (const std::string& line : chunk_tuner_->outcome()) progress.message(line);
   }
+}
+
+// Tests on rank 0 (every host holds the same parameters); the others only take part in the
+// exchange of BatchNorm statistics that the test starts.
+void Trainer::test_point(ProgressReporter& progress, ProgressPoint p, TrainResult& result) {
+  if (rank() != 0) return average_state();
+  const Evaluation e = evaluate();
+  p.accuracy = e.accuracy;
+  p.test_loss = e.loss;
+  progress.test_point(p);
+  result.test_accuracy = e.accuracy;
+  result.test_loss = e.loss;
+}
+
+TrainResult Trainer::run() {
+  ProgressReporter progress(out_, config_.metrics_path, config_.plain_output);
+  const int64_t batch = per_worker_batch_ * total_workers() * config_.accumulate;
+  const double epoch_iters = static_cast<double>(train_data_->size()) / static_cast<double>(batch);
+  const int64_t test_every = config_.test_interval != 0 ? config_.test_interval
+                                                        : static_cast<int64_t>(std::ceil(epoch_iters));
+  const int64_t display = config_.display > 0 ? config_.display : std::max<int64_t>(1, max_iterations_ / 20);
+  announce(progress, batch, epoch_iters);
   const auto start = Clock::now();
   auto window_start = start;
   double window_loss = 0;
@@ -355,16 +456,11 @@ TrainResult Trainer::run() {
       window_start = Clock::now();
     }
     if (config_.snapshot_every > 0 && it % config_.snapshot_every == 0)
-      progress.message(cat("cgdp: wrote checkpoint ", write_snapshot()));
+      if (const std::string path = write_snapshot(); !path.empty())
+        progress.message(cat("cgdp: wrote checkpoint ", path));
     if ((test_every > 0 && it % test_every == 0) || it == max_iterations_) {
       const auto test_start = Clock::now();
-      const Evaluation e = evaluate();
-      ProgressPoint p = point(it);
-      p.accuracy = e.accuracy;
-      p.test_loss = e.loss;
-      progress.test_point(p);
-      result.test_accuracy = e.accuracy;
-      result.test_loss = e.loss;
+      test_point(progress, point(it), result);
       window_start += Clock::now() - test_start;  // keep test time out of the training throughput
     }
   }
@@ -374,10 +470,17 @@ TrainResult Trainer::run() {
   result.train_seconds = seconds_since(start);
   result.images_per_s = static_cast<double>((result.iterations - first_iteration) * batch) /
                         std::max(result.train_seconds, 1e-9);
+  finish(progress, result);
+  return result;
+}
+
+void Trainer::finish(ProgressReporter& progress, const TrainResult& result) {
+  average_state();  // on every host, --save or not: the last exchange
   if (!config_.save_path.empty()) {
     save_parameters(config_.save_path);
-    progress.message(cat("cgdp: wrote parameters to ", config_.save_path));
+    if (rank() == 0) progress.message(cat("cgdp: wrote parameters to ", config_.save_path));
   }
+  if (cluster_) cluster_->finish();  // every exchange is done
   if (!config_.timeline_path.empty()) {
     timeline_.write(config_.timeline_path);
     progress.message(cat("cgdp: wrote timeline ", config_.timeline_path, " (open it in Perfetto)"));
@@ -386,9 +489,8 @@ TrainResult Trainer::run() {
     progress.message(phases_.format(cat("phases (", to_string(scheme_->kind()), ", ", num_workers(), " workers)")));
   if (num_workers() > 1) progress.message(memory_report());
   if (const std::string note = scheme_->placement_note(); !note.empty()) progress.message(cat("cgdp: ", note));
-  progress.message(cat("cgdp: done: ", result.iterations, " iterations in ",
-                       format_duration(result.train_seconds), ", test accuracy ", result.test_accuracy));
-  return result;
+  progress.message(cat("cgdp: done: ", result.iterations, " iterations in ", format_duration(result.train_seconds),
+                       rank() == 0 ? cat(", test accuracy ", result.test_accuracy) : std::string()));
 }
 
 }  // namespace cgdp

@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "cgdp/device/devices.hpp"
-#include "cgdp/sync/host_sum.hpp"
 #include "cgdp/train/stream_trace.hpp"
 
 namespace cgdp {
@@ -35,9 +34,6 @@ void Worker::issue_forward(const RunContext& ctx, Timeline& timeline) {
 void Worker::issue_backward(const RunContext& ctx, Timeline& timeline, int micro, int micros,
                             const std::function<void(int)>& after_layer) {
   const bool accumulating = micros > 1, last = micro + 1 == micros;
-  if (accumulating && !accumulated.get())
-    accumulated = DeviceBuffer(*device, static_cast<size_t>(net->learnable_count()) * sizeof(float));
-  float* acc = static_cast<float*>(accumulated.get());
   float* diff = net->flat_diff().data();
   if (micro > 0) compute->submit([this] { net->zero_param_diffs(); });
   for (int i = net->num_layers() - 1; i >= 0; --i) {
@@ -45,22 +41,10 @@ void Worker::issue_backward(const RunContext& ctx, Timeline& timeline, int micro
       traced(*compute, timeline, index, "compute", net->layer(i).name(), "backward",
              [&] { net->backward_layer(i, ctx); });
     const auto [begin, end] = net->layer_param_range(i);
-    if (accumulating && last && end > begin)  // diff = sum of earlier micro-batches + this one
-      compute->submit([acc, diff, begin, end] {
-        const float* srcs[] = {acc + begin, diff + begin};
-        sum_buffers(diff + begin, srcs, end - begin, 0);
-      });
+    if (accumulating && last && end > begin) fold.fold_into(*compute, diff, begin, end, micro);
     if (after_layer) after_layer(i);
   }
-  if (accumulating && !last) {
-    const int64_t n = net->learnable_count();
-    compute->submit([acc, diff, n, micro] {
-      const float* first[] = {diff};       // acc = g0
-      const float* next[] = {acc, diff};   // acc = acc + g_k
-      if (micro == 0) sum_buffers(acc, first, n, 0);
-      else sum_buffers(acc, next, n, 0);
-    });
-  }
+  if (accumulating && !last) fold.add(*device, *compute, diff, net->learnable_count(), micro);
   mark(*compute, timeline, &marks.backward_end);
 }
 

@@ -52,6 +52,13 @@ class RuntimeCheckError : public Error {
   using Error::Error;
 };
 
+// A peer (parameter-server shard or host) refused us, did not answer in time, went away, or sent
+// something malformed; the message names the peer and its address.
+class NetworkError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Bad command-line usage.
 class UsageError : public Error {
  public:

@@ -1,7 +1,9 @@
 // The host aggregator: receives every worker's copy of a gradient chunk in pinned host memory,
 // sums the copies with OpenMP threads in a fixed order (worker 0, 1, ...), and sends the sum back
-// to every worker on its H2D stream. Host callbacks only call arrived(); all summing and every
-// device call happen on the aggregator's own thread.
+// to every worker on its H2D stream. Host callbacks only call arrived(); all summing happens on
+// the aggregator's own thread. With a ChunkReducer (scale-out), that thread pushes each local
+// sum and goes on with the next chunk, while a second thread pulls the global sums back in push
+// order and issues their H2D copies.
 #pragma once
 
 #include <condition_variable>
@@ -10,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cgdp/device/device.hpp"
@@ -31,20 +34,25 @@ struct AggregatorWorker {
   float* device_grads = nullptr;  // the worker's flat gradient buffer (device memory)
 };
 
-// Where a locally summed chunk goes before it is sent back: nothing on one host; the parameter-
-// server shards when scaling out (the sum is replaced in place by the global sum).
+// Where a locally summed chunk goes before it is sent back: nowhere on one host; to the
+// parameter-server shards when scaling out. push() returns at once (the aggregator goes on summing
+// the next chunks); pull() of the same (iteration, chunk) later blocks until the global sum has
+// replaced `sum` in place. `sum` is left untouched in between. push() runs on the aggregator's
+// thread, pull() on its pull thread, so the two may run at the same time.
 class ChunkReducer {
  public:
   virtual ~ChunkReducer() = default;
-  virtual void reduce(int chunk, float* sum, int64_t count) = 0;
+  virtual void push(int64_t iteration, int chunk, const float* sum, int64_t count) = 0;
+  virtual void pull(int64_t iteration, int chunk, float* sum, int64_t count) = 0;
 };
 
 class HostAggregator {
  public:
   // Allocates all host memory now (never per iteration): per worker a pinned receive buffer as
   // large as the gradients, and one global buffer. `threads` OpenMP threads sum each chunk.
-  // Sums are recorded on `timeline` (track "sum" of the aggregator process). The aggregator's
-  // thread (and the OpenMP team it starts) runs on `cpus` when given (the placement's choice).
+  // Sums are recorded on `timeline` (track "sum" of the aggregator process; "push" and "pull"
+  // with a reducer). The aggregator's threads (and the OpenMP team the summing one starts) run on
+  // `cpus` when given (the placement's choice).
   HostAggregator(std::vector<AggregatorWorker> workers, std::vector<ChunkSpan> chunks, int threads,
                  Timeline& timeline, ChunkReducer* reducer = nullptr, CoreSet cpus = {});
   ~HostAggregator();
@@ -62,6 +70,9 @@ class HostAggregator {
   float* receive_buffer(int worker, int chunk);
   const float* global_sum() const { return static_cast<const float*>(global_.get()); }
 
+  // The iteration the next chunks belong to (what the reducer is told); call it between
+  // iterations, before the first arrival.
+  void begin_iteration(int64_t iteration);
   // Called from worker w's D2H host callback once its copy of chunk c has landed.
   void arrived(int worker, int chunk);
   // Blocks until every chunk of the current iteration has been summed and its H2D copies
@@ -75,13 +86,17 @@ class HostAggregator {
   int64_t last_sum_us() const { return last_sum_us_; }
   // Makes wait_all_issued() and the aggregator thread give up (a worker failed).
   void abort(std::exception_ptr why);
-  // Stops and joins the aggregator thread; after it, no more copies are issued. Idempotent.
+  // Stops and joins the aggregator's threads; after it, no more copies are issued. A pull in
+  // progress ends first (at the latest when the reducer's timeout expires). Idempotent.
   void stop();
 
  private:
-  void run();
-  void sum_and_send(int chunk);
-
+  // Runs `body` on a thread bound to cpus_ until it returns or throws (which aborts).
+  std::thread start_thread(void (HostAggregator::*body)());
+  void run_sums();
+  void run_pulls();
+  void sum(int chunk);
+  void send(int chunk);  // issues the H2D copies of chunk c's (global) sum
   std::vector<AggregatorWorker> workers_;
   std::vector<ChunkSpan> chunks_;
   int64_t total_ = 0;  // elements in each receive buffer
@@ -98,12 +113,15 @@ class HostAggregator {
   std::condition_variable changed_;
   std::vector<int> arrivals_;  // per chunk, this iteration
   std::deque<int> ready_;      // chunks whose copies have all arrived
+  std::deque<std::pair<int64_t, int>> pushed_;  // (iteration, chunk) pushed, not pulled yet
+  int64_t iteration_ = 0;
   int issued_ = 0;             // chunks summed and sent this iteration
   int64_t sum_us_ = 0;         // summing time this iteration
   int64_t last_sum_us_ = 0;
   bool stopping_ = false;
   std::exception_ptr error_;
-  std::thread thread_;
+  std::thread thread_;       // sums (and pushes)
+  std::thread pull_thread_;  // pulls and sends, with a reducer only
 };
 
 }  // namespace cgdp

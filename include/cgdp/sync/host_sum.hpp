@@ -7,9 +7,11 @@
 
 namespace cgdp {
 
-// dst[i] = (((srcs[0][i] + srcs[1][i]) + srcs[2][i]) + ...) for i in [0, n), always in this
-// order, so the bits do not depend on `threads` or on how a buffer is split into ranges summed
-// by separate calls. One pass reads every source once and writes dst once (bandwidth-bound).
+// dst[i] = the sum of srcs[0..k)[i] in the order of a binary reduction tree, the order in which
+// ps0 gathers up its tree (Caffe's P2PSync): pairs at stride 1, then 2, 4, ..., e.g.
+// ((s0 + s1) + (s2 + s3)) + s4. Every scheme (cgdp, ps0, --accumulate) sums in this one order,
+// so they give the same bits; and the bits do not depend on `threads` or on how a buffer is split
+// into ranges summed by separate calls. One pass reads every source once and writes dst once (bandwidth-bound).
 // dst may be one of the sources exactly (summing in place); it must not partly overlap any.
 // No sources sets dst to zero. threads <= 0 means OpenMP's default; small n uses fewer threads.
 void sum_buffers(float* dst, std::span<const float* const> srcs, int64_t n, int threads);

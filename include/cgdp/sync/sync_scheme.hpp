@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cgdp/sync/chunk_plan.hpp"
+#include "cgdp/sync/host_aggregator.hpp"
 #include "cgdp/sync/topology.hpp"
 #include "cgdp/train/timeline.hpp"
 #include "cgdp/train/worker.hpp"
@@ -24,8 +25,9 @@ class SyncScheme {
  public:
   virtual ~SyncScheme() = default;
   virtual SyncKind kind() const = 0;
-  // Issued on worker w before its first forward of an iteration (ps0: wait for parameters).
-  virtual void begin_iteration(Worker& w) {}
+  // Issued on worker w before its first forward of iteration `iteration` (ps0: wait for
+  // parameters; cgdp: tell the aggregator which iteration its chunks belong to).
+  virtual void begin_iteration(Worker& w, int64_t iteration) {}
   // Issued right after layer `layer`'s backward on worker w, in the iteration's last micro-batch.
   virtual void after_backward(Worker& w, int layer) {}
   // After every worker's backward is issued: finishes the exchange and issues the updates, which
@@ -49,6 +51,7 @@ struct SyncOptions {
   ChunkPlan plan;            // cgdp only
   int host_threads = 0;      // cgdp: OpenMP threads that sum; 0 = all
   CoreSet aggregator_cpus;   // cgdp: where the aggregator runs (empty: anywhere)
+  ChunkReducer* reducer = nullptr;  // cgdp across hosts: the parameter-server client
   LrPolicy lr;
   SgdSettings sgd;
 };

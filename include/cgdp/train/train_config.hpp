@@ -46,6 +46,12 @@ struct TrainConfig {
   std::string timeline_path;        // Chrome trace of every stream
   bool record_timeline = false;     // keep the timeline in memory without writing it (profiling)
   bool phase_table = false;         // print the per-phase table at the end
+  // Scale-out: `devices` workers on each of these hosts ("host:port", the same list on every
+  // host); this process is rank `rank` and runs the shard on hosts[rank]. Empty: one host.
+  std::vector<std::string> hosts;
+  int rank = 0;
+  std::string token_file;  // the cluster token; empty: $CGDP_CLUSTER_TOKEN
+  double timeout_s = 30;   // a host or shard silent this long stops the run
   // Test knob (CPU backend): worker `fail_worker`'s device fails its copies after `fail_after_copies`.
   int fail_worker = -1;
   int64_t fail_after_copies = 0;

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cgdp/data/batch_loader.hpp"
+#include "cgdp/sync/cluster.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
 #include "cgdp/train/chunk_autotuner.hpp"
 #include "cgdp/train/phase_table.hpp"
@@ -31,7 +32,11 @@ class Trainer {
 
   // Worker 0's net and solver: the parameters every worker holds after an iteration.
   Net<float>& net() { return *workers_[0].net; }
+  // This host's workers, and the workers of all hosts together.
   int num_workers() const { return static_cast<int>(workers_.size()); }
+  int total_workers() const { return num_workers() * num_hosts(); }
+  int num_hosts() const { return config_.hosts.empty() ? 1 : static_cast<int>(config_.hosts.size()); }
+  int rank() const { return config_.rank; }
   Net<float>& worker_net(int w) { return *workers_[w].net; }
   SyncKind sync_kind() const { return scheme_->kind(); }
   const PhaseTable& phase_table() const { return phases_; }
@@ -52,11 +57,16 @@ class Trainer {
  private:
   // `profile`: --chunk auto's, else null.
   void make_scheme(SyncKind kind, const Profile* profile);
+  void join_cluster(const ChunkPlan& plan);
+  void agree_with_other_hosts();
   void inject_fault(int worker, int64_t after_copies);
   void check_data_fits_model();
+  void announce(ProgressReporter& progress, int64_t batch, double epoch_iters);
+  void test_point(ProgressReporter& progress, ProgressPoint p, TrainResult& result);
+  void finish(ProgressReporter& progress, const TrainResult& result);
   void check_loss(double loss, int64_t iteration);
   void average_state();
-  std::string write_snapshot();  // returns the path written
+  std::string write_snapshot();  // returns the path written ("" on ranks > 0, which only take part)
   void resume(const std::string& path);
   void save_parameters(const std::string& path);
   std::string memory_report() const;
@@ -67,6 +77,7 @@ class Trainer {
   proto::NetParameter model_;
   Timeline timeline_;
   std::vector<Worker> workers_;
+  std::unique_ptr<Cluster> cluster_;  // with --hosts; outlives the scheme that pushes through it
   std::unique_ptr<SyncScheme> scheme_;
   std::unique_ptr<ChunkAutoTuner> chunk_tuner_;  // --chunk auto
   std::string profile_note_;
@@ -82,6 +93,7 @@ class Trainer {
   int64_t per_worker_batch_ = 0;
   int64_t max_iterations_ = 0;
   int64_t test_batch_ = 100;
+  int64_t state_averaged_at_ = -1;  // the iteration whose statistics were last averaged
 };
 
 }  // namespace cgdp

@@ -9,6 +9,7 @@
 #include "cgdp/data/batch_loader.hpp"
 #include "cgdp/net/net.hpp"
 #include "cgdp/solver/solver.hpp"
+#include "cgdp/train/gradient_fold.hpp"
 #include "cgdp/train/timeline.hpp"
 
 namespace cgdp {
@@ -33,17 +34,17 @@ struct Worker {
   PinnedHostBuffer loss_slots;            // each micro-batch's loss tops land here
   std::vector<std::pair<Blob<float>*, float>> loss_tops;  // (top, weight)
   PhaseMarks marks;
-  // With gradient accumulation: the running sum of earlier micro-batches' gradients.
-  DeviceBuffer accumulated;
+  // With gradient accumulation: the earlier micro-batches' gradients, partly summed.
+  GradientFold fold;
 
   // Copies rows [row_begin, row_begin + batch) of `batch` into the net's input (compute stream);
   // on the timeline it is the Input layer's forward.
   void issue_input(const Batch& batch, int64_t row_begin, Timeline& timeline);
   void issue_forward(const RunContext& ctx, Timeline& timeline);
   // `after_layer(i)` runs right after layer i's backward is issued. Micro-batch `micro` of
-  // `micros`: each one's gradients are computed alone and folded left to right into the sum of
-  // the earlier ones ((g0 + g1) + g2 ...), the order the host aggregator sums workers in, so
-  // accumulating N micro-batches and N workers give the same bits. The last micro-batch folds
+  // `micros`: each one's gradients are computed alone and folded into the earlier ones in the
+  // binary-tree order every scheme sums in (host_sum.hpp), so accumulating N micro-batches and N
+  // workers give the same bits. The last micro-batch folds
   // layer by layer, before `after_layer`, so a finished chunk can leave at once.
   void issue_backward(const RunContext& ctx, Timeline& timeline, int micro, int micros,
                       const std::function<void(int)>& after_layer);

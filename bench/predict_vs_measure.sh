@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The cost model against the real thing, on this machine: for fashion_cnn, resnet_small and
+# AlexNet (synthetic data, a small batch) and N = 1, 2, 4 workers, profile once (`cgdp profile`),
+# predict three chunk plans (layer, all, and two chunks split at the middle param layer) with
+# `cgdp predict --json`, and train each plan (`cgdp train --sync cgdp --chunk PLAN`): an iteration's
+# time is global batch / images_per_s of its --metrics line (--display 1), warm-up iterations
+# dropped, median of the rest. Prints one table, the median |predicted - measured| / measured, and
+# per (model, N) the measured time of the plan predicted best against the measured best.
+# Usage: bench/predict_vs_measure.sh [measured iterations (5)] [warm-up iterations (2)]
+# (MODELS="model:batch ..." and DEVICES="1 2 ..." narrow the runs.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+iterations=${1:-5}
+warmup=${2:-2}
+tools/build.sh cgdp >/dev/null
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+# model:per-worker batch, chosen so that an iteration takes about a second on 2 idle cores.
+models=${MODELS:-"fashion_cnn:32 resnet_small:16 alexnet:2"}
+echo "cgdp predict vs measure: $(nproc) cores; load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
+start=$SECONDS
+rows=$out/rows.tsv
+: >"$rows"
+for entry in $models; do
+  model=${entry%%:*}
+  batch=${entry##*:}
+  for n in ${DEVICES:-1 2 4}; do
+    tag=${model}_$n
+    build/cgdp profile --model "$model" --data synthetic --devices "$n" --batch "$batch" \
+      --iterations "$iterations" --warmup "$warmup" --out "$out/$tag.json" >"$out/$tag.profile.log"
+    params=$(build/cgdp predict --model "$model" --profile "$out/$tag.json" --json |
+      jq '[.layers[] | select(.param_bytes > 0)] | length')
+    for plan in layer all "$((params / 2)),"; do
+      build/cgdp predict --model "$model" --profile "$out/$tag.json" --chunk "$plan" --json >"$out/$tag.predict.json"
+      predicted=$(jq '.cgdp.simulated.iteration_us / 1000' "$out/$tag.predict.json")
+      build/cgdp train --model "$model" --data synthetic --devices "$n" --batch "$batch" --sync cgdp \
+        --chunk "$plan" --iterations $((warmup + iterations)) --display 1 --metrics "$out/$tag.metrics" \
+        --test-interval -1 --test-samples 2 --test-batch 2 --plain --phase-table >"$out/$tag.train.log"
+      measured=$(jq -s --argjson w "$warmup" --argjson b $((batch * n)) \
+        '[.[] | select(.phase == "train" and .iteration > $w) | 1000 * $b / .images_per_s] | sort |
+         if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end' \
+        "$out/$tag.metrics")
+      rm -f "$out/$tag.metrics"
+      # Per phase, to tell which term is off: predicted by the simulation; measured, the mean of
+      # the trainer's phase table (the first iteration dropped); zeroing the gradients is in the
+      # measured broadcast but in the predicted update.
+      phases_predicted=$(jq -r '.cgdp.simulated | [.forward_us, .backward_us, .exchange_after_backward_us,
+        .update_us] | map(. / 1000) | @tsv' "$out/$tag.predict.json")
+      phases_measured=$(awk '/^  (broadcast|forward|backward|exchange after backward|update) / {print $NF}' \
+        "$out/$tag.train.log" | paste -sd '\t')
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$n" "$plan" "$predicted" "$measured" \
+        "$phases_predicted" "$phases_measured" >>"$rows"
+    done
+  done
+done
+python3 - "$rows" <<'EOF'
+import statistics, sys
+lines = [l.split('\t') for l in open(sys.argv[1]).read().splitlines()]
+rows = [(m, int(n), p, float(pred), float(meas)) for m, n, p, pred, meas, *_ in lines]
+phases = [[float(x) for x in l[5:]] for l in lines]
+print(f"{'model':<14}{'N':>3}  {'plan':<7}{'predicted ms':>14}{'measured ms':>13}{'|error|':>9}")
+errors = []
+for m, n, p, pred, meas in rows:
+    errors.append(abs(pred - meas) / meas)
+    print(f"{m:<14}{n:>3}  {p:<7}{pred:>14.1f}{meas:>13.1f}{100 * errors[-1]:>8.1f}%")
+print(f"median |predicted - measured| / measured: {100 * statistics.median(errors):.1f}% (target <= 10%)")
+print("best of the three plans, per (model, N): predicted best, its measured time against the measured best (target within 5%)")
+hits = 0
+groups = sorted({(m, n) for m, n, *_ in rows}, key=lambda g: [r[:2] for r in rows].index(g))
+for m, n in groups:
+    g = [r for r in rows if r[0] == m and r[1] == n]
+    pred_best = min(g, key=lambda r: r[3])
+    meas_best = min(g, key=lambda r: r[4])
+    gap = pred_best[4] / meas_best[4] - 1
+    hits += gap <= 0.05
+    print(f"  {m:<14}{n:>2}  predicted best {pred_best[2]:<6} measured {pred_best[4]:8.1f} ms; "
+          f"measured best {meas_best[2]:<6} {meas_best[4]:8.1f} ms; gap {100 * gap:5.1f}%")
+print(f"within 5%: {hits} of {len(groups)}")
+print("phases, ms, predicted / measured (measured: the phase table's mean; broadcast = zeroing + input)")
+print(f"{'model':<14}{'N':>3}  {'plan':<7}{'forward':>16}{'backward':>18}{'exchange':>16}{'update':>14}{'broadcast':>10}")
+for (m, n, p, *_), ph in zip(rows, phases):
+    fp, bp, ep, up, bc, fm, bm, em, um = ph
+    print(f"{m:<14}{n:>3}  {p:<7}{fp:>8.1f}/{fm:<7.1f}{bp:>9.1f}/{bm:<8.1f}{ep:>8.1f}/{em:<7.1f}{up:>7.1f}/{um:<6.1f}{bc:>10.1f}")
+EOF
+echo "(took $((SECONDS - start)) s; load average at end $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -1,0 +1,57 @@
+// A host's connection to every parameter-server shard: push a summed chunk for an iteration, pull
+// the global sum back. Used by the host aggregator (ChunkReducer) when scaling out.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cgdp/shard/shard_layout.hpp"
+
+namespace cgdp {
+
+struct PsClientConfig {
+  std::vector<std::string> shards;  // shard s's address, e.g. "tcp://10.0.0.2:5601"
+  int rank = 0;                     // this host, in [0, num_hosts)
+  int num_hosts = 1;
+  std::vector<int64_t> chunk_sizes;  // the chunk plan, elements per chunk (same on every host)
+  std::string token;                 // the cluster token (load_cluster_token)
+  // Every blocking wait (connecting, pull) gives up after this and throws NetworkError naming
+  // the shard that did not answer.
+  std::chrono::milliseconds timeout{30000};
+};
+
+class PsClient {
+ public:
+  // Connects to every shard and exchanges hellos (checks the token, the layout and H). Throws
+  // NetworkError naming the shard and address that refused the token, rejected the hello or did
+  // not answer within the timeout; UsageError for a bad config.
+  explicit PsClient(PsClientConfig config);
+  // Says bye to every shard (so they stop once all hosts left) and closes the sockets.
+  ~PsClient();
+  PsClient(const PsClient&) = delete;
+  PsClient& operator=(const PsClient&) = delete;
+
+  const ShardLayout& layout() const;
+
+  // Sends chunk `chunk` of iteration `iteration` (count must be the chunk's size) to the shards
+  // owning its pieces and returns at once. The floats are sent from `data` itself (no copy), so
+  // `data` must stay valid and unchanged until pull() of the same (iteration, chunk) returned.
+  // Each chunk is pushed once per iteration. Throws NetworkError if a shard's connection is lost.
+  void push(int64_t iteration, int chunk, const float* data, int64_t count);
+  // Blocks until the global sum (hosts 0, 1, ... added in that order) of the chunk is in `out`
+  // (which may be the pushed `data`). Throws NetworkError naming the shard when one did not
+  // answer within the timeout, lost its connection or replied with an error.
+  void pull(int64_t iteration, int chunk, float* out, int64_t count);
+
+  // Threading: push() and pull() may run on two different threads at once (each has its own
+  // sockets); calls of the same one are serialized by a lock.
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cgdp

@@ -1,0 +1,46 @@
+// Loading and checking the cluster token from a file or the environment.
+#include "cgdp/shard/cluster_token.hpp"
+
+#include <sys/stat.h>
+
+#include <cctype>
+#include <cstdlib>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/io/file.hpp"
+
+namespace cgdp {
+namespace {
+
+constexpr size_t kMinToken = 16;
+constexpr size_t kMaxToken = 255;  // ZMTP PLAIN carries the password with a one-byte length
+
+std::string checked(std::string token, const std::string& source) {
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  if (token.empty()) throw UsageError(cat("cluster token from ", source, " is empty"));
+  if (token.find('\0') != std::string::npos)
+    throw UsageError(cat("cluster token from ", source, " holds a NUL byte"));
+  if (token.size() < kMinToken || token.size() > kMaxToken)
+    throw UsageError(cat("cluster token from ", source, " is ", token.size(),
+                         " bytes; expected ", kMinToken, " to ", kMaxToken,
+                         " (e.g. head -c 32 /dev/urandom | base64)"));
+  return token;
+}
+
+}  // namespace
+
+std::string load_cluster_token(const std::string& token_file, const char* env_var) {
+  if (!token_file.empty()) {
+    struct stat st {};
+    if (::stat(token_file.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
+      throw UsageError(cat("token file ", token_file, " is readable by others (mode ", std::oct,
+                           (st.st_mode & 0777), "); run chmod 600 ", token_file));
+    return checked(read_file(token_file), cat("token file ", token_file));
+  }
+  const char* value = std::getenv(env_var);
+  if (value == nullptr || *value == '\0')
+    throw UsageError(cat("no cluster token: pass --token-file FILE or set ", env_var));
+  return checked(value, cat("environment variable ", env_var));
+}
+
+}  // namespace cgdp

@@ -1,0 +1,348 @@
+// A host's parameter-server client: per shard two authenticated DEALER connections (push, pull),
+// zero-copy pushes from the caller's buffer, pulls received straight into the caller's buffer,
+// and a deadline on every wait that names the shard which did not answer.
+#include "cgdp/shard/ps_client.hpp"
+
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include <algorithm>
+#include <condition_variable>
+#include <functional>
+#include <iterator>
+#include <mutex>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/shard/protocol.hpp"
+#include "shard/socket_monitor.hpp"
+
+namespace cgdp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kHeartbeatMs = 1000;
+constexpr int kByeLingerMs = 1000;  // how long closing waits for a bye (and pushes) to go out
+constexpr int kEvents = ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                        ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
+
+std::string duration_text(std::chrono::milliseconds d) {
+  return d.count() % 1000 == 0 ? cat(d.count() / 1000, " s") : cat(d.count(), " ms");
+}
+
+// Pushed buffers ZeroMQ has not released yet, per chunk: ZeroMQ calls release_push from its I/O
+// thread once a zero-copy payload is on the wire (or dropped).
+struct SendTracker {
+  std::mutex mutex;
+  std::condition_variable released;
+  std::vector<int> in_flight;
+};
+struct ChunkHint {
+  SendTracker* tracker;
+  int chunk;
+};
+void release_push(void* /*data*/, void* hint) {
+  auto* h = static_cast<ChunkHint*>(hint);
+  {
+    std::lock_guard lock(h->tracker->mutex);
+    --h->tracker->in_flight[h->chunk];
+  }
+  h->tracker->released.notify_all();
+}
+
+// One connection to a shard and the monitor of its events.
+struct Connection {
+  zmq::socket_t socket;
+  std::unique_ptr<SocketMonitor> events;  // destroyed before the socket closes
+  std::string lost;                       // why the connection is gone, once it is
+};
+
+struct ShardLink {
+  int index = 0;
+  std::string address;
+  Connection push, pull;  // two, so push() and pull() may run on two threads
+  std::string name() const { return cat("shard ", index, " (", address, ")"); }
+};
+
+}  // namespace
+
+class PsClient::Impl {
+ public:
+  explicit Impl(PsClientConfig config);
+  ~Impl();
+  void push(int64_t iteration, int chunk, const float* data, int64_t count);
+  void pull(int64_t iteration, int chunk, float* out, int64_t count);
+
+  PsClientConfig config;
+  ShardLayout layout;
+
+ private:
+  using Pick = Connection ShardLink::*;
+  void open(ShardLink& link, Pick which);
+  void hello_all();
+  void check_call(int chunk, int64_t count, const char* what) const;
+  // Polls connection `which` of `links` and their monitors until `done()` or `deadline`; calls
+  // `on_message` for each readable socket. Throws NetworkError for a lost or refusing shard;
+  // returns false at the deadline.
+  bool poll_until(const std::vector<ShardLink*>& links, Pick which, Clock::time_point deadline,
+                  const std::function<void(ShardLink&)>& on_message,
+                  const std::function<bool()>& done, const std::string& during);
+  void wait_released(int chunk, Clock::time_point deadline);
+  // One pull() in progress: which of the chunk's pieces still wait for their shard's reply.
+  struct PendingPull {
+    int64_t iteration;
+    int chunk;
+    std::span<const ShardPiece> pieces;
+    float* out;
+    std::vector<char> waiting = {};
+    size_t remaining = 0;
+    bool released = false;  // the chunk's pushes left ZeroMQ, so `out` may be written
+    Clock::time_point deadline = {};
+    std::string during = {};
+  };
+  // Reads one message from `link`'s pull connection into `pull`.
+  void receive_reply(ShardLink& link, PendingPull& pull);
+
+  SendTracker tracker_;
+  std::vector<ChunkHint> hints_;  // per chunk, handed to ZeroMQ with each zero-copy payload
+  zmq::context_t context_{1};     // after what its I/O thread may still call back into
+  std::vector<std::unique_ptr<ShardLink>> links_;
+  std::mutex push_mutex_, pull_mutex_;
+};
+
+PsClient::Impl::Impl(PsClientConfig c) : config(std::move(c)) {
+  if (config.shards.empty()) throw UsageError("parameter-server client: no shard addresses");
+  if (config.num_hosts < 1 || config.rank < 0 || config.rank >= config.num_hosts)
+    throw UsageError(cat("host rank ", config.rank, " is outside [0, ", config.num_hosts, ")"));
+  if (config.token.empty()) throw UsageError("parameter-server client: no cluster token");
+  if (config.timeout.count() <= 0) throw UsageError("parameter-server client: timeout must be > 0");
+  layout = assign_ranges(config.chunk_sizes, static_cast<int>(config.shards.size()));
+  tracker_.in_flight.assign(layout.num_chunks(), 0);
+  for (int c = 0; c < layout.num_chunks(); ++c) hints_.push_back({&tracker_, c});
+  for (size_t s = 0; s < config.shards.size(); ++s) {
+    auto link = std::make_unique<ShardLink>();
+    link->index = static_cast<int>(s);
+    link->address = config.shards[s];
+    open(*link, &ShardLink::push);
+    open(*link, &ShardLink::pull);
+    links_.push_back(std::move(link));
+  }
+  hello_all();
+  // Connected: from now on closing waits a little for the byes (and pushes) to go out.
+  for (auto& link : links_) link->push.socket.set(zmq::sockopt::linger, kByeLingerMs);
+}
+
+PsClient::Impl::~Impl() {
+  const MessageHeader bye = make_header(MessageKind::kBye, config.rank);
+  for (auto& link : links_)
+    if (link->push.lost.empty())
+      (void)link->push.socket.send(zmq::buffer(&bye, sizeof bye), zmq::send_flags::dontwait);
+  for (auto& link : links_) {
+    link->push.events.reset();
+    link->pull.events.reset();
+  }
+}
+
+void PsClient::Impl::open(ShardLink& link, Pick which) {
+  Connection& conn = link.*which;
+  conn.socket = zmq::socket_t(context_, zmq::socket_type::dealer);
+  conn.events = std::make_unique<SocketMonitor>(context_, conn.socket, kEvents);
+  conn.socket.set(zmq::sockopt::plain_username, cat("host-", config.rank));
+  conn.socket.set(zmq::sockopt::plain_password, config.token);
+  conn.socket.set(zmq::sockopt::heartbeat_ivl, kHeartbeatMs);
+  conn.socket.set(zmq::sockopt::heartbeat_timeout, 3 * kHeartbeatMs);
+  conn.socket.set(zmq::sockopt::sndhwm, 0);  // a push never blocks: payloads are references
+  conn.socket.set(zmq::sockopt::rcvhwm, 0);
+  conn.socket.set(zmq::sockopt::linger, 0);
+  try {
+    conn.socket.connect(link.address);
+  } catch (const zmq::error_t& e) {
+    throw UsageError(cat("shard ", link.index, " address '", link.address, "': ", e.what(),
+                         " (expected e.g. tcp://10.0.0.2:5601)"));
+  }
+}
+
+bool PsClient::Impl::poll_until(const std::vector<ShardLink*>& links, Pick which,
+                                Clock::time_point deadline,
+                                const std::function<void(ShardLink&)>& on_message,
+                                const std::function<bool()>& done, const std::string& during) {
+  std::vector<zmq::pollitem_t> items;
+  for (ShardLink* l : links) {
+    items.push_back({(l->*which).socket.handle(), 0, ZMQ_POLLIN, 0});
+    items.push_back({(l->*which).events->socket().handle(), 0, ZMQ_POLLIN, 0});
+  }
+  while (!done()) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    zmq::poll(items, left);
+    for (size_t i = 0; i < links.size(); ++i) {
+      ShardLink& link = *links[i];
+      Connection& conn = link.*which;
+      while (auto e = conn.events->next()) {
+        if (e->event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+          throw NetworkError(cat(link.name(), " refused this host's cluster token"));
+        if (e->event == ZMQ_EVENT_DISCONNECTED) {
+          conn.lost = cat("lost the connection to ", link.name());
+          throw NetworkError(cat(conn.lost, " ", during));
+        }
+        throw NetworkError(cat(link.name(), ": ", event_name(e->event),
+                               "; is a cgdp shard listening there?"));
+      }
+      if (items[2 * i].revents & ZMQ_POLLIN) on_message(link);
+    }
+  }
+  return true;
+}
+
+void PsClient::Impl::hello_all() {
+  std::vector<ShardLink*> links;
+  for (auto& l : links_) links.push_back(l.get());
+  const auto deadline = Clock::now() + config.timeout;
+  for (Pick which : {&ShardLink::push, &ShardLink::pull}) {
+    std::vector<char> welcomed(links.size(), 0);
+    for (ShardLink* l : links) {
+      HelloBody body{layout.fingerprint(), config.num_hosts, layout.num_shards, l->index, 0};
+      const MessageHeader h = make_header(MessageKind::kHello, config.rank);
+      zmq::socket_t& s = (l->*which).socket;
+      s.send(zmq::buffer(&h, sizeof h), zmq::send_flags::sndmore);
+      s.send(zmq::buffer(&body, sizeof body));
+    }
+    auto on_message = [&](ShardLink& link) {
+      std::vector<zmq::message_t> frames;
+      (void)zmq::recv_multipart((link.*which).socket, std::back_inserter(frames));
+      MessageHeader h;
+      if (!parse_header(frames[0].data(), frames[0].size(), h).empty()) return;
+      if (h.kind == static_cast<uint16_t>(MessageKind::kError))
+        throw NetworkError(cat(link.name(), " rejected the hello of host ", config.rank, ": ",
+                               frames.size() > 1 ? frames[1].to_string() : std::string()));
+      if (h.kind == static_cast<uint16_t>(MessageKind::kWelcome)) welcomed[link.index] = 1;
+    };
+    auto done = [&] { return std::all_of(welcomed.begin(), welcomed.end(), [](char w) { return w; }); };
+    if (!poll_until(links, which, deadline, on_message, done, "while saying hello")) {
+      std::string missing;
+      for (ShardLink* l : links)
+        if (!welcomed[l->index]) missing += (missing.empty() ? "" : ", ") + l->name();
+      throw NetworkError(cat("no answer from ", missing, " for ", duration_text(config.timeout),
+                             " (is it running and listening there?)"));
+    }
+  }
+}
+
+void PsClient::Impl::check_call(int chunk, int64_t count, const char* what) const {
+  if (chunk < 0 || chunk >= layout.num_chunks())
+    throw UsageError(cat(what, ": chunk ", chunk, " is outside [0, ", layout.num_chunks(), ")"));
+  if (count != layout.chunk_sizes[chunk])
+    throw UsageError(cat(what, ": chunk ", chunk, " has ", layout.chunk_sizes[chunk],
+                         " elements, not ", count));
+}
+
+void PsClient::Impl::push(int64_t iteration, int chunk, const float* data, int64_t count) {
+  check_call(chunk, count, "push");
+  std::lock_guard lock(push_mutex_);
+  for (const ShardPiece& p : layout.pieces_of_chunk(chunk)) {
+    ShardLink& link = *links_[p.shard];
+    while (auto e = link.push.events->next())
+      if (e->event == ZMQ_EVENT_DISCONNECTED) link.push.lost = cat("lost the connection to ", link.name());
+    if (!link.push.lost.empty())
+      throw NetworkError(
+          cat(link.push.lost, " while pushing iteration ", iteration, ", chunk ", chunk));
+    const MessageHeader h =
+        make_header(MessageKind::kPush, config.rank, p.range, iteration, p.offset, p.count);
+    {
+      std::lock_guard sent(tracker_.mutex);
+      ++tracker_.in_flight[chunk];
+    }
+    // Zero-copy: ZeroMQ reads the floats from the caller's buffer when it writes the socket.
+    zmq::message_t payload(const_cast<float*>(data + p.chunk_offset), p.count * sizeof(float),
+                           release_push, &hints_[chunk]);
+    link.push.socket.send(zmq::buffer(&h, sizeof h), zmq::send_flags::sndmore);
+    link.push.socket.send(payload, zmq::send_flags::none);
+  }
+}
+
+void PsClient::Impl::wait_released(int chunk, Clock::time_point deadline) {
+  std::unique_lock lock(tracker_.mutex);
+  if (!tracker_.released.wait_until(lock, deadline, [&] { return tracker_.in_flight[chunk] == 0; }))
+    throw NetworkError(cat("chunk ", chunk, "'s pushes were not sent within ",
+                           duration_text(config.timeout)));
+}
+
+void PsClient::Impl::pull(int64_t iteration, int chunk, float* out, int64_t count) {
+  check_call(chunk, count, "pull");
+  std::lock_guard lock(pull_mutex_);
+  PendingPull pull{iteration, chunk, layout.pieces_of_chunk(chunk), out};
+  pull.waiting.assign(pull.pieces.size(), 1);
+  pull.remaining = pull.pieces.size();
+  pull.deadline = Clock::now() + config.timeout;
+  pull.during = cat("while pulling iteration ", iteration, ", chunk ", chunk);
+  std::vector<ShardLink*> links;
+  for (const ShardPiece& p : pull.pieces) {
+    ShardLink& link = *links_[p.shard];
+    if (!link.pull.lost.empty()) throw NetworkError(cat(link.pull.lost, " ", pull.during));
+    const MessageHeader h =
+        make_header(MessageKind::kPull, config.rank, p.range, iteration, p.offset, p.count);
+    link.pull.socket.send(zmq::buffer(&h, sizeof h), zmq::send_flags::none);
+    if (links.empty() || links.back() != &link) links.push_back(&link);
+  }
+  auto on_message = [&](ShardLink& link) { receive_reply(link, pull); };
+  if (!poll_until(links, &ShardLink::pull, pull.deadline, on_message,
+                  [&] { return pull.remaining == 0; }, pull.during)) {
+    std::string missing;
+    for (size_t i = 0; i < pull.pieces.size(); ++i) {
+      const std::string name = links_[pull.pieces[i].shard]->name();
+      if (pull.waiting[i] && missing.find(name) == std::string::npos)
+        missing += (missing.empty() ? "" : ", ") + name;
+    }
+    throw NetworkError(cat("no reply from ", missing, " for ", duration_text(config.timeout), " ",
+                           pull.during));
+  }
+}
+
+void PsClient::Impl::receive_reply(ShardLink& link, PendingPull& pull) {
+  zmq::socket_t& s = link.pull.socket;
+  zmq::message_t head;
+  (void)s.recv(head);
+  auto drain = [&] {
+    for (zmq::message_t rest; head.more() && s.recv(rest); head = std::move(rest)) {
+    }
+  };
+  MessageHeader h;
+  if (const std::string bad = parse_header(head.data(), head.size(), h); !bad.empty()) {
+    drain();
+    throw NetworkError(cat(link.name(), " sent a malformed message: ", bad));
+  }
+  size_t i = 0;
+  while (i < pull.pieces.size() && !(pull.pieces[i].range == h.range && pull.waiting[i])) ++i;
+  if (h.iteration != pull.iteration || i == pull.pieces.size()) return drain();  // stale
+  if (h.kind == static_cast<uint16_t>(MessageKind::kError)) {
+    zmq::message_t text;
+    if (head.more()) (void)s.recv(text);
+    throw NetworkError(cat(link.name(), " rejected the pull ", pull.during, ": ", text.to_string()));
+  }
+  const ShardPiece& p = pull.pieces[i];
+  if (h.kind != static_cast<uint16_t>(MessageKind::kReply) || h.count != p.count || !head.more()) {
+    drain();
+    throw NetworkError(cat(link.name(), " sent an unexpected ", kind_name(h.kind), " ", pull.during));
+  }
+  if (!pull.released) wait_released(pull.chunk, pull.deadline);  // `out` may be being sent
+  pull.released = true;
+  const size_t bytes = static_cast<size_t>(p.count) * sizeof(float);
+  // Straight into place: libzmq copies once from the buffer it read the socket into.
+  const auto got = s.recv(zmq::mutable_buffer(pull.out + p.chunk_offset, bytes));
+  if (!got || got->untruncated_size != bytes)
+    throw NetworkError(cat(link.name(), " sent ", got ? got->untruncated_size : 0,
+                           " bytes for range ", h.range, "; expected ", bytes));
+  pull.waiting[i] = 0;
+  --pull.remaining;
+}
+
+PsClient::PsClient(PsClientConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+PsClient::~PsClient() = default;
+const ShardLayout& PsClient::layout() const { return impl_->layout; }
+void PsClient::push(int64_t iteration, int chunk, const float* data, int64_t count) {
+  impl_->push(iteration, chunk, data, count);
+}
+void PsClient::pull(int64_t iteration, int chunk, float* out, int64_t count) {
+  impl_->pull(iteration, chunk, out, count);
+}
+
+}  // namespace cgdp

@@ -1,0 +1,347 @@
+// The shard's thread: authenticates peers (ZAP), validates every frame against the shard's own
+// ranges before touching memory, feeds pushes and pulls to the pieces' BSP state, sends replies.
+#include "cgdp/shard/shard_server.hpp"
+
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/shard/protocol.hpp"
+#include "cgdp/shard/shard_layout.hpp"
+#include "shard/piece_state.hpp"
+#include "shard/socket_monitor.hpp"
+#include "shard/zap_handler.hpp"
+
+namespace cgdp {
+
+void log_to_stderr(const std::string& line) { std::cerr << "cgdp shard: " << line << "\n"; }
+
+namespace {
+
+constexpr int kHeartbeatMs = 1000;
+constexpr auto kPollSlice = std::chrono::milliseconds(50);  // how soon stop() is noticed
+
+void check_config(const ShardConfig& c) {
+  if (c.num_hosts < 1) throw UsageError(cat("shard: number of hosts must be >= 1, got ", c.num_hosts));
+  if (c.shard < 0 || c.shard >= c.num_shards)
+    throw UsageError(cat("shard index ", c.shard, " is outside [0, ", c.num_shards, ")"));
+  if (c.token.empty()) throw UsageError("shard: no cluster token");
+}
+
+}  // namespace
+
+class ShardServer::Impl {
+ public:
+  explicit Impl(ShardConfig config);
+  ~Impl() { stop(); }
+  void stop();
+  bool wait(std::chrono::milliseconds timeout);
+  ShardStats stats() const {
+    std::lock_guard lock(mutex_);
+    return stats_;
+  }
+  std::string endpoint;
+
+ private:
+  struct Peer {
+    int host = -1;
+    std::string address;
+  };
+  void run();
+  void serve_router();
+  void handle(std::vector<zmq::message_t>& frames);
+  std::string check_piece(const MessageHeader& h, const Peer* peer, size_t payload_frames,
+                          size_t payload_bytes) const;
+  std::string hello(const std::string& route, const Peer& from, const MessageHeader& h,
+                    const std::vector<zmq::message_t>& frames);
+  std::string bye(const MessageHeader& h, const Peer* peer);
+  void send_ready(int local_piece);
+  void reject(zmq::message_t& route, const std::string& from, const MessageHeader* h,
+              const std::string& why);
+  void send(zmq::message_t& route, const MessageHeader& h, zmq::message_t* payload);
+  void log_events();
+  template <typename F>
+  void count(F f) {
+    std::lock_guard lock(mutex_);
+    f(stats_);
+  }
+
+  ShardConfig config_;
+  ShardLayout layout_;
+  int first_piece_ = 0;              // this shard's pieces: [first_piece_, first_piece_ + n)
+  std::deque<PieceState> pieces_;    // by local index (a deque: PieceState does not move)
+  std::map<std::string, Peer> peers_;  // by ROUTER identity, after a good hello
+  std::vector<char> said_bye_;
+  int64_t max_frame_ = 0;
+
+  zmq::context_t context_{1};
+  std::unique_ptr<ZapHandler> zap_;
+  zmq::socket_t router_;
+  std::unique_ptr<SocketMonitor> monitor_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable finished_cv_;
+  bool finished_ = false;
+  std::exception_ptr error_;
+  ShardStats stats_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+ShardServer::Impl::Impl(ShardConfig config) : config_(std::move(config)) {
+  check_config(config_);
+  layout_ = assign_ranges(config_.chunk_sizes, config_.num_shards);
+  const auto mine = layout_.pieces_of_shard(config_.shard);
+  first_piece_ = mine.empty() ? 0 : mine.front().range;
+  for (const ShardPiece& p : mine) {
+    pieces_.emplace_back(config_.num_hosts, p.count, config_.sum_threads);
+    max_frame_ = std::max<int64_t>(max_frame_, p.count * sizeof(float));
+  }
+  said_bye_.assign(config_.num_hosts, 0);
+  // The ZAP handler first: a PLAIN socket bound before it would let anyone in.
+  zap_ = std::make_unique<ZapHandler>(context_, config_.token, config_.log);
+  router_ = zmq::socket_t(context_, zmq::socket_type::router);
+  monitor_ = std::make_unique<SocketMonitor>(
+      context_, router_, ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                             ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL);
+  router_.set(zmq::sockopt::plain_server, 1);
+  router_.set(zmq::sockopt::zap_domain, "cgdp");
+  // Frames above the largest piece (or a hello) are dropped by ZeroMQ with the connection,
+  // before any memory is allocated for them.
+  router_.set(zmq::sockopt::maxmsgsize, std::max<int64_t>(max_frame_, 4096));
+  router_.set(zmq::sockopt::sndhwm, static_cast<int>(4 * pieces_.size() * config_.num_hosts + 1000));
+  router_.set(zmq::sockopt::heartbeat_ivl, kHeartbeatMs);
+  router_.set(zmq::sockopt::heartbeat_timeout, 3 * kHeartbeatMs);
+  router_.set(zmq::sockopt::linger, 0);
+  try {
+    router_.bind(config_.address);
+  } catch (const zmq::error_t& e) {
+    throw NetworkError(cat("shard ", config_.shard, ": cannot listen on ", config_.address, ": ",
+                           e.what()));
+  }
+  endpoint = router_.get(zmq::sockopt::last_endpoint);
+  config_.log(cat("shard ", config_.shard, " of ", config_.num_shards, " listening on ", endpoint,
+                  " for ", config_.num_hosts, " hosts, ", pieces_.size(), " pieces"));
+  thread_ = std::thread([this] { run(); });
+}
+
+void ShardServer::Impl::stop() {
+  stopping_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+bool ShardServer::Impl::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  const bool done = timeout == std::chrono::milliseconds::max()
+                        ? (finished_cv_.wait(lock, [&] { return finished_; }), true)
+                        : finished_cv_.wait_for(lock, timeout, [&] { return finished_; });
+  if (done && error_) std::rethrow_exception(error_);
+  return done;
+}
+
+void ShardServer::Impl::run() {
+  try {
+    std::vector<zmq::pollitem_t> items = {{router_.handle(), 0, ZMQ_POLLIN, 0},
+                                          {zap_->socket().handle(), 0, ZMQ_POLLIN, 0},
+                                          {monitor_->socket().handle(), 0, ZMQ_POLLIN, 0}};
+    while (!stopping_) {
+      zmq::poll(items, kPollSlice);
+      if (items[1].revents & ZMQ_POLLIN)
+        if (!zap_->handle_one()) count([](ShardStats& s) { ++s.connections_refused; });
+      if (items[2].revents & ZMQ_POLLIN) log_events();
+      if (items[0].revents & ZMQ_POLLIN) serve_router();
+    }
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    error_ = std::current_exception();
+  }
+  std::lock_guard lock(mutex_);
+  finished_ = true;
+  finished_cv_.notify_all();
+}
+
+void ShardServer::Impl::log_events() {
+  while (auto e = monitor_->next()) {
+    config_.log(cat("connection on ", e->endpoint, ": ", event_name(e->event),
+                    e->event == ZMQ_EVENT_DISCONNECTED
+                        ? cat(" (the peer left, or sent a frame over ",
+                              std::max<int64_t>(max_frame_, 4096), " bytes or broke ZMTP)")
+                        : std::string()));
+  }
+}
+
+void ShardServer::Impl::serve_router() {
+  // Drain what is queued, but come back to the ZAP socket now and then.
+  for (int i = 0; i < 256 && !stopping_; ++i) {
+    std::vector<zmq::message_t> frames;
+    if (!zmq::recv_multipart(router_, std::back_inserter(frames), zmq::recv_flags::dontwait))
+      return;
+    handle(frames);
+  }
+}
+
+void ShardServer::Impl::handle(std::vector<zmq::message_t>& frames) {
+  zmq::message_t& route = frames[0];
+  const std::string id = route.to_string();
+  const auto known = peers_.find(id);
+  const Peer* peer = known == peers_.end() ? nullptr : &known->second;
+  const char* address = frames.size() > 1 ? frames[1].gets("Peer-Address") : nullptr;
+  const std::string from = peer ? cat("host ", peer->host, " (", peer->address, ")")
+                                : cat("unregistered peer ", address ? address : "?");
+  if (frames.size() < 2 || frames.size() > 3)
+    return reject(route, from, nullptr,
+                  cat(frames.size() - 1, " frames; expected a header and at most one payload"));
+  MessageHeader h;
+  if (std::string why = parse_header(frames[1].data(), frames[1].size(), h); !why.empty())
+    return reject(route, from, nullptr, why);
+  const size_t payload_frames = frames.size() - 2;
+  const size_t payload_bytes = payload_frames ? frames[2].size() : 0;
+  std::string why;
+  switch (static_cast<MessageKind>(h.kind)) {
+    case MessageKind::kHello:
+      why = hello(id, Peer{h.sender, address ? address : "?"}, h, frames);
+      break;
+    case MessageKind::kPush:
+    case MessageKind::kPull: {
+      why = check_piece(h, peer, payload_frames, payload_bytes);
+      if (!why.empty()) break;
+      PieceState& piece = pieces_[h.range - first_piece_];
+      if (h.kind == static_cast<uint16_t>(MessageKind::kPull)) {
+        why = piece.pull(h.iteration, h.sender, route);
+      } else {
+        zmq::message_t payload = std::move(frames[2]);
+        // Small frames may sit unaligned inside ZeroMQ's receive batch; only those are copied.
+        if (reinterpret_cast<uintptr_t>(payload.data()) % alignof(float) != 0)
+          payload = zmq::message_t(payload.data(), payload.size());
+        why = piece.push(h.iteration, h.sender, std::move(payload));
+      }
+      if (why.empty()) send_ready(h.range - first_piece_);
+      break;
+    }
+    case MessageKind::kBye:
+      why = bye(h, peer);
+      break;
+    default:
+      why = cat("a shard does not accept ", kind_name(h.kind), " messages");
+  }
+  if (!why.empty()) reject(frames[0], from, &h, why);
+}
+
+std::string ShardServer::Impl::hello(const std::string& route, const Peer& from,
+                                     const MessageHeader& h,
+                                     const std::vector<zmq::message_t>& frames) {
+  if (frames.size() != 3 || frames[2].size() != sizeof(HelloBody))
+    return cat("hello needs a ", sizeof(HelloBody), "-byte body");
+  HelloBody body;
+  std::memcpy(&body, frames[2].data(), sizeof body);
+  if (body.num_hosts != config_.num_hosts || body.num_shards != config_.num_shards ||
+      body.shard != config_.shard)
+    return cat("host ", h.sender, " expects ", body.num_hosts, " hosts and shard ", body.shard,
+               " of ", body.num_shards, "; this is shard ", config_.shard, " of ",
+               config_.num_shards, " for ", config_.num_hosts, " hosts");
+  if (body.layout_fingerprint != layout_.fingerprint())
+    return cat("host ", h.sender, " has a different chunk plan (layout fingerprint ", std::hex,
+               body.layout_fingerprint, ", here ", layout_.fingerprint(), ")");
+  if (h.sender < 0 || h.sender >= config_.num_hosts)
+    return cat("host rank ", h.sender, " is outside [0, ", config_.num_hosts, ")");
+  if (peers_.size() >= static_cast<size_t>(64 * config_.num_hosts))
+    return "too many connections";
+  peers_[route] = from;
+  config_.log(cat("host ", from.host, " (", from.address, ") joined"));
+  zmq::message_t id(route.data(), route.size());
+  send(id, make_header(MessageKind::kWelcome, config_.shard), nullptr);
+  return "";
+}
+
+std::string ShardServer::Impl::check_piece(const MessageHeader& h, const Peer* peer,
+                                           size_t payload_frames, size_t payload_bytes) const {
+  // Every field is checked against this shard's own ranges first, the peer last.
+  const bool push = h.kind == static_cast<uint16_t>(MessageKind::kPush);
+  const int local = h.range - first_piece_;
+  if (h.range < 0 || local < 0 || local >= static_cast<int>(pieces_.size()))
+    return cat("range ", h.range, " is not on shard ", config_.shard, " (it holds ranges ",
+               first_piece_, "..", first_piece_ + static_cast<int>(pieces_.size()) - 1, ")");
+  const ShardPiece& p = layout_.pieces[h.range];
+  if (h.offset != p.offset || h.count != p.count)
+    return cat("range ", h.range, " is elements [", p.offset, ", +", p.count, "), not [",
+               h.offset, ", +", h.count, ")");
+  if (h.iteration < 0) return cat("iteration ", h.iteration, " is negative");
+  const size_t want = push ? static_cast<size_t>(p.count) * sizeof(float) : 0;
+  if (payload_frames != (push ? 1u : 0u) || payload_bytes != want)
+    return cat(kind_name(h.kind), " of range ", h.range, " carries ", payload_bytes,
+               " payload bytes; expected ", want);
+  if (!peer) return "no hello on this connection yet";
+  if (h.sender != peer->host)
+    return cat("sender ", h.sender, " on a connection that said hello as host ", peer->host);
+  return "";
+}
+
+std::string ShardServer::Impl::bye(const MessageHeader& h, const Peer* peer) {
+  if (!peer || h.sender != peer->host) return "bye from a connection without hello";
+  if (!said_bye_[peer->host]) {
+    said_bye_[peer->host] = 1;
+    config_.log(cat("host ", peer->host, " (", peer->address, ") said bye"));
+    count([](ShardStats& s) { ++s.hosts_said_bye; });
+  }
+  if (config_.stop_when_hosts_leave &&
+      std::all_of(said_bye_.begin(), said_bye_.end(), [](char b) { return b != 0; }))
+    stopping_ = true;
+  return "";
+}
+
+void ShardServer::Impl::send_ready(int local_piece) {
+  PieceState& piece = pieces_[local_piece];
+  const int64_t sums_before = piece.sums_done();
+  const ShardPiece& p = layout_.pieces[first_piece_ + local_piece];
+  std::vector<ReadyReply> ready = piece.take_ready();
+  for (ReadyReply& r : ready)
+    send(r.route, make_header(MessageKind::kReply, config_.shard, p.range, r.iteration, p.offset,
+                              p.count),
+         &r.sum);
+  count([&](ShardStats& s) {
+    s.replies_sent += static_cast<int64_t>(ready.size());
+    s.pieces_summed = s.pieces_summed - sums_before + piece.sums_done();
+  });
+}
+
+void ShardServer::Impl::reject(zmq::message_t& route, const std::string& from,
+                               const MessageHeader* h, const std::string& why) {
+  const std::string what = h ? cat(kind_name(h->kind), " (iteration ", h->iteration, ", range ",
+                                   h->range, ")")
+                             : std::string("message");
+  config_.log(cat("rejected ", what, " from ", from, ": ", why));
+  count([](ShardStats& s) { ++s.messages_rejected; });
+  const std::string text = why.substr(0, kMaxErrorText);
+  zmq::message_t body(text.data(), text.size());
+  send(route, make_header(MessageKind::kError, config_.shard, h ? h->range : -1,
+                          h ? h->iteration : 0),
+       &body);
+}
+
+void ShardServer::Impl::send(zmq::message_t& route, const MessageHeader& h,
+                             zmq::message_t* payload) {
+  // ROUTER never blocks: a message for a peer that is gone or not reading is dropped.
+  const auto more = zmq::send_flags::sndmore | zmq::send_flags::dontwait;
+  router_.send(route, more);
+  router_.send(zmq::buffer(&h, sizeof h), payload ? more : zmq::send_flags::dontwait);
+  if (payload) router_.send(*payload, zmq::send_flags::dontwait);
+}
+
+ShardServer::ShardServer(ShardConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+ShardServer::~ShardServer() = default;
+const std::string& ShardServer::endpoint() const { return impl_->endpoint; }
+bool ShardServer::wait(std::chrono::milliseconds timeout) { return impl_->wait(timeout); }
+void ShardServer::stop() { impl_->stop(); }
+ShardStats ShardServer::stats() const { return impl_->stats(); }
+
+}  // namespace cgdp

@@ -1,0 +1,206 @@
+// Multi-host training as real `cgdp train` processes on loopback: H hosts x N devices give the
+// parameters of 1 host x H·N devices (bit for bit where every sum is exact, or where the order of
+// the sums is the same; within 1e-5 on fashion_cnn otherwise), BatchNorm statistics included; a
+// resumed job continues bit for bit; a killed host stops the others with an error naming it; a
+// wrong token and mismatched flags are refused with one clear line.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include "support/loopback_job.hpp"
+
+namespace cgdp {
+namespace {
+
+using testing::LoopbackJob;
+using testing::RankResult;
+using Tensors = std::map<std::string, std::vector<float>>;
+
+// Short runs: one compute thread (the same OpenMP reductions in every process), tests only at
+// the end on a few samples.
+const std::string kQuick = "--threads 1 --plain --display 1 --test-interval -1 --test-samples 8 --test-batch 8";
+
+// A linear classifier whose gradients are exact: with zero weights and a learning rate of 2^-40
+// the logits stay below 2^-30, so the softmax is exactly 1/4 and every gradient a short dyadic
+// fraction of the data (pixels are k/256): every order of summing gives the same bits. Its
+// BatchNorm reads the data only, so its running statistics are exact sums too.
+const char* kExactNet = R"(name: "ExactLinear"
+layer { name: "data" type: "Input" top: "data" top: "label"
+  input_param { shape { dim: 4 dim: 2 dim: 4 dim: 4 } shape { dim: 4 } } }
+layer { name: "bn" type: "BatchNorm" bottom: "data" top: "bn" }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip"
+  inner_product_param { num_output: 4 weight_filler { type: "constant" value: 0 } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)";
+const std::string kExactFlags = "--data synthetic:2,4,4,4 --batch 4 --iterations 10 --lr 9.094947017729282379150390625e-13";
+const std::string kFashionFlags = "--data synthetic --batch 3 --lr 0.01";
+
+class ScaleOut : public ::testing::Test {
+ protected:
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path(name)) << text;
+    return path(name);
+  }
+  // One host with `devices` devices; its output must end well.
+  Tensors single_host(const std::string& flags, int devices) const {
+    const auto r = testing::run_command(cat(testing::kCgdp, " train ", flags, " ", kQuick, " --devices ", devices,
+                                            " --save ", path("single.safetensors"), " 2>&1"));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return testing::load_tensors(path("single.safetensors"));
+  }
+  // H hosts of `devices` devices; every rank must end well; rank 0 saves.
+  Tensors multi_host(const std::string& flags, int hosts, int devices) const {
+    LoopbackJob job(dir_, hosts, cat(flags, " ", kQuick, " --devices ", devices));
+    const auto ranks = job.run_all([&](int r) { return r == 0 ? " --save " + path("multi.safetensors") : std::string(); });
+    for (int r = 0; r < hosts; ++r) EXPECT_EQ(ranks[r].exit_code, 0) << "rank " << r << ":\n" << ranks[r].output;
+    EXPECT_NE(ranks[hosts - 1].output.find(cat("of ", hosts, " hosts, ", hosts * devices, " workers")),
+              std::string::npos)
+        << ranks[hosts - 1].output;
+    return testing::load_tensors(path("multi.safetensors"));
+  }
+  testing::TempDir dir_;
+};
+
+void expect_same_bits(const Tensors& want, const Tensors& got) {
+  ASSERT_EQ(want.size(), got.size());
+  for (const auto& [name, w] : want) {
+    ASSERT_EQ(got.at(name).size(), w.size()) << name;
+    EXPECT_EQ(0, std::memcmp(w.data(), got.at(name).data(), w.size() * sizeof(float))) << name;
+  }
+}
+
+void expect_close(const Tensors& want, const Tensors& got, double tolerance) {
+  ASSERT_EQ(want.size(), got.size());
+  for (const auto& [name, w] : want) {
+    const auto& g = got.at(name);
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < w.size(); ++i) {
+      diff += (static_cast<double>(g[i]) - w[i]) * (static_cast<double>(g[i]) - w[i]);
+      norm += static_cast<double>(w[i]) * w[i];
+    }
+    EXPECT_LE(std::sqrt(diff / norm), tolerance) << name;
+  }
+}
+
+TEST_F(ScaleOut, TwoHostsOfTwoDevicesEqualOneHostOfFourBitForBitOnExactData) {
+  const std::string flags = cat("--model ", write("exact.prototxt", kExactNet), " ", kExactFlags);
+  const Tensors want = single_host(flags, 4);
+  ASSERT_TRUE(want.count("bn/state/0") && want.count("ip/0"));
+  EXPECT_NE(want.at("ip/0")[0], 0.f);  // it trained
+  expect_same_bits(want, multi_host(flags, 2, 2));
+}
+
+// With one device per host the shards add the hosts' chunks in exactly the order one host adds
+// its workers', so any model gives the same bits.
+TEST_F(ScaleOut, ThreeHostsOfOneDeviceEqualOneHostOfThreeBitForBitOnFashionCnn) {
+  const std::string flags = kFashionFlags + " --iterations 10";
+  expect_same_bits(single_host(flags, 3), multi_host(flags, 3, 1));
+}
+
+// Hosts add their own devices first ((g0 + g1) + (g2 + g3)), one host adds them in a row
+// (((g0 + g1) + g2) + g3): the last bits differ, 2e-7 after 10 iterations.
+TEST_F(ScaleOut, TwoHostsOfTwoDevicesMatchOneHostOfFourOnFashionCnn) {
+  const std::string flags = kFashionFlags + " --iterations 10";
+  expect_close(single_host(flags, 4), multi_host(flags, 2, 2), 1e-5);
+}
+
+TEST_F(ScaleOut, ThreeHostsOfTwoDevicesMatchOneHostOfSixOnFashionCnn) {
+  const std::string flags = kFashionFlags + " --iterations 10";
+  expect_close(single_host(flags, 6), multi_host(flags, 3, 2), 1e-5);
+}
+
+// Rank 0 writes the checkpoints; every rank resumes from the same file and the job ends exactly
+// where the uninterrupted one did.
+TEST_F(ScaleOut, ResumedJobContinuesBitForBit) {
+  const std::string flags = cat(kFashionFlags, " ", kQuick, " --iterations 6 --snapshot-every 3 --snapshot-prefix ",
+                                path("ckpt/job"));
+  LoopbackJob whole(dir_, 2, flags);
+  auto ranks = whole.run_all([&](int r) { return r == 0 ? " --save " + path("whole.safetensors") : std::string(); });
+  ASSERT_EQ(ranks[0].exit_code, 0) << ranks[0].output;
+  ASSERT_EQ(ranks[1].exit_code, 0) << ranks[1].output;
+  std::vector<std::string> written;  // by rank 0 only
+  for (const auto& e : std::filesystem::directory_iterator(dir_ / "ckpt")) written.push_back(e.path().filename());
+  std::sort(written.begin(), written.end());
+  EXPECT_EQ(written, (std::vector<std::string>{"job_iter_3.ckpt", "job_iter_6.ckpt"}));
+  LoopbackJob resumed(dir_, 2, flags + " --resume " + path("ckpt/job_iter_3.ckpt"));
+  ranks = resumed.run_all([&](int r) { return r == 0 ? " --save " + path("resumed.safetensors") : std::string(); });
+  ASSERT_EQ(ranks[0].exit_code, 0) << ranks[0].output;
+  ASSERT_EQ(ranks[1].exit_code, 0) << ranks[1].output;
+  EXPECT_NE(ranks[1].output.find("resumed from"), std::string::npos) << ranks[1].output;
+  expect_same_bits(testing::load_tensors(path("whole.safetensors")), testing::load_tensors(path("resumed.safetensors")));
+}
+
+// The error line of a rank that failed: exactly one "cgdp: error: " line.
+std::string error_line(const RankResult& r) {
+  std::string found;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("cgdp: error: ", 0) == 0) {
+      EXPECT_TRUE(found.empty()) << "two error lines:\n" << r.output;
+      found = line;
+    }
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  return found;
+}
+
+TEST_F(ScaleOut, HostThatDoesNotResumeIsRefusedNamingIt) {
+  LoopbackJob first(dir_, 2, cat(kFashionFlags, " ", kQuick, " --iterations 2 --snapshot-every 2 --snapshot-prefix ", path("c")));
+  ASSERT_EQ(first.run_all()[0].exit_code, 0);
+  LoopbackJob job(dir_, 2, cat(kFashionFlags, " ", kQuick, " --iterations 4 --timeout-s 20"));
+  const auto ranks = job.run_all([&](int r) { return r == 0 ? " --resume " + path("c_iter_2.ckpt") : std::string(); });
+  for (int r = 0; r < 2; ++r)
+    EXPECT_NE(error_line(ranks[r]).find(cat("hosts disagree on the start iteration: host 1 (", job.host(1),
+                                            ") has 0, host 0 (", job.host(0), ") has 2")),
+              std::string::npos)
+        << ranks[r].output;
+}
+
+// The host with the wrong token is refused by the other's shard; the other host is refused by
+// it, or finds it gone: either way it stops naming it.
+TEST_F(ScaleOut, WrongTokenIsRefused) {
+  LoopbackJob job(dir_, 2, cat(kFashionFlags, " ", kQuick, " --iterations 4 --timeout-s 3"));
+  const auto ranks = job.run(cat("{ ", job.command(0), "; echo $? > rank_0.rc; } & { ",
+                                 job.command(1, "", "another-token-0123456789"), "; echo $? > rank_1.rc; } & wait"));
+  EXPECT_NE(error_line(ranks[1]).find(cat("shard 0 (tcp://", job.host(0), ") refused this host's cluster token")),
+            std::string::npos)
+      << ranks[1].output;
+  EXPECT_NE(error_line(ranks[0]).find(cat("shard 1 (tcp://", job.host(1), ")")), std::string::npos) << ranks[0].output;
+  EXPECT_NE(ranks[0].output.find("(user 'host-1'): wrong cluster token"), std::string::npos) << ranks[0].output;
+}
+
+// Rank 1 is killed by SIGKILL once it trains; ranks 0 and 2 stop within their 2-second timeout
+// (or at once, when they see the connection drop) with an error that names host 1.
+TEST_F(ScaleOut, KilledHostStopsTheOthersWithAnErrorNamingIt) {
+  LoopbackJob job(dir_, 3, cat(kFashionFlags, " ", kQuick, " --iterations 1000000 --timeout-s 2"));
+  const std::string survivors = cat("{ ", job.command(0), "; echo $? > rank_0.rc; } & { ", job.command(2),
+                                    "; echo $? > rank_2.rc; } & ");
+  const std::string victim = cat(job.command(1, "", testing::kJobToken, false), " & victim=$!; for i in $(seq 600); do grep -q '^iter' ",
+                                 job.log(1), " && break; sleep 0.1; done; kill -KILL $victim; wait $victim; echo $? > rank_1.rc; wait");
+  const auto ranks = job.run(survivors + victim);
+  ASSERT_NE(ranks[1].output.find("iter "), std::string::npos) << "rank 1 never trained:\n" << ranks[1].output;
+  for (int r : {0, 2})
+    EXPECT_NE(error_line(ranks[r]).find(cat("host 1 (", job.host(1), ") is gone")), std::string::npos)
+        << ranks[r].output;
+}
+
+TEST_F(ScaleOut, BadScaleOutFlagsGiveOneLine) {
+  const std::string base = cat(testing::kCgdp, " train ", kFashionFlags, " --hosts 127.0.0.1:1,127.0.0.1:2 ");
+  auto one_line = [](const std::string& command, const std::string& part) {
+    const auto r = testing::run_command(command + " 2>&1");
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_EQ(r.output.rfind("cgdp: error: ", 0), 0u) << r.output;
+    EXPECT_NE(r.output.find(part), std::string::npos) << r.output;
+  };
+  one_line(base + "--rank 2", "--rank 2 is outside the 2 hosts of --hosts");
+  one_line(base + "--sync ps0", "--hosts needs --sync cgdp");
+  one_line("env -u CGDP_CLUSTER_TOKEN " + base + "--rank 0", "no cluster token");
+  one_line(cat(testing::kCgdp, " train ", kFashionFlags, " --hosts 127.0.0.1:1,127.0.0.1"), "'127.0.0.1' has no port");
+  one_line(cat(testing::kCgdp, " train ", kFashionFlags, " --hosts 127.0.0.1:1,127.0.0.1:1"), "127.0.0.1:1 is given twice");
+}
+
+}  // namespace
+}  // namespace cgdp

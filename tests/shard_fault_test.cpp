@@ -1,0 +1,338 @@
+// Shards under bad peers: wrong tokens, mismatched hellos, out-of-step and fuzzed frames, garbage
+// bytes, oversized frames; and a shard that dies or freezes in another process.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include <cstring>
+#include <random>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/shard/protocol.hpp"
+#include "cgdp/shard/ps_client.hpp"
+#include "cgdp/shard/shard_server.hpp"
+#include "support/shard_cluster.hpp"
+
+namespace cgdp {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::Cluster;
+using testing::expect_fixed_order_sum;
+using testing::kToken;
+
+// Runs `f`, which must throw NetworkError; returns its message.
+template <typename F>
+std::string network_error(F f) {
+  try {
+    f();
+  } catch (const NetworkError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no NetworkError";
+  return "";
+}
+
+// A raw authenticated connection to a shard, for sending what PsClient never would.
+struct RawPeer {
+  RawPeer(const std::string& endpoint, const std::string& token = kToken)
+      : socket(context, zmq::socket_type::dealer) {
+    socket.set(zmq::sockopt::plain_username, "raw");
+    socket.set(zmq::sockopt::plain_password, token);
+    socket.set(zmq::sockopt::linger, 0);
+    socket.connect(endpoint);
+  }
+  void send(std::vector<std::string> frames) {
+    std::vector<zmq::message_t> messages;
+    for (auto& f : frames) messages.emplace_back(f.data(), f.size());
+    zmq::send_multipart(socket, messages);
+  }
+  // The next reply (header and text), or nothing within `timeout`.
+  std::pair<MessageHeader, std::string> receive(milliseconds timeout = milliseconds(5000)) {
+    socket.set(zmq::sockopt::rcvtimeo, static_cast<int>(timeout.count()));
+    std::vector<zmq::message_t> frames;
+    if (!zmq::recv_multipart(socket, std::back_inserter(frames))) return {};
+    MessageHeader h;
+    std::memcpy(&h, frames[0].data(), std::min(frames[0].size(), sizeof h));
+    return {h, frames.size() > 1 ? frames[1].to_string() : ""};
+  }
+  int drain() {
+    int n = 0;
+    std::vector<zmq::message_t> frames;
+    while (zmq::recv_multipart(socket, std::back_inserter(frames), zmq::recv_flags::dontwait)) ++n;
+    return n;
+  }
+  zmq::context_t context{1};
+  zmq::socket_t socket;
+};
+
+std::string bytes_of(const void* p, size_t n) { return std::string(static_cast<const char*>(p), n); }
+std::string header_bytes(const MessageHeader& h) { return bytes_of(&h, sizeof h); }
+
+std::string hello_frame(const ShardLayout& layout, int hosts, int shard) {
+  HelloBody body{layout.fingerprint(), hosts, layout.num_shards, shard, 0};
+  return bytes_of(&body, sizeof body);
+}
+
+TEST(ShardSecurity, WrongTokenIsRefusedAndTheShardKeepsServing) {
+  Cluster cluster(1, 2, {100, 300});
+  PsClientConfig bad = cluster.client(0, milliseconds(5000));
+  bad.token = "not-the-cluster-token-at-all";
+  const std::string what = network_error([&] { PsClient client(bad); });
+  EXPECT_NE(what.find("shard 0 (" + cluster.endpoints[0] + ") refused this host's cluster token"),
+            std::string::npos)
+      << what;
+  // A peer without PLAIN credentials fails ZeroMQ's handshake and never reaches the loop.
+  zmq::context_t context;
+  zmq::socket_t anonymous(context, zmq::socket_type::dealer);
+  anonymous.set(zmq::sockopt::linger, 0);
+  anonymous.connect(cluster.endpoints[0]);
+  const MessageHeader h = make_header(MessageKind::kBye, 0);
+  anonymous.send(zmq::buffer(&h, sizeof h));
+  expect_fixed_order_sum(cluster, true, 2);
+  EXPECT_TRUE(cluster.log.contains("refused a connection from 127.0.0.1 (user 'host-0'): wrong "
+                                   "cluster token"));
+  const ShardStats stats = cluster.servers[0]->stats();
+  EXPECT_GE(stats.connections_refused, 1);
+  EXPECT_EQ(stats.messages_rejected, 0);
+  EXPECT_EQ(stats.hosts_said_bye, 2);
+  EXPECT_TRUE(cluster.servers[0]->wait(milliseconds(10000)));  // every host said bye
+}
+
+TEST(ShardSecurity, MismatchedHelloIsRejectedWithTheReason) {
+  Cluster cluster(2, 2, {100, 300});
+  PsClientConfig other_plan = cluster.client(0, milliseconds(5000));
+  other_plan.chunk_sizes = {100, 301};
+  std::string what = network_error([&] { PsClient client(other_plan); });
+  EXPECT_NE(what.find("rejected the hello of host 0: host 0 has a different chunk plan"),
+            std::string::npos)
+      << what;
+  PsClientConfig other_hosts = cluster.client(2, milliseconds(5000));
+  other_hosts.num_hosts = 3;
+  what = network_error([&] { PsClient client(other_hosts); });
+  EXPECT_NE(what.find("expects 3 hosts"), std::string::npos) << what;
+  PsClientConfig swapped = cluster.client(0, milliseconds(5000));
+  std::swap(swapped.shards[0], swapped.shards[1]);
+  what = network_error([&] { PsClient client(swapped); });
+  EXPECT_NE(what.find("rejected the hello of host 0: host 0 expects 2 hosts and shard "),
+            std::string::npos)
+      << what;
+  EXPECT_THROW(PsClient(cluster.client(2)), UsageError);  // rank outside [0, 2)
+}
+
+TEST(ShardSecurity, NoShardListeningTimesOutNamingIt) {
+  std::string endpoint;
+  {
+    Cluster gone(1, 1, {10});
+    endpoint = gone.endpoints[0];
+  }
+  const std::string what = network_error([&] {
+    PsClient client(PsClientConfig{{endpoint}, 0, 1, {10}, kToken, milliseconds(300)});
+  });
+  EXPECT_EQ(what, "no answer from shard 0 (" + endpoint +
+                      ") for 300 ms (is it running and listening there?)");
+}
+
+TEST(ShardProtocolErrors, OutOfStepAndMalformedMessagesGetErrorReplies) {
+  Cluster cluster(1, 2, {64, 32});
+  const ShardLayout layout = assign_ranges(cluster.chunk_sizes, 1);
+  RawPeer peer(cluster.endpoints[0]);
+  peer.send({header_bytes(make_header(MessageKind::kHello, 1)), hello_frame(layout, 2, 0)});
+  EXPECT_EQ(peer.receive().first.kind, static_cast<uint16_t>(MessageKind::kWelcome));
+  const ShardPiece& p = layout.pieces[1];  // elements [64, +32)
+  auto header = [&](MessageKind kind, int sender, int range, int64_t it, int64_t count) {
+    return header_bytes(make_header(kind, sender, range, it, p.offset, count));
+  };
+  const std::string payload(p.count * 4, '\0');
+  auto expect_error = [&](std::vector<std::string> frames, const std::string& text) {
+    peer.send(std::move(frames));
+    const auto [h, reply] = peer.receive();
+    EXPECT_EQ(h.kind, static_cast<uint16_t>(MessageKind::kError)) << text;
+    EXPECT_NE(reply.find(text), std::string::npos) << reply;
+  };
+  using K = MessageKind;
+  expect_error({header(K::kPush, 1, 1, 0, 31), payload}, "range 1 is elements [64, +32), not");
+  expect_error({header(K::kPush, 1, 1, 0, 32), payload.substr(1)},
+               "push of range 1 carries 127 payload bytes; expected 128");
+  expect_error({header(K::kPull, 1, 1, 0, 32), payload}, "carries 128 payload bytes; expected 0");
+  expect_error({header(K::kPush, 0, 1, 0, 32), payload},
+               "sender 0 on a connection that said hello as host 1");
+  expect_error({header(K::kPull, 1, 5, 0, 32)}, "range 5 is not on shard 0");
+  expect_error({header(K::kPush, 1, 1, -3, 32), payload}, "iteration -3 is negative");
+  peer.send({header(K::kPush, 1, 1, 5, 32), payload});  // accepted: no reply
+  expect_error({header(K::kPush, 1, 1, 5, 32), payload}, "host 1 already pushed iteration 5");
+  expect_error({header(K::kPush, 1, 1, 7, 32), payload}, "iteration 7 is out of step");
+  expect_error({header(K::kReply, 1, 1, 5, 32), payload}, "does not accept reply messages");
+  expect_error({header(K::kPush, 1, 1, 5, 32), payload, "x"}, "3 frames; expected a header");
+  expect_error({std::string(39, 'h')}, "header frame of 39 bytes; expected 40");
+  expect_error({header(K::kHello, 1, -1, 0, 0), "short"}, "hello needs a 24-byte body");
+  EXPECT_EQ(cluster.servers[0]->stats().messages_rejected, 12);
+  EXPECT_TRUE(cluster.log.contains("rejected push (iteration 5, range 1) from host 1 (127.0.0.1): "
+                                   "host 1 already pushed iteration 5"));
+}
+
+// Thousands of random, truncated and mutated frames from an authenticated peer that never said a
+// valid hello, garbage bytes on raw TCP connections and an oversized frame: afterwards the shard
+// still answers correct sums.
+TEST(ShardFuzz, GarbageNeverCrashesOrStallsTheShard) {
+  Cluster cluster(2, 3, {5, 1000, 37, 3000});
+  const ShardLayout layout = assign_ranges(cluster.chunk_sizes, 2);
+  RawPeer peer(cluster.endpoints[0]);
+  std::mt19937_64 rng(20240611);
+  auto random_bytes = [&](size_t n) {
+    std::string s(n, '\0');
+    for (char& c : s) c = static_cast<char>(rng());
+    return s;
+  };
+  const auto pieces = layout.pieces_of_shard(0);
+  for (int i = 0; i < 4000; ++i) {
+    const ShardPiece& p = pieces[rng() % pieces.size()];
+    const int kind = 1 + static_cast<int>(rng() % (kLastKind + 1));  // one unknown kind too
+    MessageHeader h = make_header(static_cast<MessageKind>(kind), static_cast<int>(rng() % 4),
+                                  p.range, static_cast<int64_t>(rng() % 3), p.offset, p.count);
+    std::vector<std::string> frames = {header_bytes(h)};
+    if (kind == static_cast<int>(MessageKind::kHello)) {
+      HelloBody body{rng(), 3, 2, 0, 0};  // a fingerprint that never matches
+      frames.push_back(bytes_of(&body, sizeof body));
+    } else if (rng() % 2) {
+      frames.push_back(random_bytes(rng() % 2 ? p.count * 4 : rng() % 64));
+    }
+    switch (rng() % 4) {
+      case 0:  // flip a few bytes anywhere
+        for (int k = 0; k < 3; ++k) {
+          std::string& f = frames[rng() % frames.size()];
+          if (!f.empty()) f[rng() % f.size()] ^= static_cast<char>(1 + rng() % 255);
+        }
+        break;
+      case 1:  // truncate a frame
+        frames.back().resize(rng() % (frames.back().size() + 1));
+        break;
+      case 2:  // nothing but noise
+        frames.assign(1 + rng() % 3, "");
+        for (auto& f : frames) f = random_bytes(rng() % 80);
+        break;
+      default:  // well-formed, but from a peer without a valid hello
+        break;
+    }
+    peer.send(frames);
+    if (i % 256 == 0) peer.drain();
+  }
+  for (int i = 0; i < 20; ++i) {  // raw TCP garbage: not even ZMTP
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(
+        std::stoi(cluster.endpoints[1].substr(cluster.endpoints[1].rfind(':') + 1))));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+      const std::string junk = random_bytes(1 + rng() % 200);
+      (void)::write(fd, junk.data(), junk.size());
+    }
+    ::close(fd);
+  }
+  RawPeer big(cluster.endpoints[1]);  // a frame over the largest piece: ZeroMQ drops the peer
+  big.send({header_bytes(make_header(MessageKind::kPush, 0, 0)), std::string(1 << 20, 'x')});
+  expect_fixed_order_sum(cluster, false, 3);
+  EXPECT_GT(cluster.servers[0]->stats().messages_rejected, 3000);
+  EXPECT_EQ(cluster.servers[1]->stats().messages_rejected, 0);
+  EXPECT_TRUE(cluster.log.contains("rejected"));
+  EXPECT_TRUE(cluster.log.contains("disconnected"));
+}
+
+// Shard 1 of 2 in a child process (forked before this process starts any thread of its own, and
+// serving one host, so the child never needs OpenMP); shard 0 in this process.
+class TwoShardsOneRemote {
+ public:
+  explicit TwoShardsOneRemote(std::vector<int64_t> chunks) : chunks_(std::move(chunks)) {
+    int fds[2];
+    if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
+    child_ = ::fork();
+    if (child_ == 0) {
+      ::close(fds[0]);
+      serve_in_child(fds[1]);
+    }
+    ::close(fds[1]);
+    char buffer[256];
+    ssize_t n;
+    while ((n = ::read(fds[0], buffer, sizeof buffer)) > 0) remote_.append(buffer, n);
+    ::close(fds[0]);
+    if (remote_.empty()) throw std::runtime_error("the shard process did not start");
+    local_ = std::make_unique<ShardServer>(config(0));
+  }
+  ~TwoShardsOneRemote() {
+    ::kill(child_, SIGKILL);
+    ::waitpid(child_, nullptr, 0);
+  }
+  PsClientConfig client() const {
+    return {{local_->endpoint(), remote_}, 0, 1, chunks_, kToken, milliseconds(1000)};
+  }
+  void signal(int sig) { ::kill(child_, sig); }
+  const std::string& remote() const { return remote_; }
+
+ private:
+  ShardConfig config(int shard) const {
+    ShardConfig c;
+    c.shard = shard;
+    c.num_shards = 2;
+    c.chunk_sizes = chunks_;
+    c.token = kToken;
+    c.log = [](const std::string&) {};
+    return c;
+  }
+  [[noreturn]] void serve_in_child(int fd) {
+    try {
+      ShardServer server(config(1));
+      (void)::write(fd, server.endpoint().data(), server.endpoint().size());
+      ::close(fd);
+      server.wait();
+    } catch (...) {
+    }
+    ::_exit(0);
+  }
+  std::vector<int64_t> chunks_;
+  pid_t child_ = -1;
+  std::string remote_;
+  std::unique_ptr<ShardServer> local_;
+};
+
+// One iteration of push and pull for every chunk, in place.
+void exchange(PsClient& client, std::vector<float>& g, int64_t iteration) {
+  int64_t offset = 0;
+  for (int c = 0; c < client.layout().num_chunks(); ++c) {
+    client.push(iteration, c, g.data() + offset, client.layout().chunk_sizes[c]);
+    client.pull(iteration, c, g.data() + offset, client.layout().chunk_sizes[c]);
+    offset += client.layout().chunk_sizes[c];
+  }
+}
+
+TEST(ShardFailure, KilledShardFailsThePullNamingIt) {
+  TwoShardsOneRemote shards({300, 500});  // chunk 1 lies on both shards
+  PsClient client(shards.client());
+  std::vector<float> g(800, 1.f);
+  exchange(client, g, 0);
+  EXPECT_EQ(g[799], 1.f);
+  shards.signal(SIGKILL);
+  const std::string what = network_error([&] { exchange(client, g, 1); });
+  EXPECT_NE(what.find("shard 1 (" + shards.remote() + ")"), std::string::npos) << what;
+}
+
+TEST(ShardFailure, FrozenShardTimesOutNamingIt) {
+  TwoShardsOneRemote shards({300, 500});
+  PsClient client(shards.client());
+  std::vector<float> g(800, 1.f);
+  exchange(client, g, 0);
+  shards.signal(SIGSTOP);
+  const std::string what = network_error([&] { exchange(client, g, 1); });
+  EXPECT_EQ(what, "no reply from shard 1 (" + shards.remote() +
+                      ") for 1 s while pulling iteration 1, chunk 1");
+}
+
+}  // namespace
+}  // namespace cgdp

@@ -1,0 +1,157 @@
+// Parameter-server shards and clients on loopback: byte-balanced layouts, bitwise fixed-order
+// sums for 1-3 shards x 2-3 hosts, the BSP window of one piece, token files.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstring>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/shard/cluster_token.hpp"
+#include "cgdp/shard/protocol.hpp"
+#include "cgdp/shard/ps_client.hpp"
+#include "cgdp/shard/shard_layout.hpp"
+#include "cgdp/shard/shard_server.hpp"
+#include "shard/piece_state.hpp"
+#include "support/shard_cluster.hpp"
+#include "support/temp_dir.hpp"
+
+namespace cgdp {
+namespace {
+
+using testing::Cluster;
+using testing::expect_fixed_order_sum;
+using testing::kToken;
+
+TEST(ShardLayout, BalancesBytesAndSplitsLargeChunks) {
+  const std::vector<int64_t> chunks = {5, 1000, 37, 4099, 1};
+  for (int shards = 1; shards <= 4; ++shards) {
+    const ShardLayout layout = assign_ranges(chunks, shards);
+    ASSERT_EQ(layout.total, 5142);
+    int64_t next = 0;
+    for (const ShardPiece& p : layout.pieces) {
+      EXPECT_EQ(p.offset, next);  // pieces tile the vector in order
+      EXPECT_GT(p.count, 0);
+      EXPECT_GE(p.offset, layout.shard_begin[p.shard]);
+      EXPECT_LE(p.offset + p.count, layout.shard_begin[p.shard + 1]);
+      next += p.count;
+    }
+    for (int c = 0; c < layout.num_chunks(); ++c) {
+      int64_t covered = 0;
+      for (const ShardPiece& p : layout.pieces_of_chunk(c)) {
+        EXPECT_EQ(p.chunk, c);
+        EXPECT_EQ(p.chunk_offset, covered);
+        covered += p.count;
+      }
+      EXPECT_EQ(covered, chunks[c]);
+    }
+    for (int s = 0; s < shards; ++s) {
+      const int64_t owned = layout.shard_begin[s + 1] - layout.shard_begin[s];
+      EXPECT_LE(std::abs(owned - layout.total / shards), 16) << "shard " << s;
+      for (const ShardPiece& p : layout.pieces_of_shard(s)) EXPECT_EQ(p.shard, s);
+    }
+  }
+  // The 4099-element chunk spreads over shards 0..3 of 4.
+  const ShardLayout four = assign_ranges(chunks, 4);
+  EXPECT_EQ(four.pieces_of_chunk(3).size(), 4u);
+  EXPECT_NE(four.fingerprint(), assign_ranges(chunks, 3).fingerprint());
+}
+
+TEST(ShardLayout, RejectsBadPlans) {
+  EXPECT_THROW(assign_ranges(std::vector<int64_t>{10}, 0), UsageError);
+  EXPECT_THROW(assign_ranges(std::vector<int64_t>{}, 2), UsageError);
+  try {
+    assign_ranges(std::vector<int64_t>{10, 0}, 2);
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("chunk 1 has 0 elements"), std::string::npos);
+  }
+}
+
+TEST(ClusterToken, FromFileOrEnvironmentWithClearErrors) {
+  testing::TempDir dir;
+  const auto file = (dir / "token").string();
+  testing::write_bytes(file, kToken + "\n");
+  ::chmod(file.c_str(), 0644);
+  try {
+    load_cluster_token(file);
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("readable by others"), std::string::npos) << e.what();
+  }
+  ::chmod(file.c_str(), 0600);
+  EXPECT_EQ(load_cluster_token(file), kToken);
+  testing::write_bytes(file, "short\n");
+  EXPECT_THROW(load_cluster_token(file), UsageError);
+  EXPECT_THROW(load_cluster_token((dir / "missing").string()), IoError);
+  ::setenv("CGDP_TEST_TOKEN", kToken.c_str(), 1);
+  EXPECT_EQ(load_cluster_token("", "CGDP_TEST_TOKEN"), kToken);
+  ::unsetenv("CGDP_TEST_TOKEN");
+  try {
+    load_cluster_token("", "CGDP_TEST_TOKEN");
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--token-file"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ShardProtocol, ParseHeaderChecksEveryField) {
+  MessageHeader h = make_header(MessageKind::kPush, 1, 2, 3, 4, 5), out;
+  EXPECT_EQ(parse_header(&h, sizeof h, out), "");
+  EXPECT_EQ(out.count, 5);
+  EXPECT_NE(parse_header(&h, sizeof h - 1, out), "");
+  MessageHeader bad = h;
+  bad.magic ^= 1;
+  EXPECT_NE(parse_header(&bad, sizeof bad, out).find("magic"), std::string::npos);
+  bad = h;
+  bad.version = 99;
+  EXPECT_NE(parse_header(&bad, sizeof bad, out).find("version"), std::string::npos);
+  bad = h;
+  bad.kind = 0;
+  EXPECT_NE(parse_header(&bad, sizeof bad, out).find("unknown"), std::string::npos);
+}
+
+zmq::message_t floats(std::vector<float> v) { return zmq::message_t(v.data(), v.size() * 4); }
+
+std::vector<float> floats_of(const zmq::message_t& m) {
+  std::vector<float> v(m.size() / 4);
+  std::memcpy(v.data(), m.data(), m.size());
+  return v;
+}
+
+TEST(PieceState, SumsInHostOrderAndKeepsAtMostTwoIterationsOpen) {
+  PieceState piece(2, 2, 1);
+  zmq::message_t route_a("a", 1), route_b("b", 1), route_c("c", 1);
+  EXPECT_EQ(piece.pull(0, 1, route_b), "");  // a pull may come before any push
+  EXPECT_EQ(piece.push(0, 1, floats({1e8f, 1})), "");
+  EXPECT_TRUE(piece.take_ready().empty());
+  EXPECT_NE(piece.push(0, 1, floats({0, 0})).find("already pushed"), std::string::npos);
+  EXPECT_EQ(piece.push(1, 1, floats({5, 6})), "");  // a fast host's next iteration
+  EXPECT_NE(piece.push(2, 1, floats({0, 0})).find("more than one ahead"), std::string::npos);
+  EXPECT_EQ(piece.push(0, 0, floats({-1e8f, 2})), "");
+  auto ready = piece.take_ready();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].host, 1);
+  EXPECT_EQ(floats_of(ready[0].sum), (std::vector<float>{0, 3}));
+  EXPECT_EQ(piece.pull(0, 0, route_a), "");
+  EXPECT_EQ(piece.take_ready().size(), 1u);  // iteration 0 is now done and forgotten
+  EXPECT_NE(piece.push(0, 0, floats({0, 0})).find("already done"), std::string::npos);
+  EXPECT_NE(piece.pull(3, 0, route_c).find("out of step"), std::string::npos);
+  EXPECT_EQ(route_c.size(), 1u);  // a rejected pull leaves the route to the caller
+  EXPECT_EQ(piece.sums_done(), 1);
+}
+
+TEST(ShardServer, FixedOrderSumsAreBitwiseForAnyShardAndHostCount) {
+  // Chunks that straddle shard cuts, a tiny one, and one large enough to span all shards.
+  const std::vector<int64_t> chunks = {5, 1000, 37, 40000, 3};
+  for (int shards = 1; shards <= 3; ++shards)
+    for (int hosts = 2; hosts <= 3; ++hosts) {
+      SCOPED_TRACE(::testing::Message() << shards << " shards, " << hosts << " hosts");
+      Cluster integers(shards, hosts, chunks);
+      expect_fixed_order_sum(integers, true, 3);
+      Cluster floats(shards, hosts, chunks);
+      expect_fixed_order_sum(floats, false, 2);
+    }
+}
+
+}  // namespace
+}  // namespace cgdp
