@@ -100,7 +100,9 @@ TEST(ChunkSearch, ALoserSlowedThroughoutGetsASecondLookAndTheWalkGoesOn) {
   EXPECT_EQ(visited(search), (std::vector<int>{0, 1, 2, 1, 2, 3, 4, 5, 4}));
   EXPECT_TRUE(search.trials()[4].second_look);
   EXPECT_EQ(search.trials()[4].verdict, SearchTrial::Verdict::Kept);
-  EXPECT_DOUBLE_EQ(search.median_ms(2), 8) << "the slowed trial still counts";
+  EXPECT_DOUBLE_EQ(search.median_ms(2), 8) << "the slowed trial counted";
+  EXPECT_DOUBLE_EQ(search.trials()[2].counted_ms, 16);
+  EXPECT_DOUBLE_EQ(search.trials()[4].counted_ms, 8);
   EXPECT_EQ(search.best(), 4);
   EXPECT_EQ(search.trials().back().verdict, SearchTrial::Verdict::Confirmed);
 }

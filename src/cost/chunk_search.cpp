@@ -121,6 +121,7 @@ SearchTrial ChunkSearch::close_trial() {
   t.measured = static_cast<int>(kept.size());
   t.extended = trial_length_ > options_.interval;
   samples_[current_].push_back(kept);
+  t.counted_ms = median_ms(current_);
   using V = SearchTrial::Verdict;
   if (!confirming_) {
     const bool lead = trials_.empty() || median_ms(current_) < median_ms(best_);

@@ -95,8 +95,11 @@ std::string ChunkAutoTuner::trial_line(const SearchTrial& t) const {
              t.second_look ? " (second look)" : "", ": --chunk ", c.spec, " (", c.chunks(),
              c.chunks() == 1 ? " chunk" : " chunks", "): median ", fixed(t.median_ms, 2), " ms (",
              fixed(t.min_ms, 2), "..", fixed(t.max_ms, 2), " over ", t.measured, " of ",
-             t.iterations, " iterations", t.extended ? ", extended: disturbed" : "",
-             "), predicted ", fixed(c.predicted_ms, 2), " ms: ", to_string(t.verdict));
+             t.iterations, " iterations", t.extended ? ", extended: disturbed" : "", ")",
+             t.counted_ms != t.median_ms
+                 ? cat(", counted with its other trials ", fixed(t.counted_ms, 2), " ms")
+                 : std::string(),
+             ", predicted ", fixed(c.predicted_ms, 2), " ms: ", to_string(t.verdict));
 }
 
 std::vector<std::string> ChunkAutoTuner::outcome() const {

@@ -37,7 +37,8 @@ struct SearchTrial {
     Overturned,  // the leader, re-measured, lost the lead
   };
   int candidate = 0;
-  double median_ms = 0;  // of this trial's iterations after warm-up
+  double median_ms = 0;   // of this trial's iterations after warm-up
+  double counted_ms = 0;  // the candidate's median_ms() after it (its trials pooled)
   double min_ms = 0;
   double max_ms = 0;
   int iterations = 0;     // fed, warm-up included
