@@ -1,20 +1,17 @@
 // SGD with momentum and weight decay on the GPU, the twin of src/solver/sgd.cpp's sgd_update.
-#include <cuda_runtime.h>
-
+#include "launch.cuh"
 #include "sgd_update.cuh"
-#include "../src/cuda/cuda_check.hpp"
 
 namespace cgdp::kernels {
 
 namespace {
 
 template <typename T>
-__global__ void sgd_update_kernel(T* data, const T* diff, T* history, int64_t n, T lr, T momentum,
-                                  T decay) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const T g = diff[i] + decay * data[i];
-    const T h = momentum * history[i] + lr * g;
+__global__ void sgd_update_kernel(T* data, const T* diff, T* history, int64_t n, double grad_scale,
+                                  bool scaled, T lr, T momentum, T decay) {
+  CGDP_KERNEL_LOOP(i, n) {
+    const T g = scaled ? static_cast<T>(static_cast<double>(diff[i]) * grad_scale) : diff[i];
+    const T h = momentum * history[i] + lr * (g + decay * data[i]);
     history[i] = h;
     data[i] -= h;
   }
@@ -23,17 +20,17 @@ __global__ void sgd_update_kernel(T* data, const T* diff, T* history, int64_t n,
 }  // namespace
 
 template <typename T>
-void sgd_update(T* data, const T* diff, T* history, int64_t n, T lr, T momentum, T decay,
-                cudaStream_t stream) {
+void sgd_update(T* data, const T* diff, T* history, int64_t n, double grad_scale, T lr, T momentum,
+                T decay, cudaStream_t stream) {
   if (n <= 0) return;
-  const int threads = 256;
-  const int blocks = static_cast<int>(std::min<int64_t>((n + threads - 1) / threads, 65535));
-  sgd_update_kernel<<<blocks, threads, 0, stream>>>(data, diff, history, n, lr, momentum, decay);
+  sgd_update_kernel<<<blocks_for(n), kThreads, 0, stream>>>(data, diff, history, n, grad_scale,
+                                                            grad_scale != 1.0, lr, momentum, decay);
   CUDA_CHECK_LAUNCH();
 }
 
-template void sgd_update<float>(float*, const float*, float*, int64_t, float, float, float, cudaStream_t);
+template void sgd_update<float>(float*, const float*, float*, int64_t, double, float, float, float,
+                                cudaStream_t);
 template void sgd_update<double>(double*, const double*, double*, int64_t, double, double, double,
-                                 cudaStream_t);
+                                 double, cudaStream_t);
 
 }  // namespace cgdp::kernels

@@ -1,18 +1,22 @@
 // Data-parallel training gives the parameters of single-worker training: N workers x batch b
 // equal one worker x batch N*b (fashion_cnn, dropout on), and N workers x b equal one worker
 // accumulating N micro-batches of b (resnet_small, BatchNorm), for cgdp with every chunk plan
-// form and for ps0, N = 1..4, 20 iterations; per tensor ||a - b|| / ||a|| <= 1e-4.
+// form and for ps0, N = 1..4, 20 iterations; per tensor ||a - b|| / ||a|| <= 1e-4. The CUDA cases
+// (workers sharing the GPUs round-robin) skip with one line without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <zlib.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <filesystem>
 #include <map>
+#include <tuple>
 
+#include "cgdp/device/devices.hpp"
 #include "cgdp/train/trainer.hpp"
 
 namespace cgdp {
@@ -23,6 +27,7 @@ struct Case {
   std::string sync;
   std::string chunk;
   int devices;
+  std::string device_kind = "cpu";
 };
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
@@ -30,10 +35,12 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   for (char& c : chunk)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   return cat(info.param.model, "_", info.param.sync, "_", chunk.empty() ? "none" : chunk, "_n",
-             info.param.devices);
+             info.param.devices, info.param.device_kind == "cpu" ? "" : "_" + info.param.device_kind);
 }
 
-constexpr const char* kFashion = "/usr/share/datasets/fashion-mnist";
+// Debian's dataset-fashion-mnist; CGDP_FASHION_MNIST names another copy (the GPU machine has none).
+const char* const kFashion = std::getenv("CGDP_FASHION_MNIST") ? std::getenv("CGDP_FASHION_MNIST")
+                                                               : "/usr/share/datasets/fashion-mnist";
 
 // Copies the first `count` records of a gzip IDX file as a plain IDX file (big-endian header).
 void copy_idx_prefix(const std::string& src, const std::string& dst, int header_bytes, int record_bytes,
@@ -103,18 +110,20 @@ Params train(const TrainConfig& c) {
   std::fclose(sink);
   Params out;
   for (const ParamSlot& s : t.net().param_slots()) {
-    const auto* p = t.net().layer(s.layer).params()[s.index]->data();
-    out[s.name].assign(p, p + s.count);
+    out[s.name].resize(static_cast<size_t>(s.count));
+    t.net().device().copy(out[s.name].data(), t.net().layer(s.layer).params()[s.index]->data(),
+                          static_cast<size_t>(s.count) * sizeof(float));
   }
   return out;
 }
 
-// One worker's parameters for the equivalent single-device run, cached per (model, N).
-const Params& reference(const std::string& model, int devices) {
-  static std::map<std::pair<std::string, int>, Params> cache;
-  auto key = std::make_pair(model, devices);
+// One worker's parameters for the equivalent single-device run, cached per (model, N, kind).
+const Params& reference(const std::string& model, int devices, const std::string& kind) {
+  static std::map<std::tuple<std::string, int, std::string>, Params> cache;
+  auto key = std::make_tuple(model, devices, kind);
   if (!cache.count(key)) {
     TrainConfig c = base(model);
+    c.device_kind = kind;
     if (model == "resnet_small") {
       c.batch = per_worker_batch(model);
       c.accumulate = devices;  // BatchNorm statistics are per micro-batch, as they are per worker
@@ -131,15 +140,19 @@ class Equivalence : public ::testing::TestWithParam<Case> {};
 TEST_P(Equivalence, WorkersGiveTheSingleWorkerParameters) {
   if (!std::filesystem::exists(kFashion)) GTEST_SKIP() << kFashion << " is missing (Debian's dataset-fashion-mnist)";
   const Case& k = GetParam();
+  if (k.device_kind == "cuda" && cuda_device_count() == 0)
+    GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
   TrainConfig c = base(k.model);
+  c.device_kind = k.device_kind;
   c.batch = per_worker_batch(k.model);
   c.devices = k.devices;
   c.sync = k.sync;
   if (!k.chunk.empty()) c.chunk = k.chunk;
   const Params got = train(c);
-  const Params& want = reference(k.model, k.devices);
+  const Params& want = reference(k.model, k.devices, k.device_kind);
   ASSERT_EQ(got.size(), want.size());
-  // cgdp and ps0 sum workers in the tree order accumulation folds micro-batches in: same bits.
+  // cgdp and ps0 sum workers in the tree order accumulation folds micro-batches in: the very same
+  // bits (on CUDA too: the same cuDNN algorithms for the same shapes, deterministic ones only).
   if (k.model == "resnet_small")
     for (const auto& [name, w] : want)
       EXPECT_EQ(0, std::memcmp(w.data(), got.at(name).data(), w.size() * sizeof(float))) << name;
@@ -161,6 +174,11 @@ std::vector<Case> cases() {
       for (const std::string chunk : {"layer", "2", "bytes:0.05", "all", "1,3"})
         out.push_back({model, "cgdp", chunk, n});
       out.push_back({model, "ps0", "", n});
+    }
+  for (const std::string model : {"fashion_cnn", "resnet_small"})
+    for (int n : {1, 2, 4}) {
+      for (const std::string chunk : {"layer", "2"}) out.push_back({model, "cgdp", chunk, n, "cuda"});
+      out.push_back({model, "ps0", "", n, "cuda"});
     }
   return out;
 }

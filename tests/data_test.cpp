@@ -520,10 +520,12 @@ TEST(BatchLoader, WorkerSlicesConcatenateToTheSingleWorkerBatch) {
   auto data = small_synthetic(37);
   const int64_t elements = data->sample_elements();
   BatchLoader whole(data, {.global_batch = 12, .seed = 2});
-  // Four equal workers, and an uneven split (a CPU worker taking 2 of 12).
+  // Four equal workers, two hosts of two such workers, and an uneven split (a CPU worker taking 2
+  // of 12).
   for (std::vector<BatchSlice> slices :
        {std::vector<BatchSlice>{worker_slice(0, 4, 3), worker_slice(1, 4, 3), worker_slice(2, 4, 3),
                                 worker_slice(3, 4, 3)},
+        std::vector<BatchSlice>{host_slice(0, 2, 2, 3), host_slice(1, 2, 2, 3)},
         std::vector<BatchSlice>{{0, 10}, {10, 2}}}) {
     std::vector<std::unique_ptr<BatchLoader>> workers;
     for (BatchSlice s : slices)
@@ -546,6 +548,11 @@ TEST(BatchLoader, WorkerSlicesConcatenateToTheSingleWorkerBatch) {
   }
   EXPECT_EQ(worker_slice(2, 4, 3).begin, 6);
   EXPECT_THROW(worker_slice(4, 4, 3), UsageError);
+  // Host 1's worker 1 of 3 hosts x 2 workers is global worker 3 of 6.
+  EXPECT_EQ(host_slice(1, 3, 2, 5).begin + 1 * 5, worker_slice(3, 6, 5).begin);
+  EXPECT_EQ(host_slice(2, 3, 2, 5).size, 10);
+  EXPECT_THROW(host_slice(3, 3, 2, 5), UsageError);
+  EXPECT_THROW(host_slice(0, 3, 0, 5), UsageError);
 }
 
 TEST(BatchLoader, ResumingFromASavedPositionRepeatsTheSameBatches) {

@@ -43,8 +43,8 @@ TEST(GradientFold, FoldsMicroBatchesInTheOrderWorkersAreSummedIn) {
       if (m + 1 < micros) {
         fold.add(device, *stream, diff.data(), n, m);
       } else {  // the last one folds in two ranges, as layers do
-        fold.fold_into(*stream, diff.data(), 0, n / 3, m);
-        fold.fold_into(*stream, diff.data(), n / 3, n, m);
+        fold.fold_into(device, *stream, diff.data(), 0, n / 3, m);
+        fold.fold_into(device, *stream, diff.data(), n / 3, n, m);
       }
     }
     stream->synchronize();

@@ -31,7 +31,8 @@ class Launch : public ::testing::Test {
   }
   // 2 hosts x 1 device equal 1 host x 2 devices bit for bit (the same order of sums).
   void expect_two_device_result(const std::string& saved) const {
-    const auto r = run_command(cat(kCgdp, " train ", kQuick, " --devices 2 --save ", path("one.st"), " 2>&1"));
+    const auto r =
+        run_command(cat(kCgdp, " train ", kQuick, " --devices 2 --save ", path("one.st"), " 2>&1"));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const auto want = testing::load_tensors(path("one.st"));
     const auto got = testing::load_tensors(saved);
@@ -44,25 +45,34 @@ class Launch : public ::testing::Test {
 
 TEST_F(Launch, RunsOneRankPerLocalHostWithPrefixedOutput) {
   const int base = testing::free_ports(2, true)[0];
-  const auto r = run_command(cat("env -u CGDP_CLUSTER_TOKEN timeout -s KILL 120 ", kCgdp, " launch --hosts localhost,127.0.0.1 --port-base ",
-                                 base, " -- ", kQuick, " --save ", path("two.st"), " 2>&1"));
+  const auto r = run_command(cat("env -u CGDP_CLUSTER_TOKEN timeout -s KILL 120 ", kCgdp,
+                                 " launch --hosts localhost,127.0.0.1 --port-base ", base, " -- ",
+                                 kQuick, " --save ", path("two.st"), " 2>&1"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find(cat("rank 0 on localhost:", base, ", rank 1 on 127.0.0.1:", base + 1)), std::string::npos)
+  EXPECT_NE(r.output.find(cat("rank 0 on localhost:", base, ", rank 1 on 127.0.0.1:", base + 1)),
+            std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("\n[0] cgdp: done: 4 iterations"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\n[1] cgdp: done: 4 iterations"), std::string::npos) << r.output;
   expect_two_device_result(path("two.st"));
 }
 
-// The ssh stand-in fails for rank 1 at once; rank 0, which would wait 60 s for it, is stopped.
+// The ssh stand-in fails for rank 1 at once; rank 0 (on this machine, named as the other host
+// would name it), which would wait 60 s for rank 1, is stopped.
 TEST_F(Launch, FailingRankStopsTheOthers) {
-  const std::string ssh = script("ssh", "echo \"ssh: Could not resolve hostname $1\" >&2\nexit 255\n");
+  char self[256] = {};
+  ASSERT_EQ(::gethostname(self, sizeof self - 1), 0);
+  const std::string ssh =
+      script("ssh", "echo \"ssh: Could not resolve hostname $1\" >&2\nexit 255\n");
   const int base = testing::free_ports(2, true)[0];
-  const auto r = run_command(cat("timeout -s KILL 30 ", kCgdp, " launch --hosts localhost,nosuchhost --port-base ", base,
+  const auto r = run_command(cat("timeout -s KILL 30 ", kCgdp,
+                                 " launch --hosts ", self, ",nosuchhost --port-base ", base,
                                  " --ssh ", ssh, " -- ", kQuick, " --timeout-s 60 2>&1"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("[1] ssh: Could not resolve hostname nosuchhost"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("cgdp: error: rank 1 (nosuchhost) exited with status 255; stopped the other ranks"),
+  EXPECT_NE(r.output.find("[1] ssh: Could not resolve hostname nosuchhost"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(
+                "cgdp: error: rank 1 (nosuchhost) exited with status 255; stopped the other ranks"),
             std::string::npos)
       << r.output;
 }
@@ -70,7 +80,9 @@ TEST_F(Launch, FailingRankStopsTheOthers) {
 TEST_F(Launch, RefusesTrainFlagsItSetsItself) {
   const auto r = run_command(cat(kCgdp, " launch --hosts a,b -- ", kQuick, " --rank 1 2>&1"));
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.output, "cgdp: error: launch: leave --rank out of the train flags; launch sets it for each rank\n");
+  EXPECT_EQ(
+      r.output,
+      "cgdp: error: launch: leave --rank out of the train flags; launch sets it for each rank\n");
 }
 
 // Two network namespaces joined by a veth pair stand for two machines; the ssh stand-in enters
@@ -78,14 +90,17 @@ TEST_F(Launch, RefusesTrainFlagsItSetsItself) {
 class Namespaces {
  public:
   explicit Namespaces(const std::string& tag) : a_(tag + "a"), b_(tag + "b") {
-    ok_ = run_command(cat("{ ip netns add ", a_, " && ip netns add ", b_, " && ip link add ", a_, "v type veth peer name ",
-                          b_, "v && ip link set ", a_, "v netns ", a_, " && ip link set ", b_, "v netns ", b_,
-                          " && ip -n ", a_, " addr add 10.231.0.1/24 dev ", a_, "v && ip -n ", b_,
-                          " addr add 10.231.0.2/24 dev ", b_, "v && ip -n ", a_, " link set ", a_, "v up && ip -n ",
-                          b_, " link set ", b_, "v up && ip -n ", a_, " link set lo up && ip -n ", b_,
-                          " link set lo up; } 2>&1"));
+    ok_ = run_command(cat("{ ip netns add ", a_, " && ip netns add ", b_, " && ip link add ", a_,
+                          "v type veth peer name ", b_, "v && ip link set ", a_, "v netns ", a_,
+                          " && ip link set ", b_, "v netns ", b_, " && ip -n ", a_,
+                          " addr add 10.231.0.1/24 dev ", a_, "v && ip -n ", b_,
+                          " addr add 10.231.0.2/24 dev ", b_, "v && ip -n ", a_, " link set ", a_,
+                          "v up && ip -n ", b_, " link set ", b_, "v up && ip -n ", a_,
+                          " link set lo up && ip -n ", b_, " link set lo up; } 2>&1"));
   }
-  ~Namespaces() { run_command(cat("ip netns del ", a_, " 2>/dev/null; ip netns del ", b_, " 2>/dev/null")); }
+  ~Namespaces() {
+    run_command(cat("ip netns del ", a_, " 2>/dev/null; ip netns del ", b_, " 2>/dev/null"));
+  }
   bool ok() const { return ok_.exit_code == 0; }
   const std::string& why() const { return ok_.output; }
   const std::string& a() const { return a_; }
@@ -98,24 +113,29 @@ class Namespaces {
 
 TEST_F(Launch, RanksInTwoNetworkNamespacesOverSsh) {
   const Namespaces ns(cat("cgdp", ::getpid()));
-  if (!ns.ok()) GTEST_SKIP() << "cannot create network namespaces joined by veth here: " << ns.why();
-  const std::string ssh = script("ssh", cat("case \"$1\" in 10.231.0.1) ns=", ns.a(), ";; 10.231.0.2) ns=", ns.b(),
-                                            ";; *) exit 255;; esac\nexec ip netns exec $ns sh -c \"$2\"\n"));
+  if (!ns.ok())
+    GTEST_SKIP() << "cannot create network namespaces joined by veth here: " << ns.why();
+  const std::string ssh =
+      script("ssh", cat("case \"$1\" in 10.231.0.1) ns=", ns.a(), ";; 10.231.0.2) ns=", ns.b(),
+                        ";; *) exit 255;; esac\nexec ip netns exec $ns sh -c \"$2\"\n"));
   const auto r = run_command(cat("env -u CGDP_CLUSTER_TOKEN timeout -s KILL 120 ", kCgdp,
-                                 " launch --hosts 10.231.0.1,10.231.0.2 --ssh ", ssh, " -- ", kQuick, " --save ",
-                                 path("ns.st"), " 2>&1"));
+                                 " launch --hosts 10.231.0.1,10.231.0.2 --ssh ", ssh, " -- ",
+                                 kQuick, " --save ", path("ns.st"), " 2>&1"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("rank 0 on 10.231.0.1:29600 (over ssh), rank 1 on 10.231.0.2:29601 (over ssh)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("rank 0 on 10.231.0.1:29600 (over ssh), rank 1 on 10.231.0.2:29601 (over ssh)"),
+      std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("[0] cgdp shard: host 1 (10.231.0.2) joined"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[0] cgdp shard: host 1 (10.231.0.2) joined"), std::string::npos)
+      << r.output;
   expect_two_device_result(path("ns.st"));
 }
 
 // Rank 0's timeline has a push of each chunk and a pull of it every iteration, pushes while its
 // worker still computes backward, and each chunk's copy back only after its pull.
 TEST_F(Launch, TimelineShowsPushesOverlappingBackward) {
-  testing::LoopbackJob job(dir_, 2, cat(kRun, " --batch 48 --iterations 5 --timeline ", path("t.json")));
+  testing::LoopbackJob job(dir_, 2,
+                           cat(kRun, " --batch 48 --iterations 5 --timeline ", path("t.json")));
   const auto ranks = job.run_all();
   ASSERT_EQ(ranks[0].exit_code, 0) << ranks[0].output;
   ASSERT_EQ(ranks[1].exit_code, 0) << ranks[1].output;
@@ -132,10 +152,13 @@ TEST_F(Launch, TimelineShowsPushesOverlappingBackward) {
   }
   EXPECT_EQ(push.size(), 5u * 4);  // 5 iterations x 4 chunks of fashion_cnn
   EXPECT_EQ(pull.size(), push.size());
-  auto end = [](const nlohmann::json& e) { return e["ts"].get<int64_t>() + e["dur"].get<int64_t>(); };
+  auto end = [](const nlohmann::json& e) {
+    return e["ts"].get<int64_t>() + e["dur"].get<int64_t>();
+  };
   const bool overlapped = std::any_of(push.begin(), push.end(), [&](const nlohmann::json& p) {
-    return std::any_of(backward.begin(), backward.end(),
-                       [&](const nlohmann::json& b) { return b["ts"] <= p["ts"] && p["ts"] < end(b); });
+    return std::any_of(backward.begin(), backward.end(), [&](const nlohmann::json& b) {
+      return b["ts"] <= p["ts"] && p["ts"] < end(b);
+    });
   });
   EXPECT_TRUE(overlapped) << "no push happened while worker 0 computed backward";
   for (const auto& p : pull) {  // the h2d copy of the same chunk that follows the pull
@@ -183,6 +206,8 @@ TEST(HostList, ResolvesProbesAndRecognisesThisMachine) {
   EXPECT_TRUE(is_local_host("localhost"));
   EXPECT_TRUE(is_local_host("127.0.0.1"));
   EXPECT_FALSE(is_local_host("10.231.0.9"));
+  check_loopback_alone(parse_host_list({"localhost:1", "127.0.0.1:2"}));
+  EXPECT_THROW(check_loopback_alone(parse_host_list({"localhost:1", "10.231.0.9:2"})), UsageError);
   const int closed = testing::free_ports(1)[0];
   EXPECT_EQ(probe_tcp("127.0.0.1", closed, std::chrono::seconds(1)), "Connection refused");
 }

@@ -8,11 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <zmq.hpp>
-#include <zmq_addon.hpp>
-
 #include <cstring>
 #include <random>
+#include <thread>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/shard/protocol.hpp"
@@ -73,8 +73,12 @@ struct RawPeer {
   zmq::socket_t socket;
 };
 
-std::string bytes_of(const void* p, size_t n) { return std::string(static_cast<const char*>(p), n); }
-std::string header_bytes(const MessageHeader& h) { return bytes_of(&h, sizeof h); }
+std::string bytes_of(const void* p, size_t n) {
+  return std::string(static_cast<const char*>(p), n);
+}
+std::string header_bytes(const MessageHeader& h) {
+  return bytes_of(&h, sizeof h);
+}
 
 std::string hello_frame(const ShardLayout& layout, int hosts, int shard) {
   HelloBody body{layout.fingerprint(), hosts, layout.num_shards, shard, 0};
@@ -97,8 +101,9 @@ TEST(ShardSecurity, WrongTokenIsRefusedAndTheShardKeepsServing) {
   const MessageHeader h = make_header(MessageKind::kBye, 0);
   anonymous.send(zmq::buffer(&h, sizeof h));
   expect_fixed_order_sum(cluster, true, 2);
-  EXPECT_TRUE(cluster.log.contains("refused a connection from 127.0.0.1 (user 'host-0'): wrong "
-                                   "cluster token"));
+  EXPECT_TRUE(
+      cluster.log.contains("refused a connection from 127.0.0.1 (user 'host-0'): wrong "
+                           "cluster token"));
   const ShardStats stats = cluster.servers[0]->stats();
   EXPECT_GE(stats.connections_refused, 1);
   EXPECT_EQ(stats.messages_rejected, 0);
@@ -174,8 +179,9 @@ TEST(ShardProtocolErrors, OutOfStepAndMalformedMessagesGetErrorReplies) {
   expect_error({std::string(39, 'h')}, "header frame of 39 bytes; expected 40");
   expect_error({header(K::kHello, 1, -1, 0, 0), "short"}, "hello needs a 24-byte body");
   EXPECT_EQ(cluster.servers[0]->stats().messages_rejected, 12);
-  EXPECT_TRUE(cluster.log.contains("rejected push (iteration 5, range 1) from host 1 (127.0.0.1): "
-                                   "host 1 already pushed iteration 5"));
+  EXPECT_TRUE(
+      cluster.log.contains("rejected push (iteration 5, range 1) from host 1 (127.0.0.1): "
+                           "host 1 already pushed iteration 5"));
 }
 
 // Thousands of random, truncated and mutated frames from an authenticated peer that never said a
@@ -313,7 +319,7 @@ void exchange(PsClient& client, std::vector<float>& g, int64_t iteration) {
 }
 
 TEST(ShardFailure, KilledShardFailsThePullNamingIt) {
-  TwoShardsOneRemote shards({300, 500});  // chunk 1 lies on both shards
+  TwoShardsOneRemote shards({300, 500});  // chunk 0 on shard 0, chunk 1 on shard 1
   PsClient client(shards.client());
   std::vector<float> g(800, 1.f);
   exchange(client, g, 0);
@@ -332,6 +338,29 @@ TEST(ShardFailure, FrozenShardTimesOutNamingIt) {
   const std::string what = network_error([&] { exchange(client, g, 1); });
   EXPECT_EQ(what, "no reply from shard 1 (" + shards.remote() +
                       ") for 1 s while pulling iteration 1, chunk 1");
+}
+
+// ZeroMQ's heartbeats close the connection to a frozen shard even while the host is idle, so the
+// next push fails at once instead of a later pull waiting out its timeout.
+TEST(ShardFailure, FrozenShardIsDetectedWhileIdle) {
+  TwoShardsOneRemote shards({300, 500});
+  PsClientConfig config = shards.client();
+  config.timeout = std::chrono::seconds(60);
+  PsClient client(config);
+  std::vector<float> g(800, 1.f);
+  exchange(client, g, 0);
+  shards.signal(SIGSTOP);
+  std::string what;
+  for (int attempt = 0; attempt < 100 && what.empty(); ++attempt) {  // at most 20 s
+    try {
+      client.push(1, 1, g.data() + 300, 500);
+      std::this_thread::sleep_for(milliseconds(200));
+    } catch (const NetworkError& e) {
+      what = e.what();
+    }
+  }
+  EXPECT_EQ(what, "lost the connection to shard 1 (" + shards.remote() +
+                      ") while pushing iteration 1, chunk 1");
 }
 
 }  // namespace

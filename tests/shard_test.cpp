@@ -1,9 +1,10 @@
 // Parameter-server shards and clients on loopback: byte-balanced layouts, bitwise fixed-order
-// sums for 1-3 shards x 2-3 hosts, the BSP window of one piece, token files.
+// sums for 1-3 shards x 2-3 hosts (and 5), the BSP window of one piece, token files.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <cstring>
+#include <thread>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/shard/cluster_token.hpp"
@@ -22,43 +23,62 @@ using testing::Cluster;
 using testing::expect_fixed_order_sum;
 using testing::kToken;
 
-TEST(ShardLayout, BalancesBytesAndSplitsLargeChunks) {
-  const std::vector<int64_t> chunks = {5, 1000, 37, 4099, 1};
-  for (int shards = 1; shards <= 4; ++shards) {
-    const ShardLayout layout = assign_ranges(chunks, shards);
-    ASSERT_EQ(layout.total, 5142);
-    int64_t next = 0;
-    for (const ShardPiece& p : layout.pieces) {
-      EXPECT_EQ(p.offset, next);  // pieces tile the vector in order
-      EXPECT_GT(p.count, 0);
-      EXPECT_GE(p.offset, layout.shard_begin[p.shard]);
-      EXPECT_LE(p.offset + p.count, layout.shard_begin[p.shard + 1]);
-      next += p.count;
-    }
-    for (int c = 0; c < layout.num_chunks(); ++c) {
-      int64_t covered = 0;
-      for (const ShardPiece& p : layout.pieces_of_chunk(c)) {
-        EXPECT_EQ(p.chunk, c);
-        EXPECT_EQ(p.chunk_offset, covered);
-        covered += p.count;
-      }
-      EXPECT_EQ(covered, chunks[c]);
-    }
-    for (int s = 0; s < shards; ++s) {
-      const int64_t owned = layout.shard_begin[s + 1] - layout.shard_begin[s];
-      EXPECT_LE(std::abs(owned - layout.total / shards), 16) << "shard " << s;
-      for (const ShardPiece& p : layout.pieces_of_shard(s)) EXPECT_EQ(p.shard, s);
-    }
+// Pieces tile the vector in order, each chunk's pieces tile the chunk, each piece lies in its
+// shard's range and under the cap; every shard holds its share to within `slack` elements.
+void check_layout(const ShardLayout& layout, int64_t slack) {
+  int64_t next = 0;
+  for (const ShardPiece& p : layout.pieces) {
+    EXPECT_EQ(p.offset, next);
+    EXPECT_GT(p.count, 0);
+    EXPECT_LE(p.count, layout.limits.max_piece);
+    EXPECT_GE(p.offset, layout.shard_begin[p.shard]);
+    EXPECT_LE(p.offset + p.count, layout.shard_begin[p.shard + 1]);
+    next += p.count;
   }
-  // The 4099-element chunk spreads over shards 0..3 of 4.
-  const ShardLayout four = assign_ranges(chunks, 4);
+  EXPECT_EQ(next, layout.total);
+  for (int c = 0; c < layout.num_chunks(); ++c) {
+    int64_t covered = 0;
+    for (const ShardPiece& p : layout.pieces_of_chunk(c)) {
+      EXPECT_EQ(p.chunk, c);
+      EXPECT_EQ(p.chunk_offset, covered);
+      covered += p.count;
+    }
+    EXPECT_EQ(covered, layout.chunk_sizes[c]);
+  }
+  for (int s = 0; s < layout.num_shards; ++s) {
+    const int64_t owned = layout.shard_begin[s + 1] - layout.shard_begin[s];
+    EXPECT_LE(std::abs(owned - layout.total / layout.num_shards), slack) << "shard " << s;
+    for (const ShardPiece& p : layout.pieces_of_shard(s)) EXPECT_EQ(p.shard, s);
+  }
+}
+
+TEST(ShardLayout, BalancesBytesAndSplitsOnlyLargeChunks) {
+  const std::vector<int64_t> small = {5, 1000, 37, 4099, 1};
+  const std::vector<int64_t> large = {5, 1000, 37, 400000, 1};
+  const PieceLimits fine{100, 1};
+  for (int shards = 1; shards <= 4; ++shards) {
+    SCOPED_TRACE(::testing::Message() << shards << " shards");
+    check_layout(assign_ranges(small, shards, fine), 16);
+    check_layout(assign_ranges(small, shards), PieceLimits{}.min_split + 16);
+    check_layout(assign_ranges(large, shards), PieceLimits{}.min_split + 16);
+    // Under the default limits no small chunk is split: one piece each.
+    EXPECT_EQ(assign_ranges(small, shards).pieces.size(), small.size());
+  }
+  EXPECT_EQ(assign_ranges(small, 2, fine).pieces_of_chunk(1).size(), 10u);  // capped at 100
+  // The 400000-element chunk spreads over all four shards, in pieces of at most 1 MiB.
+  const ShardLayout four = assign_ranges(large, 4);
+  EXPECT_EQ(four.pieces_of_chunk(3).front().shard, 0);
+  EXPECT_EQ(four.pieces_of_chunk(3).back().shard, 3);
   EXPECT_EQ(four.pieces_of_chunk(3).size(), 4u);
-  EXPECT_NE(four.fingerprint(), assign_ranges(chunks, 3).fingerprint());
+  EXPECT_EQ(assign_ranges(large, 1).pieces_of_chunk(3).size(), 2u);  // 400000 > 2^18: two pieces
+  EXPECT_NE(four.fingerprint(), assign_ranges(large, 3).fingerprint());
+  EXPECT_NE(assign_ranges(small, 2, fine).fingerprint(), assign_ranges(small, 2).fingerprint());
 }
 
 TEST(ShardLayout, RejectsBadPlans) {
   EXPECT_THROW(assign_ranges(std::vector<int64_t>{10}, 0), UsageError);
   EXPECT_THROW(assign_ranges(std::vector<int64_t>{}, 2), UsageError);
+  EXPECT_THROW(assign_ranges(std::vector<int64_t>{10}, 2, PieceLimits{0, 1}), UsageError);
   try {
     assign_ranges(std::vector<int64_t>{10, 0}, 2);
     FAIL();
@@ -110,7 +130,9 @@ TEST(ShardProtocol, ParseHeaderChecksEveryField) {
   EXPECT_NE(parse_header(&bad, sizeof bad, out).find("unknown"), std::string::npos);
 }
 
-zmq::message_t floats(std::vector<float> v) { return zmq::message_t(v.data(), v.size() * 4); }
+zmq::message_t floats(std::vector<float> v) {
+  return zmq::message_t(v.data(), v.size() * 4);
+}
 
 std::vector<float> floats_of(const zmq::message_t& m) {
   std::vector<float> v(m.size() / 4);
@@ -150,7 +172,42 @@ TEST(ShardServer, FixedOrderSumsAreBitwiseForAnyShardAndHostCount) {
       expect_fixed_order_sum(integers, true, 3);
       Cluster floats(shards, hosts, chunks);
       expect_fixed_order_sum(floats, false, 2);
+      Cluster small_pieces(shards, hosts, chunks, PieceLimits{1000, 1});  // 40+ pieces
+      expect_fixed_order_sum(small_pieces, false, 2);
     }
+  // Five hosts: sum_buffers' tree order ((h0 + h1) + (h2 + h3)) + h4 is not left to right.
+  Cluster five(2, 5, chunks, PieceLimits{1000, 1});
+  expect_fixed_order_sum(five, false, 2);
+}
+
+// push() on one thread and pull() on another, as an aggregator may split them: each host's
+// pusher sends every chunk of an iteration while its puller already waits for the sums.
+TEST(PsClient, PushAndPullMayRunOnTwoThreads) {
+  Cluster cluster(2, 2, {70000, 123, 50000}, PieceLimits{4096, 1024});
+  const int64_t total = 120123;
+  std::vector<std::vector<float>> sums(2, std::vector<float>(total));
+  std::vector<std::thread> hosts;
+  for (int h = 0; h < 2; ++h)
+    hosts.emplace_back([&, h] {
+      PsClient client(cluster.client(h));
+      std::vector<float>& g = sums[h];
+      for (int t = 0; t < 3; ++t) {
+        for (int64_t i = 0; i < total; ++i) g[i] = testing::value(true, h, t, i);
+        std::thread pusher([&] {
+          for (int c = 0, at = 0; c < 3; at += cluster.chunk_sizes[c++])
+            client.push(t, c, g.data() + at, cluster.chunk_sizes[c]);
+        });
+        for (int c = 0, at = 0; c < 3; at += cluster.chunk_sizes[c++])
+          client.pull(t, c, g.data() + at, cluster.chunk_sizes[c]);
+        pusher.join();
+      }
+    });
+  for (auto& t : hosts) t.join();
+  for (int64_t i = 0; i < total; ++i) {
+    const float expected = testing::value(true, 0, 2, i) + testing::value(true, 1, 2, i);
+    ASSERT_EQ(sums[0][i], expected) << i;
+    ASSERT_EQ(sums[1][i], expected) << i;
+  }
 }
 
 }  // namespace

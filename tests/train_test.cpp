@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cgdp/device/devices.hpp"
 #include "cgdp/train/trainer.hpp"
 
 namespace cgdp {
@@ -43,13 +44,22 @@ class TrainTest : public ::testing::Test {
     c.plain_output = true;
     return c;
   }
+  // Parameters, then layer state, copied from worker 0's device.
   std::vector<float> params_after(const TrainConfig& c) {
     Trainer t(c, sink_);
     t.run();
-    auto flat = t.net().flat_data();
-    std::vector<float> out(flat.begin(), flat.end());
-    for (auto& [name, blob] : t.net().state_blobs()) out.insert(out.end(), blob->data(), blob->data() + blob->count());
+    Device& device = t.net().device();
+    std::vector<float> out(static_cast<size_t>(t.net().learnable_count()));
+    device.copy(out.data(), t.net().flat_data().data(), out.size() * sizeof(float));
+    for (auto& [name, blob] : t.net().state_blobs()) {
+      out.resize(out.size() + static_cast<size_t>(blob->count()));
+      device.copy(out.data() + out.size() - blob->count(), blob->data(), blob->bytes());
+    }
     return out;
+  }
+  TrainConfig on_cuda(TrainConfig c) const {
+    c.device_kind = "cuda";
+    return c;
   }
   std::string error_of(const TrainConfig& c) {
     try {
@@ -96,6 +106,26 @@ TEST_F(TrainTest, ResumeGivesIdenticalParametersAndBatchNormState) {
   c.iterations = 10;
   const auto straight = params_after(c);
   expect_resume_is_exact(small("resnet_small"), dir_, straight,
+                         [this](const TrainConfig& x) { return params_after(x); });
+}
+
+// The same on the GPU: resumed CUDA runs reproduce the straight run bit for bit (deterministic
+// cuDNN algorithms, chosen once per shape in the process).
+TEST_F(TrainTest, ResumeOnCudaGivesIdenticalParametersWithDropout) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
+  TrainConfig c = on_cuda(small("fashion_cnn"));
+  c.iterations = 10;
+  const auto straight = params_after(c);
+  expect_resume_is_exact(on_cuda(small("fashion_cnn")), dir_, straight,
+                         [this](const TrainConfig& x) { return params_after(x); });
+}
+
+TEST_F(TrainTest, ResumeOnCudaGivesIdenticalParametersAndBatchNormState) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
+  TrainConfig c = on_cuda(small("resnet_small"));
+  c.iterations = 10;
+  const auto straight = params_after(c);
+  expect_resume_is_exact(on_cuda(small("resnet_small")), dir_, straight,
                          [this](const TrainConfig& x) { return params_after(x); });
 }
 

@@ -39,8 +39,9 @@ std::vector<std::string> split_words(const std::string& text) {
 }
 
 bool has_flag(const std::vector<std::string>& args, const std::string& flag) {
-  return std::any_of(args.begin(), args.end(),
-                     [&](const std::string& a) { return a == flag || a.rfind(flag + "=", 0) == 0; });
+  return std::any_of(args.begin(), args.end(), [&](const std::string& a) {
+    return a == flag || a.rfind(flag + "=", 0) == 0;
+  });
 }
 
 // The token the ranks share: the caller's $CGDP_CLUSTER_TOKEN, none when the train flags name a
@@ -61,8 +62,8 @@ RankProcess rank_process(const LaunchFlags& f, const std::vector<HostPort>& host
                          const std::string& token) {
   std::string list;
   for (const HostPort& h : hosts) list += (list.empty() ? "" : ",") + h.text();
-  std::vector<std::string> args = {std::filesystem::read_symlink("/proc/self/exe").string(), "train",
-                                   "--hosts", list, "--rank", std::to_string(rank)};
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::vector<std::string> args = {self, "train", "--hosts", list, "--rank", std::to_string(rank)};
   args.insert(args.end(), f.train_args.begin(), f.train_args.end());
   const std::string& host = hosts[rank].host;
   RankProcess p;
@@ -72,7 +73,9 @@ RankProcess rank_process(const LaunchFlags& f, const std::vector<HostPort>& host
     if (!token.empty()) p.env = {cat(kClusterTokenEnv, "=", token)};
     return p;
   }
-  std::string command = token.empty() ? "" : cat("IFS= read -r ", kClusterTokenEnv, " && export ", kClusterTokenEnv, " && ");
+  std::string command = token.empty() ? ""
+                                      : cat("IFS= read -r ", kClusterTokenEnv, " && export ",
+                                            kClusterTokenEnv, " && ");
   command += "cd " + shell_quote(std::filesystem::current_path().string()) + " && exec";
   for (const std::string& a : args) command += " " + shell_quote(a);
   p.argv = split_words(f.ssh);
@@ -90,21 +93,30 @@ Runner add_launch_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "launch", "Train on several hosts: one rank per host, here or over ssh (flags after --)");
   cmd->add_option("--hosts", f->hosts, "Hosts, one rank each: h1,h2,... (host or host:port)")
-      ->required()->delimiter(',')->allow_extra_args(false);
+      ->required()
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd->add_option("--port-base", f->port_base, "Rank r's shard listens on port P + r")
-      ->capture_default_str()->check(CLI::Range(1, 65535));
-  cmd->add_option("--ssh", f->ssh, "How to run a command on a remote host (words, then host, command)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65535));
+  cmd->add_option("--ssh", f->ssh,
+                  "How to run a command on a remote host (words, then host, command)")
       ->capture_default_str();
-  cmd->add_option("train_flags", f->train_args, "The flags of cgdp train, after --, the same for every rank");
+  cmd->add_option("train_flags", f->train_args,
+                  "The flags of cgdp train, after --, the same for every rank");
   return [f] {
-    if (!f->train_args.empty() && f->train_args[0] == "train") f->train_args.erase(f->train_args.begin());
+    if (!f->train_args.empty() && f->train_args[0] == "train")
+      f->train_args.erase(f->train_args.begin());
     for (const char* flag : {"--hosts", "--rank"})
       if (has_flag(f->train_args, flag))
-        throw UsageError(cat("launch: leave ", flag, " out of the train flags; launch sets it for each rank"));
+        throw UsageError(
+            cat("launch: leave ", flag, " out of the train flags; launch sets it for each rank"));
     const auto hosts = parse_host_list(f->hosts, [&](int rank) { return f->port_base + rank; });
+    check_loopback_alone(hosts);
     const std::string token = job_token(f->train_args);
     std::vector<RankProcess> ranks;
-    for (int r = 0; r < static_cast<int>(hosts.size()); ++r) ranks.push_back(rank_process(*f, hosts, r, token));
+    for (int r = 0; r < static_cast<int>(hosts.size()); ++r)
+      ranks.push_back(rank_process(*f, hosts, r, token));
     std::string plan;
     for (size_t r = 0; r < hosts.size(); ++r)
       plan += cat(r ? ", " : "", "rank ", r, " on ", hosts[r].text(),

@@ -50,7 +50,8 @@ std::vector<std::string> environment_with(const std::vector<std::string>& extra)
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     const std::string entry = *e;
-    if (std::none_of(extra.begin(), extra.end(), [&](const std::string& x) { return key(x) == key(entry); }))
+    if (std::none_of(extra.begin(), extra.end(),
+                     [&](const std::string& x) { return key(x) == key(entry); }))
       env.push_back(entry);
   }
   env.insert(env.end(), extra.begin(), extra.end());
@@ -69,8 +70,10 @@ Child spawn(const RankProcess& rank) {
   const Pipe in = rank.stdin_text.empty() ? Pipe{} : make_pipe();
   posix_spawn_file_actions_t actions;
   ::posix_spawn_file_actions_init(&actions);
-  if (in.read >= 0) ::posix_spawn_file_actions_adddup2(&actions, in.read, 0);
-  else ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  if (in.read >= 0)
+    ::posix_spawn_file_actions_adddup2(&actions, in.read, 0);
+  else
+    ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   ::posix_spawn_file_actions_adddup2(&actions, out.write, 1);
   ::posix_spawn_file_actions_adddup2(&actions, err.write, 2);
   posix_spawnattr_t attr;
@@ -82,8 +85,8 @@ Child spawn(const RankProcess& rank) {
   ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
   std::vector<std::string> args = rank.argv, env = environment_with(rank.env);
   Child child;
-  const int rc = ::posix_spawnp(&child.pid, args[0].c_str(), &actions, &attr, c_strings(args).data(),
-                                c_strings(env).data());
+  const int rc = ::posix_spawnp(&child.pid, args[0].c_str(), &actions, &attr,
+                                c_strings(args).data(), c_strings(env).data());
   ::posix_spawn_file_actions_destroy(&actions);
   ::posix_spawnattr_destroy(&attr);
   for (int fd : {out.write, err.write, in.read})
@@ -96,7 +99,8 @@ Child spawn(const RankProcess& rank) {
     throw IoError(cat(rank.name, ": cannot start ", args[0], ": ", std::strerror(rc)));
   }
   if (in.write >= 0) {  // small (a token line): fits the pipe, so this never blocks
-    [[maybe_unused]] const ssize_t n = ::write(in.write, rank.stdin_text.data(), rank.stdin_text.size());
+    [[maybe_unused]] const ssize_t n =
+        ::write(in.write, rank.stdin_text.data(), rank.stdin_text.size());
     ::close(in.write);
   }
   return child;
@@ -117,7 +121,8 @@ void pump(Child& c, int s, const std::string& prefix, FILE* sink) {
     text.append(buffer, static_cast<size_t>(n));
     size_t begin = 0;
     for (size_t end; (end = text.find('\n', begin)) != std::string::npos; begin = end + 1)
-      std::fprintf(sink, "%s%.*s\n", prefix.c_str(), static_cast<int>(end - begin), text.data() + begin);
+      std::fprintf(sink, "%s%.*s\n", prefix.c_str(), static_cast<int>(end - begin),
+                   text.data() + begin);
     text.erase(0, begin);
   }
   std::fflush(sink);
@@ -145,7 +150,8 @@ bool forward_output(std::vector<Child>& children, FILE* out, FILE* err, int wait
 
 std::string how_it_ended(int status) {
   if (WIFEXITED(status)) return cat("exited with status ", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return cat("was killed by signal ", WTERMSIG(status), " (", ::strsignal(WTERMSIG(status)), ")");
+  if (WIFSIGNALED(status))
+    return cat("was killed by signal ", WTERMSIG(status), " (", ::strsignal(WTERMSIG(status)), ")");
   return "ended";
 }
 
@@ -169,7 +175,9 @@ void run_ranks(const std::vector<RankProcess>& ranks, FILE* out, FILE* err) {
   int failed = -1;
   Clock::time_point failed_at;
   bool killed = false;
-  auto running = [&] { return std::any_of(children.begin(), children.end(), [](const Child& c) { return !c.exited; }); };
+  auto running = [&] {
+    return std::any_of(children.begin(), children.end(), [](const Child& c) { return !c.exited; });
+  };
   while (running()) {
     forward_output(children, out, err, kPollMs);
     for (size_t i = 0; i < children.size(); ++i) {

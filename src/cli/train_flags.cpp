@@ -39,6 +39,14 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--device-kind", c.device_kind, "cpu, or cuda (workers share GPUs round-robin)")
       ->capture_default_str();
   cmd->add_option("--host-threads", c.host_threads, "Threads that sum gradients on the host (default: all)");
+  cmd->add_option("--loader-threads", c.loader_threads, "Threads that fill each batch")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_flag("--tf32", c.tf32, "CUDA: let fp32 convolutions use TF32 tensor cores (PyTorch's default)");
+  cmd->add_option("--cudnn-workspace-mb", c.cudnn_workspace_mb,
+                  "CUDA: the most scratch one convolution algorithm may use (MiB)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--nondeterministic", c.nondeterministic,
+                "CUDA: let cuDNN pick algorithms that are not bit-reproducible (sometimes faster)");
   cmd->add_option("--threads", c.threads, "CPU threads for compute (default: all cores)");
   cmd->add_option("--seed", c.seed, "Seed for initialisation, shuffling and dropout")->capture_default_str();
 }

@@ -1,28 +1,24 @@
-// CUDA_CHECK: names the call, file:line and device, and throws DeviceError (never aborts).
+// CUDA_CHECK: names the call, the device and file:line, and throws DeviceError (never aborts);
+// CUDA_CHECK_LAUNCH() after every kernel launch. Plain C++17 with the CUDA runtime only, so
+// kernels/*.cu include it too; cuDNN's and cuBLAS's checks are in cuda_libraries.hpp.
 #pragma once
 
-#include <cuda_runtime.h>
-
-#include "cgdp/core/error.hpp"
+#include <cuda_runtime_api.h>
 
 namespace cgdp {
 
-inline int current_cuda_device() {
-  int device = -1;
-  cudaGetDevice(&device);
-  return device;
-}
+// Throws DeviceError "cuda:<current device>: <call> failed: <what> (<file>:<line>)".
+[[noreturn]] void throw_cuda_error(const char* call, const char* what, const char* file, int line);
 
 }  // namespace cgdp
 
-#define CUDA_CHECK(call)                                                                       \
-  do {                                                                                         \
-    const cudaError_t cgdp_status_ = (call);                                                   \
-    if (cgdp_status_ != cudaSuccess)                                                           \
-      throw ::cgdp::DeviceError(::cgdp::cat("cuda:", ::cgdp::current_cuda_device(), ": ", #call, \
-                                            " failed: ", cudaGetErrorString(cgdp_status_),     \
-                                            " (", __FILE__, ":", __LINE__, ")"));              \
+#define CUDA_CHECK(call)                                                                        \
+  do {                                                                                          \
+    const cudaError_t cgdp_status_ = (call);                                                    \
+    if (cgdp_status_ != cudaSuccess)                                                            \
+      ::cgdp::throw_cuda_error(#call, cudaGetErrorString(cgdp_status_), __FILE__, __LINE__);    \
   } while (0)
 
-// After a kernel launch: reports a bad launch configuration at the launch site.
+// After a kernel launch: reports a bad launch configuration (or an earlier asynchronous error)
+// at the launch site.
 #define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())

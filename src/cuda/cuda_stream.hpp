@@ -1,7 +1,7 @@
 // The cudaStream_t behind a cgdp::Stream of a CUDA device, for launching kernels on it.
 #pragma once
 
-#include <cuda_runtime.h>
+#include <cuda_runtime_api.h>
 
 #include "cgdp/device/device.hpp"
 

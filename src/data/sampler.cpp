@@ -76,4 +76,10 @@ BatchSlice worker_slice(int worker, int workers, int64_t per_worker_batch) {
   return {worker * per_worker_batch, per_worker_batch};
 }
 
+BatchSlice host_slice(int host, int hosts, int workers_per_host, int64_t per_worker_batch) {
+  if (workers_per_host <= 0)
+    throw UsageError(cat("host ", host, " with ", workers_per_host, " workers: expected at least one"));
+  return worker_slice(host, hosts, workers_per_host * per_worker_batch);
+}
+
 }  // namespace cgdp

@@ -109,6 +109,10 @@ void CpuStream::copy_async(void* dst, const void* src, size_t bytes) {
            false});
 }
 
+void CpuStream::zero_async(void* dst, size_t bytes) {
+  enqueue({[=] { std::memset(dst, 0, bytes); }, false});
+}
+
 void CpuStream::record(Event& event) {
   auto& cpu_event = dynamic_cast<CpuEvent&>(event);
   const uint64_t sequence = cpu_event.next_sequence();

@@ -44,6 +44,7 @@ class CpuStream final : public Stream {
   const std::string& name() const override { return name_; }
   void submit(std::function<void()> work) override;
   void copy_async(void* dst, const void* src, size_t bytes) override;
+  void zero_async(void* dst, size_t bytes) override;
   void record(Event& event) override;
   void wait(Event& event) override;
   void launch_host_func(std::function<void()> fn) override;

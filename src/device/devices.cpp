@@ -7,10 +7,10 @@
 namespace cgdp {
 
 #ifdef CGDP_HAVE_CUDA
-std::unique_ptr<Device> make_cuda_device(int index);  // src/cuda/cuda_device.cu
+std::unique_ptr<Device> make_cuda_device(int index, int numa_node);  // src/cuda/cuda_device.cpp
 int count_cuda_devices();
 #else
-static std::unique_ptr<Device> make_cuda_device(int index) {
+static std::unique_ptr<Device> make_cuda_device(int index, int) {
   throw DeviceError(cat("cuda:", index, ": this cgdp was built without CUDA"));
 }
 static int count_cuda_devices() { return 0; }
@@ -22,12 +22,12 @@ std::string to_string(const DeviceRef& device) {
 
 int cuda_device_count() { return count_cuda_devices(); }
 
-std::unique_ptr<Device> make_device(DeviceKind kind, int index) {
+std::unique_ptr<Device> make_device(DeviceKind kind, int index, int host_numa_node) {
   if (kind == DeviceKind::Cpu) return std::make_unique<CpuDevice>(index);
   const int n = cuda_device_count();
   if (index < 0 || index >= n)
     throw DeviceError(cat("cuda:", index, ": no such GPU (", n, " found)"));
-  return make_cuda_device(index);
+  return make_cuda_device(index, host_numa_node);
 }
 
 }  // namespace cgdp

@@ -34,6 +34,12 @@ int64_t class_label(const Layer<T>& layer, const ClassAxis& ca, const T* labels,
     if (ignore_label && label == *ignore_label) return -1;
     if (label >= 0 && label < ca.classes) return label;
   }
+  throw_bad_label(layer, ca, value, position, ignore_label, sample_offset);
+}
+
+template <typename T>
+void throw_bad_label(const Layer<T>& layer, const ClassAxis& ca, T value, int64_t position,
+                     std::optional<int> ignore_label, int64_t sample_offset) {
   throw_layer_error<DataError>(
       layer, cat("label ", value, " of sample ", sample_offset + position / ca.per_sample,
                  " is not an integer class in [0, ", ca.classes, ")",
@@ -46,5 +52,9 @@ template int64_t class_label(const Layer<float>&, const ClassAxis&, const float*
                              std::optional<int>, int64_t);
 template int64_t class_label(const Layer<double>&, const ClassAxis&, const double*, int64_t,
                              std::optional<int>, int64_t);
+template void throw_bad_label(const Layer<float>&, const ClassAxis&, float, int64_t,
+                              std::optional<int>, int64_t);
+template void throw_bad_label(const Layer<double>&, const ClassAxis&, double, int64_t,
+                              std::optional<int>, int64_t);
 
 }  // namespace cgdp

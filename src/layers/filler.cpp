@@ -2,6 +2,7 @@
 #include "cgdp/layers/filler.hpp"
 
 #include <cmath>
+#include <vector>
 
 namespace cgdp {
 
@@ -23,8 +24,8 @@ double fan_scale_n(const Blob<T>& blob, proto::FillerParameter::VarianceNorm nor
 
 template <typename T>
 void fill(Blob<T>& blob, const proto::FillerParameter& filler, Rng& rng) {
-  CGDP_ASSERT(blob.device().kind() == DeviceKind::Cpu);
-  auto values = blob.mutable_data_span();
+  // Drawn on the host in one order whatever the backend, then copied: the same values everywhere.
+  std::vector<T> values(static_cast<size_t>(blob.count()));
   const std::string& type = filler.type();
   if (type == "constant") {
     for (T& v : values) v = static_cast<T>(filler.value());
@@ -45,6 +46,7 @@ void fill(Blob<T>& blob, const proto::FillerParameter& filler, Rng& rng) {
     throw ModelError(cat("unknown filler type '", type,
                          "' (known: constant, gaussian, uniform, xavier, msra)"));
   }
+  blob.device().copy(blob.mutable_data(), values.data(), blob.bytes());
 }
 
 template void fill<float>(Blob<float>&, const proto::FillerParameter&, Rng&);

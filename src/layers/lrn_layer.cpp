@@ -26,6 +26,7 @@ void LRNLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
     this->fail(cat("needs a 4-D bottom (N x C x H x W), got ", shape_string(bottom[0]->shape())));
   shape_ = bottom[0]->shape();
   top[0]->reshape(shape_);
+  if (this->device().kind() != DeviceKind::Cpu) return;  // the CUDA half keeps its own scratch
   scale_.resize(static_cast<size_t>(bottom[0]->count()));
   work_.resize(scale_.size());
 }

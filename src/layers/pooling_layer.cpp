@@ -68,7 +68,8 @@ void PoolingLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
     if ((pooled_w_ - 1) * stride_w_ >= width_ + pad_w_) --pooled_w_;
   }
   top[0]->reshape({in.shape(0), in.shape(1), pooled_h_, pooled_w_});
-  if (max_) argmax_.resize(static_cast<size_t>(top[0]->count()));
+  // The CUDA half keeps its argmax on the device (pooling_layer_cuda.cpp).
+  if (max_ && this->device().kind() == DeviceKind::Cpu) argmax_.resize(static_cast<size_t>(top[0]->count()));
 }
 
 template <typename T>

@@ -4,6 +4,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "cgdp/core/error.hpp"
@@ -56,8 +57,11 @@ std::string find_model_file(const std::string& name_or_path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(name_or_path, ec)) return name_or_path;
+  // CGDP_MODELS_DIR in the environment: a build run where its source tree is not (a GPU machine).
+  const char* env = std::getenv("CGDP_MODELS_DIR");
+  const std::string dir = env && *env ? env : CGDP_MODELS_DIR;
   for (const std::string& candidate :
-       {cat(CGDP_MODELS_DIR, "/", name_or_path), cat(CGDP_MODELS_DIR, "/", name_or_path, ".prototxt")})
+       {cat(dir, "/", name_or_path), cat(dir, "/", name_or_path, ".prototxt")})
     if (fs::exists(candidate, ec)) return candidate;
   return name_or_path;  // load_model() reports it missing, under the name the user gave
 }

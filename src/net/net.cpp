@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <set>
 
 #include "cgdp/layers/registry.hpp"
@@ -37,7 +36,8 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
         if (tops_[i][j]->count() != 1)
           throw ModelError(cat(source, ": layer '", lp.name(), "': loss top '", lp.top(j),
                                "' must be a scalar, got ", shape_string(tops_[i][j]->shape())));
-        tops_[i][j]->mutable_diff()[0] = static_cast<T>(loss_weights_[i][j]);
+        const T weight = static_cast<T>(loss_weights_[i][j]);
+        device_->copy(tops_[i][j]->mutable_diff(), &weight, sizeof(T));
       }
   }
   if (!input_) throw ModelError(cat(source, ": the model has no Input layer"));
@@ -174,7 +174,7 @@ template <typename T>
 void Net<T>::forward_layer(int i, const RunContext& ctx) {
   if (layers_[i]->is_input()) return;
   auto run = [this, i, ctx] { layers_[i]->forward(ctx, bottoms_[i], tops_[i]); };
-  if (ctx.stream && device_->kind() == DeviceKind::Cpu) ctx.stream->submit(run);
+  if (ctx.stream) ctx.stream->submit(run);
   else run();
 }
 
@@ -182,7 +182,7 @@ template <typename T>
 void Net<T>::backward_layer(int i, const RunContext& ctx) {
   if (!needs_backward_[i]) return;
   auto run = [this, i, ctx] { layers_[i]->backward(ctx, tops_[i], propagate_down_[i], bottoms_[i]); };
-  if (ctx.stream && device_->kind() == DeviceKind::Cpu) ctx.stream->submit(run);
+  if (ctx.stream) ctx.stream->submit(run);
   else run();
 }
 
@@ -201,9 +201,16 @@ std::vector<std::pair<Blob<T>*, float>> Net<T>::loss_tops() const {
 }
 
 template <typename T>
+T Net<T>::read_scalar(const Blob<T>& blob) const {
+  T value;
+  device_->copy(&value, blob.data(), sizeof(T));
+  return value;
+}
+
+template <typename T>
 double Net<T>::loss() const {
   double sum = 0;
-  for (auto [top, weight] : loss_tops()) sum += weight * static_cast<double>(top->data()[0]);
+  for (auto [top, weight] : loss_tops()) sum += weight * static_cast<double>(read_scalar(*top));
   return sum;
 }
 
@@ -216,22 +223,26 @@ std::map<std::string, double> Net<T>::scalar_outputs() const {
     for (size_t j = 0; j < tops_[i].size(); ++j)
       if (loss_weights_[i][j] == 0.f && tops_[i][j]->count() == 1 && !consumed.count(tops_[i][j]) &&
           !layers_[i]->is_input())
-        out[top_names_[i][j]] = static_cast<double>(tops_[i][j]->data()[0]);
+        out[top_names_[i][j]] = static_cast<double>(read_scalar(*tops_[i][j]));
   return out;
 }
 
 template <typename T>
 std::optional<std::string> Net<T>::first_non_finite_layer() const {
+  std::vector<T> values;
   for (int i = 0; i < num_layers(); ++i)
-    for (const Blob<T>* top : tops_[i])
-      for (T v : top->data_span())
+    for (const Blob<T>* top : tops_[i]) {
+      values.resize(static_cast<size_t>(top->count()));
+      device_->copy(values.data(), top->data(), top->bytes());
+      for (T v : values)
         if (!std::isfinite(v)) return layers_[i]->name();
+    }
   return std::nullopt;
 }
 
 template <typename T>
-void Net<T>::zero_param_diffs() {
-  if (flat_count_) std::memset(flat_diff_ptr_, 0, static_cast<size_t>(flat_count_) * sizeof(T));
+void Net<T>::zero_param_diffs(Stream& stream) {
+  if (flat_count_) stream.zero_async(flat_diff_ptr_, static_cast<size_t>(flat_count_) * sizeof(T));
 }
 
 template <typename T>

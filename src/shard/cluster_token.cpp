@@ -21,9 +21,8 @@ std::string checked(std::string token, const std::string& source) {
   if (token.find('\0') != std::string::npos)
     throw UsageError(cat("cluster token from ", source, " holds a NUL byte"));
   if (token.size() < kMinToken || token.size() > kMaxToken)
-    throw UsageError(cat("cluster token from ", source, " is ", token.size(),
-                         " bytes; expected ", kMinToken, " to ", kMaxToken,
-                         " (e.g. head -c 32 /dev/urandom | base64)"));
+    throw UsageError(cat("cluster token from ", source, " is ", token.size(), " bytes; expected ",
+                         kMinToken, " to ", kMaxToken, " (e.g. head -c 32 /dev/urandom | base64)"));
   return token;
 }
 

@@ -1,15 +1,14 @@
 // The BSP bookkeeping of one shard piece: every host's push of each iteration is kept until all
-// H arrived, then summed in host order; pulls wait for that sum; an iteration is forgotten once
-// every host pulled it. At most two iterations are live (a fast host may push t+1 while a slow one
-// still pulls t).
+// H arrived, then summed over hosts 0..H-1 in sum_buffers' fixed order; pulls wait for that sum;
+// an iteration is forgotten once every host pulled it. At most two iterations are live (a fast
+// host may push t+1 while a slow one still pulls t).
 #pragma once
-
-#include <zmq.hpp>
 
 #include <cstdint>
 #include <deque>
 #include <string>
 #include <vector>
+#include <zmq.hpp>
 
 namespace cgdp {
 
@@ -18,7 +17,7 @@ struct ReadyReply {
   zmq::message_t route;  // the ROUTER identity of the pulling connection
   int host = 0;
   int64_t iteration = 0;
-  zmq::message_t sum;    // shares the sum's buffer (ZeroMQ reference counting), no copy
+  zmq::message_t sum;  // shares the sum's buffer (ZeroMQ reference counting), no copy
 };
 
 class PieceState {

@@ -32,13 +32,20 @@ std::string parse_header(const void* frame, size_t size, MessageHeader& header) 
 
 std::string kind_name(uint16_t kind) {
   switch (static_cast<MessageKind>(kind)) {
-    case MessageKind::kHello: return "hello";
-    case MessageKind::kWelcome: return "welcome";
-    case MessageKind::kPush: return "push";
-    case MessageKind::kPull: return "pull";
-    case MessageKind::kReply: return "reply";
-    case MessageKind::kError: return "error";
-    case MessageKind::kBye: return "bye";
+    case MessageKind::kHello:
+      return "hello";
+    case MessageKind::kWelcome:
+      return "welcome";
+    case MessageKind::kPush:
+      return "push";
+    case MessageKind::kPull:
+      return "pull";
+    case MessageKind::kReply:
+      return "reply";
+    case MessageKind::kError:
+      return "error";
+    case MessageKind::kBye:
+      return "bye";
   }
   return cat("kind ", kind);
 }

@@ -3,17 +3,17 @@
 // and a deadline on every wait that names the shard which did not answer.
 #include "cgdp/shard/ps_client.hpp"
 
-#include <zmq.hpp>
-#include <zmq_addon.hpp>
-
 #include <algorithm>
 #include <condition_variable>
 #include <functional>
 #include <iterator>
 #include <mutex>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/shard/protocol.hpp"
+#include "shard/message_memory.hpp"
 #include "shard/socket_monitor.hpp"
 
 namespace cgdp {
@@ -111,11 +111,12 @@ class PsClient::Impl {
 
 PsClient::Impl::Impl(PsClientConfig c) : config(std::move(c)) {
   if (config.shards.empty()) throw UsageError("parameter-server client: no shard addresses");
+  keep_message_buffers_in_heap();
   if (config.num_hosts < 1 || config.rank < 0 || config.rank >= config.num_hosts)
     throw UsageError(cat("host rank ", config.rank, " is outside [0, ", config.num_hosts, ")"));
   if (config.token.empty()) throw UsageError("parameter-server client: no cluster token");
   if (config.timeout.count() <= 0) throw UsageError("parameter-server client: timeout must be > 0");
-  layout = assign_ranges(config.chunk_sizes, static_cast<int>(config.shards.size()));
+  layout = assign_ranges(config.chunk_sizes, static_cast<int>(config.shards.size()), config.limits);
   tracker_.in_flight.assign(layout.num_chunks(), 0);
   for (int c = 0; c < layout.num_chunks(); ++c) hints_.push_back({&tracker_, c});
   for (size_t s = 0; s < config.shards.size(); ++s) {
@@ -184,8 +185,8 @@ bool PsClient::Impl::poll_until(const std::vector<ShardLink*>& links, Pick which
           conn.lost = cat("lost the connection to ", link.name());
           throw NetworkError(cat(conn.lost, " ", during));
         }
-        throw NetworkError(cat(link.name(), ": ", event_name(e->event),
-                               "; is a cgdp shard listening there?"));
+        throw NetworkError(
+            cat(link.name(), ": ", event_name(e->event), "; is a cgdp shard listening there?"));
       }
       if (items[2 * i].revents & ZMQ_POLLIN) on_message(link);
     }
@@ -216,7 +217,9 @@ void PsClient::Impl::hello_all() {
                                frames.size() > 1 ? frames[1].to_string() : std::string()));
       if (h.kind == static_cast<uint16_t>(MessageKind::kWelcome)) welcomed[link.index] = 1;
     };
-    auto done = [&] { return std::all_of(welcomed.begin(), welcomed.end(), [](char w) { return w; }); };
+    auto done = [&] {
+      return std::all_of(welcomed.begin(), welcomed.end(), [](char w) { return w; });
+    };
     if (!poll_until(links, which, deadline, on_message, done, "while saying hello")) {
       std::string missing;
       for (ShardLink* l : links)
@@ -231,8 +234,8 @@ void PsClient::Impl::check_call(int chunk, int64_t count, const char* what) cons
   if (chunk < 0 || chunk >= layout.num_chunks())
     throw UsageError(cat(what, ": chunk ", chunk, " is outside [0, ", layout.num_chunks(), ")"));
   if (count != layout.chunk_sizes[chunk])
-    throw UsageError(cat(what, ": chunk ", chunk, " has ", layout.chunk_sizes[chunk],
-                         " elements, not ", count));
+    throw UsageError(
+        cat(what, ": chunk ", chunk, " has ", layout.chunk_sizes[chunk], " elements, not ", count));
 }
 
 void PsClient::Impl::push(int64_t iteration, int chunk, const float* data, int64_t count) {
@@ -241,7 +244,8 @@ void PsClient::Impl::push(int64_t iteration, int chunk, const float* data, int64
   for (const ShardPiece& p : layout.pieces_of_chunk(chunk)) {
     ShardLink& link = *links_[p.shard];
     while (auto e = link.push.events->next())
-      if (e->event == ZMQ_EVENT_DISCONNECTED) link.push.lost = cat("lost the connection to ", link.name());
+      if (e->event == ZMQ_EVENT_DISCONNECTED)
+        link.push.lost = cat("lost the connection to ", link.name());
     if (!link.push.lost.empty())
       throw NetworkError(
           cat(link.push.lost, " while pushing iteration ", iteration, ", chunk ", chunk));
@@ -262,8 +266,8 @@ void PsClient::Impl::push(int64_t iteration, int chunk, const float* data, int64
 void PsClient::Impl::wait_released(int chunk, Clock::time_point deadline) {
   std::unique_lock lock(tracker_.mutex);
   if (!tracker_.released.wait_until(lock, deadline, [&] { return tracker_.in_flight[chunk] == 0; }))
-    throw NetworkError(cat("chunk ", chunk, "'s pushes were not sent within ",
-                           duration_text(config.timeout)));
+    throw NetworkError(
+        cat("chunk ", chunk, "'s pushes were not sent within ", duration_text(config.timeout)));
 }
 
 void PsClient::Impl::pull(int64_t iteration, int chunk, float* out, int64_t count) {
@@ -284,16 +288,17 @@ void PsClient::Impl::pull(int64_t iteration, int chunk, float* out, int64_t coun
     if (links.empty() || links.back() != &link) links.push_back(&link);
   }
   auto on_message = [&](ShardLink& link) { receive_reply(link, pull); };
-  if (!poll_until(links, &ShardLink::pull, pull.deadline, on_message,
-                  [&] { return pull.remaining == 0; }, pull.during)) {
+  if (!poll_until(
+          links, &ShardLink::pull, pull.deadline, on_message, [&] { return pull.remaining == 0; },
+          pull.during)) {
     std::string missing;
     for (size_t i = 0; i < pull.pieces.size(); ++i) {
       const std::string name = links_[pull.pieces[i].shard]->name();
       if (pull.waiting[i] && missing.find(name) == std::string::npos)
         missing += (missing.empty() ? "" : ", ") + name;
     }
-    throw NetworkError(cat("no reply from ", missing, " for ", duration_text(config.timeout), " ",
-                           pull.during));
+    throw NetworkError(
+        cat("no reply from ", missing, " for ", duration_text(config.timeout), " ", pull.during));
   }
 }
 
@@ -316,12 +321,14 @@ void PsClient::Impl::receive_reply(ShardLink& link, PendingPull& pull) {
   if (h.kind == static_cast<uint16_t>(MessageKind::kError)) {
     zmq::message_t text;
     if (head.more()) (void)s.recv(text);
-    throw NetworkError(cat(link.name(), " rejected the pull ", pull.during, ": ", text.to_string()));
+    throw NetworkError(
+        cat(link.name(), " rejected the pull ", pull.during, ": ", text.to_string()));
   }
   const ShardPiece& p = pull.pieces[i];
   if (h.kind != static_cast<uint16_t>(MessageKind::kReply) || h.count != p.count || !head.more()) {
     drain();
-    throw NetworkError(cat(link.name(), " sent an unexpected ", kind_name(h.kind), " ", pull.during));
+    throw NetworkError(
+        cat(link.name(), " sent an unexpected ", kind_name(h.kind), " ", pull.during));
   }
   if (!pull.released) wait_released(pull.chunk, pull.deadline);  // `out` may be being sent
   pull.released = true;
@@ -337,7 +344,9 @@ void PsClient::Impl::receive_reply(ShardLink& link, PendingPull& pull) {
 
 PsClient::PsClient(PsClientConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 PsClient::~PsClient() = default;
-const ShardLayout& PsClient::layout() const { return impl_->layout; }
+const ShardLayout& PsClient::layout() const {
+  return impl_->layout;
+}
 void PsClient::push(int64_t iteration, int chunk, const float* data, int64_t count) {
   impl_->push(iteration, chunk, data, count);
 }

@@ -11,14 +11,30 @@ namespace {
 constexpr int64_t kAlign = 16;  // elements: 64 bytes
 constexpr int kMaxShards = 4096;
 
-void check_plan(std::span<const int64_t> chunk_sizes, int num_shards) {
+void check_plan(std::span<const int64_t> chunk_sizes, int num_shards, PieceLimits limits) {
   if (num_shards < 1 || num_shards > kMaxShards)
     throw UsageError(cat("number of shards must be in [1, ", kMaxShards, "], got ", num_shards));
+  if (limits.max_piece < 1 || limits.min_split < 1)
+    throw UsageError(cat("shard layout: piece limits must be >= 1, got max_piece ",
+                         limits.max_piece, " and min_split ", limits.min_split));
   if (chunk_sizes.empty()) throw UsageError("shard layout: the chunk plan has no chunks");
   for (size_t c = 0; c < chunk_sizes.size(); ++c)
     if (chunk_sizes[c] <= 0)
       throw UsageError(cat("shard layout: chunk ", c, " has ", chunk_sizes[c],
                            " elements; expected at least 1"));
+}
+
+// Where shard s begins: the ideal cut, or the nearer end of the chunk it would split too thinly.
+// `starts` are the chunks' first elements and the total at the end.
+int64_t cut(const std::vector<int64_t>& starts, int s, int num_shards, int64_t min_split) {
+  const int64_t total = starts.back();
+  // floor(total * s / num_shards) without overflow, aligned down.
+  const int64_t ideal =
+      (total / num_shards * s + total % num_shards * s / num_shards) / kAlign * kAlign;
+  const auto after = std::upper_bound(starts.begin(), starts.end(), ideal);
+  const int64_t begin = *(after - 1), end = *after;  // the chunk holding `ideal`
+  if (ideal == begin || (ideal - begin >= min_split && end - ideal >= min_split)) return ideal;
+  return ideal - begin <= end - ideal ? begin : end;
 }
 
 }  // namespace
@@ -30,13 +46,13 @@ std::span<const ShardPiece> ShardLayout::pieces_of_chunk(int chunk) const {
 std::span<const ShardPiece> ShardLayout::pieces_of_shard(int shard) const {
   const auto first = std::find_if(pieces.begin(), pieces.end(),
                                   [&](const ShardPiece& p) { return p.shard >= shard; });
-  const auto last = std::find_if(first, pieces.end(),
-                                 [&](const ShardPiece& p) { return p.shard > shard; });
+  const auto last =
+      std::find_if(first, pieces.end(), [&](const ShardPiece& p) { return p.shard > shard; });
   return std::span(first, last);
 }
 
 uint64_t ShardLayout::fingerprint() const {
-  // FNV-1a over the shard count and the chunk sizes.
+  // FNV-1a over the shard count, the limits and the chunk sizes.
   uint64_t h = 1469598103934665603ull;
   auto mix = [&](uint64_t v) {
     for (int b = 0; b < 8; ++b) {
@@ -45,36 +61,36 @@ uint64_t ShardLayout::fingerprint() const {
     }
   };
   mix(static_cast<uint64_t>(num_shards));
+  mix(static_cast<uint64_t>(limits.max_piece));
+  mix(static_cast<uint64_t>(limits.min_split));
   for (int64_t s : chunk_sizes) mix(static_cast<uint64_t>(s));
   return h;
 }
 
-ShardLayout assign_ranges(std::span<const int64_t> chunk_sizes, int num_shards) {
-  check_plan(chunk_sizes, num_shards);
+ShardLayout assign_ranges(std::span<const int64_t> chunk_sizes, int num_shards,
+                          PieceLimits limits) {
+  check_plan(chunk_sizes, num_shards, limits);
   ShardLayout layout;
   layout.num_shards = num_shards;
+  layout.limits = limits;
   layout.chunk_sizes.assign(chunk_sizes.begin(), chunk_sizes.end());
-  for (int64_t s : chunk_sizes) layout.total += s;
-  const int64_t total = layout.total;
-  for (int s = 0; s < num_shards; ++s) {
-    // floor(total * s / num_shards) without overflow, aligned down (cuts may meet, never cross).
-    const int64_t cut = total / num_shards * s + total % num_shards * s / num_shards;
-    layout.shard_begin.push_back(cut / kAlign * kAlign);
-  }
-  layout.shard_begin.push_back(total);
-  int64_t offset = 0;
+  std::vector<int64_t> starts = {0};
+  for (int64_t s : chunk_sizes) starts.push_back(starts.back() + s);
+  layout.total = starts.back();
+  for (int s = 0; s < num_shards; ++s)
+    layout.shard_begin.push_back(cut(starts, s, num_shards, limits.min_split));
+  layout.shard_begin.push_back(layout.total);
   int shard = 0;
-  for (int c = 0; c < static_cast<int>(chunk_sizes.size()); ++c) {
+  for (int c = 0; c < layout.num_chunks(); ++c) {
     layout.chunk_first.push_back(static_cast<int>(layout.pieces.size()));
-    const int64_t end = offset + chunk_sizes[c];
-    for (int64_t at = offset; at < end;) {
+    for (int64_t at = starts[c]; at < starts[c + 1];) {
       while (layout.shard_begin[shard + 1] <= at) ++shard;
-      const int64_t stop = std::min(end, layout.shard_begin[shard + 1]);
-      layout.pieces.push_back({static_cast<int>(layout.pieces.size()), c, shard, at, stop - at,
-                               at - offset});
+      const int64_t stop =
+          std::min({starts[c + 1], layout.shard_begin[shard + 1], at + limits.max_piece});
+      layout.pieces.push_back(
+          {static_cast<int>(layout.pieces.size()), c, shard, at, stop - at, at - starts[c]});
       at = stop;
     }
-    offset = end;
   }
   layout.chunk_first.push_back(static_cast<int>(layout.pieces.size()));
   return layout;

@@ -2,9 +2,6 @@
 // ranges before touching memory, feeds pushes and pulls to the pieces' BSP state, sends replies.
 #include "cgdp/shard/shard_server.hpp"
 
-#include <zmq.hpp>
-#include <zmq_addon.hpp>
-
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -14,17 +11,22 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/shard/protocol.hpp"
 #include "cgdp/shard/shard_layout.hpp"
+#include "shard/message_memory.hpp"
 #include "shard/piece_state.hpp"
 #include "shard/socket_monitor.hpp"
 #include "shard/zap_handler.hpp"
 
 namespace cgdp {
 
-void log_to_stderr(const std::string& line) { std::cerr << "cgdp shard: " << line << "\n"; }
+void log_to_stderr(const std::string& line) {
+  std::cerr << "cgdp shard: " << line << "\n";
+}
 
 namespace {
 
@@ -32,7 +34,8 @@ constexpr int kHeartbeatMs = 1000;
 constexpr auto kPollSlice = std::chrono::milliseconds(50);  // how soon stop() is noticed
 
 void check_config(const ShardConfig& c) {
-  if (c.num_hosts < 1) throw UsageError(cat("shard: number of hosts must be >= 1, got ", c.num_hosts));
+  if (c.num_hosts < 1)
+    throw UsageError(cat("shard: number of hosts must be >= 1, got ", c.num_hosts));
   if (c.shard < 0 || c.shard >= c.num_shards)
     throw UsageError(cat("shard index ", c.shard, " is outside [0, ", c.num_shards, ")"));
   if (c.token.empty()) throw UsageError("shard: no cluster token");
@@ -78,8 +81,8 @@ class ShardServer::Impl {
 
   ShardConfig config_;
   ShardLayout layout_;
-  int first_piece_ = 0;              // this shard's pieces: [first_piece_, first_piece_ + n)
-  std::deque<PieceState> pieces_;    // by local index (a deque: PieceState does not move)
+  int first_piece_ = 0;                // this shard's pieces: [first_piece_, first_piece_ + n)
+  std::deque<PieceState> pieces_;      // by local index (a deque: PieceState does not move)
   std::map<std::string, Peer> peers_;  // by ROUTER identity, after a good hello
   std::vector<char> said_bye_;
   int64_t max_frame_ = 0;
@@ -100,7 +103,8 @@ class ShardServer::Impl {
 
 ShardServer::Impl::Impl(ShardConfig config) : config_(std::move(config)) {
   check_config(config_);
-  layout_ = assign_ranges(config_.chunk_sizes, config_.num_shards);
+  keep_message_buffers_in_heap();
+  layout_ = assign_ranges(config_.chunk_sizes, config_.num_shards, config_.limits);
   const auto mine = layout_.pieces_of_shard(config_.shard);
   first_piece_ = mine.empty() ? 0 : mine.front().range;
   for (const ShardPiece& p : mine) {
@@ -111,23 +115,25 @@ ShardServer::Impl::Impl(ShardConfig config) : config_(std::move(config)) {
   // The ZAP handler first: a PLAIN socket bound before it would let anyone in.
   zap_ = std::make_unique<ZapHandler>(context_, config_.token, config_.log);
   router_ = zmq::socket_t(context_, zmq::socket_type::router);
-  monitor_ = std::make_unique<SocketMonitor>(
-      context_, router_, ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                             ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL);
+  monitor_ =
+      std::make_unique<SocketMonitor>(context_, router_,
+                                      ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                          ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL);
   router_.set(zmq::sockopt::plain_server, 1);
   router_.set(zmq::sockopt::zap_domain, "cgdp");
   // Frames above the largest piece (or a hello) are dropped by ZeroMQ with the connection,
   // before any memory is allocated for them.
   router_.set(zmq::sockopt::maxmsgsize, std::max<int64_t>(max_frame_, 4096));
-  router_.set(zmq::sockopt::sndhwm, static_cast<int>(4 * pieces_.size() * config_.num_hosts + 1000));
+  router_.set(zmq::sockopt::sndhwm,
+              static_cast<int>(4 * pieces_.size() * config_.num_hosts + 1000));
   router_.set(zmq::sockopt::heartbeat_ivl, kHeartbeatMs);
   router_.set(zmq::sockopt::heartbeat_timeout, 3 * kHeartbeatMs);
   router_.set(zmq::sockopt::linger, 0);
   try {
     router_.bind(config_.address);
   } catch (const zmq::error_t& e) {
-    throw NetworkError(cat("shard ", config_.shard, ": cannot listen on ", config_.address, ": ",
-                           e.what()));
+    throw NetworkError(
+        cat("shard ", config_.shard, ": cannot listen on ", config_.address, ": ", e.what()));
   }
   endpoint = router_.get(zmq::sockopt::last_endpoint);
   config_.log(cat("shard ", config_.shard, " of ", config_.num_shards, " listening on ", endpoint,
@@ -165,6 +171,10 @@ void ShardServer::Impl::run() {
     std::lock_guard lock(mutex_);
     error_ = std::current_exception();
   }
+  const ShardStats s = stats();
+  config_.log(cat("shard ", config_.shard, " stopped: ", s.pieces_summed, " sums, ", s.replies_sent,
+                  " replies, ", s.messages_rejected, " messages rejected, ", s.connections_refused,
+                  " connections refused"));
   std::lock_guard lock(mutex_);
   finished_ = true;
   finished_cv_.notify_all();
@@ -254,8 +264,7 @@ std::string ShardServer::Impl::hello(const std::string& route, const Peer& from,
                body.layout_fingerprint, ", here ", layout_.fingerprint(), ")");
   if (h.sender < 0 || h.sender >= config_.num_hosts)
     return cat("host rank ", h.sender, " is outside [0, ", config_.num_hosts, ")");
-  if (peers_.size() >= static_cast<size_t>(64 * config_.num_hosts))
-    return "too many connections";
+  if (peers_.size() >= static_cast<size_t>(64 * config_.num_hosts)) return "too many connections";
   peers_[route] = from;
   config_.log(cat("host ", from.host, " (", from.address, ") joined"));
   zmq::message_t id(route.data(), route.size());
@@ -273,8 +282,8 @@ std::string ShardServer::Impl::check_piece(const MessageHeader& h, const Peer* p
                first_piece_, "..", first_piece_ + static_cast<int>(pieces_.size()) - 1, ")");
   const ShardPiece& p = layout_.pieces[h.range];
   if (h.offset != p.offset || h.count != p.count)
-    return cat("range ", h.range, " is elements [", p.offset, ", +", p.count, "), not [",
-               h.offset, ", +", h.count, ")");
+    return cat("range ", h.range, " is elements [", p.offset, ", +", p.count, "), not [", h.offset,
+               ", +", h.count, ")");
   if (h.iteration < 0) return cat("iteration ", h.iteration, " is negative");
   const size_t want = push ? static_cast<size_t>(p.count) * sizeof(float) : 0;
   if (payload_frames != (push ? 1u : 0u) || payload_bytes != want)
@@ -305,8 +314,8 @@ void ShardServer::Impl::send_ready(int local_piece) {
   const ShardPiece& p = layout_.pieces[first_piece_ + local_piece];
   std::vector<ReadyReply> ready = piece.take_ready();
   for (ReadyReply& r : ready)
-    send(r.route, make_header(MessageKind::kReply, config_.shard, p.range, r.iteration, p.offset,
-                              p.count),
+    send(r.route,
+         make_header(MessageKind::kReply, config_.shard, p.range, r.iteration, p.offset, p.count),
          &r.sum);
   count([&](ShardStats& s) {
     s.replies_sent += static_cast<int64_t>(ready.size());
@@ -316,15 +325,15 @@ void ShardServer::Impl::send_ready(int local_piece) {
 
 void ShardServer::Impl::reject(zmq::message_t& route, const std::string& from,
                                const MessageHeader* h, const std::string& why) {
-  const std::string what = h ? cat(kind_name(h->kind), " (iteration ", h->iteration, ", range ",
-                                   h->range, ")")
-                             : std::string("message");
+  const std::string what =
+      h ? cat(kind_name(h->kind), " (iteration ", h->iteration, ", range ", h->range, ")")
+        : std::string("message");
   config_.log(cat("rejected ", what, " from ", from, ": ", why));
   count([](ShardStats& s) { ++s.messages_rejected; });
   const std::string text = why.substr(0, kMaxErrorText);
   zmq::message_t body(text.data(), text.size());
-  send(route, make_header(MessageKind::kError, config_.shard, h ? h->range : -1,
-                          h ? h->iteration : 0),
+  send(route,
+       make_header(MessageKind::kError, config_.shard, h ? h->range : -1, h ? h->iteration : 0),
        &body);
 }
 
@@ -339,9 +348,17 @@ void ShardServer::Impl::send(zmq::message_t& route, const MessageHeader& h,
 
 ShardServer::ShardServer(ShardConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 ShardServer::~ShardServer() = default;
-const std::string& ShardServer::endpoint() const { return impl_->endpoint; }
-bool ShardServer::wait(std::chrono::milliseconds timeout) { return impl_->wait(timeout); }
-void ShardServer::stop() { impl_->stop(); }
-ShardStats ShardServer::stats() const { return impl_->stats(); }
+const std::string& ShardServer::endpoint() const {
+  return impl_->endpoint;
+}
+bool ShardServer::wait(std::chrono::milliseconds timeout) {
+  return impl_->wait(timeout);
+}
+void ShardServer::stop() {
+  impl_->stop();
+}
+ShardStats ShardServer::stats() const {
+  return impl_->stats();
+}
 
 }  // namespace cgdp

@@ -17,7 +17,9 @@ SocketMonitor::SocketMonitor(zmq::context_t& context, zmq::socket_t& socket, int
   pair_.connect(address);
 }
 
-SocketMonitor::~SocketMonitor() { zmq_socket_monitor(watched_.handle(), nullptr, 0); }
+SocketMonitor::~SocketMonitor() {
+  zmq_socket_monitor(watched_.handle(), nullptr, 0);
+}
 
 std::optional<SocketEvent> SocketMonitor::next() {
   // An event is two frames: 6 bytes (uint16 event, uint32 value), then the endpoint.
@@ -35,13 +37,20 @@ std::optional<SocketEvent> SocketMonitor::next() {
 
 std::string event_name(uint16_t event) {
   switch (event) {
-    case ZMQ_EVENT_CONNECTED: return "connected";
-    case ZMQ_EVENT_ACCEPTED: return "accepted";
-    case ZMQ_EVENT_DISCONNECTED: return "disconnected";
-    case ZMQ_EVENT_HANDSHAKE_SUCCEEDED: return "handshake succeeded";
-    case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH: return "handshake refused (authentication)";
-    case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL: return "handshake failed (protocol error)";
-    case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL: return "handshake failed";
+    case ZMQ_EVENT_CONNECTED:
+      return "connected";
+    case ZMQ_EVENT_ACCEPTED:
+      return "accepted";
+    case ZMQ_EVENT_DISCONNECTED:
+      return "disconnected";
+    case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+      return "handshake succeeded";
+    case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+      return "handshake refused (authentication)";
+    case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+      return "handshake failed (protocol error)";
+    case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+      return "handshake failed";
   }
   return cat("event 0x", std::hex, event);
 }

@@ -2,11 +2,10 @@
 // library's socket monitor, so hosts and shards can name a peer that refused them or went away.
 #pragma once
 
-#include <zmq.hpp>
-
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <zmq.hpp>
 
 namespace cgdp {
 

@@ -1,10 +1,9 @@
 // ZAP handler: checks the PLAIN password against the cluster token in constant time.
 #include "shard/zap_handler.hpp"
 
-#include <zmq_addon.hpp>
-
 #include <iterator>
 #include <vector>
+#include <zmq_addon.hpp>
 
 #include "cgdp/core/error.hpp"
 
@@ -43,8 +42,9 @@ bool ZapHandler::handle_one() {
     ok = same_secret(text(7), token_);
     if (!ok) why = "wrong cluster token";
   }
-  if (!ok) log_(cat("refused a connection from ", address.empty() ? "?" : address, " (user '",
-                    user, "'): ", why));
+  if (!ok)
+    log_(cat("refused a connection from ", address.empty() ? "?" : address, " (user '", user,
+             "'): ", why));
   // Reply: version, request id, status code, status text, user id, metadata.
   std::vector<zmq::message_t> reply;
   reply.emplace_back(std::string("1.0"));

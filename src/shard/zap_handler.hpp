@@ -2,9 +2,8 @@
 // PLAIN handshake carries the cluster token, so refused peers never reach the message loop.
 #pragma once
 
-#include <zmq.hpp>
-
 #include <string>
+#include <zmq.hpp>
 
 #include "cgdp/shard/shard_server.hpp"
 

@@ -53,7 +53,7 @@ class CgdpSync final : public SyncScheme {
     float* dst = aggregator_->receive_buffer(w.index, c);
     traced(*w.d2h, timeline_, w.index, "d2h", cat("d2h chunk ", c), "d2h",
            [&] { w.d2h->copy_async(dst, src, static_cast<size_t>(chunk.count) * sizeof(float)); },
-           {{"chunk", c}});
+           {{"chunk", c}, {"bytes", chunk.count * 4}});
     HostAggregator* agg = aggregator_.get();
     const int worker = w.index;
     w.d2h->launch_host_func([agg, worker, c] { agg->arrived(worker, c); });  // hand-off only
@@ -74,7 +74,7 @@ class CgdpSync final : public SyncScheme {
       if (aggregator_) w.compute->wait(aggregator_->landed(w.index));
       mark(*w.compute, timeline_, &w.marks.exchange_end);
       traced(*w.compute, timeline_, w.index, "compute", "update", "update",
-             [&] { w.compute->submit([&w, grad_scale] { w.solver->step(grad_scale); }); });
+             [&] { w.solver->step(*w.compute, grad_scale); });
       mark(*w.compute, timeline_, &w.marks.update_end);
     }
   }

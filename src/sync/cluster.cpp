@@ -26,7 +26,9 @@ int64_t fold48(int64_t v) {
   return static_cast<int64_t>((x ^ (x >> 31)) % static_cast<uint64_t>(kLimit));
 }
 
-std::string zmq_address(const HostPort& h) { return cat("tcp://", resolve_ipv4(h.host), ":", h.port); }
+std::string zmq_address(const HostPort& h) {
+  return cat("tcp://", resolve_ipv4(h.host), ":", h.port);
+}
 
 }  // namespace
 
@@ -34,6 +36,7 @@ Cluster::Cluster(ClusterConfig config) : config_(std::move(config)) {
   const int hosts = num_hosts();
   if (config_.rank < 0 || config_.rank >= hosts)
     throw UsageError(cat("--rank ", config_.rank, " is outside the ", hosts, " hosts of --hosts"));
+  check_loopback_alone(config_.hosts);
   block_floats_ = std::max<int64_t>(2 * kMaxAgreement, config_.state_floats);
   std::vector<int64_t> chunks = config_.chunk_sizes;
   chunks.push_back(block_floats_ * hosts);  // the control chunk, last
@@ -134,9 +137,10 @@ void Cluster::agree(const Agreement& mine) {
     for (size_t i = 0; i < mine.size(); ++i)
       if (value_of(h, i) != value_of(0, i)) {
         finish();  // every host sees the same values and stops alike, once all have them
-        throw UsageError(cat("hosts disagree on the ", mine[i].first, ": ", host_name(h), " has ",
-                             value_of(h, i), ", ", host_name(0), " has ", value_of(0, i),
-                             " (give every host the same flags, and the same --resume checkpoint)"));
+        throw UsageError(
+            cat("hosts disagree on the ", mine[i].first, ": ", host_name(h), " has ",
+                value_of(h, i), ", ", host_name(0), " has ", value_of(0, i),
+                " (give every host the same flags, and the same --resume checkpoint)"));
       }
 }
 

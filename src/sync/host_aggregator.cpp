@@ -167,7 +167,8 @@ void HostAggregator::send(int chunk) {
   for (size_t i = 0; i < workers_.size(); ++i) {
     const AggregatorWorker& w = workers_[i];
     traced(*w.h2d, timeline_, static_cast<int>(i), "h2d", cat("h2d chunk ", chunk), "h2d",
-           [&] { w.h2d->copy_async(w.device_grads + span.offset, sum, bytes); }, {{"chunk", chunk}});
+           [&] { w.h2d->copy_async(w.device_grads + span.offset, sum, bytes); },
+           {{"chunk", chunk}, {"bytes", span.count * 4}});
   }
 }
 

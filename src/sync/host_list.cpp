@@ -9,17 +9,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <cstring>
-
 #include <charconv>
+#include <cstring>
 #include <set>
 
 #include "cgdp/core/error.hpp"
 
 namespace cgdp {
 
-std::string HostPort::text() const { return cat(host, ":", port); }
+std::string HostPort::text() const {
+  return cat(host, ":", port);
+}
 
 std::vector<HostPort> parse_host_list(const std::vector<std::string>& items,
                                       const std::function<int(int)>& default_port) {
@@ -31,7 +33,8 @@ std::vector<HostPort> parse_host_list(const std::vector<std::string>& items,
     const size_t colon = item.rfind(':');
     HostPort h{item.substr(0, colon), 0};
     if (colon == std::string::npos) {
-      if (!default_port) throw UsageError(cat("--hosts: '", item, "' has no port (expected host:port)"));
+      if (!default_port)
+        throw UsageError(cat("--hosts: '", item, "' has no port (expected host:port)"));
       h.port = default_port(rank);
     } else {
       const char* first = item.data() + colon + 1;
@@ -43,7 +46,8 @@ std::vector<HostPort> parse_host_list(const std::vector<std::string>& items,
     if (h.port < 1 || h.port > 65535)
       throw UsageError(cat("--hosts: '", item, "' needs a port in 1..65535 (for rank ", rank, ")"));
     if (!seen.insert(h.text()).second)
-      throw UsageError(cat("--hosts: ", h.text(), " is given twice (each rank needs its own host:port)"));
+      throw UsageError(
+          cat("--hosts: ", h.text(), " is given twice (each rank needs its own host:port)"));
     hosts.push_back(std::move(h));
   }
   return hosts;
@@ -58,7 +62,8 @@ std::string resolve_ipv4(const std::string& host) {
     throw UsageError(cat("--hosts: host '", host, "' does not resolve to an IPv4 address (",
                          ::gai_strerror(rc), ")"));
   char text[INET_ADDRSTRLEN] = {};
-  ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text, sizeof text);
+  ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text,
+              sizeof text);
   ::freeaddrinfo(found);
   return text;
 }
@@ -67,7 +72,8 @@ std::string probe_tcp(const std::string& ip, int port, std::chrono::milliseconds
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
-  if (::inet_pton(AF_INET, ip.c_str(), &address.sin_addr) != 1) return cat("'", ip, "' is no IPv4 address");
+  if (::inet_pton(AF_INET, ip.c_str(), &address.sin_addr) != 1)
+    return cat("'", ip, "' is no IPv4 address");
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return std::strerror(errno);
   std::string why;
@@ -106,6 +112,18 @@ bool is_local_host(const std::string& host) {
   }
   ::freeifaddrs(interfaces);
   return local;
+}
+
+void check_loopback_alone(const std::vector<HostPort>& hosts) {
+  auto loopback = [](const HostPort& h) {
+    return h.host == "localhost" || h.host.rfind("127.", 0) == 0;
+  };
+  const auto lo = std::find_if(hosts.begin(), hosts.end(), loopback);
+  if (lo == hosts.end()) return;
+  for (const HostPort& h : hosts)
+    if (!is_local_host(h.host))
+      throw UsageError(cat("--hosts: '", lo->host, "' would mean another machine on ", h.host,
+                           "; name this machine by an address the other hosts reach"));
 }
 
 }  // namespace cgdp

@@ -2,8 +2,9 @@
 // are summed up a binary tree of workers into worker 0, which updates; parameters then go back
 // down the tree, and each worker waits for them before its next forward.
 #include <atomic>
+#include <memory>
 
-#include "cgdp/sync/host_sum.hpp"
+#include "cgdp/sync/device_sum.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
 #include "cgdp/train/stream_trace.hpp"
 
@@ -61,14 +62,13 @@ class Ps0Sync final : public SyncScheme {
              [&] { child.d2h->copy_async(recv, child.net->flat_diff().data(), bytes); });
       child.d2h->record(*sent_[e]);
       parent.compute->wait(*sent_[e]);
-      float* sum = parent.net->flat_diff().data();
       traced(*parent.compute, timeline_, parent.index, "compute", cat("add grads of worker ", child.index),
-             "sum", [&] { parent.compute->submit([this, sum, recv, n] { accumulate(sum, recv, n); }); });
+             "sum", [&] { accumulate(parent, recv, n); });
     }
     Worker& root = workers[0];
     mark(*root.compute, timeline_, &root.marks.exchange_end);
     traced(*root.compute, timeline_, 0, "compute", "update", "update",
-           [&] { root.compute->submit([&root, grad_scale] { root.solver->step(grad_scale); }); });
+           [&] { root.solver->step(*root.compute, grad_scale); });
     mark(*root.compute, timeline_, &root.marks.update_end);
     for (auto e = edges_.rbegin(); e != edges_.rend(); ++e) {  // broadcast: parents to children
       Worker& child = workers[e->child];
@@ -88,12 +88,14 @@ class Ps0Sync final : public SyncScheme {
   int64_t last_sum_us() const override { return sum_us_; }
 
  private:
-  // Device-side sum of a child's gradients into the parent's (a kernel on CUDA).
-  void accumulate(float* sum, const float* recv, int64_t n) {
-    const int64_t begin = timeline_.now_us();
-    const float* srcs[] = {sum, recv};
-    sum_buffers(sum, srcs, n, 0);
-    sum_us_ += timeline_.now_us() - begin;
+  // Adds a child's gradients into the parent's on the parent's compute stream (a kernel on CUDA),
+  // timed in stream order by host functions around it.
+  void accumulate(Worker& parent, const float* recv, int64_t n) {
+    float* sum = parent.net->flat_diff().data();
+    auto begin = std::make_shared<int64_t>(0);
+    parent.compute->launch_host_func([this, begin] { *begin = timeline_.now_us(); });
+    issue_sum(*parent.compute, parent.device->kind(), sum, {sum, recv}, n);
+    parent.compute->launch_host_func([this, begin] { sum_us_ += timeline_.now_us() - *begin; });
   }
 
   Timeline& timeline_;

@@ -40,7 +40,7 @@ class LocalSync final : public SyncScheme {
     Worker& w = workers[0];
     mark(*w.compute, timeline_, &w.marks.exchange_end);
     traced(*w.compute, timeline_, w.index, "compute", "update", "update",
-           [&] { w.compute->submit([&w, grad_scale] { w.solver->step(grad_scale); }); });
+           [&] { w.solver->step(*w.compute, grad_scale); });
     mark(*w.compute, timeline_, &w.marks.update_end);
   }
 

@@ -15,7 +15,7 @@
 namespace cgdp {
 
 #ifdef CGDP_HAVE_CUDA
-std::vector<std::string> cuda_pci_bus_ids();  // src/cuda/cuda_topology.cu
+std::vector<std::string> cuda_pci_bus_ids();  // src/cuda/cuda_topology.cpp
 #else
 static std::vector<std::string> cuda_pci_bus_ids() {
   return {};

@@ -2,24 +2,15 @@
 // the binary counter in host_sum.cpp does per element.
 #include "cgdp/train/gradient_fold.hpp"
 
-#include <algorithm>
 #include <bit>
 
-#include "cgdp/sync/host_sum.hpp"
+#include "cgdp/sync/device_sum.hpp"
 
 namespace cgdp {
 
 namespace {
 
 int pending_before(int micro) { return std::popcount(static_cast<unsigned>(micro)); }
-
-// dst = a + b on the stream (sum_buffers: dst may be a or b).
-void issue_add(Stream& stream, float* dst, const float* a, const float* b, int64_t n) {
-  stream.submit([=] {
-    const float* srcs[] = {a, b};
-    sum_buffers(dst, srcs, n, 0);
-  });
-}
 
 }  // namespace
 
@@ -30,19 +21,21 @@ void GradientFold::add(Device& device, Stream& stream, const float* diff, int64_
     if (static_cast<int>(partials_.size()) <= depth)
       partials_.emplace_back(device, static_cast<size_t>(n) * sizeof(float));
     float* fresh = static_cast<float*>(partials_[depth].get());
-    stream.submit([=] { std::copy(diff, diff + n, fresh); });
+    issue_sum(stream, device.kind(), fresh, {diff}, n);
     return;
   }
   auto at = [&](int d) { return static_cast<float*>(partials_[d].get()); };
-  issue_add(stream, at(depth - 1), at(depth - 1), diff, n);
-  for (int d = depth - 2; d >= depth - carries; --d) issue_add(stream, at(d), at(d), at(d + 1), n);
+  issue_sum(stream, device.kind(), at(depth - 1), {at(depth - 1), diff}, n);
+  for (int d = depth - 2; d >= depth - carries; --d)
+    issue_sum(stream, device.kind(), at(d), {at(d), at(d + 1)}, n);
 }
 
-void GradientFold::fold_into(Stream& stream, float* diff, int64_t begin, int64_t end, int micro) {
+void GradientFold::fold_into(Device& device, Stream& stream, float* diff, int64_t begin, int64_t end,
+                             int micro) {
   // Merging the carries and folding what remains are the same step: pending + running sum.
   for (int d = pending_before(micro) - 1; d >= 0; --d) {
     const float* partial = static_cast<const float*>(partials_[d].get()) + begin;
-    issue_add(stream, diff + begin, partial, diff + begin, end - begin);
+    issue_sum(stream, device.kind(), diff + begin, {partial, diff + begin}, end - begin);
   }
 }
 

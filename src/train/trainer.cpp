@@ -15,6 +15,7 @@
 #include "cgdp/cost/profile_match.hpp"
 #include "cgdp/data/open_dataset.hpp"
 #include "cgdp/device/cpu_device.hpp"
+#include "cgdp/device/cuda_options.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/shard/cluster_token.hpp"
 #include "cgdp/train/stream_trace.hpp"
@@ -100,6 +101,9 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   config_.timeline_path = rank_path(config.timeline_path, config.rank);
   if (config.rank != 0) config_.metrics_path.clear();  // the job's metrics come from rank 0
   const DeviceKind device_kind = parse_device_kind(config.device_kind);
+  if (config.cudnn_workspace_mb < 0) throw UsageError("--cudnn-workspace-mb must be >= 0");
+  set_cuda_options({config.tf32, static_cast<size_t>(config.cudnn_workspace_mb) << 20,
+                    !config.nondeterministic});
   if (!config_.timeline_path.empty()) Timeline::check_writable(config_.timeline_path);
   std::optional<Profile> profile;  // --chunk auto's, measured before this trainer's workers exist
   if (config.chunk == "auto") {
@@ -142,12 +146,12 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   if (cluster_) agree_with_other_hosts();
   LoaderOptions lo;
   lo.global_batch = per_worker_batch_ * total_workers();
-  // Host r computes rows [r·N·b, (r+1)·N·b) of the global batch, its worker w rows w·b of those:
-  // global worker r·N + w, as on one host with all H·N workers.
-  lo.slice = worker_slice(rank(), num_hosts(), per_worker_batch_ * num_workers());
+  lo.slice = host_slice(rank(), num_hosts(), num_workers(), per_worker_batch_);
   lo.seed = config_.seed;
   lo.start = start_position_;
-  loader_ = std::make_unique<BatchLoader>(train_data_, lo);
+  if (config.loader_threads < 1) throw UsageError("--loader-threads must be at least 1");
+  lo.threads = config.loader_threads;
+  loader_ = std::make_unique<BatchLoader>(train_data_, lo, *workers_[0].device);  // pinned for GPUs
 }
 
 // After a failure, streams may still hold work that refers to the scheme's events and buffers:
@@ -261,7 +265,7 @@ double Trainer::train_iteration() {
     mark(*w.compute, timeline_, &w.marks.begin);
     scheme_->begin_iteration(w, it);
     traced(*w.compute, timeline_, w.index, "compute", "zero gradients", "update",
-           [&] { w.compute->submit([&w] { w.net->zero_param_diffs(); }); });
+           [&] { w.net->zero_param_diffs(*w.compute); });
   }
   for (int k = 0; k < config_.accumulate; ++k) {
     const Batch& batch = loader_->next();
@@ -344,7 +348,7 @@ Trainer::Evaluation Trainer::evaluate() {
   lo.global_batch = test_batch_;
   lo.order = Order::Sequential;
   lo.epoch_end = EpochEnd::PadLastBatch;
-  BatchLoader loader(test_data_, lo);
+  BatchLoader loader(test_data_, lo, *w.device);
   const int64_t samples = config_.test_samples > 0 ? std::min(config_.test_samples, test_data_->size())
                                                    : test_data_->size();
   double correct = 0, loss = 0;
@@ -381,6 +385,7 @@ void Trainer::announce(ProgressReporter& progress, int64_t batch, double epoch_i
                        test_data_->size(), " test samples, batch ", batch, ", ", max_iterations_,
                        " iterations (", static_cast<double>(max_iterations_) / epoch_iters, " epochs), ",
                        omp_get_max_threads(), " threads"));
+  for (const std::string& note : device_notes(workers_)) progress.message("cgdp: " + note);
   if (cluster_)
     progress.message(cat("cgdp: ", cluster_->host_name(rank()), " of ", num_hosts(), " hosts, ",
                          total_workers(), " workers in all; rows ", rank() * num_workers() * per_worker_batch_,
@@ -399,10 +404,9 @@ void Trainer::announce(ProgressReporter& progress, int64_t batch, double epoch_i
   }
 }
 
-// Tests on rank 0 (every host holds the same parameters); the others only take part in the
-// exchange of BatchNorm statistics that the test starts.
+// Every host tests (all hold the same parameters, so all print the same figures): a host that
+// skipped it would wait that long for the others' next gradients, maybe past the timeout.
 void Trainer::test_point(ProgressReporter& progress, ProgressPoint p, TrainResult& result) {
-  if (rank() != 0) return average_state();
   const Evaluation e = evaluate();
   p.accuracy = e.accuracy;
   p.test_loss = e.loss;
@@ -487,10 +491,10 @@ void Trainer::finish(ProgressReporter& progress, const TrainResult& result) {
   }
   if (config_.phase_table || num_workers() > 1)
     progress.message(phases_.format(cat("phases (", to_string(scheme_->kind()), ", ", num_workers(), " workers)")));
-  if (num_workers() > 1) progress.message(memory_report());
+  if (config_.phase_table || num_workers() > 1) progress.message(memory_report());
   if (const std::string note = scheme_->placement_note(); !note.empty()) progress.message(cat("cgdp: ", note));
-  progress.message(cat("cgdp: done: ", result.iterations, " iterations in ", format_duration(result.train_seconds),
-                       rank() == 0 ? cat(", test accuracy ", result.test_accuracy) : std::string()));
+  progress.message(cat("cgdp: done: ", result.iterations, " iterations in ",
+                       format_duration(result.train_seconds), ", test accuracy ", result.test_accuracy));
 }
 
 }  // namespace cgdp

@@ -4,8 +4,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <map>
 
 #include "cgdp/device/devices.hpp"
+#include "cgdp/sync/topology.hpp"
 #include "cgdp/train/stream_trace.hpp"
 
 namespace cgdp {
@@ -35,13 +37,13 @@ void Worker::issue_backward(const RunContext& ctx, Timeline& timeline, int micro
                             const std::function<void(int)>& after_layer) {
   const bool accumulating = micros > 1, last = micro + 1 == micros;
   float* diff = net->flat_diff().data();
-  if (micro > 0) compute->submit([this] { net->zero_param_diffs(); });
+  if (micro > 0) net->zero_param_diffs(*compute);
   for (int i = net->num_layers() - 1; i >= 0; --i) {
     if (net->needs_backward(i))
       traced(*compute, timeline, index, "compute", net->layer(i).name(), "backward",
              [&] { net->backward_layer(i, ctx); });
     const auto [begin, end] = net->layer_param_range(i);
-    if (accumulating && last && end > begin) fold.fold_into(*compute, diff, begin, end, micro);
+    if (accumulating && last && end > begin) fold.fold_into(*device, *compute, diff, begin, end, micro);
     if (after_layer) after_layer(i);
   }
   if (accumulating && !last) fold.add(*device, *compute, diff, net->learnable_count(), micro);
@@ -66,10 +68,16 @@ std::vector<Worker> make_workers(int count, DeviceKind kind, const proto::NetPar
                                  int max_micro_batches) {
   std::vector<Worker> workers(count);
   const int gpus = kind == DeviceKind::Cuda ? cuda_device_count() : 0;
+  // Each GPU's pinned host memory (the D2H/H2D buffers) goes to the GPU's own NUMA node.
+  std::vector<int> gpu_nodes;
+  if (kind == DeviceKind::Cuda)
+    for (const GpuLocality& gpu : Topology::discover().gpus) gpu_nodes.push_back(gpu.numa_node);
   for (int w = 0; w < count; ++w) {
     Worker& worker = workers[w];
     worker.index = w;
-    worker.device = make_device(kind, kind == DeviceKind::Cuda ? w % std::max(gpus, 1) : w);
+    const int gpu = w % std::max(gpus, 1);  // more workers than GPUs: they share, round-robin
+    const int node = gpu < static_cast<int>(gpu_nodes.size()) ? gpu_nodes[gpu] : -1;
+    worker.device = kind == DeviceKind::Cuda ? make_device(kind, gpu, node) : make_device(kind, w);
     worker.compute = worker.device->create_stream(cat("w", w, "-compute"));
     worker.d2h = worker.device->create_stream(cat("w", w, "-d2h"));
     worker.h2d = worker.device->create_stream(cat("w", w, "-h2d"));
@@ -86,6 +94,27 @@ std::vector<Worker> make_workers(int count, DeviceKind kind, const proto::NetPar
                                                              static_cast<size_t>(max_micro_batches));
   }
   return workers;
+}
+
+std::vector<std::string> device_notes(const std::vector<Worker>& workers) {
+  std::vector<std::string> lines;
+  if (workers.empty() || workers[0].device->kind() != DeviceKind::Cuda) return lines;
+  std::map<int, std::vector<int>> by_gpu;
+  for (const Worker& w : workers) by_gpu[w.device->index()].push_back(w.index);
+  if (by_gpu.size() < workers.size()) {
+    std::string map;
+    for (const auto& [gpu, ws] : by_gpu) {
+      map += cat(map.empty() ? "" : "; ", "cuda:", gpu, ": worker", ws.size() > 1 ? "s" : "");
+      for (size_t i = 0; i < ws.size(); ++i) map += cat(i ? "," : " ", ws[i]);
+    }
+    lines.push_back(cat(workers.size(), " workers share ", by_gpu.size(), " GPU",
+                        by_gpu.size() > 1 ? "s" : "", " round-robin (", map,
+                        "), each worker with its own streams and memory"));
+  }
+  for (const Worker& w : workers)
+    if (std::string note = w.device->pinned_memory_note(); !note.empty())
+      lines.push_back(cat("worker ", w.index, " (", w.device->name(), "): ", note));
+  return lines;
 }
 
 void synchronize_stream(Worker& w, Stream& stream, const char* name, int64_t iteration) {

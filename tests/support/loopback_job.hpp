@@ -78,11 +78,13 @@ class LoopbackJob {
   std::string log(int rank) const { return (dir_ / cat("rank_", rank, ".log")).string(); }
 
   // Rank r's command line, its output going to its log; `extra` is added to its flags. Guarded,
-  // it is killed after two minutes (so a hang fails the test); unguarded, `$!` after `&` is its pid.
+  // it is killed after two minutes (so a hang fails the test); unguarded, `$!` after `&` is its
+  // pid.
   std::string command(int rank, const std::string& extra = "", const std::string& token = kJobToken,
                       bool guarded = true) const {
-    return cat("CGDP_CLUSTER_TOKEN=", token, guarded ? " timeout -s KILL 120 " : " ", kCgdp, " train --hosts ",
-               host_list(ports_), " --rank ", rank, " ", flags_, " ", extra, " > ", log(rank), " 2>&1");
+    return cat("CGDP_CLUSTER_TOKEN=", token, guarded ? " timeout -s KILL 120 " : " ", kCgdp,
+               " train --hosts ", host_list(ports_), " --rank ", rank, " ", flags_, " ", extra,
+               " > ", log(rank), " 2>&1");
   }
 
   // Runs `script` (a shell script that starts the ranks, e.g. from command()) and collects each

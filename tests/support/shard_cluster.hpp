@@ -36,13 +36,15 @@ struct LogSink {
 };
 
 struct Cluster {
-  Cluster(int shards, int hosts, std::vector<int64_t> chunks) : chunk_sizes(std::move(chunks)) {
+  Cluster(int shards, int hosts, std::vector<int64_t> chunks, PieceLimits piece_limits = {})
+      : chunk_sizes(std::move(chunks)), limits(piece_limits) {
     for (int s = 0; s < shards; ++s) {
       ShardConfig c;
       c.shard = s;
       c.num_shards = shards;
       c.num_hosts = hosts;
       c.chunk_sizes = chunk_sizes;
+      c.limits = limits;
       c.token = kToken;
       c.sum_threads = 2;
       c.log = log.sink();
@@ -53,10 +55,11 @@ struct Cluster {
   }
   PsClientConfig client(int rank,
                         std::chrono::milliseconds timeout = std::chrono::seconds(10)) const {
-    return PsClientConfig{endpoints, rank, num_hosts, chunk_sizes, kToken, timeout};
+    return PsClientConfig{endpoints, rank, num_hosts, chunk_sizes, kToken, timeout, limits};
   }
   LogSink log;
   std::vector<int64_t> chunk_sizes;
+  PieceLimits limits;
   int num_hosts = 0;
   std::vector<std::unique_ptr<ShardServer>> servers;
   std::vector<std::string> endpoints;
@@ -71,7 +74,8 @@ inline float value(bool integers, int h, int64_t t, int64_t i) {
 
 // Every host pushes all chunks (in a random order) then pulls them in another random order,
 // in place, for `iterations` iterations; returns each host's final flat vector.
-inline std::vector<std::vector<float>> run_hosts(const Cluster& cluster, bool integers, int iterations) {
+inline std::vector<std::vector<float>> run_hosts(const Cluster& cluster, bool integers,
+                                                 int iterations) {
   const int hosts = cluster.num_hosts;
   int64_t total = 0;
   for (int64_t s : cluster.chunk_sizes) total += s;
@@ -108,19 +112,26 @@ inline std::vector<std::vector<float>> run_hosts(const Cluster& cluster, bool in
   return results;
 }
 
+// The sum of `terms` in sum_buffers' order over hosts 0..H-1: pairs at stride 1, 2, 4, ...
+inline float tree_sum(std::vector<float> terms) {
+  for (size_t stride = 1; stride < terms.size(); stride *= 2)
+    for (size_t i = 0; i + stride < terms.size(); i += 2 * stride) terms[i] += terms[i + stride];
+  return terms[0];
+}
+
 inline void expect_fixed_order_sum(const Cluster& cluster, bool integers, int iterations) {
   const auto results = run_hosts(cluster, integers, iterations);
   const int64_t total = static_cast<int64_t>(results[0].size());
   const int64_t t = iterations - 1;
+  std::vector<float> terms(cluster.num_hosts);
   for (int64_t i = 0; i < total; ++i) {
-    // Host 0, then 1, 2, ... in float. Through a volatile, so the compiler cannot fuse value()'s
-    // multiplication into the addition (an FMA rounds once, the shards round twice).
-    volatile float term = value(integers, 0, t, i);
-    float expected = term;
-    for (int h = 1; h < cluster.num_hosts; ++h) {
-      term = value(integers, h, t, i);
-      expected += term;
+    // Through a volatile, so the compiler cannot fuse value()'s multiplication into the
+    // addition (an FMA rounds once, the shards round twice).
+    for (int h = 0; h < cluster.num_hosts; ++h) {
+      volatile float term = value(integers, h, t, i);
+      terms[h] = term;
     }
+    const float expected = tree_sum(terms);
     for (int h = 0; h < cluster.num_hosts; ++h)
       ASSERT_EQ(std::bit_cast<uint32_t>(results[h][i]), std::bit_cast<uint32_t>(expected))
           << "host " << h << " element " << i;

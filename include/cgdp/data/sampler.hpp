@@ -56,4 +56,10 @@ struct BatchSlice {
 // samples one worker with batch N * b sees. Workers with unequal shares build BatchSlice directly.
 BatchSlice worker_slice(int worker, int workers, int64_t per_worker_batch);
 
+// Host `host` of `hosts`, each with `workers_per_host` workers of `per_worker_batch` samples, loads
+// the rows its workers compute: [host·N·b, (host + 1)·N·b), in which its worker w takes rows
+// [w·b, (w + 1)·b). Its workers are thus the global workers host·N .. host·N + N - 1 of one host
+// with all H·N workers, and see their samples.
+BatchSlice host_slice(int host, int hosts, int workers_per_host, int64_t per_worker_batch);
+
 }  // namespace cgdp

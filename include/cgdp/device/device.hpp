@@ -38,12 +38,15 @@ class Stream {
   virtual void submit(std::function<void()> work) = 0;
   // Copies between device memory and pinned host memory (or device to device), in stream order.
   virtual void copy_async(void* dst, const void* src, size_t bytes) = 0;
+  // Sets `bytes` of device memory to zero, in stream order.
+  virtual void zero_async(void* dst, size_t bytes) = 0;
   // Captures all work submitted so far; `event` completes when it has run.
   virtual void record(Event& event) = 0;
   // Work submitted after this waits until `event`'s captured work has run.
   virtual void wait(Event& event) = 0;
   // Calls `fn` on a host thread once the preceding work has run. `fn` must be short and must
-  // not call device APIs: it only hands work to someone else (e.g. the host aggregator).
+  // not call device APIs: it only hands work to someone else (e.g. the host aggregator). If it
+  // throws, the stream has failed: synchronize() rethrows that exception.
   virtual void launch_host_func(std::function<void()> fn) = 0;
   // Blocks until all submitted work has run; rethrows the first error raised by that work.
   virtual void synchronize() = 0;
@@ -76,6 +79,8 @@ class Device {
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
 
   MemoryStats memory_stats() const;
+  // Where this device's pinned host memory lives, for the run's first lines ("": nothing to say).
+  virtual std::string pinned_memory_note() const { return ""; }
 
  protected:
   void count_device_alloc(int64_t bytes);

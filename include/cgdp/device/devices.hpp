@@ -22,6 +22,8 @@ std::string to_string(const DeviceRef& device);
 int cuda_device_count();
 
 // A CPU device (any index) or CUDA GPU `index`; throws DeviceError if that GPU is absent.
-std::unique_ptr<Device> make_device(DeviceKind kind, int index);
+// `host_numa_node` >= 0 binds a GPU's pinned host memory to that NUMA node (the GPU's own, from
+// Topology); -1 leaves the placement to the OS. CPU devices ignore it.
+std::unique_ptr<Device> make_device(DeviceKind kind, int index, int host_numa_node = -1);
 
 }  // namespace cgdp

@@ -22,6 +22,11 @@ class AccuracyLayer final : public Layer<T> {
   void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   void backward_cpu(const RunContext&, const BlobVec<T>&, const std::vector<bool>&,
                     const BlobVec<T>&) override {}
+#ifdef CGDP_HAVE_CUDA
+  void forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+#endif
+  void backward_cuda(const RunContext&, const BlobVec<T>&, const std::vector<bool>&,
+                     const BlobVec<T>&) override {}
 
  private:
   std::optional<int> ignore_label_;

@@ -19,6 +19,11 @@ class BatchNormLayer final : public Layer<T> {
   void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   void backward_cpu(const RunContext& ctx, const BlobVec<T>& top,
                     const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
+#ifdef CGDP_HAVE_CUDA
+  void forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  void backward_cuda(const RunContext& ctx, const BlobVec<T>& top,
+                     const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
+#endif
 
  private:
   // Per-channel mean and biased variance of the batch into mean_ and variance_.

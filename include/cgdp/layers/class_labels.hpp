@@ -29,4 +29,11 @@ template <typename T>
 int64_t class_label(const Layer<T>& layer, const ClassAxis& ca, const T* labels, int64_t position,
                     std::optional<int> ignore_label, int64_t sample_offset);
 
+// The DataError class_label() throws for a bad `value` at `position` (shared with the CUDA
+// layers, which find bad labels on the device and report them from the stream).
+template <typename T>
+[[noreturn]] void throw_bad_label(const Layer<T>& layer, const ClassAxis& ca, T value,
+                                  int64_t position, std::optional<int> ignore_label,
+                                  int64_t sample_offset);
+
 }  // namespace cgdp

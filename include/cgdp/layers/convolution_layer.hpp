@@ -28,6 +28,11 @@ class ConvolutionLayer final : public Layer<T> {
   void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   void backward_cpu(const RunContext& ctx, const BlobVec<T>& top,
                     const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
+#ifdef CGDP_HAVE_CUDA
+  void forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  void backward_cuda(const RunContext& ctx, const BlobVec<T>& top,
+                     const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
+#endif
 
  private:
   void read_geometry();
@@ -41,6 +46,10 @@ class ConvolutionLayer final : public Layer<T> {
   int64_t work_count() const;
   // Scratch for `threads` threads, work_count() elements each.
   T* work_buffer(int threads);
+#ifdef CGDP_HAVE_CUDA
+  // cuDNN's descriptors and chosen algorithms for this bottom (convolution_layer_cuda.cpp).
+  LayerBackendState& cuda_state(const Blob<T>& bottom, const Blob<T>& top);
+#endif
 
   ConvGeometry geometry_;  // channels/height/width follow the bottom; the rest is the kernel's
   int64_t num_output_ = 0;

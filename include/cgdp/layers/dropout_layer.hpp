@@ -17,6 +17,11 @@ class DropoutLayer final : public Layer<T> {
   void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   void backward_cpu(const RunContext& ctx, const BlobVec<T>& top,
                     const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
+#ifdef CGDP_HAVE_CUDA
+  void forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  void backward_cuda(const RunContext& ctx, const BlobVec<T>& top,
+                     const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
+#endif
 
  private:
   // Fills mask_ with 0 or 1/(1-p). Element j of global sample s depends only on

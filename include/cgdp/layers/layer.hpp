@@ -1,11 +1,13 @@
 // Layer: the unit of a net. A non-virtual public forward()/backward() dispatches to the backend's
 // forward_cpu()/forward_cuda(); setup() validates bottoms, creates parameters and shapes tops.
-// Each concrete layer lives in one header + one .cpp (CPU) + one .cu (CUDA) named after it.
+// Each concrete layer lives in one header, src/layers/<name>_layer.cpp (CPU) and, in CUDA builds,
+// src/layers/<name>_layer_cuda.cpp (cuDNN/cuBLAS calls and launches of kernels/<name>.cu).
 #pragma once
 
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cgdp.pb.h"
@@ -27,6 +29,12 @@ struct RunContext {
 };
 
 using Rng = std::mt19937_64;
+
+// What a backend keeps for a layer between calls (cuDNN descriptors, chosen algorithms, device
+// scratch); each CUDA layer derives its own, created on its first call.
+struct LayerBackendState {
+  virtual ~LayerBackendState() = default;
+};
 
 template <typename T>
 class Layer {
@@ -85,11 +93,18 @@ class Layer {
   // Adds a learnable parameter blob of the given shape (zeros) and returns it.
   Blob<T>& add_param(const Shape& shape);
   Blob<T>& add_state(const Shape& shape);
+  // This layer's backend state of type S, made from `args` on the first call.
+  template <typename S, typename... Args>
+  S& backend_state(Args&&... args) {
+    if (!backend_state_) backend_state_ = std::make_unique<S>(std::forward<Args>(args)...);
+    return static_cast<S&>(*backend_state_);
+  }
 
   proto::LayerParameter param_;
   Device* device_;
   Blobs params_;
   Blobs state_;
+  std::unique_ptr<LayerBackendState> backend_state_;
 };
 
 extern template class Layer<float>;

@@ -20,6 +20,11 @@ class PoolingLayer final : public Layer<T> {
   void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   void backward_cpu(const RunContext& ctx, const BlobVec<T>& top,
                     const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
+#ifdef CGDP_HAVE_CUDA
+  void forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  void backward_cuda(const RunContext& ctx, const BlobVec<T>& top,
+                     const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
+#endif
 
  private:
   // One output's window: rows [h0, h1) x columns [w0, w1) of the input, and AVE's divisor.

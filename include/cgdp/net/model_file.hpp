@@ -11,7 +11,8 @@ proto::NetParameter load_model(const std::string& path);
 proto::NetParameter parse_model(const std::string& text, const std::string& source_name);
 proto::SolverParameter load_solver(const std::string& path);
 
-// Resolves a model name or path: an existing path wins, else models/<name>(.prototxt).
+// Resolves a model name or path: an existing path wins, else <models>/<name>(.prototxt), where
+// <models> is $CGDP_MODELS_DIR if set, else the source tree's models/.
 std::string find_model_file(const std::string& name_or_path);
 
 }  // namespace cgdp

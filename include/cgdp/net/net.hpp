@@ -59,13 +59,14 @@ class Net {
   Blob<T>* input_label() { return input_tops_.size() > 1 ? input_tops_[1] : nullptr; }
 
   // Runs layer i's forward or backward. With ctx.stream set, the work is submitted to that stream
-  // (in order with whatever else is on it); without, it runs now on the calling thread.
+  // (in order with whatever else is on it); without, it runs now on the calling thread (CPU
+  // devices only: CUDA layers launch on ctx.stream).
   void forward_layer(int i, const RunContext& ctx);
   void backward_layer(int i, const RunContext& ctx);
   // A whole forward pass (tests; training walks the layers itself, see Worker).
   void forward(const RunContext& ctx);
 
-  // Weighted sum of the loss tops; host-readable after forward has finished.
+  // Weighted sum of the loss tops, read from the device; call after forward has finished.
   double loss() const;
   // The tops that count towards the loss, with their weights.
   std::vector<std::pair<Blob<T>*, float>> loss_tops() const;
@@ -81,7 +82,8 @@ class Net {
   std::span<T> flat_diff() { return {flat_diff_ptr_, static_cast<size_t>(flat_count_)}; }
   // Element range [begin, end) of layer i's parameters in the flat buffers (empty if none).
   std::pair<int64_t, int64_t> layer_param_range(int i) const { return layer_ranges_[i]; }
-  void zero_param_diffs();
+  // Sets every parameter gradient to zero, in order on `stream`.
+  void zero_param_diffs(Stream& stream);
   // Uses `other`'s parameters and persistent state (matched by layer name): the test net shares
   // the train net's memory, as in Caffe.
   void share_params_from(Net& other);
@@ -95,6 +97,8 @@ class Net {
   void wire_layer(const proto::LayerParameter& lp, const std::string& source);
   void mark_backward();
   void gather_params();
+  // One value of a blob's data, copied from the device.
+  T read_scalar(const Blob<T>& blob) const;
 
   std::string name_;
   Phase phase_;

@@ -15,13 +15,13 @@ inline constexpr uint16_t kProtocolVersion = 1;
 static_assert(std::endian::native == std::endian::little, "the shard protocol is little-endian");
 
 enum class MessageKind : uint16_t {
-  kHello = 1,   // host -> shard: HelloBody; the token already went in ZMTP's PLAIN handshake
-  kWelcome,     // shard -> host: the hello was accepted
-  kPush,        // host -> shard: one piece's gradients for `iteration` (count floats)
-  kPull,        // host -> shard: send the global sum of (iteration, range) once all hosts pushed
-  kReply,       // shard -> host: the global sum (count floats)
-  kError,       // shard -> host: what was wrong with a message (text)
-  kBye,         // host -> shard: this host is done; the shard stops once every host said it
+  kHello = 1,  // host -> shard: HelloBody; the token already went in ZMTP's PLAIN handshake
+  kWelcome,    // shard -> host: the hello was accepted
+  kPush,       // host -> shard: one piece's gradients for `iteration` (count floats)
+  kPull,       // host -> shard: send the global sum of (iteration, range) once all hosts pushed
+  kReply,      // shard -> host: the global sum (count floats)
+  kError,      // shard -> host: what was wrong with a message (text)
+  kBye,        // host -> shard: this host is done; the shard stops once every host said it
 };
 inline constexpr uint16_t kLastKind = static_cast<uint16_t>(MessageKind::kBye);
 

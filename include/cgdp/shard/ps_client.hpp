@@ -21,13 +21,16 @@ struct PsClientConfig {
   // Every blocking wait (connecting, pull) gives up after this and throws NetworkError naming
   // the shard that did not answer.
   std::chrono::milliseconds timeout{30000};
+  PieceLimits limits;  // how chunks are cut (assign_ranges); the same on every host and shard
 };
 
 class PsClient {
  public:
   // Connects to every shard and exchanges hellos (checks the token, the layout and H). Throws
   // NetworkError naming the shard and address that refused the token, rejected the hello or did
-  // not answer within the timeout; UsageError for a bad config.
+  // not answer within the timeout; UsageError for a bad config. The first client or shard of a
+  // process fixes glibc's malloc thresholds (src/shard/message_memory.hpp) so receive buffers are
+  // reused rather than mapped afresh for every message.
   explicit PsClient(PsClientConfig config);
   // Says bye to every shard (so they stop once all hosts left) and closes the sockets.
   ~PsClient();
@@ -41,7 +44,7 @@ class PsClient {
   // `data` must stay valid and unchanged until pull() of the same (iteration, chunk) returned.
   // Each chunk is pushed once per iteration. Throws NetworkError if a shard's connection is lost.
   void push(int64_t iteration, int chunk, const float* data, int64_t count);
-  // Blocks until the global sum (hosts 0, 1, ... added in that order) of the chunk is in `out`
+  // Blocks until the global sum (over hosts 0..H-1 in sum_buffers' fixed order) is in `out`
   // (which may be the pushed `data`). Throws NetworkError naming the shard when one did not
   // answer within the timeout, lost its connection or replied with an error.
   void pull(int64_t iteration, int chunk, float* out, int64_t count);

@@ -8,8 +8,8 @@
 
 namespace cgdp {
 
-// One chunk's elements that live on one shard. Its index in ShardLayout::pieces is the
-// protocol's range id.
+// Consecutive elements of one chunk on one shard, at most PieceLimits::max_piece of them: the unit
+// pushed, summed and pulled. Its index in ShardLayout::pieces is the protocol's range id.
 struct ShardPiece {
   int range = 0;
   int chunk = 0;
@@ -19,8 +19,20 @@ struct ShardPiece {
   int64_t chunk_offset = 0;  // elements from the start of its chunk
 };
 
+// How finely chunks are cut (elements). Every host and shard must use the same.
+struct PieceLimits {
+  // The cap on a piece, 1 MiB: the shard sums a large chunk's first pieces while later ones are
+  // still arriving, and every receive buffer stays in malloc's reused heap (a 64 MiB message
+  // would be a fresh mapping, faulted in and zeroed each time).
+  int64_t max_piece = int64_t{1} << 18;
+  // A chunk is split between two shards only if both sides get at least this, 64 KiB: below it
+  // the messages' fixed costs outweigh the balance.
+  int64_t min_split = int64_t{1} << 14;
+};
+
 struct ShardLayout {
   int num_shards = 0;
+  PieceLimits limits;
   int64_t total = 0;                 // elements in the flat vector
   std::vector<int64_t> chunk_sizes;  // the plan it was made from
   std::vector<ShardPiece> pieces;    // by offset; a chunk's pieces are consecutive
@@ -29,17 +41,20 @@ struct ShardLayout {
 
   int num_chunks() const { return static_cast<int>(chunk_sizes.size()); }
   std::span<const ShardPiece> pieces_of_chunk(int chunk) const;
-  // The pieces shard s owns (consecutive in `pieces`).
+  // The pieces shard s owns (consecutive in `pieces`; none when its range is empty).
   std::span<const ShardPiece> pieces_of_shard(int shard) const;
-  // A hash of the chunk sizes and shard count: hosts and shards check they agree at hello.
+  // A hash of the chunk sizes, shard count and limits: hosts and shards check they agree.
   uint64_t fingerprint() const;
 };
 
-// Shard s owns elements [cut(s), cut(s + 1)) with cut(s) = total * s / num_shards rounded down to
-// 16 elements (64 bytes, so every piece starts cache-line aligned): every shard holds the same
-// bytes to within 64, whatever the chunk sizes. A chunk that crosses a cut is split there, so a
-// large chunk spreads over several shards and its pieces are summed in parallel.
-// Throws UsageError for num_shards < 1, no chunks or a chunk of size <= 0.
-ShardLayout assign_ranges(std::span<const int64_t> chunk_sizes, int num_shards);
+// Shard s owns elements [cut(s), cut(s + 1)). The ideal cut is total * s / num_shards rounded
+// down to 16 elements (64 bytes, so pieces start cache-line aligned). A chunk that crosses a cut
+// is split there when both sides get at least min_split elements, so a large chunk spreads over
+// several shards whose pieces are summed in parallel; otherwise the cut moves to the nearer end
+// of that chunk (each shard is then within min_split elements of an equal share). What a chunk
+// has on one shard is cut into pieces of at most max_piece elements.
+// Throws UsageError for num_shards < 1, no chunks, a chunk of size <= 0 or limits < 1.
+ShardLayout assign_ranges(std::span<const int64_t> chunk_sizes, int num_shards,
+                          PieceLimits limits = {});
 
 }  // namespace cgdp

@@ -1,5 +1,5 @@
 // A parameter-server shard: owns a byte-balanced range of the flat gradient vector, sums every
-// host's push of each of its pieces in host order (BSP), and answers pulls with the global sum.
+// host's push of each of its pieces in one fixed order (BSP), and answers pulls with the sum.
 #pragma once
 
 #include <chrono>
@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "cgdp/shard/shard_layout.hpp"
 
 namespace cgdp {
 
@@ -21,12 +23,13 @@ struct ShardConfig {
   // The only address the shard listens on, ZeroMQ style: "tcp://10.0.0.2:5601"; port "*" picks
   // an ephemeral port (see ShardServer::endpoint()).
   std::string address = "tcp://127.0.0.1:*";
-  int shard = 0;        // this shard's index in [0, num_shards)
+  int shard = 0;  // this shard's index in [0, num_shards)
   int num_shards = 1;
-  int num_hosts = 1;    // H: every (iteration, piece) waits for pushes from hosts 0..H-1
+  int num_hosts = 1;  // H: every (iteration, piece) waits for pushes from hosts 0..H-1
   std::vector<int64_t> chunk_sizes;  // the chunk plan, elements per chunk (as every host has it)
-  std::string token;                 // the cluster token (load_cluster_token)
-  int sum_threads = 1;               // OpenMP threads per sum
+  PieceLimits limits;   // how chunks are cut (assign_ranges); the same on every host and shard
+  std::string token;    // the cluster token (load_cluster_token)
+  int sum_threads = 1;  // OpenMP threads per sum
   // Stop by itself once every host said bye (kBye); otherwise only stop() ends it.
   bool stop_when_hosts_leave = true;
   ShardLog log = log_to_stderr;
@@ -34,9 +37,9 @@ struct ShardConfig {
 
 // What a shard has seen so far (for tests and the final log line).
 struct ShardStats {
-  int64_t pieces_summed = 0;      // (iteration, piece) sums completed
+  int64_t pieces_summed = 0;  // (iteration, piece) sums completed
   int64_t replies_sent = 0;
-  int64_t messages_rejected = 0;  // malformed, out of range, unexpected; each got logged
+  int64_t messages_rejected = 0;    // malformed, out of range, unexpected; each got logged
   int64_t connections_refused = 0;  // wrong cluster token (refused by the ZAP handler)
   int hosts_said_bye = 0;
 };
@@ -44,7 +47,8 @@ struct ShardStats {
 class ShardServer {
  public:
   // Binds `config.address` (throws NetworkError naming it when that fails; UsageError for a bad
-  // config) and serves on its own thread until stop(), or until every host said bye.
+  // config) and serves on its own thread until stop(), or until every host said bye. Fixes
+  // glibc's malloc thresholds for the process, as PsClient does.
   explicit ShardServer(ShardConfig config);
   ~ShardServer();  // stop()
   ShardServer(const ShardServer&) = delete;

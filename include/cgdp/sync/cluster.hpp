@@ -22,7 +22,7 @@ namespace cgdp {
 struct ClusterConfig {
   std::vector<HostPort> hosts;  // rank r's shard listens on hosts[r]
   int rank = 0;
-  std::string token;            // load_cluster_token()
+  std::string token;  // load_cluster_token()
   std::chrono::milliseconds timeout{30000};
   std::vector<int64_t> chunk_sizes;  // the gradient chunk plan (elements per chunk)
   int64_t state_floats = 0;          // layer state of all of one host's workers (gather_state)
@@ -55,8 +55,8 @@ class Cluster final : public ChunkReducer {
   void pull(int64_t iteration, int chunk, float* sum, int64_t count) override;
 
   // Every host states the same names in the same order; throws UsageError naming the first value
-  // that differs from host 0's and both hosts (after every host has seen it: finish()). Values outside [0, 2^48) are compared (and
-  // reported) hashed into that range.
+  // that differs from host 0's and both hosts (after every host has seen it: finish()). Values
+  // outside [0, 2^48) are compared (and reported) hashed into that range.
   void agree(const Agreement& mine);
   // Every host's `mine` (state_floats values each), in host order: each host's values exactly.
   std::vector<float> gather_state(std::span<const float> mine);

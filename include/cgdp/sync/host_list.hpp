@@ -29,6 +29,10 @@ std::string resolve_ipv4(const std::string& host);
 // why not ("connection refused", "no answer within 1 s", ...). To name a host that went away.
 std::string probe_tcp(const std::string& ip, int port, std::chrono::milliseconds timeout);
 
+// Throws UsageError when a loopback name (localhost, 127.x) sits beside a host that is not this
+// machine: on every other host that name would mean that host itself.
+void check_loopback_alone(const std::vector<HostPort>& hosts);
+
 // Whether `host` is this machine: localhost, a loopback address, this host's name, or one of
 // its interfaces' addresses (launch starts such ranks directly instead of over ssh).
 bool is_local_host(const std::string& host);

@@ -16,7 +16,7 @@ class GradientFold {
   void add(Device& device, Stream& stream, const float* diff, int64_t n, int micro);
   // Issues on `stream`: diff[begin, end) becomes the tree sum of the earlier micro-batches and
   // itself, the last micro-batch `micro`.
-  void fold_into(Stream& stream, float* diff, int64_t begin, int64_t end, int micro);
+  void fold_into(Device& device, Stream& stream, float* diff, int64_t begin, int64_t end, int micro);
 
  private:
   // Partial sums pending after micro-batch k: one per set bit of k + 1, largest first.

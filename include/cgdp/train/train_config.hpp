@@ -31,10 +31,16 @@ struct TrainConfig {
   std::string resume_path;
   bool plain_output = false;        // never use the live terminal line
   int threads = 0;                  // 0: OpenMP's default
+  int loader_threads = 1;           // threads that fill each batch (large synthetic images)
 
   // Data-parallel workers.
   int devices = 1;
   std::string device_kind = "cpu";  // cpu or cuda
+  // CUDA libraries (cuda_options.hpp): TF32 in convolutions, cuDNN's scratch cap, and whether
+  // cuDNN may pick non-deterministic algorithms.
+  bool tf32 = false;
+  int64_t cudnn_workspace_mb = 1024;
+  bool nondeterministic = false;
   std::string sync;                 // cgdp, ps0, local; empty: cgdp for > 1 device, else local
   std::string chunk = "layer";      // chunk plan for cgdp (see chunk_plan.hpp), or "auto"
   // --chunk auto (train/chunk_autotuner.hpp): the profile predicted from (empty: measure one

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cgdp/data/batch_loader.hpp"
@@ -55,10 +56,15 @@ struct Worker {
 };
 
 // Creates `count` workers on `kind` devices (CPU devices cpu:0..N-1; CUDA workers round-robin
-// over the GPUs), each with its streams and a net built from `model` with per-worker `batch`.
+// over the GPUs, pinned memory on each GPU's NUMA node), each with its own streams and a net
+// built from `model` with per-worker `batch`.
 std::vector<Worker> make_workers(int count, DeviceKind kind, const proto::NetParameter& model,
                                  int64_t batch, uint64_t seed, const std::string& source,
                                  int max_micro_batches);
+
+// Lines for the start of a run on CUDA: which workers share which GPU (more workers than GPUs),
+// and where each worker's pinned host memory lives. Empty on the CPU backend.
+std::vector<std::string> device_notes(const std::vector<Worker>& workers);
 
 // Synchronizes one stream of a worker; rethrows a failure as a DeviceError naming the worker, its
 // device, the stream and the iteration.

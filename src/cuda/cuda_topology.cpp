@@ -8,7 +8,7 @@
 
 namespace cgdp {
 
-int count_cuda_devices();  // cuda_device.cu
+int count_cuda_devices();  // cuda_device.cpp
 
 std::vector<std::string> cuda_pci_bus_ids() {
   std::vector<std::string> ids;

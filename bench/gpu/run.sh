@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# cgdp on one GPU next to PyTorch, in two halves, since the GPU machine has CUDA, PyTorch and
+# torchvision but none of Debian's libraries and builds nothing:
+#   bench/gpu/run.sh prepare   here: builds cgdp, gpu_copy_bench and the CUDA tests with CUDA
+#                              (protobuf, OpenBLAS, hwloc, zlib, libgomp static) and assembles
+#                              build-gpu/carry (git-ignored, at most 64 MiB)
+#   bench/gpu/run.sh bench     on the GPU machine: prints ONE table (runs within BUDGET_S s):
+#                              single-worker iteration time and images/s next to PyTorch's;
+#                              1, 2 and 4 workers sharing the GPU, cgdp vs ps0, with the phases;
+#                              chunk copy GB/s next to plain pinned cudaMemcpy; MiB per worker
+#   bench/gpu/run.sh test      on the GPU machine: the CUDA tests from the carry folder
+# With the device tool: run(command="bench/gpu/run.sh bench", carry=["build-gpu/carry"]).
+# Environment: ITERATIONS (10), BUDGET_S (520), CONFIGS ("alexnet:256 googlenet:64 vgg16:32
+# resnet152:12 resnet152:16"), JOBS (build jobs, 2), OUT (gets table.txt and the logs' archive).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+carry=build-gpu/carry
+binaries=(cgdp gpu_copy_bench cuda_device_test cuda_layers_test cuda_net_test train_test
+          cgdp_equivalence_test)
+
+die() { echo "bench/gpu/run.sh: $*" >&2; exit 1; }
+
+prepare() {
+  mkdir -p build-gpu
+  local launchers=()
+  command -v ccache >/dev/null && launchers=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+                                             -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCGDP_WITH_CUDA=ON -DCGDP_STATIC_DEPS=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DBUILD_TESTING=ON "${launchers[@]}" >build-gpu/cmake.log 2>&1 ||
+    { cat build-gpu/cmake.log >&2; die "cmake failed"; }
+  grep -q "cgdp: CUDA backend ON" build-gpu/cmake.log || die "no nvcc here: the GPU build needs CUDA"
+  cmake --build build-gpu -j"${JOBS:-2}" --target "${binaries[@]}" >build-gpu/build.log 2>&1 ||
+    { grep -E "error|Error" build-gpu/build.log | head -20 >&2; die "the build failed (build-gpu/build.log)"; }
+  rm -rf "$carry"
+  mkdir -p "$carry/lib"
+  local stage
+  stage=$(mktemp -d)
+  trap 'rm -rf "$stage"' RETURN
+  mkdir "$stage/bin"
+  for b in "${binaries[@]}"; do
+    local path=build-gpu/$b
+    [[ -x $path ]] || path=build-gpu/tests/$b
+    cp "$path" "$stage/bin/" && strip "$stage/bin/$b"
+  done
+  # Shared libraries the binaries still need, but for glibc, the C++ runtime and CUDA's (the
+  # GPU machine has those; its cuDNN and cuBLAS come from pip).
+  ldd "$stage"/bin/* | awk '/=> \// {print $3}' | sort -u |
+    grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcud[a-z]*|libcublas[A-Za-z]*)\.so' |
+    while read -r lib; do cp -L "$lib" "$carry/lib/"; done
+  # Static binaries compress about tenfold; the GPU half unpacks them with python3's tarfile.
+  XZ_OPT="-6 -T${JOBS:-2}" tar -C "$stage" -cJf "$carry/bin.tar.xz" bin
+  fashion_subset "$carry/fashion-mnist"
+  { echo "commit $(git rev-parse HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)')"
+    echo "built $(date -u +%FT%TZ) on $(uname -n)"
+    (cd "$carry" && find . -type f -printf '%s %p\n' | sort -k2); } >"$carry/MANIFEST"
+  local bytes
+  bytes=$(du -sb "$carry" | cut -f1)
+  ((bytes <= 64 * 1024 * 1024)) || die "$carry is $((bytes >> 20)) MiB, over the 64 MiB that travels"
+  echo "$carry: $((bytes >> 20)) MiB ($(ls "$carry/lib" | tr '\n' ' '))"
+  echo "next, on the GPU machine: bench/gpu/run.sh bench (carry build-gpu/carry)"
+}
+
+# The first 4096 training and 64 test samples of Fashion-MNIST, which the CUDA equivalence test
+# reads (the GPU machine has no dataset-fashion-mnist).
+fashion_subset() {
+  local src=/usr/share/datasets/fashion-mnist
+  [[ -d $src ]] || { echo "($src missing: the equivalence test will skip there)"; return 0; }
+  mkdir -p "$1"
+  python3 - "$src" "$1" <<'EOF'
+import gzip, sys
+src, dst = sys.argv[1:]
+for split, count in (("train", 4096), ("t10k", 64)):
+    for kind, header, record in (("images-idx3", 16, 784), ("labels-idx1", 8, 1)):
+        name = "%s-%s-ubyte.gz" % (split, kind)
+        data = bytearray(gzip.open("%s/%s" % (src, name)).read(header + record * count))
+        data[4:8] = count.to_bytes(4, "big")
+        with gzip.open("%s/%s" % (dst, name), "wb") as out:
+            out.write(data)
+EOF
+}
+
+# On the GPU machine: the binaries unpacked, the libraries found, or a clear reason why not.
+gpu_setup() {
+  [[ -f $carry/bin.tar.xz ]] || die "no $carry/bin.tar.xz: run 'bench/gpu/run.sh prepare' first, then carry build-gpu/carry"
+  command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q GPU ||
+    die "no GPU here (nvidia-smi lists none): the GPU half runs on the device machine"
+  work=$(mktemp -d)
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+    "$carry/bin.tar.xz" "$work"
+  bin=$work/bin
+  # cuDNN and cuBLAS from the pip packages PyTorch uses (python's nvidia/*/lib folders).
+  local pip_libs
+  pip_libs=$(python3 -c 'import glob, os, nvidia
+print(":".join(sorted({os.path.dirname(f) for d in nvidia.__path__
+                       for f in glob.glob(os.path.join(d, "**", "lib*.so*"), recursive=True)})))' 2>/dev/null) ||
+    die "python3 has no nvidia packages (PyTorch's cuDNN and cuBLAS)"
+  export LD_LIBRARY_PATH=$pip_libs:$PWD/$carry/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  local missing
+  missing=$(ldd "$bin/cgdp" | grep "not found" || true)
+  [[ -z $missing ]] || die "cgdp cannot load: $missing"
+  export CGDP_MODELS_DIR=$PWD/models
+}
+
+bench() {
+  gpu_setup
+  local iterations=${ITERATIONS:-10} budget=${BUDGET_S:-520}
+  local results=$work/results
+  mkdir -p "$results"
+  local start=$SECONDS
+  local configs=(${CONFIGS:-alexnet:256 googlenet:64 vgg16:32 resnet152:12 resnet152:16})
+  # Seconds left for one more run (at most 240), so that no run outlasts the budget.
+  time_left() { local left=$((budget - (SECONDS - start))); echo $((left < 240 ? left : 240)); }
+  # Runs cgdp unless the budget is spent; the log is the table's input.
+  cgdp_run() {  # config-name model batch sync workers iterations extra-flags...
+    local name=$1 model=$2 batch=$3 sync=$4 n=$5 its=$6
+    shift 6
+    local log=$results/${name}_${sync}_n$n.log left
+    left=$(time_left)
+    if ((left < 20)); then echo "skipped: time budget spent" >"$log"; return; fi
+    timeout "$left" "$bin/cgdp" train --model "models/$model.prototxt" --data synthetic \
+      --batch "$batch" --devices "$n" --device-kind cuda --sync "$sync" --iterations "$its" \
+      --test-interval -1 --test-batch "$batch" --test-samples "$batch" --display "$its" \
+      --plain --phase-table --tf32 --nondeterministic --loader-threads 8 --lr 0.001 "$@" \
+      >"$log" 2>&1 || echo "cgdp: error: exit $? (timeout or failure)" >>"$log"
+  }
+  size_of() { [[ $1 == alexnet ]] && echo 227 || echo 224; }
+  local setup_configs=()
+  for c in "${configs[@]}"; do  # 1: single worker next to PyTorch, for every configuration
+    local model=${c%%:*} batch=${c##*:}
+    local name=${model}_b$batch
+    cgdp_run "$name" "$model" "$batch" local 1 "$iterations"
+    (($(time_left) >= 20)) && timeout "$(time_left)" python3 bench/gpu/torch_peer.py --model "$model" \
+      --batch "$batch" --size "$(size_of "$model")" --iterations "$iterations" --warmup 3 \
+      >"$results/${name}_torch.json" 2>"$results/${name}_torch.err" || rm -f "$results/${name}_torch.json"
+  done
+  for c in "${configs[@]}"; do  # 2: workers sharing the GPU, cgdp vs ps0 (ResNet-152: batch 16)
+    local model=${c%%:*} batch=${c##*:}
+    [[ $c == resnet152:12 ]] && continue
+    for n in 1 2 4; do
+      cgdp_run "${model}_b$batch" "$model" "$batch" cgdp "$n" "$iterations"
+      if ((n > 1)); then cgdp_run "${model}_b$batch" "$model" "$batch" ps0 "$n" "$iterations"; fi
+    done
+  done
+  for c in "${configs[@]}"; do  # 3: chunk copies (2 workers, timeline on) and plain copies
+    local model=${c%%:*} batch=${c##*:}
+    local name=${model}_b$batch
+    [[ $c == resnet152:12 ]] && continue
+    cgdp_run "${name}_copies" "$model" "$batch" cgdp 2 4 --timeline "$results/${name}_copy.json"
+    [[ -f $results/${name}_copy.json ]] || continue
+    local sizes
+    sizes=$(python3 -c 'import json, sys
+print(" ".join(sorted({str(e["args"]["bytes"]) for e in json.load(open(sys.argv[1]))["traceEvents"]
+                       if e.get("cat") == "d2h" and "bytes" in e.get("args", {})})))' "$results/${name}_copy.json") ||
+      continue
+    timeout 60 "$bin/gpu_copy_bench" $sizes >"$results/${name}_plain.jsonl" 2>&1 || true
+  done
+  python3 - "$results" "$iterations" "${configs[@]}" <<'EOF'
+import json, subprocess, sys
+try:
+    import torch
+    versions = "torch %s, cuDNN %s" % (torch.__version__, torch.backends.cudnn.version())
+except ImportError:
+    versions = "PyTorch not found"
+results, iterations, configs = sys.argv[1], sys.argv[2], sys.argv[3:]
+gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                     capture_output=True, text=True).stdout.strip()
+entries = []
+for c in configs:
+    model, batch = c.split(":")
+    runs = [["local", 1]]
+    if c != "resnet152:12":
+        runs += [["cgdp", 1], ["cgdp", 2], ["ps0", 2], ["cgdp", 4], ["ps0", 4]]
+    entries.append({"model": model, "batch": int(batch), "runs": runs, "copy_workers": 2})
+notes = [
+    "N workers share the one GPU round-robin (each its own streams and memory), batch per worker;"
+    " ms/it: wall time per iteration, mean of %s after the first; phases in ms per worker." % iterations,
+    "exch: exchange left after backward (exch/bwd for cgdp); sum: gradient sum (cgdp: host; ps0:"
+    " on the GPU); MiB/wkr: device memory cgdp allocated per worker (not cuDNN's/cuBLAS's own).",
+    "D2H/H2D GB/s: cgdp's chunk copies during training with 2 workers (timeline run), in"
+    " parentheses a plain pinned cudaMemcpy of the same sizes.",
+    "Both: fp32, synthetic data, cuDNN autotuned (cgdp: --nondeterministic), TF32 in convolutions"
+    " only (PyTorch's default; cgdp --tf32). cgdp copies each batch from pinned host memory;"
+    " PyTorch's stays on the GPU. PyTorch runs torchvision's models (AlexNet without Caffe's LRN"
+    " and groups; GoogLeNet without auxiliary heads, as cgdp's).",
+    "%s; GPU %s" % (versions, gpu),
+]
+json.dump({"title": "cgdp vs PyTorch on one GPU (%s)" % gpu, "configs": entries, "notes": notes},
+          open(results + "/setup.json", "w"))
+EOF
+  python3 bench/gpu/table.py "$results" | tee "$results/table.txt"
+  # The device tool brings back a few files from $OUT: the table, and every log in one archive.
+  if [[ -n ${OUT:-} ]]; then
+    cp "$results/table.txt" "$OUT/"
+    tar -C "$work" -czf "$OUT/gpu-bench-logs.tar.gz" results
+  fi
+}
+
+tests() {
+  gpu_setup
+  [[ -d $carry/fashion-mnist ]] && export CGDP_FASHION_MNIST=$PWD/$carry/fashion-mnist
+  local failed=0
+  for t in cuda_device_test cuda_layers_test cuda_net_test; do
+    "$bin/$t" --gtest_brief=1 || failed=1
+  done
+  "$bin/train_test" --gtest_brief=1 --gtest_filter='*Cuda*' || failed=1
+  "$bin/cgdp_equivalence_test" --gtest_brief=1 --gtest_filter='*cuda*' || failed=1
+  return $failed
+}
+
+case ${1:-} in
+  prepare) prepare ;;
+  bench) bench ;;
+  test) tests ;;
+  *) sed -n 2,14p "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+esac

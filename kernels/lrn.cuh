@@ -1,0 +1,26 @@
+// Launchers for LRN as the CPU layer computes it (WITHIN_CHANNEL, and ACROSS_CHANNELS where
+// cuDNN's LRN does not apply).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace cgdp::kernels {
+
+struct LrnShape {
+  int64_t num = 0, channels = 0, height = 0, width = 0;
+  int64_t size = 5;     // odd window width
+  bool across = true;   // ACROSS_CHANNELS; else a size x size square within each channel
+};
+
+// scale = k + alpha_over_n * (window sum of x^2); y = x * scale^-beta. `scale` is kept for backward.
+template <typename T>
+void lrn_forward(const T* x, T* scale, T* y, const LrnShape& s, T alpha_over_n, T k, T beta,
+                 cudaStream_t stream);
+// work = dy * y / scale; dx = dy * scale^-beta - 2 * alpha_over_n * beta * x * (window sum of work).
+template <typename T>
+void lrn_backward(const T* x, const T* y, const T* scale, const T* dy, T* work, T* dx,
+                  const LrnShape& s, T alpha_over_n, T beta, cudaStream_t stream);
+
+}  // namespace cgdp::kernels

@@ -1,0 +1,133 @@
+// Pooling kernels: one thread per output (forward) or per input element (backward, gathering).
+#include <cfloat>
+
+#include "launch.cuh"
+#include "pooling.cuh"
+
+namespace cgdp::kernels {
+
+namespace {
+
+struct Window {
+  int64_t h0, h1, w0, w1, divisor;
+};
+
+// Output (ph, pw)'s window clipped to the input, and AVE's divisor (clipped to the padded input).
+__device__ Window window_of(const PoolShape& s, int64_t ph, int64_t pw) {
+  const int64_t h0 = ph * s.stride_h - s.pad_h, w0 = pw * s.stride_w - s.pad_w;
+  const int64_t h1 = min64(h0 + s.kernel_h, s.height + s.pad_h);
+  const int64_t w1 = min64(w0 + s.kernel_w, s.width + s.pad_w);
+  return {max64(h0, 0), min64(h1, s.height), max64(w0, 0), min64(w1, s.width),
+          (h1 - h0) * (w1 - w0)};
+}
+
+// The outputs along one axis whose windows can hold input coordinate x: [first, last).
+__device__ void covering(int64_t x, int64_t pad, int64_t kernel, int64_t stride, int64_t pooled,
+                         int64_t* first, int64_t* last) {
+  *first = x + pad < kernel ? 0 : (x + pad - kernel) / stride + 1;
+  *last = min64((x + pad) / stride + 1, pooled);
+}
+
+template <typename T>
+__global__ void max_forward_kernel(const T* in, T* out, int32_t* argmax, PoolShape s, int64_t n) {
+  CGDP_KERNEL_LOOP(index, n) {
+    const int64_t pw = index % s.pooled_w, ph = index / s.pooled_w % s.pooled_h;
+    const T* plane = in + index / (s.pooled_w * s.pooled_h) * s.height * s.width;
+    const Window w = window_of(s, ph, pw);
+    T best = sizeof(T) == sizeof(float) ? T(-FLT_MAX) : T(-DBL_MAX);
+    int64_t at = -1;
+    for (int64_t h = w.h0; h < w.h1; ++h)
+      for (int64_t x = w.w0; x < w.w1; ++x)
+        if (plane[h * s.width + x] > best) best = plane[h * s.width + x], at = h * s.width + x;
+    out[index] = best;
+    argmax[index] = static_cast<int32_t>(at);
+  }
+}
+
+template <typename T>
+__global__ void ave_forward_kernel(const T* in, T* out, PoolShape s, int64_t n) {
+  CGDP_KERNEL_LOOP(index, n) {
+    const int64_t pw = index % s.pooled_w, ph = index / s.pooled_w % s.pooled_h;
+    const T* plane = in + index / (s.pooled_w * s.pooled_h) * s.height * s.width;
+    const Window w = window_of(s, ph, pw);
+    T sum = 0;
+    for (int64_t h = w.h0; h < w.h1; ++h)
+      for (int64_t x = w.w0; x < w.w1; ++x) sum += plane[h * s.width + x];
+    out[index] = sum / static_cast<T>(w.divisor);
+  }
+}
+
+template <typename T, bool kMax>
+__global__ void backward_kernel(const T* out_diff, const int32_t* argmax, T* in_diff, PoolShape s,
+                                int64_t n) {
+  CGDP_KERNEL_LOOP(index, n) {
+    const int64_t x = index % s.width, h = index / s.width % s.height;
+    const int64_t plane = index / (s.width * s.height);
+    const int64_t offset = plane * s.pooled_h * s.pooled_w;
+    int64_t ph0, ph1, pw0, pw1;
+    covering(h, s.pad_h, s.kernel_h, s.stride_h, s.pooled_h, &ph0, &ph1);
+    covering(x, s.pad_w, s.kernel_w, s.stride_w, s.pooled_w, &pw0, &pw1);
+    T gradient = 0;
+    for (int64_t ph = ph0; ph < ph1; ++ph)
+      for (int64_t pw = pw0; pw < pw1; ++pw) {
+        const int64_t o = offset + ph * s.pooled_w + pw;
+        if (kMax) {
+          if (argmax[o] == h * s.width + x) gradient += out_diff[o];
+        } else {
+          const Window w = window_of(s, ph, pw);
+          if (h >= w.h0 && h < w.h1 && x >= w.w0 && x < w.w1)
+            gradient += out_diff[o] / static_cast<T>(w.divisor);
+        }
+      }
+    in_diff[index] = gradient;
+  }
+}
+
+int64_t outputs(const PoolShape& s) { return s.planes * s.pooled_h * s.pooled_w; }
+int64_t inputs(const PoolShape& s) { return s.planes * s.height * s.width; }
+
+}  // namespace
+
+template <typename T>
+void max_pool_forward(const T* in, T* out, int32_t* argmax, const PoolShape& s, cudaStream_t stream) {
+  const int64_t n = outputs(s);
+  if (n <= 0) return;
+  max_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(in, out, argmax, s, n);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void ave_pool_forward(const T* in, T* out, const PoolShape& s, cudaStream_t stream) {
+  const int64_t n = outputs(s);
+  if (n <= 0) return;
+  ave_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(in, out, s, n);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void max_pool_backward(const T* out_diff, const int32_t* argmax, T* in_diff, const PoolShape& s,
+                       cudaStream_t stream) {
+  const int64_t n = inputs(s);
+  if (n <= 0) return;
+  backward_kernel<T, true><<<blocks_for(n), kThreads, 0, stream>>>(out_diff, argmax, in_diff, s, n);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void ave_pool_backward(const T* out_diff, T* in_diff, const PoolShape& s, cudaStream_t stream) {
+  const int64_t n = inputs(s);
+  if (n <= 0) return;
+  backward_kernel<T, false><<<blocks_for(n), kThreads, 0, stream>>>(out_diff, nullptr, in_diff, s, n);
+  CUDA_CHECK_LAUNCH();
+}
+
+#define CGDP_INSTANTIATE(T)                                                                       \
+  template void max_pool_forward<T>(const T*, T*, int32_t*, const PoolShape&, cudaStream_t);      \
+  template void ave_pool_forward<T>(const T*, T*, const PoolShape&, cudaStream_t);                \
+  template void max_pool_backward<T>(const T*, const int32_t*, T*, const PoolShape&, cudaStream_t); \
+  template void ave_pool_backward<T>(const T*, T*, const PoolShape&, cudaStream_t);
+CGDP_INSTANTIATE(float)
+CGDP_INSTANTIATE(double)
+#undef CGDP_INSTANTIATE
+
+}  // namespace cgdp::kernels

@@ -1,0 +1,56 @@
+// Convolution algorithms chosen by cuDNN's own search (cudnnFind*AlgorithmEx: every candidate
+// run and timed on the real problem), once per problem in the process and cached, so every layer
+// and worker with the same shapes on the same GPU runs the same algorithm.
+#pragma once
+
+#include <cudnn.h>
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/device/cuda_options.hpp"
+
+namespace cgdp {
+
+enum class ConvPass { Forward, BackwardData, BackwardFilter };
+
+struct ConvAlgorithm {
+  int algo = 0;            // a cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
+  size_t workspace = 0;    // bytes of scratch it needs
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;  // set on the descriptor before running it
+};
+
+// The cached choice for (pass, problem), or `search()`'s, remembered. `problem` names everything
+// the choice depends on (device, shapes, type, cuda_options()). Thread-safe.
+ConvAlgorithm cached_conv_algorithm(ConvPass pass, const std::vector<int64_t>& problem,
+                                    const std::function<ConvAlgorithm()>& search);
+
+// The math type a float/double convolution starts its search with: FMA-only unless TF32 is on.
+cudnnMathType_t initial_conv_math(bool float_data, const CudaOptions& options);
+
+// The first of cuDNN's results (fastest first) that ran, fits the workspace cap, and meets the
+// TF32 and determinism settings; DeviceError naming `what` when none does.
+template <typename Perf>
+ConvAlgorithm pick_conv_algorithm(const Perf* results, int count, bool float_data,
+                                  const CudaOptions& options, const std::string& what) {
+  for (int i = 0; i < count; ++i) {
+    const Perf& r = results[i];
+    const bool tensor_ops =
+        r.mathType == CUDNN_TENSOR_OP_MATH || r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    if (r.status != CUDNN_STATUS_SUCCESS || r.memory > options.workspace_limit_bytes) continue;
+    if (options.deterministic && r.determinism != CUDNN_DETERMINISTIC) continue;
+    if (float_data && tensor_ops && !options.tf32) continue;
+    // Without TF32, run FMA-only whatever cuDNN reports: its default math may pick TF32 kernels.
+    return {static_cast<int>(r.algo), r.memory,
+            float_data && !options.tf32 ? CUDNN_FMA_MATH : r.mathType};
+  }
+  throw DeviceError(cat(what, ": cuDNN found no algorithm among ", count, " candidates within ",
+                        options.workspace_limit_bytes >> 20, " MiB of scratch",
+                        options.deterministic ? " that is deterministic" : "",
+                        float_data && !options.tf32 ? " without TF32" : ""));
+}
+
+}  // namespace cgdp

@@ -1,0 +1,36 @@
+// Row-major GEMM and GEMV through column-major cuBLAS, with the signatures of layers/blas.hpp:
+// a row-major matrix is its transpose in column-major, so C = op(A) op(B) is computed as
+// C^T = op(B)^T op(A)^T (Caffe's caffe_gpu_gemm).
+#pragma once
+
+#include <cstdint>
+
+#include "cuda_libraries.hpp"
+
+namespace cgdp::cublas {
+
+inline cublasOperation_t op(bool trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+// C[M x N] = alpha * op(A)[M x K] * op(B)[K x N] + beta * C, all row-major, sizes within int.
+inline void gemm(cublasHandle_t h, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                 const float* a, const float* b, float beta, float* c) {
+  CUBLAS_CHECK(cublasSgemm(h, op(trans_b), op(trans_a), n, m, k, &alpha, b, trans_b ? k : n, a,
+                           trans_a ? m : k, &beta, c, n));
+}
+inline void gemm(cublasHandle_t h, bool trans_a, bool trans_b, int m, int n, int k, double alpha,
+                 const double* a, const double* b, double beta, double* c) {
+  CUBLAS_CHECK(cublasDgemm(h, op(trans_b), op(trans_a), n, m, k, &alpha, b, trans_b ? k : n, a,
+                           trans_a ? m : k, &beta, c, n));
+}
+
+// y = alpha * op(A)[M x N] * x + beta * y, A row-major.
+inline void gemv(cublasHandle_t h, bool trans_a, int m, int n, float alpha, const float* a,
+                 const float* x, float beta, float* y) {
+  CUBLAS_CHECK(cublasSgemv(h, op(!trans_a), n, m, &alpha, a, n, x, 1, &beta, y, 1));
+}
+inline void gemv(cublasHandle_t h, bool trans_a, int m, int n, double alpha, const double* a,
+                 const double* x, double beta, double* y) {
+  CUBLAS_CHECK(cublasDgemv(h, op(!trans_a), n, m, &alpha, a, n, x, 1, &beta, y, 1));
+}
+
+}  // namespace cgdp::cublas

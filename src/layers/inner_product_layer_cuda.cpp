@@ -1,0 +1,76 @@
+// InnerProduct on CUDA: the CPU layer's three GEMMs and bias GEMV through cuBLAS (row-major via
+// the transposition trick, cublas_gemm.hpp); the bias is added as ones(M) x bias, as in Caffe.
+#include "cgdp/layers/inner_product_layer.hpp"
+#include "cuda/cublas_gemm.hpp"
+#include "cuda_layer.hpp"
+#include "sum.cuh"
+
+namespace cgdp {
+
+namespace {
+
+struct InnerProductCuda final : LayerBackendState {
+  DeviceBuffer ones;  // a column of `rows` ones
+  int64_t rows = 0;
+};
+
+// The ones column for `rows` rows, filled in stream order when it grows.
+template <typename T>
+const T* ones(InnerProductCuda& s, Device& device, Stream& stream, int64_t rows) {
+  T* p = ensure_buffer<T>(s.ones, device, stream, rows);
+  if (s.rows < rows) {
+    kernels::fill(p, rows, T(1), native_stream(stream));
+    s.rows = rows;
+  }
+  return p;
+}
+
+}  // namespace
+
+template <typename T>
+void InnerProductLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom,
+                                        const BlobVec<T>& top) {
+  Stream& stream = layer_stream(*this, ctx);
+  const int m = as_int(*this, rows_, "rows"), n = as_int(*this, num_output_, "num_output"),
+            k = as_int(*this, inputs_, "inputs");
+  if (m == 0) return;
+  const cublasHandle_t h = cublas_handle(stream);
+  T* out = top[0]->mutable_data();
+  cublas::gemm(h, false, !transpose_, m, n, k, T(1), bottom[0]->data(), this->params_[0]->data(),
+               T(0), out);
+  if (!bias_term_) return;
+  auto& s = this->template backend_state<InnerProductCuda>();
+  cublas::gemm(h, false, false, m, n, 1, T(1), ones<T>(s, this->device(), stream, rows_),
+               this->params_[1]->data(), T(1), out);
+}
+
+template <typename T>
+void InnerProductLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>& top,
+                                         const std::vector<bool>& propagate_down,
+                                         const BlobVec<T>& bottom) {
+  Stream& stream = layer_stream(*this, ctx);
+  const int m = as_int(*this, rows_, "rows"), n = as_int(*this, num_output_, "num_output"),
+            k = as_int(*this, inputs_, "inputs");
+  if (m == 0) return;
+  const cublasHandle_t h = cublas_handle(stream);
+  const T* out_diff = top[0]->diff();
+  const T* in = bottom[0]->data();
+  T* weight_diff = this->params_[0]->mutable_diff();
+  if (transpose_) {  // W [K x N] += in^T [K x M] * out_diff [M x N]
+    cublas::gemm(h, true, false, k, n, m, T(1), in, out_diff, T(1), weight_diff);
+  } else {  // W [N x K] += out_diff^T [N x M] * in [M x K]
+    cublas::gemm(h, true, false, n, k, m, T(1), out_diff, in, T(1), weight_diff);
+  }
+  if (bias_term_) {
+    auto& s = this->template backend_state<InnerProductCuda>();
+    cublas::gemv(h, true, m, n, T(1), out_diff, ones<T>(s, this->device(), stream, rows_), T(1),
+                 this->params_[1]->mutable_diff());
+  }
+  if (propagate_down[0])
+    cublas::gemm(h, false, transpose_, m, k, n, T(1), out_diff, this->params_[0]->data(), T(0),
+                 bottom[0]->mutable_diff());
+}
+
+CGDP_INSTANTIATE_CUDA_LAYER(InnerProductLayer)
+
+}  // namespace cgdp

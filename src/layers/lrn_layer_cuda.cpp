@@ -1,0 +1,83 @@
+// LRN on CUDA: cuDNN's cross-channel LRN where it applies (ACROSS_CHANNELS, local_size 1..16,
+// k and beta in cuDNN's range, not in place; cuDNN divides alpha by local_size as Caffe does),
+// else kernels/lrn.cu, which computes exactly what the CPU layer computes (WITHIN_CHANNEL too).
+#include "cgdp/layers/lrn_layer.hpp"
+#include "cuda_layer.hpp"
+#include "lrn.cuh"
+
+namespace cgdp {
+
+namespace {
+
+struct LrnCuda final : LayerBackendState {
+  LrnDescriptor lrn;
+  TensorDescriptor tensor;
+  Shape shape;       // what `tensor` describes
+  DeviceBuffer scale;  // the kernels' scale, kept from forward for backward
+  DeviceBuffer work;
+};
+
+bool cudnn_applies(const proto::LRNParameter& p, bool in_place) {
+  return p.norm_region() == proto::LRNParameter::ACROSS_CHANNELS && !in_place &&
+         static_cast<int64_t>(p.local_size()) >= CUDNN_LRN_MIN_N &&
+         static_cast<int64_t>(p.local_size()) <= CUDNN_LRN_MAX_N &&
+         p.k() >= CUDNN_LRN_MIN_K && p.beta() >= CUDNN_LRN_MIN_BETA;
+}
+
+template <typename T>
+void describe(const Layer<T>& layer, LrnCuda& s, const Shape& shape) {
+  if (s.shape == shape) return;
+  const auto& p = layer.param().lrn_param();
+  CUDNN_CHECK(cudnnSetLRNDescriptor(s.lrn.get(), p.local_size(), p.alpha(), p.beta(), p.k()));
+  set_tensor(layer, s.tensor, shape[0], shape[1], shape[2], shape[3]);
+  s.shape = shape;
+}
+
+}  // namespace
+
+template <typename T>
+void LRNLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom,
+                               const BlobVec<T>& top) {
+  Stream& stream = layer_stream(*this, ctx);
+  auto& s = this->template backend_state<LrnCuda>();
+  if (cudnn_applies(this->param_.lrn_param(), top[0] == bottom[0])) {
+    describe(*this, s, shape_);
+    const T one = 1, zero = 0;
+    CUDNN_CHECK(cudnnLRNCrossChannelForward(cudnn_handle(stream), s.lrn.get(),
+                                            CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, s.tensor.get(),
+                                            bottom[0]->data(), &zero, s.tensor.get(),
+                                            top[0]->mutable_data()));
+    return;
+  }
+  const int64_t n = bottom[0]->count();
+  T* scale = ensure_buffer<T>(s.scale, this->device(), stream, n);
+  kernels::lrn_forward(bottom[0]->data(), scale, top[0]->mutable_data(),
+                       {shape_[0], shape_[1], shape_[2], shape_[3], size_, across_channels_},
+                       alpha_over_n_, k_, beta_, native_stream(stream));
+}
+
+template <typename T>
+void LRNLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>& top,
+                                const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) {
+  if (!propagate_down[0]) return;
+  Stream& stream = layer_stream(*this, ctx);
+  auto& s = this->template backend_state<LrnCuda>();
+  if (cudnn_applies(this->param_.lrn_param(), top[0] == bottom[0])) {
+    describe(*this, s, shape_);
+    const T one = 1, zero = 0;
+    CUDNN_CHECK(cudnnLRNCrossChannelBackward(
+        cudnn_handle(stream), s.lrn.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, s.tensor.get(),
+        top[0]->data(), s.tensor.get(), top[0]->diff(), s.tensor.get(), bottom[0]->data(), &zero,
+        s.tensor.get(), bottom[0]->mutable_diff()));
+    return;
+  }
+  T* work = ensure_buffer<T>(s.work, this->device(), stream, bottom[0]->count());
+  kernels::lrn_backward(bottom[0]->data(), top[0]->data(), static_cast<const T*>(s.scale.get()),
+                        top[0]->diff(), work, bottom[0]->mutable_diff(),
+                        {shape_[0], shape_[1], shape_[2], shape_[3], size_, across_channels_},
+                        alpha_over_n_, beta_, native_stream(stream));
+}
+
+CGDP_INSTANTIATE_CUDA_LAYER(LRNLayer)
+
+}  // namespace cgdp

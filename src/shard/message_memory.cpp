@@ -1,0 +1,21 @@
+// glibc malloc settings for the shard transport's message buffers.
+#include "shard/message_memory.hpp"
+
+#include <mutex>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace cgdp {
+
+void keep_message_buffers_in_heap() {
+#if defined(__GLIBC__)
+  static std::once_flag once;
+  std::call_once(once, [] {
+    mallopt(M_MMAP_THRESHOLD, 4 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  });
+#endif
+}
+
+}  // namespace cgdp

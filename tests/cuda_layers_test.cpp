@@ -1,0 +1,271 @@
+// Every CUDA layer against its CPU twin on random inputs: tops, bottom gradients and (accumulated)
+// parameter gradients. float32 on the GPU with TF32 off against a float64 CPU reference within
+// 1e-4 (norm-wise, per blob), and float64 on the GPU within 1e-9. Inputs in `coarse` cases take
+// few distinct values, to hit ReLU's kink, pooling's and Eltwise MAX's ties. Dropout masks and
+// BatchNorm's running sums are compared too. The GPU cases skip with one line without a GPU; the
+// same harness also runs the float32 CPU layers against float64 everywhere, which checks the
+// harness and the tolerance where no GPU is.
+#include <google/protobuf/text_format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "cgdp/device/cpu_device.hpp"
+#include "cgdp/device/cuda_options.hpp"
+#include "cgdp/device/devices.hpp"
+#include "cgdp/layers/registry.hpp"
+
+namespace cgdp {
+namespace {
+
+struct Spec {
+  std::string name;
+  std::string text;             // the layer's prototxt
+  std::vector<Shape> bottoms;
+  int tops = 1;
+  bool in_place = false;        // top 0 is bottom 0
+  bool coarse = false;          // inputs from {-1, -0.5, 0, 0.5, 1}
+  int64_t classes = 0;          // > 0: bottom 1 holds labels in [0, classes)
+  Phase phase = Phase::Train;
+};
+
+std::string spec_name(const ::testing::TestParamInfo<Spec>& info) { return info.param.name; }
+void PrintTo(const Spec& spec, std::ostream* out) { *out << spec.name; }
+
+proto::LayerParameter parse(const std::string& text) {
+  proto::LayerParameter p;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &p)) << text;
+  return p;
+}
+
+template <typename T>
+std::vector<T> to_host(const Blob<T>& blob, bool diff = false) {
+  std::vector<T> v(static_cast<size_t>(blob.count()));
+  blob.device().copy(v.data(), diff ? blob.diff() : blob.data(), blob.bytes());
+  return v;
+}
+
+template <typename T, typename V>
+void upload(Blob<T>& blob, const std::vector<V>& values, bool diff = false) {
+  ASSERT_EQ(static_cast<int64_t>(values.size()), blob.count());
+  const std::vector<T> typed(values.begin(), values.end());
+  blob.device().copy(diff ? blob.mutable_diff() : blob.mutable_data(), typed.data(), blob.bytes());
+}
+
+// ||got - want|| / ||want|| (absolute when want is zero); every value must be finite.
+template <typename T>
+void expect_close(const std::vector<T>& got, const std::vector<double>& want, double tolerance,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(static_cast<double>(got[i]))) << what << "[" << i << "] = " << got[i];
+    diff += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  EXPECT_LE(norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff), tolerance) << what;
+}
+
+std::vector<float> random_values(int64_t n, uint64_t seed, bool coarse) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = coarse ? static_cast<float>(std::round(dist(rng) * 2) / 2) : static_cast<float>(dist(rng));
+  return v;
+}
+
+// One layer with its own blobs on one device.
+template <typename T>
+struct Instance {
+  Instance(const Spec& spec, Device& device) : layer(create_layer<T>(parse(spec.text), device)) {
+    for (const Shape& shape : spec.bottoms) bottom.push_back(add(device, shape));
+    for (int i = 0; i < spec.tops; ++i)
+      top.push_back(i == 0 && spec.in_place ? bottom[0] : add(device, {}));
+  }
+  Blob<T>* add(Device& device, const Shape& shape) {
+    blobs.push_back(std::make_unique<Blob<T>>(device, shape));
+    return blobs.back().get();
+  }
+  std::unique_ptr<Layer<T>> layer;
+  std::vector<std::unique_ptr<Blob<T>>> blobs;
+  BlobVec<T> bottom, top;
+};
+
+class CudaLayers : public ::testing::TestWithParam<Spec> {
+ protected:
+  static void SetUpTestSuite() {
+    cpu_stream_ = default_cpu_device().create_stream("compute").release();
+    if (cuda_device_count() == 0) return;
+    set_cuda_options({/*tf32=*/false, size_t{256} << 20, /*deterministic=*/true});
+    device_ = make_device(DeviceKind::Cuda, 0).release();
+    stream_ = device_->create_stream("compute").release();
+  }
+  static void TearDownTestSuite() {
+    delete stream_;
+    delete device_;
+    delete cpu_stream_;
+    stream_ = cpu_stream_ = nullptr;
+    device_ = nullptr;
+  }
+
+  // Runs `spec` in T on `device` (through `stream`) and in double on the CPU from the same
+  // inputs and parameters.
+  template <typename T>
+  void compare(const Spec& spec, double tolerance, Device& device, Stream& stream) {
+    Instance<T> gpu(spec, device);
+    Instance<double> cpu(spec, default_cpu_device());
+    for (size_t b = 0; b < spec.bottoms.size(); ++b) {
+      std::vector<float> v = random_values(count_of(spec.bottoms[b]), 11 + b, spec.coarse);
+      if (b == 1 && spec.classes > 0)
+        for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 7 + 3) % spec.classes);
+      upload(*gpu.bottom[b], v);
+      upload(*cpu.bottom[b], v);
+    }
+    Rng rng_gpu(5), rng_cpu(5);
+    gpu.layer->setup(gpu.bottom, gpu.top, rng_gpu);
+    cpu.layer->setup(cpu.bottom, cpu.top, rng_cpu);
+    for (size_t p = 0; p < gpu.layer->params().size(); ++p)  // exactly the GPU's values
+      upload(*cpu.layer->params()[p], to_host(*gpu.layer->params()[p]));
+    for (size_t s = 0; s < gpu.layer->state().size(); ++s) {  // running sums under way, > 0
+      std::vector<float> v = random_values(gpu.layer->state()[s]->count(), 90 + s, false);
+      for (float& x : v) x = std::abs(x) + 0.5f;
+      upload(*gpu.layer->state()[s], v);
+      upload(*cpu.layer->state()[s], v);
+    }
+    const RunContext ctx{spec.phase, &stream, 3, 7, 40};
+    RunContext cpu_ctx = ctx;
+    cpu_ctx.stream = nullptr;
+    stream.submit([&] { gpu.layer->forward(ctx, gpu.bottom, gpu.top); });
+    stream.synchronize();
+    cpu.layer->forward(cpu_ctx, cpu.bottom, cpu.top);
+    for (size_t t = 0; t < gpu.top.size(); ++t)
+      expect_close(to_host(*gpu.top[t]), to_host(*cpu.top[t]), tolerance, cat("top ", t));
+    for (size_t s = 0; s < gpu.layer->state().size(); ++s)
+      expect_close(to_host(*gpu.layer->state()[s]), to_host(*cpu.layer->state()[s]), tolerance,
+                   cat("state ", s));
+    backward(spec, gpu, cpu, ctx, cpu_ctx, tolerance);
+  }
+
+  // Top gradients and initial parameter gradients the same on both sides (parameter gradients
+  // accumulate); bottom gradients poisoned with NaN on the GPU, so an unwritten one fails.
+  template <typename T>
+  void backward(const Spec& spec, Instance<T>& gpu, Instance<double>& cpu, const RunContext& ctx,
+                const RunContext& cpu_ctx, double tolerance) {
+    std::vector<bool> propagate(spec.bottoms.size());
+    for (size_t b = 0; b < propagate.size(); ++b)
+      propagate[b] = gpu.layer->can_backward_to(static_cast<int>(b));
+    for (size_t b = 0; b < propagate.size(); ++b)
+      if (propagate[b] && !(b == 0 && spec.in_place))
+        upload(*gpu.bottom[b],
+               std::vector<T>(gpu.bottom[b]->count(), std::numeric_limits<T>::quiet_NaN()), true);
+    for (size_t t = 0; t < gpu.top.size(); ++t) {
+      const auto dy = random_values(gpu.top[t]->count(), 50 + t, false);
+      upload(*gpu.top[t], dy, true);
+      upload(*cpu.top[t], dy, true);
+    }
+    for (size_t p = 0; p < gpu.layer->params().size(); ++p) {
+      const auto g = random_values(gpu.layer->params()[p]->count(), 70 + p, false);
+      upload(*gpu.layer->params()[p], g, true);
+      upload(*cpu.layer->params()[p], g, true);
+    }
+    ctx.stream->submit([&] { gpu.layer->backward(ctx, gpu.top, propagate, gpu.bottom); });
+    ctx.stream->synchronize();
+    cpu.layer->backward(cpu_ctx, cpu.top, propagate, cpu.bottom);
+    for (size_t b = 0; b < propagate.size(); ++b)
+      if (propagate[b])
+        expect_close(to_host(*gpu.bottom[b], true), to_host(*cpu.bottom[b], true), tolerance,
+                     cat("bottom ", b, " gradient"));
+    for (size_t p = 0; p < gpu.layer->params().size(); ++p)
+      expect_close(to_host(*gpu.layer->params()[p], true), to_host(*cpu.layer->params()[p], true),
+                   tolerance, cat("param ", p, " gradient"));
+  }
+
+  static Device* device_;  // the GPU, when there is one
+  static Stream* stream_;
+  static Stream* cpu_stream_;
+};
+
+Device* CudaLayers::device_ = nullptr;
+Stream* CudaLayers::stream_ = nullptr;
+Stream* CudaLayers::cpu_stream_ = nullptr;
+
+TEST_P(CudaLayers, Float32MatchesTheCpuLayer) {
+  if (!device_) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
+  compare<float>(GetParam(), 1e-4, *device_, *stream_);
+}
+
+TEST_P(CudaLayers, Float64MatchesTheCpuLayer) {
+  if (!device_) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
+  compare<double>(GetParam(), 1e-9, *device_, *stream_);
+}
+
+// The harness itself, and its 1e-4, on the CPU layers in float32 (runs everywhere).
+TEST_P(CudaLayers, HarnessCpuFloat32MatchesFloat64) {
+  compare<float>(GetParam(), 1e-4, default_cpu_device(), *cpu_stream_);
+}
+
+std::string conv(const std::string& settings) {
+  return "name: 'conv' type: 'Convolution' convolution_param { " + settings +
+         " weight_filler { type: 'gaussian' std: 0.3 } bias_filler { type: 'gaussian' std: 0.3 } }";
+}
+std::string pool(const std::string& settings) {
+  return "name: 'pool' type: 'Pooling' pooling_param { " + settings + " }";
+}
+std::string lrn(const std::string& settings) {
+  return "name: 'lrn' type: 'LRN' lrn_param { " + settings + " }";
+}
+
+std::vector<Spec> specs() {
+  const std::string ip_fill = " weight_filler { type: 'gaussian' std: 0.3 } bias_filler { type: 'gaussian' std: 0.3 }";
+  const std::string scale_fill = " filler { type: 'gaussian' mean: 1 std: 0.3 } bias_filler { type: 'gaussian' std: 0.3 }";
+  return {
+      {"ConvPadded", conv("num_output: 4 kernel_size: 3 pad: 1"), {{2, 3, 9, 9}}},
+      {"ConvGroupedStrided", conv("num_output: 6 kernel_size: 3 stride: 2 pad: 1 group: 2"), {{2, 4, 11, 10}}},
+      {"ConvDilatedNoBias", conv("num_output: 3 kernel_size: 3 dilation: 2 pad: 2 bias_term: false"), {{1, 3, 12, 12}}},
+      {"ConvPointwise", conv("num_output: 5 kernel_size: 1"), {{3, 8, 5, 5}}},
+      {"ConvRectangular", conv("num_output: 4 kernel_h: 3 kernel_w: 5 pad_h: 1 pad_w: 2 stride_h: 2 stride_w: 1"), {{2, 2, 9, 8}}},
+      {"PoolMaxCeil", pool("pool: MAX kernel_size: 3 stride: 2"), {{2, 3, 8, 8}}, 1, false, true},
+      {"PoolMaxPadded", pool("pool: MAX kernel_size: 3 stride: 2 pad: 1"), {{2, 3, 9, 9}}, 1, false, true},
+      {"PoolMax2x2", pool("pool: MAX kernel_size: 2 stride: 2"), {{2, 2, 8, 7}}, 1, false, true},
+      {"PoolAveCeil", pool("pool: AVE kernel_size: 3 stride: 2"), {{2, 3, 8, 8}}},
+      {"PoolAvePadded", pool("pool: AVE kernel_size: 3 stride: 2 pad: 1"), {{2, 3, 9, 9}}},
+      {"PoolGlobalAve", pool("pool: AVE global_pooling: true"), {{2, 5, 7, 7}}},
+      {"InnerProduct", "name: 'ip' type: 'InnerProduct' inner_product_param { num_output: 5" + ip_fill + " }", {{4, 3, 2, 2}}},
+      {"InnerProductTransposed", "name: 'ip' type: 'InnerProduct' inner_product_param { num_output: 6 transpose: true" + ip_fill + " }", {{5, 7}}},
+      {"InnerProductAxis2NoBias", "name: 'ip' type: 'InnerProduct' inner_product_param { num_output: 3 axis: 2 bias_term: false" + ip_fill + " }", {{2, 3, 4, 5}}},
+      {"LrnAcrossCudnn", lrn("local_size: 5 alpha: 0.5 beta: 0.75"), {{2, 7, 4, 4}}},
+      {"LrnAcrossWide", lrn("local_size: 17 alpha: 0.5 beta: 0.75 k: 2"), {{2, 20, 3, 3}}},
+      {"LrnWithin", lrn("local_size: 3 alpha: 0.5 beta: 0.75 norm_region: WITHIN_CHANNEL"), {{2, 3, 6, 5}}},
+      {"ReLU", "name: 'relu' type: 'ReLU'", {{3, 4, 5}}, 1, false, true},
+      {"ReLUInPlace", "name: 'relu' type: 'ReLU'", {{3, 4, 5}}, 1, true, true},
+      {"ReLULeaky", "name: 'relu' type: 'ReLU' relu_param { negative_slope: 0.1 }", {{3, 4, 5}}, 1, false, true},
+      {"BatchNorm", "name: 'bn' type: 'BatchNorm'", {{4, 3, 5, 5}}},
+      {"BatchNormInPlace2D", "name: 'bn' type: 'BatchNorm'", {{6, 5}}, 1, true},
+      {"BatchNormGlobalStats", "name: 'bn' type: 'BatchNorm'", {{4, 3, 2, 2}}, 1, false, false, 0, Phase::Test},
+      {"Scale", "name: 'scale' type: 'Scale' scale_param { bias_term: true" + scale_fill + " }", {{2, 3, 4, 4}}},
+      {"ScaleInPlaceTwoAxes", "name: 'scale' type: 'Scale' scale_param { axis: 0 num_axes: 2" + scale_fill + " }", {{2, 3, 4}}, 1, true},
+      {"EltwiseSum", "name: 'e' type: 'Eltwise' eltwise_param { operation: SUM coeff: 1 coeff: -0.5 coeff: 2 }", {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}}},
+      {"EltwiseProd", "name: 'e' type: 'Eltwise' eltwise_param { operation: PROD }", {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}}},
+      {"EltwiseMaxTies", "name: 'e' type: 'Eltwise' eltwise_param { operation: MAX }", {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}}, 1, false, true},
+      {"ConcatChannels", "name: 'c' type: 'Concat'", {{2, 3, 4, 4}, {2, 2, 4, 4}, {2, 5, 4, 4}}},
+      {"ConcatAxis0", "name: 'c' type: 'Concat' concat_param { axis: 0 }", {{2, 3, 2}, {3, 3, 2}}},
+      {"Split", "name: 's' type: 'Split'", {{2, 3, 5}}, 3},
+      {"Softmax", "name: 'sm' type: 'Softmax'", {{3, 7, 2, 2}}},
+      {"SoftmaxLastAxis", "name: 'sm' type: 'Softmax' softmax_param { axis: -1 }", {{4, 10}}},
+      {"SoftmaxWithLoss", "name: 'loss' type: 'SoftmaxWithLoss'", {{6, 10}, {6}}, 1, false, false, 10},
+      {"SoftmaxWithLossIgnoredFull", "name: 'loss' type: 'SoftmaxWithLoss' loss_param { ignore_label: 3 normalization: FULL }", {{2, 5, 3, 3}, {2, 3, 3}}, 2, false, false, 5},
+      {"SoftmaxWithLossBatchSize", "name: 'loss' type: 'SoftmaxWithLoss' loss_param { normalization: BATCH_SIZE }", {{4, 6}, {4}}, 1, false, false, 6},
+      {"SoftmaxWithLossNone", "name: 'loss' type: 'SoftmaxWithLoss' loss_param { normalization: NONE ignore_label: 0 }", {{4, 6}, {4}}, 1, false, false, 6},
+      {"Accuracy", "name: 'acc' type: 'Accuracy'", {{8, 10}, {8}}, 1, false, true, 10},
+      {"AccuracyTop3Ignored", "name: 'acc' type: 'Accuracy' accuracy_param { top_k: 3 ignore_label: 2 }", {{8, 10}, {8}}, 1, false, true, 10},
+      {"Dropout", "name: 'drop' type: 'Dropout' dropout_param { dropout_ratio: 0.3 }", {{5, 4, 3}}},
+      {"DropoutInPlaceTest", "name: 'drop' type: 'Dropout'", {{5, 4, 3}}, 1, true, false, 0, Phase::Test},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(AllLayers, CudaLayers, ::testing::ValuesIn(specs()), spec_name);
+
+}  // namespace
+}  // namespace cgdp
