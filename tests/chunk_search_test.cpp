@@ -63,7 +63,7 @@ TEST(ChunkSearch, DropsWarmUpAndTakesTheMedian) {
   EXPECT_EQ(search.current(), 2);  // next: one coarser
 }
 
-TEST(ChunkSearch, ALuckyTrialIsOverturnedWhenReMeasured) {
+TEST(ChunkSearch, ACloseCallIsOverturnedWhenReMeasured) {
   ChunkSearchOptions o;
   o.interval = 4;
   o.warmup = 1;
@@ -71,26 +71,40 @@ TEST(ChunkSearch, ALuckyTrialIsOverturnedWhenReMeasured) {
   int trials_of_1 = 0;
   drive(search, [&](int c, int i) {
     if (c == 1 && i == 0) ++trials_of_1;
-    if (c == 1) return trials_of_1 == 1 ? 5.0 : 20.0;  // fast once (a quiet moment), then slow
+    if (c == 1) return trials_of_1 == 1 ? 9.9 : 10.5;  // a hair faster once, then a hair slower
     return c == 0 ? 10.0 : 30.0;
   });
-  // 0 kept, 1 kept (lucky), 2 rejected; 1 re-measured: pooled median 12.5 > 10, overturned;
-  // 0 re-measured and confirmed.
+  // 0 kept, 1 kept, 2 rejected; 1 re-measured: pooled median 10.2 > 10, overturned; 0 re-measured
+  // and confirmed. 1 lost by less than `steady`: no second look.
   EXPECT_EQ(visited(search), (std::vector<int>{0, 1, 2, 1, 0}));
   EXPECT_EQ(search.trials()[3].verdict, SearchTrial::Verdict::Overturned);
   EXPECT_EQ(search.trials()[4].verdict, SearchTrial::Verdict::Confirmed);
+  EXPECT_DOUBLE_EQ(search.median_ms(1), 10.2);
   EXPECT_EQ(search.best(), 0);
 }
 
-TEST(ChunkSearch, CostIsTheExtraTimeOverTheFinalPlanFromTheMedians) {
+TEST(ChunkSearch, ALoserSlowedThroughoutGetsASecondLookAndTheWalkGoesOn) {
   ChunkSearchOptions o;
-  o.interval = 2;
-  o.warmup = 0;
-  o.confirmations = 1;
-  ChunkSearch search(2, 0, o);
-  drive(search, [](int c, int) { return c == 0 ? 10.0 : 7.0; });
-  ASSERT_EQ(visited(search), (std::vector<int>{0, 1, 1}));
-  EXPECT_DOUBLE_EQ(search.cost_ms(), 2 * (10.0 - 7.0));
+  o.step = 1;
+  o.range = 2;
+  int trials_of_2 = 0;
+  ChunkSearch search(6, 0, o);
+  drive(search, [&](int c, int i) {
+    if (c == 2 && i == 0) ++trials_of_2;
+    const double t = c <= 4 ? 10.0 - c : 6.5;       // the best is 4
+    return c == 2 && trials_of_2 == 1 ? 2 * t : t;  // 2's first trial ran beside other work
+  });
+  // 0, 1 kept; 2 (slowed) rejected, and 3 is range past the best: 1 is confirmed. 2 lost by more
+  // than `steady`: a second look, it leads, and the walk goes on from it: 3, 4 kept, 5 rejected.
+  // 4 is confirmed; 3 and 5 lost by less than `steady`.
+  EXPECT_EQ(visited(search), (std::vector<int>{0, 1, 2, 1, 2, 3, 4, 5, 4}));
+  EXPECT_TRUE(search.trials()[4].second_look);
+  EXPECT_EQ(search.trials()[4].verdict, SearchTrial::Verdict::Kept);
+  EXPECT_DOUBLE_EQ(search.median_ms(2), 8) << "the slowed trial counted";
+  EXPECT_DOUBLE_EQ(search.trials()[2].counted_ms, 16);
+  EXPECT_DOUBLE_EQ(search.trials()[4].counted_ms, 8);
+  EXPECT_EQ(search.best(), 4);
+  EXPECT_EQ(search.trials().back().verdict, SearchTrial::Verdict::Confirmed);
 }
 
 TEST(ChunkSearch, OneCandidateIsSettledAtOnce) {
@@ -157,9 +171,7 @@ TEST(ChunkSearch, BadOptionsNameTheFlag) {
       << message(o);
 }
 
-// A landscape like the paper's Figure 2 (fine plans pay for syncs, coarse ones for late sums),
-// observed through noise: ~3% jitter, 10% of iterations 1.5-3x slower (another process), the
-// first two after a change 2x slower.
+// A landscape like the paper's Figure 2 (fine plans pay for syncs, coarse ones for late sums).
 struct Landscape {
   int count;
   int optimum;
@@ -168,37 +180,62 @@ struct Landscape {
   double true_ms(int c) const { return 50.0 * (1 + curvature * (c - optimum) * (c - optimum)); }
 };
 
-void expect_settles_near_best(const Landscape& land, uint32_t seed) {
+enum class Noise {
+  Outliers,  // ~3% jitter, 10% of iterations 1.5-3x slower, each on its own
+  Spells,    // ~3% jitter, slow spells (1.5x) of 5 iterations on average, 20% of the time
+};
+
+// Runs a search on `land` observed through `noise` (the first two iterations after a change 2x
+// slower, too); whether it settled within 100 iterations on a plan within 5% of the best.
+bool settles_near_best(const Landscape& land, Noise noise, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<double> jitter(0, 0.03);
   std::uniform_real_distribution<double> unit(0, 1);
+  bool busy = false;
   ChunkSearch search(land.count, land.start, {});
   drive(search, [&](int c, int i) {
     double t = land.true_ms(c) * (1 + jitter(rng));
-    if (unit(rng) < 0.1) t *= 1.5 + 1.5 * unit(rng);
-    if (i < 2) t *= 2;
-    return t;
+    if (noise == Noise::Outliers && unit(rng) < 0.1) t *= 1.5 + 1.5 * unit(rng);
+    busy = busy ? unit(rng) > 0.2 : unit(rng) < 0.05;
+    if (noise == Noise::Spells && busy) t *= 1.5;
+    return i < 2 ? 2 * t : t;
   });
-  ASSERT_TRUE(search.settled()) << "seed " << seed;
-  EXPECT_LE(search.iterations(), 100) << "seed " << seed;
-  EXPECT_LE(land.true_ms(search.best()), 1.05 * land.true_ms(land.optimum))
-      << "seed " << seed << ": settled on " << search.best() << ", best is " << land.optimum;
+  return search.settled() && search.iterations() <= 100 &&
+         land.true_ms(search.best()) <= 1.05 * land.true_ms(land.optimum);
+}
+
+void expect_settles_near_best(const Landscape& land, Noise noise) {
+  for (uint32_t seed = 1; seed <= 30; ++seed)
+    EXPECT_TRUE(settles_near_best(land, noise, seed)) << "seed " << seed;
 }
 
 TEST(ChunkSearch, NoisyBowlSettlesWithinFivePercentOfTheBest) {
-  for (uint32_t seed = 1; seed <= 30; ++seed) expect_settles_near_best({30, 12, 8, 0.02}, seed);
+  expect_settles_near_best({30, 12, 8, 0.02}, Noise::Outliers);
 }
 
 TEST(ChunkSearch, NoisyOptimumAtTheFineEnd) {
-  for (uint32_t seed = 1; seed <= 30; ++seed) expect_settles_near_best({20, 0, 3, 0.03}, seed);
+  expect_settles_near_best({20, 0, 3, 0.03}, Noise::Outliers);
+  expect_settles_near_best({20, 0, 3, 0.03}, Noise::Spells);
 }
 
 TEST(ChunkSearch, NoisyOptimumAtTheCoarseEnd) {
-  for (uint32_t seed = 1; seed <= 30; ++seed) expect_settles_near_best({6, 5, 2, 0.04}, seed);
+  expect_settles_near_best({6, 5, 2, 0.04}, Noise::Outliers);
+  expect_settles_near_best({6, 5, 2, 0.04}, Noise::Spells);
 }
 
 TEST(ChunkSearch, NoisyFlatBottom) {
-  for (uint32_t seed = 1; seed <= 30; ++seed) expect_settles_near_best({40, 20, 24, 0.0005}, seed);
+  expect_settles_near_best({40, 20, 24, 0.0005}, Noise::Outliers);
+}
+
+// A slow spell as long as a trial fools any median; second looks at the losers next to the leader
+// win most such searches back, not all.
+TEST(ChunkSearch, WithSlowSpellsNineInTenSettleWithinFivePercent) {
+  for (const Landscape land : {Landscape{30, 12, 8, 0.02}, Landscape{13, 4, 12, 0.01}}) {
+    int good = 0;
+    for (uint32_t seed = 1; seed <= 100; ++seed)
+      good += settles_near_best(land, Noise::Spells, seed);
+    EXPECT_GE(good, 90) << "optimum " << land.optimum << ", start " << land.start;
+  }
 }
 
 }  // namespace

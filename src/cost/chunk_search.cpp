@@ -69,7 +69,17 @@ bool ChunkSearch::fits(int64_t iterations, int confirmations) const {
 }
 
 double ChunkSearch::median_ms(int candidate) const {
-  return samples_[candidate].empty() ? NAN : median(samples_[candidate]);
+  const std::vector<std::vector<double>>& trials = samples_[candidate];
+  if (trials.empty()) return NAN;
+  // Other work on the machine only ever slows iterations down: a trial far slower than the
+  // candidate's fastest one was disturbed throughout, and is left out.
+  double fastest = INFINITY;
+  for (const auto& t : trials) fastest = std::min(fastest, median(t));
+  std::vector<double> pooled;
+  for (const auto& t : trials)
+    if (median(t) <= (1 + options_.steady) * fastest)
+      pooled.insert(pooled.end(), t.begin(), t.end());
+  return median(pooled);
 }
 
 std::optional<SearchTrial> ChunkSearch::record(double ms) {
@@ -82,14 +92,17 @@ std::optional<SearchTrial> ChunkSearch::record(double ms) {
   return trials_.back();
 }
 
+int ChunkSearch::confirmations_left() const {
+  return std::max(0, options_.confirmations - static_cast<int>(confirmed_.size()));
+}
+
 // Half a trial slowed by something else moves its median: measure as long again, once, when the
 // budget allows (MLtuner's longer trials for unstable branches).
 bool ChunkSearch::extend_if_disturbed() {
   const int more = options_.interval - options_.warmup;
   if (trial_length_ != options_.interval) return false;
-  const int left = confirming_ ? options_.confirmations - static_cast<int>(confirmed_.size()) - 1
-                               : options_.confirmations;
-  if (!fits(more, left)) return false;
+  const bool leader_check = confirming_ && current_ == best_;
+  if (!fits(more, std::max(0, confirmations_left() - (leader_check ? 1 : 0)))) return false;
   const std::vector<double> kept(trial_times_.begin() + options_.warmup, trial_times_.end());
   if (median(kept) <= (1 + options_.steady) * *std::min_element(kept.begin(), kept.end()))
     return false;
@@ -107,39 +120,81 @@ SearchTrial ChunkSearch::close_trial() {
   t.iterations = static_cast<int>(trial_times_.size());
   t.measured = static_cast<int>(kept.size());
   t.extended = trial_length_ > options_.interval;
-  samples_[current_].insert(samples_[current_].end(), kept.begin(), kept.end());
+  samples_[current_].push_back(kept);
+  t.counted_ms = median_ms(current_);
+  using V = SearchTrial::Verdict;
   if (!confirming_) {
-    const bool first = trials_.empty();
-    t.verdict = first || median_ms(current_) < median_ms(best_) ? SearchTrial::Verdict::Kept
-                                                                : SearchTrial::Verdict::Rejected;
-    if (t.verdict == SearchTrial::Verdict::Kept) best_ = current_;
-    if (fits(options_.interval, options_.confirmations) && try_next_position()) return t;
-    confirming_ = true;
-    if (options_.confirmations == 0)
-      settle();
-    else
-      start_trial(best_);
+    const bool lead = trials_.empty() || median_ms(current_) < median_ms(best_);
+    t.verdict = lead ? V::Kept : V::Rejected;
+    if (lead) best_ = current_;
+    explore_on();
     return t;
   }
-  // A re-measurement: the leader is whoever has the lowest pooled median now.
-  confirmed_.push_back(current_);
+  // Checking: the leader is whoever has the lowest median now.
+  const int leader = best_;
   for (int c = 0; c < count_; ++c)
     if (!samples_[c].empty() && median_ms(c) < median_ms(best_)) best_ = c;
-  t.verdict =
-      best_ == current_ ? SearchTrial::Verdict::Confirmed : SearchTrial::Verdict::Overturned;
-  const bool again = t.verdict == SearchTrial::Verdict::Overturned &&
-                     static_cast<int>(confirmed_.size()) < options_.confirmations &&
-                     std::find(confirmed_.begin(), confirmed_.end(), best_) == confirmed_.end();
-  if (again)
-    start_trial(best_);
+  t.second_look = current_ != leader;
+  if (!t.second_look) {
+    confirmed_.push_back(current_);
+    t.verdict = best_ == current_ ? V::Confirmed : V::Overturned;
+    next_check();
+  } else if (best_ == current_) {  // the loser was the better plan: walk on past it
+    looked_.push_back(current_);
+    t.verdict = V::Kept;
+    confirming_ = false;
+    direction_ = current_ > leader ? +1 : -1;
+    start_ = current_;
+    offset_ = 0;
+    explore_on();
+  } else {
+    looked_.push_back(current_);
+    t.verdict = V::Rejected;
+    next_check();
+  }
+  return t;
+}
+
+void ChunkSearch::explore_on() {
+  if (fits(options_.interval, confirmations_left()) && try_next_position()) return;
+  confirming_ = true;
+  next_check();
+}
+
+// After exploring: re-measure the leader until one stands (at most `confirmations` times), then
+// take a second look at a suspect, budget permitting; else settle.
+void ChunkSearch::next_check() {
+  const auto has = [](const std::vector<int>& list, int c) {
+    return std::find(list.begin(), list.end(), c) != list.end();
+  };
+  if (!has(confirmed_, best_)) {
+    if (confirmations_left() > 0 && fits(options_.interval, 0))
+      start_trial(best_);
+    else
+      settle();
+    return;
+  }
+  // A slow spell of the machine as long as a trial hides in no median, and may have ended a walk
+  // early: the measured candidate nearest the leader on either side, if it lost by more than
+  // `steady`, gets one more trial (with room left to re-measure it should it lead).
+  int suspect = -1;
+  for (const int side : {-1, +1}) {
+    int c = best_ + side;
+    while (c >= 0 && c < count_ && samples_[c].empty()) c += side;
+    if (c < 0 || c >= count_ || has(looked_, c) || has(confirmed_, c)) continue;
+    if (median_ms(c) <= (1 + options_.steady) * median_ms(best_)) continue;
+    if (suspect < 0 || std::abs(c - best_) < std::abs(suspect - best_)) suspect = c;
+  }
+  if (suspect >= 0 && fits(options_.interval, std::min(1, confirmations_left())))
+    start_trial(suspect);
   else
     settle();
-  return t;
 }
 
 // Algorithm 1's rules from the start, first towards coarser plans (+1), then finer (-1): moves of
 // 1 until `step` away, then of `step`; a direction ends `step * range` past the best. A move past
-// the axis's end tries the end itself (the coarsest or finest plan) once.
+// the axis's end tries the end itself (the coarsest or finest plan) once; measured plans are
+// passed over.
 bool ChunkSearch::try_next_position() {
   for (;;) {
     const int room = direction_ > 0 ? count_ - 1 - start_ : start_;
@@ -149,6 +204,7 @@ bool ChunkSearch::try_next_position() {
     const bool past_best = direction_ * (pos - best_) >= options_.step * options_.range;
     if (offset > offset_ && !past_best) {
       offset_ = offset;
+      if (!samples_[pos].empty()) continue;
       start_trial(pos);
       return true;
     }

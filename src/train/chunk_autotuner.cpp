@@ -91,12 +91,15 @@ std::string ChunkAutoTuner::describe_start(const std::string& profile_note) cons
 
 std::string ChunkAutoTuner::trial_line(const SearchTrial& t) const {
   const PlanCandidate& c = candidates_[t.candidate];
-  return cat("cgdp: chunk search: trial ", search_.trials().size(), ": --chunk ", c.spec, " (",
-             c.chunks(), c.chunks() == 1 ? " chunk" : " chunks", "): median ",
-             fixed(t.median_ms, 2), " ms (", fixed(t.min_ms, 2), "..", fixed(t.max_ms, 2), " over ",
-             t.measured, " of ", t.iterations, " iterations",
-             t.extended ? ", extended: disturbed" : "", "), predicted ", fixed(c.predicted_ms, 2),
-             " ms: ", to_string(t.verdict));
+  return cat("cgdp: chunk search: trial ", search_.trials().size(),
+             t.second_look ? " (second look)" : "", ": --chunk ", c.spec, " (", c.chunks(),
+             c.chunks() == 1 ? " chunk" : " chunks", "): median ", fixed(t.median_ms, 2), " ms (",
+             fixed(t.min_ms, 2), "..", fixed(t.max_ms, 2), " over ", t.measured, " of ",
+             t.iterations, " iterations", t.extended ? ", extended: disturbed" : "", ")",
+             t.counted_ms != t.median_ms
+                 ? cat(", counted with its other trials ", fixed(t.counted_ms, 2), " ms")
+                 : std::string(),
+             ", predicted ", fixed(c.predicted_ms, 2), " ms: ", to_string(t.verdict));
 }
 
 std::vector<std::string> ChunkAutoTuner::outcome() const {

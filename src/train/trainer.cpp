@@ -108,9 +108,12 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   std::optional<Profile> profile;  // --chunk auto's, measured before this trainer's workers exist
   if (config.chunk == "auto") {
     if (sync != SyncKind::Cgdp)
-      throw UsageError(cat("--chunk auto searches cgdp's chunk plans; --sync ", to_string(sync), " has none"));
+      throw UsageError(
+          cat("--chunk auto searches cgdp's chunk plans; --sync ", to_string(sync), " has none"));
     if (scale_out)  // every host's shards were set up for one plan
-      throw UsageError("--chunk auto does not work with --hosts yet: give a plan (--chunk layer, K, bytes:MB, b1,b2,...)");
+      throw UsageError(
+          "--chunk auto does not work with --hosts yet: give a plan (--chunk layer, K, bytes:MB, "
+          "b1,b2,...)");
     config.chunk_search.check();
     profile = auto_chunk_profile(config, &profile_note_);
   }

@@ -1,7 +1,9 @@
 // The runtime chunk search (CGDP paper, sec. 4.2, Algorithm 1) made robust to noise: fed one
 // iteration time at a time, it says which candidate plan to run next, and settles on one within a
-// bounded number of iterations. It knows candidates only by their index on an axis (plans ordered
-// from fine to coarse), so tests drive it with synthetic timings.
+// bounded number of iterations. Trials drop their warm-up and compare medians; disturbed trials
+// run longer; the leader is re-measured, and losers next to it get a second look. It knows
+// candidates only by their index on an axis (plans ordered fine to coarse), so tests drive it
+// with synthetic timings.
 #pragma once
 
 #include <cstdint>
@@ -35,12 +37,16 @@ struct SearchTrial {
     Overturned,  // the leader, re-measured, lost the lead
   };
   int candidate = 0;
-  double median_ms = 0;  // of this trial's iterations after warm-up
+  double median_ms = 0;   // of this trial's iterations after warm-up
+  double counted_ms = 0;  // the candidate's median_ms() after it (its trials pooled)
   double min_ms = 0;
   double max_ms = 0;
   int iterations = 0;     // fed, warm-up included
   int measured = 0;       // kept for the median
   bool extended = false;  // disturbed: ran interval - warmup more iterations
+  // A loser measured again once the leader was confirmed; if it now leads (Kept), the walk goes
+  // on past it.
+  bool second_look = false;
   Verdict verdict = Verdict::Kept;
 };
 
@@ -59,9 +65,12 @@ class ChunkSearch {
   // Ignored once settled.
   std::optional<SearchTrial> record(double ms);
 
-  // The leader: lowest median of all its measured iterations (pooled over its trials).
+  // The leader: the lowest median_ms().
   int best() const { return best_; }
-  double median_ms(int candidate) const;  // pooled; NaN when never measured
+  // Median of a candidate's measured iterations, pooled over its trials but those whose median
+  // is more than `steady` above its fastest trial's (slowed throughout by other work: interference
+  // only ever slows down). NaN when never measured.
+  double median_ms(int candidate) const;
   const std::vector<SearchTrial>& trials() const { return trials_; }
   int64_t iterations() const { return iterations_; }  // fed before settling
   // Extra wall time the search cost over running best() from the start, estimated from medians:
@@ -72,18 +81,22 @@ class ChunkSearch {
   bool fits(int64_t iterations, int confirmations) const;
   bool extend_if_disturbed();
   SearchTrial close_trial();
+  int confirmations_left() const;
+  void explore_on();
   bool try_next_position();
+  void next_check();
   void start_trial(int candidate);
   void settle();
 
   int count_;
   ChunkSearchOptions options_;
-  std::vector<std::vector<double>> samples_;  // per candidate, after warm-up, pooled
-  std::vector<double> trial_times_;           // the running trial, warm-up included
-  int trial_length_ = 0;                      // iterations the running trial takes
+  std::vector<std::vector<std::vector<double>>> samples_;  // [candidate][trial], after warm-up
+  std::vector<double> trial_times_;                        // the running trial, warm-up included
+  int trial_length_ = 0;                                   // iterations the running trial takes
   std::vector<SearchTrial> trials_;
-  std::vector<int> confirmed_;  // candidates re-measured
-  int start_;
+  std::vector<int> confirmed_;  // candidates re-measured as the leader
+  std::vector<int> looked_;     // losers given a second look
+  int start_;                   // where the current walk started
   int current_;
   int best_;
   int direction_ = +1;  // exploring up (coarser), then down

@@ -62,7 +62,8 @@ class HostAggregator {
   // Replaces the chunks (another plan over the same gradients), between iterations only: after
   // wait_all_issued() and before any arrived() of the next iteration. Allocates no host memory
   // beyond the bookkeeping of the new chunk count; the receive buffers are views by offset, so a
-  // chunk's sum gives the same bits whatever plan it belongs to.
+  // chunk's sum gives the same bits whatever plan it belongs to. A reducer sees the new chunk
+  // numbers from then on (every host must switch alike; the trainer refuses --chunk auto there).
   void set_chunks(std::vector<ChunkSpan> chunks);
   int num_chunks() const { return static_cast<int>(chunks_.size()); }
   const ChunkSpan& chunk(int c) const { return chunks_[c]; }
