@@ -14,6 +14,7 @@
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/sync/chunk_plan.hpp"
+#include "cgdp/sync/device_sum.hpp"
 #include "cgdp/sync/host_sum.hpp"
 #include "cgdp/train/trainer.hpp"
 
@@ -327,12 +328,10 @@ std::vector<HostSumCost> measure_host_sums(std::vector<Worker>& workers,
   return costs;
 }
 
-// ps0's parent step: a child's gradients added into the parent's on the parent's compute stream,
-// every worker at once, at the whole gradient's size (capped). Host code, as ps0's add is.
+// ps0's parent step: a child's gradients added into the parent's on the parent's compute stream
+// (device_sum.hpp, as ps0_sync.cpp adds), every worker at once, at the whole gradient's size
+// (capped).
 double measure_device_sum(std::vector<Worker>& workers, int64_t bytes, int repeats) {
-  if (workers[0].device->kind() != DeviceKind::Cpu)
-    throw DeviceError(
-        cat(workers[0].device->name(), ": profile: the on-device sum (ps0) has no kernel yet"));
   const int64_t count = bytes / 4;
   std::vector<DeviceBuffer> a, b;
   for (Worker& w : workers) {
@@ -341,11 +340,8 @@ double measure_device_sum(std::vector<Worker>& workers, int64_t bytes, int repea
   }
   auto add = [&](Worker& w, int64_t n) {
     float* sum = static_cast<float*>(a[w.index].get());
-    const float* other = static_cast<const float*>(b[w.index].get());
-    w.compute->submit([sum, other, n] {
-      const float* srcs[] = {sum, other};
-      sum_buffers(sum, srcs, n / 4, 0);
-    });
+    issue_sum(*w.compute, w.device->kind(), sum, {sum, static_cast<const float*>(b[w.index].get())},
+              n / 4);
   };
   const auto points =
       time_on_streams(pointers(workers), &Worker::compute, {count * 4}, repeats, add);
