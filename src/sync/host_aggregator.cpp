@@ -59,7 +59,7 @@ std::thread HostAggregator::start_thread(void (HostAggregator::*body)()) {
 void HostAggregator::set_chunks(std::vector<ChunkSpan> chunks) {
   CGDP_ASSERT(!chunks.empty() && chunks.back().offset + chunks.back().count <= total_);
   std::lock_guard lock(mutex_);  // orders the change before the aggregator thread's next read
-  CGDP_ASSERT(issued_ == 0 && ready_.empty());
+  CGDP_ASSERT(issued_ == 0 && ready_.empty() && pushed_.empty());
   for (const int a : arrivals_) CGDP_ASSERT(a == 0);
   chunks_ = std::move(chunks);
   arrivals_.assign(chunks_.size(), 0);
