@@ -40,10 +40,8 @@ void BM_HostSum(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * (nsrc + 1) * bytes);
 }
 
-// Arg: bytes per array. a[i] = b[i] + s * c[i]; bytes counted as STREAM does: 2 reads, 1 write.
-void BM_Triad(benchmark::State& state) {
-  const int64_t bytes = state.range(0);
-  const int64_t n = bytes / static_cast<int64_t>(sizeof(float));
+// a[i] = b[i] + s * c[i] over n floats per array; bytes counted as STREAM does: 2 reads, 1 write.
+void run_triad(benchmark::State& state, int64_t n) {
   const Buffer a = make_buffer(n, 0.f), b = make_buffer(n, 1.f), c = make_buffer(n, 2.f);
   float* pa = a.get();
   const float* pb = b.get();
@@ -55,7 +53,20 @@ void BM_Triad(benchmark::State& state) {
     benchmark::DoNotOptimize(pa);
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(state.iterations() * 3 * bytes);
+  state.SetBytesProcessed(state.iterations() * 3 * n * static_cast<int64_t>(sizeof(float)));
+}
+
+// Arg: bytes per array, the same as one summed buffer.
+void BM_Triad(benchmark::State& state) {
+  run_triad(state, state.range(0) / static_cast<int64_t>(sizeof(float)));
+}
+
+// Args: N, bytes per summed buffer. The triad's three arrays touch as many bytes as the sum's N + 1
+// buffers, so both run from the same level of the memory hierarchy (a 4 MiB sum of 8 buffers
+// streams 36 MiB, past the cache that holds a 4 MiB triad's 12 MiB).
+void BM_TriadSameFootprint(benchmark::State& state) {
+  const int64_t footprint = (state.range(0) + 1) * state.range(1);
+  run_triad(state, footprint / 3 / static_cast<int64_t>(sizeof(float)));
 }
 
 constexpr int64_t kKiB = 1024;
@@ -93,6 +104,8 @@ BENCHMARK(BM_HostSum)->Apply(sums)->MinTime(0.2)->UseRealTime();
 BENCHMARK(BM_HostSum)->Apply(largest_sums)->Iterations(3)->UseRealTime();
 BENCHMARK(BM_Triad)->Apply(triads)->MinTime(0.2)->UseRealTime();
 BENCHMARK(BM_Triad)->Apply(largest_triads)->Iterations(3)->UseRealTime();
+BENCHMARK(BM_TriadSameFootprint)->Apply(sums)->MinTime(0.2)->UseRealTime();
+BENCHMARK(BM_TriadSameFootprint)->Apply(largest_sums)->Iterations(3)->UseRealTime();
 
 }  // namespace
 

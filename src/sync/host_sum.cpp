@@ -75,8 +75,38 @@ struct Block {
   }
 };
 
+// The same tree with the source count known at compile time: sources [First, First + Count)
+// split at the largest power of two below Count, so (0..3) + 4 for five; fully unrolled, the
+// partial sums stay in registers.
+template <int First, int Count>
+Vec tree_vec(const float* const* srcs, int64_t i) {
+  if constexpr (Count == 1) {
+    return load(srcs[First] + i);
+  } else {
+    constexpr int kLeft = std::bit_floor(static_cast<unsigned>(Count - 1));
+    return tree_vec<First, kLeft>(srcs, i) + tree_vec<First + kLeft, Count - kLeft>(srcs, i);
+  }
+}
+
+template <int N>
+void sum_block_fixed(float* dst, const float* const* srcs, int64_t begin) {
+  Vec out[kVecs];
+#pragma GCC unroll 8
+  for (int v = 0; v < kVecs; ++v) out[v] = tree_vec<0, N>(srcs, begin + v * kLanes);
+#pragma GCC unroll 8
+  for (int v = 0; v < kVecs; ++v) store(dst + begin + v * kLanes, out[v]);
+}
+
 // dst[begin, begin + kBlock). Sources are read before dst is written, so dst may be a source.
 void sum_block(float* dst, const float* const* srcs, int nsrc, int64_t begin) {
+  switch (nsrc) {
+    case 4: return sum_block_fixed<4>(dst, srcs, begin);
+    case 5: return sum_block_fixed<5>(dst, srcs, begin);
+    case 6: return sum_block_fixed<6>(dst, srcs, begin);
+    case 7: return sum_block_fixed<7>(dst, srcs, begin);
+    case 8: return sum_block_fixed<8>(dst, srcs, begin);
+    default: break;
+  }
   if (nsrc <= 3) return sum_block_linear(dst, srcs, nsrc, begin);
   const Block sum = tree_sum<Block>(nsrc, [&](int k) {
     Block b;
