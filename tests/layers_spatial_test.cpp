@@ -308,6 +308,44 @@ TEST(Pooling, GradientsMatchFiniteDifferences) {
   }
 }
 
+// The vectorised 2x2/stride-2 MAX path (float, rows at least 4 outputs wide): widths that take
+// 4- and 8-lane runs with an overlapping last run, odd sizes that add clipped windows, and small
+// integer inputs full of ties, where only the first maximum in row-major order may get the gradient.
+TEST(Pooling, VectorisedMax2x2MatchesWindowByWindowAndRoutesGradientToTheFirstMaximum) {
+  for (const Shape& shape : {Shape{2, 3, 28, 28}, Shape{1, 2, 14, 14}, Shape{1, 2, 17, 15},
+                             Shape{1, 1, 9, 21}, Shape{1, 1, 8, 8}}) {
+    SCOPED_TRACE(::testing::PrintToString(shape));
+    Harness<float> h(pool_text("pool: MAX kernel_size: 2 stride: 2"), shape);
+    std::mt19937 rng(3);
+    float* x = h.bottom.mutable_data();
+    for (int64_t i = 0; i < h.bottom.count(); ++i) x[i] = static_cast<float>(rng() % 4);
+    h.forward();
+    const int64_t height = shape[2], width = shape[3];
+    const int64_t pooled_h = h.top.shape(2), pooled_w = h.top.shape(3);
+    EXPECT_EQ(pooled_h, (height + 1) / 2);
+    EXPECT_EQ(pooled_w, (width + 1) / 2);
+    std::vector<float> expected_diff(h.bottom.count(), 0.f);
+    float* top_diff = h.top.mutable_diff();
+    for (int64_t plane = 0; plane < shape[0] * shape[1]; ++plane)
+      for (int64_t ph = 0; ph < pooled_h; ++ph)
+        for (int64_t pw = 0; pw < pooled_w; ++pw) {
+          int64_t first_max = -1;
+          for (int64_t y = 2 * ph; y < std::min(2 * ph + 2, height); ++y)
+            for (int64_t c = 2 * pw; c < std::min(2 * pw + 2, width); ++c) {
+              const int64_t at = (plane * height + y) * width + c;
+              if (first_max < 0 || x[at] > x[first_max]) first_max = at;
+            }
+          const int64_t out = (plane * pooled_h + ph) * pooled_w + pw;
+          ASSERT_EQ(h.top.data()[out], x[first_max]) << "output " << out;
+          top_diff[out] = static_cast<float>(out + 1);
+          expected_diff[first_max] += top_diff[out];
+        }
+    h.layer->backward({}, {&h.top}, {true}, {&h.bottom});
+    for (int64_t i = 0; i < h.bottom.count(); ++i)
+      ASSERT_EQ(h.bottom.diff()[i], expected_diff[i]) << "input " << i;
+  }
+}
+
 TEST(Pooling, OutputShapesFollowCaffe) {
   auto shape_of = [](const std::string& body, const Shape& in) {
     Harness<float> h(pool_text(body), in);

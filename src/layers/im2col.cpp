@@ -4,6 +4,7 @@
 #include "cgdp/layers/im2col.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace cgdp {
 
@@ -37,6 +38,42 @@ void for_each_tap_row(Im* image, Col* col, const ConvGeometry& g, Fn&& fn) {
   }
 }
 
+// A short row copy: whole vectors, the last one overlapping the one before it (rewriting the
+// same values) instead of a scalar tail; rows under a vector wide go one element at a time.
+template <typename T>
+void copy_row(T* __restrict dst, const T* __restrict src, int64_t n) {
+  typedef T Chunk __attribute__((vector_size(32)));  // one AVX2 register
+  constexpr int64_t kVector = sizeof(Chunk) / sizeof(T);
+  if (n < kVector) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+    return;
+  }
+  for (int64_t i = 0;; i += kVector) {
+    const int64_t at = std::min(i, n - kVector);
+    Chunk c;
+    std::memcpy(&c, src + at, sizeof c);
+    std::memcpy(dst + at, &c, sizeof c);
+    if (at + kVector >= n) return;
+  }
+}
+
+// dst[i] += src[i] over a short row: whole vectors, then the tail one element at a time (an
+// overlapping last vector would add twice).
+template <typename T>
+void add_row(T* __restrict dst, const T* __restrict src, int64_t n) {
+  typedef T Chunk __attribute__((vector_size(32)));
+  constexpr int64_t kVector = sizeof(Chunk) / sizeof(T);
+  int64_t i = 0;
+  for (; i + kVector <= n; i += kVector) {
+    Chunk a, b;
+    std::memcpy(&a, dst + i, sizeof a);
+    std::memcpy(&b, src + i, sizeof b);
+    a += b;
+    std::memcpy(dst + i, &a, sizeof a);
+  }
+  for (; i < n; ++i) dst[i] += src[i];
+}
+
 template <typename T>
 void pad_image(const T* im, const ConvGeometry& g, T* padded) {
   const Padded p = padded_size(g);
@@ -68,9 +105,7 @@ void im2col(const T* im, const ConvGeometry& g, T* col, T* scratch) {
   }
   const int64_t out_w = g.out_w(), stride = g.stride_w;
   if (stride == 1) {
-    for_each_tap_row(source, col, g, [out_w](T* __restrict dst, const T* __restrict src) {
-      for (int64_t ow = 0; ow < out_w; ++ow) dst[ow] = src[ow];
-    });
+    for_each_tap_row(source, col, g, [out_w](T* dst, const T* src) { copy_row(dst, src, out_w); });
   } else {
     for_each_tap_row(source, col, g, [out_w, stride](T* __restrict dst, const T* __restrict src) {
       for (int64_t ow = 0; ow < out_w; ++ow) dst[ow] = src[ow * stride];
@@ -85,9 +120,7 @@ void col2im(const T* col, const ConvGeometry& g, T* im, T* scratch) {
   std::fill(target, target + count, T(0));
   const int64_t out_w = g.out_w(), stride = g.stride_w;
   if (stride == 1) {
-    for_each_tap_row(target, col, g, [out_w](const T* __restrict src, T* __restrict dst) {
-      for (int64_t ow = 0; ow < out_w; ++ow) dst[ow] += src[ow];
-    });
+    for_each_tap_row(target, col, g, [out_w](const T* src, T* dst) { add_row(dst, src, out_w); });
   } else {
     for_each_tap_row(target, col, g, [out_w, stride](const T* __restrict src, T* __restrict dst) {
       for (int64_t ow = 0; ow < out_w; ++ow) dst[ow * stride] += src[ow];

@@ -2,6 +2,9 @@
 #include "cgdp/layers/pooling_layer.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <utility>
 #include <limits>
 #include <span>
 
@@ -82,16 +85,135 @@ typename PoolingLayer<T>::Window PoolingLayer<T>::window(int64_t ph, int64_t pw)
           std::min(w1, width_), (h1 - h0) * (w1 - w0)};
 }
 
+namespace {
+
+// Max and its index over rows [h0, h1) x columns [w0, w1); the first maximum wins, as in Caffe.
+// Selects, not branches: which input wins is data-dependent and would mispredict half the time.
+template <typename T>
+void window_max(const T* in, int64_t width, int64_t h0, int64_t h1, int64_t w0, int64_t w1,
+                T& best, int64_t& at) {
+  best = -std::numeric_limits<T>::max();
+  at = -1;
+  for (int64_t h = h0; h < h1; ++h)
+    for (int64_t x = w0; x < w1; ++x) {
+      const int64_t i = h * width + x;
+      const bool better = in[i] > best;
+      best = better ? in[i] : best;
+      at = better ? i : at;
+    }
+}
+
+// The same over a full K x K window, unrolled: 2x2 and 3x3 are nearly every pooling layer.
+template <int K, typename T>
+void window_max_fixed(const T* in, int64_t width, int64_t h0, int64_t w0, T& best, int64_t& at) {
+  window_max(in, width, h0, h0 + K, w0, w0 + K, best, at);
+}
+
+// N floats (and int32s) in one vector register: GCC/Clang vector extensions, so the code stays
+// portable; N = 8 is one AVX2 register.
+template <int N>
+struct Lanes {
+  typedef float Floats __attribute__((vector_size(4 * N)));
+  typedef int32_t Ints __attribute__((vector_size(4 * N)));
+};
+
+template <int N, size_t... I>
+typename Lanes<N>::Floats take_every_other(typename Lanes<N>::Floats lo,
+                                           typename Lanes<N>::Floats hi, int first,
+                                           std::index_sequence<I...>) {
+  // Indices count on into hi: lane k of (lo, hi) is element k of 2N consecutive floats.
+  return first == 0 ? __builtin_shufflevector(lo, hi, (2 * I)...)
+                    : __builtin_shufflevector(lo, hi, (2 * I + 1)...);
+}
+
+// N neighbouring outputs of a 2x2, stride-2 grid whose windows start at column 2 * pw0 of rows
+// h and h + 1: window_max's selects, candidate by candidate, on all N at once.
+template <int N>
+void max_2x2_run(const float* in, int64_t width, int64_t h, int64_t pw0, float* out,
+                 int32_t* argmax) {
+  using Floats = typename Lanes<N>::Floats;
+  using Ints = typename Lanes<N>::Ints;
+  constexpr auto lanes = std::make_index_sequence<N>();
+  Floats best = Floats{} - std::numeric_limits<float>::max();
+  Ints at = Ints{} - 1, twice_lane;
+  for (int i = 0; i < N; ++i) twice_lane[i] = 2 * i;
+  for (int dy = 0; dy < 2; ++dy) {
+    const int64_t first = (h + dy) * width + 2 * pw0;
+    Floats lo, hi;
+    std::memcpy(&lo, in + first, sizeof lo);
+    std::memcpy(&hi, in + first + N, sizeof hi);
+    for (int dx = 0; dx < 2; ++dx) {
+      const Floats candidate = take_every_other<N>(lo, hi, dx, lanes);
+      const Ints better = candidate > best;
+      best = better ? candidate : best;
+      at = better ? twice_lane + static_cast<int32_t>(first + dx) : at;
+    }
+  }
+  std::memcpy(out + pw0, &best, sizeof best);
+  std::memcpy(argmax + pw0, &at, sizeof at);
+}
+
+// Outputs [0, count) of one row, N at a time (count >= N); the last run overlaps the one before
+// it instead of leaving a scalar tail (recomputing an output gives the same value).
+template <int N>
+void max_2x2_row(const float* in, int64_t width, int64_t h, int64_t count, float* out,
+                 int32_t* argmax) {
+  for (int64_t pw0 = 0;; pw0 += N) {
+    const int64_t start = std::min(pw0, count - N);
+    max_2x2_run<N>(in, width, h, start, out, argmax);
+    if (start + N >= count) return;
+  }
+}
+
+}  // namespace
+
+template <typename T>
+bool PoolingLayer<T>::max_2x2_plane(const T* in, T* out, int32_t* argmax) const {
+  const bool grid = kernel_h_ == 2 && kernel_w_ == 2 && stride_h_ == 2 && stride_w_ == 2 &&
+                    pad_h_ == 0 && pad_w_ == 0;
+  // With an odd height or width, Caffe's rounding up adds a clipped last row or column.
+  const int64_t full_h = height_ / 2, full_w = width_ / 2;
+  if (!std::is_same_v<T, float> || !grid || full_w < 4) return false;
+  for (int64_t ph = 0; ph < pooled_h_; ++ph) {
+    T* out_row = out + ph * pooled_w_;
+    int32_t* argmax_row = argmax + ph * pooled_w_;
+    if constexpr (std::is_same_v<T, float>) {
+      if (ph < full_h && full_w >= 8) {
+        max_2x2_row<8>(in, width_, 2 * ph, full_w, out_row, argmax_row);
+      } else if (ph < full_h) {
+        max_2x2_row<4>(in, width_, 2 * ph, full_w, out_row, argmax_row);
+      }
+    }
+    for (int64_t pw = ph < full_h ? full_w : 0; pw < pooled_w_; ++pw) {
+      T best;
+      int64_t at;
+      window_max(in, width_, 2 * ph, std::min(2 * ph + 2, height_), 2 * pw,
+                 std::min(2 * pw + 2, width_), best, at);
+      out_row[pw] = best;
+      argmax_row[pw] = static_cast<int32_t>(at);
+    }
+  }
+  return true;
+}
+
 template <typename T>
 void PoolingLayer<T>::max_plane(const T* in, T* out, int32_t* argmax) const {
+  if (max_2x2_plane(in, out, argmax)) return;
+  const bool fixed3 = kernel_h_ == 3 && kernel_w_ == 3;
   for (int64_t ph = 0; ph < pooled_h_; ++ph) {
+    // window()'s clipped bounds, hoisted out of the hot loop.
+    const int64_t h0 = std::max<int64_t>(ph * stride_h_ - pad_h_, 0);
+    const int64_t h1 = std::min(ph * stride_h_ - pad_h_ + kernel_h_, height_);
     for (int64_t pw = 0; pw < pooled_w_; ++pw) {
-      const Window w = window(ph, pw);
-      T best = -std::numeric_limits<T>::max();
-      int64_t at = -1;
-      for (int64_t h = w.h0; h < w.h1; ++h)
-        for (int64_t x = w.w0; x < w.w1; ++x)
-          if (in[h * width_ + x] > best) best = in[h * width_ + x], at = h * width_ + x;
+      const int64_t w0 = std::max<int64_t>(pw * stride_w_ - pad_w_, 0);
+      const int64_t w1 = std::min(pw * stride_w_ - pad_w_ + kernel_w_, width_);
+      T best;
+      int64_t at;
+      if (fixed3 && h1 - h0 == 3 && w1 - w0 == 3) {
+        window_max_fixed<3>(in, width_, h0, w0, best, at);
+      } else {
+        window_max(in, width_, h0, h1, w0, w1, best, at);
+      }
       out[ph * pooled_w_ + pw] = best;
       argmax[ph * pooled_w_ + pw] = static_cast<int32_t>(at);
     }

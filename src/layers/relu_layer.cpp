@@ -34,8 +34,14 @@ void ReLULayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
   const T* dy = top[0]->diff();
   T* dx = bottom[0]->mutable_diff();
   const int64_t n = bottom[0]->count();
+  // A select, not dy * mask: multiplying a denormal gradient stalls the core for ~100 cycles.
+  if (slope == T(0)) {
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (T(x[i] > 0) + slope * T(x[i] <= 0));
+    for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0 ? dy[i] : T(0);
+  } else {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0 ? dy[i] : slope * dy[i];
+  }
 }
 
 template class ReLULayer<float>;

@@ -33,6 +33,8 @@ class PoolingLayer final : public Layer<T> {
   };
   Window window(int64_t ph, int64_t pw) const;
   void max_plane(const T* in, T* out, int32_t* argmax) const;
+  // The common 2x2, stride-2, unpadded grid, vectorised along rows; false if not that grid.
+  bool max_2x2_plane(const T* in, T* out, int32_t* argmax) const;
   void average_plane(const T* in, T* out) const;
 
   bool max_ = true;
