@@ -174,6 +174,10 @@ const std::vector<std::pair<ConvConfig, Shape>>& conv_cases() {
       {{2, 3, 3, 2, 2, 1, 1, 2, 2}, {1, 2, 7, 7}},            // dilation 2, one image (serial path)
       {{5, 1, 1}, {2, 3, 4, 4}},                              // pointwise: no im2col
       {{4, 2, 3, 1, 0, 3, 2, 2, 1, 2}, {2, 4, 9, 8}},         // everything at once
+      // Rows of 8 or more outputs: im2col/col2im's vector paths, their overlapping last vector
+      // and (float, stride > 1) gathers.
+      {{2, 5, 5, 2, 2}, {2, 1, 4, 19}},                // stride 1, out_w 19 = 8 + 8 + 3
+      {{4, 3, 3, 1, 1, 2, 2, 1, 1, 2}, {2, 2, 3, 30}},  // stride 2, pad 1, groups, out_w 15
   };
   return cases;
 }
@@ -192,7 +196,11 @@ TEST(Convolution, GradientsMatchFiniteDifferences) {
   for (const auto& [config, shape] : conv_cases()) {
     SCOPED_TRACE(config.text() + " on " + shape_string(shape));
     Harness<double> h(config.text(), shape);
-    check_gradients(*h.layer, {&h.bottom}, {&h.top});
+    // Convolution is linear in its input and weights, so a long step adds no truncation error
+    // and keeps the objective's rounding (it sums every output) far below the tolerance.
+    testing::GradientCheckOptions options;
+    options.step = 1e-3;
+    check_gradients(*h.layer, {&h.bottom}, {&h.top}, options);
   }
 }
 
@@ -209,6 +217,48 @@ TEST(Convolution, ParameterGradientsAccumulate) {
   for (size_t i = 0; i < once.size(); ++i)
     for (size_t j = 0; j < once[i].size(); ++j)
       EXPECT_NEAR(h.layer->params()[i]->diff()[j], 2 * once[i][j], 1e-12);
+}
+
+// Float's vectors are 8 wide, double's 4 (and only float gathers): float forward and backward
+// against the double layer, itself checked against direct loops and finite differences above.
+TEST(Convolution, FloatVectorPathsMatchTheDoubleLayer) {
+  std::vector<std::pair<ConvConfig, Shape>> cases = conv_cases();
+  cases.push_back({{2, 11, 11, 0, 0, 4, 4}, {1, 2, 15, 47}});  // AlexNet's conv1 kernel, out_w 10
+  for (const auto& [config, shape] : cases) {
+    SCOPED_TRACE(config.text() + " on " + shape_string(shape));
+    Harness<double> wide(config.text(), shape);
+    Harness<float> narrow(config.text(), shape);
+    std::copy(wide.bottom.data(), wide.bottom.data() + wide.bottom.count(),
+              narrow.bottom.mutable_data());
+    for (size_t i = 0; i < wide.layer->params().size(); ++i) {
+      const auto& from = *wide.layer->params()[i];
+      std::copy(from.data(), from.data() + from.count(), narrow.layer->params()[i]->mutable_data());
+    }
+    wide.forward();
+    narrow.forward();
+    const std::vector<double> top(wide.top.data(), wide.top.data() + wide.top.count());
+    EXPECT_LT(relative_error(narrow.top, top), 1e-5);
+    fill_uniform(wide.top, -1, 1, 9);
+    for (int64_t i = 0; i < wide.top.count(); ++i) {
+      wide.top.mutable_diff()[i] = wide.top.data()[i];
+      narrow.top.mutable_diff()[i] = static_cast<float>(wide.top.data()[i]);
+    }
+    wide.layer->backward({}, {&wide.top}, {true}, {&wide.bottom});
+    narrow.layer->backward({}, {&narrow.top}, {true}, {&narrow.bottom});
+    auto diffs = [](const auto& blob) {
+      return std::vector<double>(blob.diff(), blob.diff() + blob.count());
+    };
+    auto error = [](const std::vector<double>& actual, const std::vector<double>& ref) {
+      double diff = 0, scale = 1e-30;
+      for (size_t i = 0; i < ref.size(); ++i)
+        diff = std::max(diff, std::abs(actual[i] - ref[i])), scale = std::max(scale, std::abs(ref[i]));
+      return diff / scale;
+    };
+    EXPECT_LT(error(diffs(narrow.bottom), diffs(wide.bottom)), 1e-5) << "bottom";
+    for (size_t i = 0; i < wide.layer->params().size(); ++i)
+      EXPECT_LT(error(diffs(*narrow.layer->params()[i]), diffs(*wide.layer->params()[i])), 1e-5)
+          << "param " << i;
+  }
 }
 
 TEST(Convolution, OutputShapesFollowCaffe) {
