@@ -45,7 +45,7 @@ prepare() {
   # Shared libraries the binaries still need, but for glibc, the C++ runtime and CUDA's (the
   # GPU machine has those; its cuDNN and cuBLAS come from pip).
   ldd "$stage"/bin/* | awk '/=> \// {print $3}' | sort -u |
-    grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcud[a-z]*|libcublas[A-Za-z]*)\.so' |
+    grep -Ev '/(libc|libm|libdl|libpthread|librt|libresolv|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcud[a-z]*|libcublas[A-Za-z]*)\.so' |
     while read -r lib; do cp -L "$lib" "$carry/lib/"; done
   # Static binaries compress about tenfold; the GPU half unpacks them with python3's tarfile.
   XZ_OPT="-6 -T${JOBS:-2}" tar -C "$stage" -cJf "$carry/bin.tar.xz" bin
