@@ -34,6 +34,11 @@ TEST(CpuStream, CopyOnOneStreamRunsWhileAnotherComputes) {
     compute_running = false;
   });
   std::vector<float> src(1024, 3.f), dst(1024, 0.f);
+  // Under load the compute task may start late: wait for it (up to 10 s) so that the check
+  // below tests overlap, not how soon a thread got scheduled.
+  d2h->submit([&] {
+    for (int ms = 0; ms < 10000 && !compute_running; ++ms) std::this_thread::sleep_for(1ms);
+  });
   d2h->copy_async(dst.data(), src.data(), src.size() * sizeof(float));
   d2h->launch_host_func([&] { copy_done_during_compute = compute_running.load(); });
   d2h->synchronize();  // would deadlock if the copy waited behind the compute stream
