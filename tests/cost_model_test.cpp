@@ -448,7 +448,8 @@ TEST(NetworkStage, OneHostPredictsExactlyAsWithoutNetwork) {
   WhatIf w;
   w.hosts = 1;
   w.network_gbps = 0.001;
-  const CostInputs plain = small_inputs(), one = make_cost_inputs(small_profile(), small_params(), 2, w);
+  const CostInputs plain = small_inputs(),
+                   one = make_cost_inputs(small_profile(), small_params(), 2, w);
   EXPECT_EQ(chunk_stages(one, 0, 4000).size(), 3u);
   for (const std::string spec : {"layer", "all"}) {
     const ChunkPlan plan = make_chunk_plan(small_params(), spec);
@@ -484,8 +485,8 @@ TEST(NetworkStage, SlowNetworkMakesTheBestPlanCoarser) {
   slow.network_gbps = 1;
   const PlanSearchResult f = best_plan(make_cost_inputs(p, params, 2, fast));
   const PlanSearchResult s = best_plan(make_cost_inputs(p, params, 2, slow));
-  EXPECT_LT(s.best.plan.chunks.size(), f.best.plan.chunks.size()) << s.best.spec << " vs "
-                                                                  << f.best.spec;
+  EXPECT_LT(s.best.plan.chunks.size(), f.best.plan.chunks.size())
+      << s.best.spec << " vs " << f.best.spec;
   EXPECT_GE(f.best.plan.chunks.size(), 3u) << f.best.spec;  // the last layers alone: "14,15"
   EXPECT_LE(s.best.plan.chunks.size(), 2u) << s.best.spec;  // nearly everything in one: "1,"
 }
@@ -617,13 +618,22 @@ TEST(ProfileJson, EachValidationErrorNamesTheField) {
   expect_invalid([](J& j) { j["host_memory_gbps"] = -1; },
                  "host_memory_gbps: expected a number >= 0");
   expect_invalid([](J& j) { j = J::array(); }, "expected an object");
-  expect_invalid([](J& j) { j["network"] = {{"gbps", 0}, {"latency_us", 1}}; },
-                 "network.gbps: expected a number > 0");
-  expect_invalid([](J& j) { j["network"] = {{"gbps", -10}, {"latency_us", 1}}; },
-                 "network.gbps: expected a number > 0");
+  expect_invalid(
+      [](J& j) {
+        j["network"] = {{"gbps", 0}, {"latency_us", 1}};
+      },
+      "network.gbps: expected a number > 0");
+  expect_invalid(
+      [](J& j) {
+        j["network"] = {{"gbps", -10}, {"latency_us", 1}};
+      },
+      "network.gbps: expected a number > 0");
   expect_invalid([](J& j) { j["network"] = {{"gbps", 10}}; }, "network.latency_us: missing");
-  expect_invalid([](J& j) { j["network"] = {{"gbps", 10}, {"latency_us", 1}, {"mtu", 9000}}; },
-                 "network.mtu: unknown field");
+  expect_invalid(
+      [](J& j) {
+        j["network"] = {{"gbps", 10}, {"latency_us", 1}, {"mtu", 9000}};
+      },
+      "network.mtu: unknown field");
 }
 
 TEST(ProfileJson, OptionalHostMemoryDefaultsToUnlimited) {

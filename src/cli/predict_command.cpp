@@ -135,17 +135,18 @@ Json to_json(const Prediction& p, const PredictOptions& opt) {
   }
   Json equal = Json::array();
   for (const PlanChoice& c : p.search.equal_size) equal.push_back(choice_json(c));
-  Json j = {{"model", opt.model},
-            {"profile", opt.profile},
-            {"devices", p.inputs.devices},
-            {"hosts", p.inputs.hosts},
-            {"chunk", opt.chunk},
-            {"layers", layers},
-            {"cgdp", {{"simulated", phases_json(p.cgdp)}, {"formula", formula_json(p.cgdp_formula)}}},
-            {"ps0", {{"simulated", phases_json(p.ps0)}, {"formula", formula_json(p.ps0_formula)}}},
-            {"best", choice_json(p.search.best)},
-            {"best_equal_size", choice_json(p.search.best_equal_size)},
-            {"equal_size", equal}};
+  Json j = {
+      {"model", opt.model},
+      {"profile", opt.profile},
+      {"devices", p.inputs.devices},
+      {"hosts", p.inputs.hosts},
+      {"chunk", opt.chunk},
+      {"layers", layers},
+      {"cgdp", {{"simulated", phases_json(p.cgdp)}, {"formula", formula_json(p.cgdp_formula)}}},
+      {"ps0", {{"simulated", phases_json(p.ps0)}, {"formula", formula_json(p.ps0_formula)}}},
+      {"best", choice_json(p.search.best)},
+      {"best_equal_size", choice_json(p.search.best_equal_size)},
+      {"equal_size", equal}};
   if (!p.has_ps0()) add_hosts_json(j, p);
   return j;
 }

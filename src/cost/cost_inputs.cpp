@@ -62,7 +62,8 @@ void set_network(CostInputs& in, const Profile& profile, const WhatIf& w) {
   in.network = {w.network_gbps.value_or(measured.gbps),
                 w.network_latency_us.value_or(measured.latency_us)};
   if (in.hosts > 1 && !(in.network.gbps > 0))
-    throw UsageError(cat("--hosts ", in.hosts, " needs the network's bandwidth: give --network-gbps",
+    throw UsageError(cat("--hosts ", in.hosts,
+                         " needs the network's bandwidth: give --network-gbps",
                          " or the profile's network.gbps (", profile.source, ")"));
   in.shard_sum_gbps = sum_gbps(profile, in.hosts, w, in.host_memory_gbps);
 }

@@ -198,21 +198,21 @@ void write_profile(const Profile& p, const std::string& path) {
   ordered_json sums = ordered_json::array();
   for (const HostSumCost& s : p.host_sum) sums.push_back({{"inputs", s.inputs}, {"gbps", s.gbps}});
   ordered_json root = {{"version", p.version},
-                             {"model", p.model},
-                             {"backend", p.backend},
-                             {"device", p.device},
-                             {"devices", p.devices},
-                             {"batch", p.batch},
-                             {"host_threads", p.host_threads},
-                             {"layers", layers},
-                             {"d2h", link_json(p.d2h)},
-                             {"h2d", link_json(p.h2d)},
-                             {"p2p", link_json(p.p2p)},
-                             {"sync_us", p.sync_us},
-                             {"host_sum", sums},
-                             {"update_gbps", p.update_gbps},
-                             {"device_sum_gbps", p.device_sum_gbps},
-                             {"host_memory_gbps", p.host_memory_gbps}};
+                       {"model", p.model},
+                       {"backend", p.backend},
+                       {"device", p.device},
+                       {"devices", p.devices},
+                       {"batch", p.batch},
+                       {"host_threads", p.host_threads},
+                       {"layers", layers},
+                       {"d2h", link_json(p.d2h)},
+                       {"h2d", link_json(p.h2d)},
+                       {"p2p", link_json(p.p2p)},
+                       {"sync_us", p.sync_us},
+                       {"host_sum", sums},
+                       {"update_gbps", p.update_gbps},
+                       {"device_sum_gbps", p.device_sum_gbps},
+                       {"host_memory_gbps", p.host_memory_gbps}};
   if (p.network)
     root["network"] = {{"gbps", p.network->gbps}, {"latency_us", p.network->latency_us}};
   write_file_atomically(path, root.dump(2) + "\n");

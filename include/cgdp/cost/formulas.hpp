@@ -20,7 +20,7 @@ struct ChunkTerms {
   // With several hosts (not in the paper): the network exchange, network_us (network_stage.hpp),
   // one more step on the chunk's path that, like the others, is assumed to overlap perfectly.
   double t_net = 0;
-  double t_bc = 0;  // broadcast of the sum back: H2D copy
+  double t_bc = 0;   // broadcast of the sum back: H2D copy
   double total = 0;  // T_BP^c = sum over chunks up to c of (t_bp + t_as), + t_aa + t_net + t_bc
 };
 

@@ -19,8 +19,7 @@ struct NetworkTraffic {
 // The chunk of `bytes` at `offset_bytes` in a flat gradient of `total_bytes` (multiples of 4),
 // laid out over `hosts` shards as assign_ranges (shard_layout.hpp) lays out any plan holding it.
 // Zero bytes or one host: no traffic.
-NetworkTraffic network_traffic(int hosts, int64_t total_bytes, int64_t offset_bytes,
-                               int64_t bytes);
+NetworkTraffic network_traffic(int hosts, int64_t total_bytes, int64_t offset_bytes, int64_t bytes);
 
 // The network stage's time: every message's latency, the bytes at the link's bandwidth, and the
 // shard's sum of H inputs over its part (in.shard_sum_gbps). 0 when in.hosts == 1.
