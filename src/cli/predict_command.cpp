@@ -118,7 +118,6 @@ void add_hosts_json(Json& j, const Prediction& p) {
     chunks.push_back(chunk);
   }
   j["chunks"] = chunks;
-  j["ps0"] = {{"error", kNoPs0}};
 }
 
 Json to_json(const Prediction& p, const PredictOptions& opt) {
@@ -143,7 +142,9 @@ Json to_json(const Prediction& p, const PredictOptions& opt) {
       {"chunk", opt.chunk},
       {"layers", layers},
       {"cgdp", {{"simulated", phases_json(p.cgdp)}, {"formula", formula_json(p.cgdp_formula)}}},
-      {"ps0", {{"simulated", phases_json(p.ps0)}, {"formula", formula_json(p.ps0_formula)}}},
+      {"ps0", p.has_ps0() ? Json{{"simulated", phases_json(p.ps0)},
+                                 {"formula", formula_json(p.ps0_formula)}}
+                          : Json{{"error", kNoPs0}}},
       {"best", choice_json(p.search.best)},
       {"best_equal_size", choice_json(p.search.best_equal_size)},
       {"equal_size", equal}};
@@ -214,11 +215,12 @@ void print_report(const Prediction& p, const PredictOptions& opt) {
               "backward", "exchange", "update", "broadcast", "iteration");
   const std::string cgdp_name = "cgdp --chunk " + opt.chunk;
   print_row(cgdp_name, p.cgdp);
-  if (p.has_ps0())
+  if (p.has_ps0()) {
     print_row("ps0", p.ps0);
-  else
+  } else {
     std::printf("  %-32s %s\n", "ps0", kNoPs0);
-  if (!p.has_ps0()) print_chunks(p);
+    print_chunks(p);
+  }
   if (opt.formula) print_formulas(p, cgdp_name);
   const PlanChoice& best = p.search.best;
   const PlanChoice& equal = p.search.best_equal_size;
