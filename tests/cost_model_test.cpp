@@ -13,6 +13,7 @@
 #include "cgdp/cost/chunk_stages.hpp"
 #include "cgdp/cost/event_sim.hpp"
 #include "cgdp/cost/formulas.hpp"
+#include "cgdp/cost/network_stage.hpp"
 #include "cgdp/cost/plan_search.hpp"
 #include "cgdp/cost/profile_match.hpp"
 #include "cgdp/cost/simulator.hpp"
@@ -259,7 +260,7 @@ TEST(EventSim, StreamRunsItsTasksInOrder) {
 }
 
 // Random profiles of `n` param layers (and a layer without params between them).
-CostInputs random_inputs(std::mt19937& rng, int n, int devices) {
+CostInputs random_inputs(std::mt19937& rng, int n, int devices, const WhatIf& what_if = {}) {
   std::uniform_real_distribution<double> u(0, 1);
   Profile p = small_profile();
   p.layers = {{"data", "Input", 1, 10 * u(rng), 0}};
@@ -279,7 +280,8 @@ CostInputs random_inputs(std::mt19937& rng, int n, int devices) {
   p.host_sum = {{devices, 0.2 + 5 * u(rng)}};
   p.devices = devices;
   p.host_memory_gbps = u(rng) < 0.5 ? 0 : 1 + 10 * u(rng);
-  return make_cost_inputs(p, params, devices);
+  p.network = NetworkCost{0.5 + 20 * u(rng), 20 * u(rng)};  // used only with what_if.hosts > 1
+  return make_cost_inputs(p, params, devices, what_if);
 }
 
 // Every grouping of n layers: the chunk starts are the set bits of a mask over 1..n-1.
@@ -316,6 +318,22 @@ TEST(PlanSearch, DynamicProgrammeMatchesBruteForce) {
   }
 }
 
+// With 2..4 hosts the network stage's time depends on where a chunk lies in the shard layout,
+// not only on its size; the search stays exact (its lower bound takes the least over chunks).
+TEST(PlanSearch, DynamicProgrammeMatchesBruteForceWithHosts) {
+  std::mt19937 rng(13);
+  for (int trial = 0; trial < 12; ++trial) {
+    WhatIf w;
+    w.hosts = 2 + trial % 3;
+    const CostInputs in = random_inputs(rng, 2 + trial % 7, 1 + trial % 4, w);
+    std::vector<ParamLayer> layers;
+    for (const ParamCost& p : in.params) layers.push_back(p.layer);
+    const PlanSearchResult r = best_plan(in);
+    expect_near(r.best.iteration_us, brute_force_best(in, layers), "best plan");
+    expect_near(simulate_cgdp(in, r.best.plan).iteration_us, r.best.iteration_us, "simulated");
+  }
+}
+
 TEST(PlanSearch, DeepNetStaysExactAgainstItsOwnPlans) {
   std::mt19937 rng(11);
   const CostInputs in = random_inputs(rng, 300, 4);
@@ -349,6 +367,160 @@ TEST(PlanSearch, SpecsRoundTripThroughMakeChunkPlan) {
   EXPECT_EQ(plan_spec(make_chunk_plan(layers, "2,"), 4), "2,");
 }
 
+// ---- the network stage (several hosts) ----
+
+// One param layer, fc, of 4 MiB (1048576 floats) between data and loss, two workers: backward
+// of fc and loss 41 us, then the sync point (2): ready at 43; the data layer's 0.5 us follows.
+// D2H 1 + 4194.304, host sum 4194304 / 500 = 8388.608, H2D 0.5 + 2097.152; forward 32, update
+// 4194304 / 4000 = 1048.576. The network: 8 Gbit/s = 1000 bytes/us, 10 us per message.
+constexpr int64_t kBig = int64_t{4} << 20;
+std::vector<ParamLayer> big_params() {
+  return {{1, "fc", 0, kBig / 4}};
+}
+
+Profile big_profile() {
+  Profile p = small_profile();
+  p.layers = {{"data", "Input", 1, 0.5, 0},
+              {"fc", "InnerProduct", 30, 40, kBig},
+              {"loss", "SoftmaxWithLoss", 1, 1, 0}};
+  p.network = NetworkCost{8, 10};
+  return p;
+}
+
+CostInputs big_inputs(int hosts) {
+  WhatIf w;
+  w.hosts = hosts;
+  return make_cost_inputs(big_profile(), big_params(), 2, w);
+}
+
+// One chunk of B = 4 MiB over the whole gradient. H = 2: the cut at 2 MiB gives each shard
+// b = 2 MiB in 2 pieces; a host's link carries B + 0 b = 4194304 bytes and 4 + 0 messages each
+// way; the shard sums 2 inputs of 2 MiB at 500 bytes/us (the profile's 2-input sum). Network:
+// 4 x 10 + 4194.304 + 4194.304 = 8428.608. H = 4: b = 1 MiB, 1 piece each: B + 2 b = 6 MiB and
+// 4 + 2 messages; 4 inputs sum at 0.5 x 2 / 4 = 0.25 GB/s: 60 + 6291.456 + 4194.304 = 10545.76.
+TEST(NetworkStage, OneChunkOverTwoAndFourHostsByHand) {
+  const NetworkTraffic two = network_traffic(2, kBig, 0, kBig);
+  EXPECT_EQ(two.bytes, kBig);
+  EXPECT_EQ(two.messages, 4);
+  EXPECT_EQ(two.shard_bytes, kBig / 2);
+  const NetworkTraffic four = network_traffic(4, kBig, 0, kBig);
+  EXPECT_EQ(four.bytes, kBig + 2 * (kBig / 4));
+  EXPECT_EQ(four.messages, 6);
+  EXPECT_EQ(four.shard_bytes, kBig / 4);
+  const ChunkPlan all = make_chunk_plan(big_params(), "all");
+  for (const auto& [hosts, network] : {std::pair{2, 8428.608}, std::pair{4, 10545.76}}) {
+    const CostInputs in = big_inputs(hosts);
+    expect_near(network_us(in, 0, kBig), network, "network");
+    // Exchange end: 43 + 4195.304 + 8388.608 + network + 2097.652 = 14724.564 + network.
+    const double end = 14724.564 + network, iteration = 32 + end + 1048.576;
+    const IterationPrediction p = simulate_cgdp(in, all);
+    ASSERT_EQ(p.chunks[0].stages.size(), 4u);
+    EXPECT_EQ(p.chunks[0].stages[2].name, "network");
+    expect_near(p.chunks[0].stages[2].end_us - p.chunks[0].stages[2].start_us, network);
+    expect_near(p.chunks[0].stages[2].start_us, 43 + 4195.304 + 8388.608);
+    expect_near(p.iteration_us, iteration, "simulated");
+    const FormulaPrediction f = formula_cgdp(in, all);
+    expect_near(f.chunks[0].t_net, network);
+    expect_near(f.backward_us, end);
+    expect_near(f.overhead_approx_us, 2 + 4195.304 + 8388.608 + network + 2097.652);
+    expect_near(f.iteration_us, iteration, "formula");
+  }
+}
+
+// A small chunk lies on one shard: its owner's link carries (H - 1) B. A chunk that a cut would
+// leave a side of less than 64 KiB moves whole to one shard.
+TEST(NetworkStage, TrafficFollowsTheShardLayout) {
+  constexpr int64_t kKiB = 1024, kMiB = kKiB * kKiB;
+  const NetworkTraffic small = network_traffic(4, 8 * kMiB, 0, 64 * kKiB);
+  EXPECT_EQ(small.bytes, 3 * 64 * kKiB);
+  EXPECT_EQ(small.messages, 3);
+  EXPECT_EQ(small.shard_bytes, 64 * kKiB);
+  const int64_t straddling = kMiB + 16 * kKiB;  // 16 KiB before the cut at 4 MiB
+  const NetworkTraffic moved = network_traffic(2, 8 * kMiB, 4 * kMiB - 16 * kKiB, straddling);
+  EXPECT_EQ(moved.bytes, straddling);
+  EXPECT_EQ(moved.messages, 2);
+  EXPECT_EQ(moved.shard_bytes, straddling);
+  EXPECT_EQ(network_traffic(1, 8 * kMiB, 0, kMiB).bytes, 0);
+}
+
+// One host is today's model: the same stages and bit-identical predictions, whatever network.
+TEST(NetworkStage, OneHostPredictsExactlyAsWithoutNetwork) {
+  WhatIf w;
+  w.hosts = 1;
+  w.network_gbps = 0.001;
+  const CostInputs plain = small_inputs(),
+                   one = make_cost_inputs(small_profile(), small_params(), 2, w);
+  EXPECT_EQ(chunk_stages(one, 0, 4000).size(), 3u);
+  for (const std::string spec : {"layer", "all"}) {
+    const ChunkPlan plan = make_chunk_plan(small_params(), spec);
+    EXPECT_EQ(simulate_cgdp(one, plan).iteration_us, simulate_cgdp(plain, plan).iteration_us);
+    EXPECT_EQ(formula_cgdp(one, plan).iteration_us, formula_cgdp(plain, plan).iteration_us);
+    EXPECT_EQ(formula_cgdp(one, plan).overhead_approx_us,
+              formula_cgdp(plain, plan).overhead_approx_us);
+  }
+  EXPECT_EQ(best_plan(one).best.iteration_us, best_plan(plain).best.iteration_us);
+  EXPECT_EQ(best_plan(one).best.spec, best_plan(plain).best.spec);
+}
+
+// 16 layers of 256 KiB on 4 hosts. Per-layer chunks each sit on one shard ((H - 1) B = 768 KiB
+// on its owner's link), while one chunk spreads over all four (2 (H - 1) / H x 4 MiB = 6 MiB in
+// all, half the 12 MiB of per-layer chunks). With a fast network only the end is exposed and the
+// best plan cuts off the last layers; on a slow one the link is the bottleneck and coarser wins.
+TEST(NetworkStage, SlowNetworkMakesTheBestPlanCoarser) {
+  constexpr int kLayers = 16;
+  constexpr int64_t kCount = 65536;  // 256 KiB
+  Profile p = small_profile();
+  p.layers = {{"data", "Input", 1, 0, 0}};
+  std::vector<ParamLayer> params;
+  for (int i = 0; i < kLayers; ++i) {
+    p.layers.push_back({cat("fc", i), "InnerProduct", 100, 500, kCount * 4});
+    params.insert(params.begin(), ParamLayer{i + 1, cat("fc", i), 0, kCount});
+  }
+  for (int i = 0; i < kLayers; ++i) params[i].offset = i * kCount;
+  p.d2h = p.h2d = {50, 1};
+  p.host_sum = {{2, 20}};
+  WhatIf fast, slow;
+  fast.hosts = slow.hosts = 4;
+  fast.network_gbps = 400;
+  slow.network_gbps = 1;
+  const PlanSearchResult f = best_plan(make_cost_inputs(p, params, 2, fast));
+  const PlanSearchResult s = best_plan(make_cost_inputs(p, params, 2, slow));
+  EXPECT_LT(s.best.plan.chunks.size(), f.best.plan.chunks.size())
+      << s.best.spec << " vs " << f.best.spec;
+  EXPECT_GE(f.best.plan.chunks.size(), 3u) << f.best.spec;  // the last layers alone: "14,15"
+  EXPECT_LE(s.best.plan.chunks.size(), 2u) << s.best.spec;  // nearly everything in one: "1,"
+}
+
+TEST(NetworkStage, BadHostsAndNetworkAreOneLine) {
+  const auto error = [](const WhatIf& w, const Profile& p = small_profile()) {
+    try {
+      make_cost_inputs(p, small_params(), 2, w);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  WhatIf w;
+  w.hosts = 0;
+  EXPECT_EQ(error(w), "--hosts: expected an integer >= 1, got 0");
+  w.hosts = 2;
+  EXPECT_THAT(error(w), HasSubstr("--hosts 2 needs the network's bandwidth: give --network-gbps"));
+  EXPECT_THAT(error(w), HasSubstr("network.gbps"));
+  w.network_gbps = 0;
+  EXPECT_EQ(error(w), "--network-gbps: expected a number > 0, got 0");
+  w.network_gbps = -2;
+  EXPECT_EQ(error(w), "--network-gbps: expected a number > 0, got -2");
+  w.network_gbps = 1;
+  w.network_latency_us = -1;
+  EXPECT_EQ(error(w), "--network-latency-us: expected a number >= 0, got -1");
+  w.network_latency_us.reset();
+  EXPECT_EQ(error(w), "no error");
+  w.network_gbps.reset();
+  Profile networked = small_profile();
+  networked.network = NetworkCost{10, 5};
+  EXPECT_EQ(error(w, networked), "no error");  // the profile's network
+}
+
 // ---- profile JSON ----
 
 std::string read_text(const std::filesystem::path& path) {
@@ -361,6 +533,7 @@ TEST(ProfileJson, RoundTripKeepsEveryField) {
   Profile p = small_profile();
   p.host_memory_gbps = 12.5;
   p.host_sum.push_back({4, 0.3});
+  p.network = NetworkCost{25, 30};
   const std::string path = (dir / "p.json").string();
   write_profile(p, path);
   const Profile q = read_profile(path);
@@ -389,6 +562,9 @@ TEST(ProfileJson, RoundTripKeepsEveryField) {
   EXPECT_EQ(q.update_gbps, p.update_gbps);
   EXPECT_EQ(q.device_sum_gbps, p.device_sum_gbps);
   EXPECT_EQ(q.host_memory_gbps, 12.5);
+  ASSERT_TRUE(q.network);
+  EXPECT_EQ(q.network->gbps, 25);
+  EXPECT_EQ(q.network->latency_us, 30);
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"p.json"});  // no temporary file left
 }
 
@@ -442,6 +618,22 @@ TEST(ProfileJson, EachValidationErrorNamesTheField) {
   expect_invalid([](J& j) { j["host_memory_gbps"] = -1; },
                  "host_memory_gbps: expected a number >= 0");
   expect_invalid([](J& j) { j = J::array(); }, "expected an object");
+  expect_invalid(
+      [](J& j) {
+        j["network"] = {{"gbps", 0}, {"latency_us", 1}};
+      },
+      "network.gbps: expected a number > 0");
+  expect_invalid(
+      [](J& j) {
+        j["network"] = {{"gbps", -10}, {"latency_us", 1}};
+      },
+      "network.gbps: expected a number > 0");
+  expect_invalid([](J& j) { j["network"] = {{"gbps", 10}}; }, "network.latency_us: missing");
+  expect_invalid(
+      [](J& j) {
+        j["network"] = {{"gbps", 10}, {"latency_us", 1}, {"mtu", 9000}};
+      },
+      "network.mtu: unknown field");
 }
 
 TEST(ProfileJson, OptionalHostMemoryDefaultsToUnlimited) {
@@ -452,6 +644,7 @@ TEST(ProfileJson, OptionalHostMemoryDefaultsToUnlimited) {
   j.erase("host_memory_gbps");
   testing::write_bytes(path, j.dump());
   EXPECT_EQ(read_profile(path).host_memory_gbps, 0);
+  EXPECT_FALSE(read_profile(path).network);  // and no network unless given
 }
 
 TEST(ProfileJson, NotJsonAndMissingFileAreOneLine) {

@@ -1,6 +1,7 @@
 // `cgdp predict` end to end on a tiny model and a profile made for it: the table, the JSON (whose
 // best plan, pasted back as --chunk, predicts what the search said), what-if flags, and one-line
-// errors for profiles that do not fit the model, bad fields, bad plans and bad what-if values.
+// errors for profiles that do not fit the model, bad fields, bad plans and bad what-if values;
+// --hosts: the network stage per chunk, one host exactly as before, and its bad values.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -167,6 +168,72 @@ TEST_F(PredictCli, BadPlansAndWhatIfValuesAreOneLine) {
   expect_error("--profile " + profile_ + " --chunk halves", {"--chunk 'halves'"});
   expect_error("--profile " + profile_ + " --d2h-gbps 0", {"--d2h-gbps", "expected a number > 0"});
   expect_error("--profile " + profile_ + " --host-threads 0", {"--host-threads", ">= 1"});
+}
+
+TEST_F(PredictCli, HostsShowTheNetworkStagePerChunk) {
+  const std::string args = "--profile " + profile_ + " --hosts 2 --network-gbps 0.1";
+  const testing::CommandResult r = run(args + " --formula");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* part : {"network: 2 hosts, 0.1 Gbit/s, 0 us per message", "network", "landed",
+                           "ps0                              not predicted: --hosts needs "
+                           "--sync cgdp"})
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << " in " << r.output;
+  const Json j = run_json(args);
+  EXPECT_EQ(j["hosts"], 2);
+  EXPECT_EQ(j["network"]["gbps"], 0.1);
+  ASSERT_EQ(j["chunks"].size(), 4u);
+  for (const Json& c : j["chunks"]) {
+    // Two hosts: each link carries the chunk's bytes once each way, at 12.5 bytes/us, plus the
+    // shard's sum of two inputs over its part.
+    const double bytes = c["bytes"];
+    EXPECT_GE(c["network_us"].get<double>(), bytes / 12.5) << c.dump();
+    EXPECT_LE(c["network_us"].get<double>(), bytes / 12.5 + bytes / 50) << c.dump();
+  }
+  EXPECT_TRUE(j["ps0"].contains("error"));
+  const double one_host = run_json("--profile " + profile_)["cgdp"]["simulated"]["iteration_us"];
+  EXPECT_GT(j["cgdp"]["simulated"]["iteration_us"].get<double>(), one_host);
+  // The best plan with the network, pasted back, predicts what the search said.
+  const Json again = run_json(args + " --chunk " + j["best"]["chunk"].get<std::string>());
+  EXPECT_NEAR(again["cgdp"]["simulated"]["iteration_us"].get<double>(),
+              j["best"]["iteration_us"].get<double>(), 1e-9 * one_host);
+}
+
+TEST_F(PredictCli, OneHostPredictsExactlyAsBefore) {
+  Json plain = run_json("--profile " + profile_ + " --formula");
+  Json one = run_json("--profile " + profile_ + " --formula --hosts 1 --network-gbps 0.001");
+  EXPECT_FALSE(one.contains("chunks"));
+  EXPECT_EQ(one, plain);
+}
+
+TEST_F(PredictCli, ProfileNetworkAndFlagsOverrideIt) {
+  const std::string networked = edited([](Json& j) {
+    j["network"] = {{"gbps", 0.1}, {"latency_us", 0}};
+  });
+  const Json from_profile = run_json("--profile " + networked + " --hosts 2");
+  const Json from_flag = run_json("--profile " + profile_ + " --hosts 2 --network-gbps 0.1");
+  EXPECT_EQ(from_profile["cgdp"], from_flag["cgdp"]);
+  const Json faster = run_json("--profile " + networked + " --hosts 2 --network-gbps 10");
+  EXPECT_LT(faster["cgdp"]["simulated"]["iteration_us"].get<double>(),
+            from_profile["cgdp"]["simulated"]["iteration_us"].get<double>());
+  const Json latency = run_json("--profile " + networked + " --hosts 2 --network-latency-us 100");
+  EXPECT_GT(latency["chunks"][0]["network_us"].get<double>(),
+            from_profile["chunks"][0]["network_us"].get<double>() + 99);
+}
+
+TEST_F(PredictCli, BadHostsAndNetworkAreOneLine) {
+  expect_error("--profile " + profile_ + " --hosts 0", {"--hosts: expected an integer >= 1"});
+  expect_error(
+      "--profile " + profile_ + " --hosts 2",
+      {"--hosts 2 needs the network's bandwidth", "--network-gbps", "network.gbps", profile_});
+  expect_error("--profile " + profile_ + " --hosts 2 --network-gbps 0",
+               {"--network-gbps: expected a number > 0"});
+  expect_error("--profile " + profile_ + " --hosts 2 --network-gbps -5",
+               {"--network-gbps: expected a number > 0"});
+  expect_error("--profile " + profile_ + " --hosts 2 --network-gbps 1 --network-latency-us -1",
+               {"--network-latency-us: expected a number >= 0"});
+  const std::string zero = edited([](Json& j) { j["network"] = {{"gbps", 0}, {"latency_us", 0}}; });
+  expect_error("--profile " + zero + " --hosts 2",
+               {zero + ": network.gbps: expected a number > 0"});
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // `cgdp predict`: per-layer costs of a profile against a model, the predicted iteration of cgdp
 // (a given chunk plan) and ps0 by the event simulation and the paper's formulas, and the best
-// chunk plan; as a table or JSON. What-if flags change the machine the profile describes.
+// chunk plan; as a table or JSON. What-if flags change the machine the profile describes; --hosts
+// predicts a run over several hosts (each chunk gains a network stage; ps0 is not predicted).
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -38,7 +39,11 @@ struct Prediction {
   IterationPrediction cgdp, ps0;
   FormulaPrediction cgdp_formula, ps0_formula;
   PlanSearchResult search;
+  // ps0 runs on one host only: `cgdp train --sync ps0 --hosts` is refused (trainer.cpp).
+  bool has_ps0() const { return inputs.hosts == 1; }
 };
+
+constexpr const char* kNoPs0 = "not predicted: --hosts needs --sync cgdp (cgdp train refuses ps0)";
 
 Prediction predict(const PredictOptions& opt) {
   const std::string path = find_model_file(opt.model);
@@ -51,9 +56,11 @@ Prediction predict(const PredictOptions& opt) {
                               opt.devices > 0 ? opt.devices : p.profile.devices, opt.what_if);
   p.plan = make_chunk_plan(p.params, opt.chunk);
   p.cgdp = simulate_cgdp(p.inputs, p.plan);
-  p.ps0 = simulate_ps0(p.inputs);
   p.cgdp_formula = formula_cgdp(p.inputs, p.plan);
-  p.ps0_formula = formula_ps0(p.inputs);
+  if (p.has_ps0()) {
+    p.ps0 = simulate_ps0(p.inputs);
+    p.ps0_formula = formula_ps0(p.inputs);
+  }
   p.search = best_plan(p.inputs);
   return p;
 }
@@ -92,6 +99,27 @@ Json choice_json(const PlanChoice& c) {
           {"iteration_us", c.iteration_us}};
 }
 
+// Stage `name`'s time in chunk `t` (0 when the chunk has no such stage).
+double stage_time_us(const ChunkTiming& t, const std::string& name) {
+  for (const StageSpan& s : t.stages)
+    if (s.name == name) return s.end_us - s.start_us;
+  return 0;
+}
+
+// With several hosts: each chunk's stages as simulated, and the network settings.
+void add_hosts_json(Json& j, const Prediction& p) {
+  j["network"] = {{"gbps", p.inputs.network.gbps}, {"latency_us", p.inputs.network.latency_us}};
+  Json chunks = Json::array();
+  for (size_t c = 0; c < p.cgdp.chunks.size(); ++c) {
+    const ChunkTiming& t = p.cgdp.chunks[c];
+    Json chunk = {{"chunk", c}, {"bytes", p.plan.chunks[c].count * 4}, {"ready_us", t.ready_us}};
+    for (const StageSpan& s : t.stages) chunk[s.name + "_us"] = s.end_us - s.start_us;
+    chunk["landed_us"] = t.stages.empty() ? t.ready_us : t.stages.back().end_us;
+    chunks.push_back(chunk);
+  }
+  j["chunks"] = chunks;
+}
+
 Json to_json(const Prediction& p, const PredictOptions& opt) {
   Json layers = Json::array();
   const std::vector<int> chunk = chunk_of_layers(p);
@@ -106,16 +134,22 @@ Json to_json(const Prediction& p, const PredictOptions& opt) {
   }
   Json equal = Json::array();
   for (const PlanChoice& c : p.search.equal_size) equal.push_back(choice_json(c));
-  return {{"model", opt.model},
-          {"profile", opt.profile},
-          {"devices", p.inputs.devices},
-          {"chunk", opt.chunk},
-          {"layers", layers},
-          {"cgdp", {{"simulated", phases_json(p.cgdp)}, {"formula", formula_json(p.cgdp_formula)}}},
-          {"ps0", {{"simulated", phases_json(p.ps0)}, {"formula", formula_json(p.ps0_formula)}}},
-          {"best", choice_json(p.search.best)},
-          {"best_equal_size", choice_json(p.search.best_equal_size)},
-          {"equal_size", equal}};
+  Json j = {
+      {"model", opt.model},
+      {"profile", opt.profile},
+      {"devices", p.inputs.devices},
+      {"hosts", p.inputs.hosts},
+      {"chunk", opt.chunk},
+      {"layers", layers},
+      {"cgdp", {{"simulated", phases_json(p.cgdp)}, {"formula", formula_json(p.cgdp_formula)}}},
+      {"ps0", p.has_ps0() ? Json{{"simulated", phases_json(p.ps0)},
+                                 {"formula", formula_json(p.ps0_formula)}}
+                          : Json{{"error", kNoPs0}}},
+      {"best", choice_json(p.search.best)},
+      {"best_equal_size", choice_json(p.search.best_equal_size)},
+      {"equal_size", equal}};
+  if (!p.has_ps0()) add_hosts_json(j, p);
+  return j;
 }
 
 double ms(double us) {
@@ -134,6 +168,22 @@ void print_layers(const Prediction& p) {
   }
 }
 
+// With several hosts: each chunk's stages as simulated (ms), the network's among them.
+void print_chunks(const Prediction& p) {
+  std::printf("network: %d hosts, %g Gbit/s, %g us per message; per chunk (simulated, ms):\n",
+              p.inputs.hosts, p.inputs.network.gbps, p.inputs.network.latency_us);
+  std::printf("  %5s %14s %9s %9s %9s %9s %9s %9s\n", "chunk", "bytes", "ready", "d2h", "sum",
+              "network", "h2d", "landed");
+  for (size_t c = 0; c < p.cgdp.chunks.size(); ++c) {
+    const ChunkTiming& t = p.cgdp.chunks[c];
+    std::printf("  %5zu %14lld %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f\n", c,
+                static_cast<long long>(p.plan.chunks[c].count * 4), ms(t.ready_us),
+                ms(stage_time_us(t, "d2h")), ms(stage_time_us(t, "sum")),
+                ms(stage_time_us(t, "network")), ms(stage_time_us(t, "h2d")),
+                ms(t.stages.back().end_us));
+  }
+}
+
 void print_row(const std::string& what, const IterationPrediction& s) {
   std::printf("  %-32s %9.3f %9.3f %9.3f %9.3f %9.3f %10.3f\n", what.c_str(), ms(s.forward_us),
               ms(s.backward_us), ms(s.exchange_after_backward_us), ms(s.update_us),
@@ -146,6 +196,10 @@ void print_formulas(const Prediction& p, const std::string& cgdp_name) {
   const FormulaPrediction& s = p.ps0_formula;
   std::printf("  %-32s T  %9.3f  T_O  %9.3f (approx. %.3f)  iteration %10.3f\n", cgdp_name.c_str(),
               ms(c.backward_us), ms(c.overhead_us), ms(c.overhead_approx_us), ms(c.iteration_us));
+  if (!p.has_ps0()) {
+    std::printf("  %-32s %s\n", "ps0", kNoPs0);
+    return;
+  }
   std::printf("  %-32s T' %9.3f  T'_O %9.3f                  iteration %10.3f\n", "ps0",
               ms(s.backward_us), ms(s.overhead_us), ms(s.iteration_us));
 }
@@ -161,7 +215,12 @@ void print_report(const Prediction& p, const PredictOptions& opt) {
               "backward", "exchange", "update", "broadcast", "iteration");
   const std::string cgdp_name = "cgdp --chunk " + opt.chunk;
   print_row(cgdp_name, p.cgdp);
-  print_row("ps0", p.ps0);
+  if (p.has_ps0()) {
+    print_row("ps0", p.ps0);
+  } else {
+    std::printf("  %-32s %s\n", "ps0", kNoPs0);
+    print_chunks(p);
+  }
   if (opt.formula) print_formulas(p, cgdp_name);
   const PlanChoice& best = p.search.best;
   const PlanChoice& equal = p.search.best_equal_size;
@@ -195,6 +254,13 @@ Runner add_predict_command(CLI::App& app) {
                   "What if: bandwidth copies share, GB/s (0: none)");
   cmd->add_option("--host-threads,--host-cores", w.host_threads,
                   "What if: host summing threads (host sum scales)");
+  cmd->add_option("--hosts", w.hosts,
+                  "Hosts of --devices workers each (cgdp over shards, docs/scale-out.md): each "
+                  "chunk gains a network stage; ps0 is not predicted (default 1)");
+  cmd->add_option("--network-gbps", w.network_gbps,
+                  "Network link of each host, Gbit/s (bits; default: the profile's network.gbps)");
+  cmd->add_option("--network-latency-us", w.network_latency_us,
+                  "Network cost per message of <= 1 MiB, us (default: the profile's, else 0)");
   return [opt] {
     const Prediction p = predict(*opt);
     if (opt->json)

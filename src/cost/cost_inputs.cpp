@@ -38,6 +38,34 @@ void check_what_if(const WhatIf& w) {
     throw UsageError(cat("--host-threads: expected an integer >= 1, got ", *w.host_threads));
   if (w.batch && *w.batch < 1)
     throw UsageError(cat("--batch: expected an integer >= 1, got ", *w.batch));
+  if (w.hosts && *w.hosts < 1)
+    throw UsageError(cat("--hosts: expected an integer >= 1, got ", *w.hosts));
+  positive(w.network_gbps, "--network-gbps");
+  if (w.network_latency_us && !(*w.network_latency_us >= 0))
+    throw UsageError(
+        cat("--network-latency-us: expected a number >= 0, got ", *w.network_latency_us));
+}
+
+// Host summing bandwidth for `inputs` buffers, with the what-if host threads and memory cap.
+double sum_gbps(const Profile& profile, int inputs, const WhatIf& w, double host_memory_gbps) {
+  const double measured = host_sum_for(profile, inputs);
+  double gbps = measured * w.host_threads.value_or(profile.host_threads) / profile.host_threads;
+  if (host_memory_gbps > 0)  // more threads cannot read the inputs faster than memory allows
+    gbps = std::min(gbps, std::max(measured, host_memory_gbps / (inputs + 1)));
+  return gbps;
+}
+
+// The network between hosts: flags over the profile's `network`; a bandwidth is needed for H > 1.
+void set_network(CostInputs& in, const Profile& profile, const WhatIf& w) {
+  in.hosts = w.hosts.value_or(1);
+  const NetworkCost measured = profile.network.value_or(NetworkCost{});
+  in.network = {w.network_gbps.value_or(measured.gbps),
+                w.network_latency_us.value_or(measured.latency_us)};
+  if (in.hosts > 1 && !(in.network.gbps > 0))
+    throw UsageError(cat("--hosts ", in.hosts,
+                         " needs the network's bandwidth: give --network-gbps",
+                         " or the profile's network.gbps (", profile.source, ")"));
+  in.shard_sum_gbps = sum_gbps(profile, in.hosts, w, in.host_memory_gbps);
 }
 
 // Param layers with their share of the backward pass; the profile's layers are in forward order.
@@ -87,12 +115,8 @@ CostInputs make_cost_inputs(const Profile& profile, std::span<const ParamLayer> 
   in.host_memory_gbps = what_if.host_memory_gbps.value_or(profile.host_memory_gbps);
   in.p2p_shares_host_memory = profile.backend == "cpu";
   in.sync_us = profile.sync_us;
-  const double measured = host_sum_for(profile, devices);
-  in.host_sum_gbps =
-      measured * what_if.host_threads.value_or(profile.host_threads) / profile.host_threads;
-  if (in.host_memory_gbps > 0)  // more threads cannot read N inputs faster than memory allows
-    in.host_sum_gbps =
-        std::min(in.host_sum_gbps, std::max(measured, in.host_memory_gbps / (devices + 1)));
+  in.host_sum_gbps = sum_gbps(profile, devices, what_if, in.host_memory_gbps);
+  set_network(in, profile, what_if);
   in.update_gbps = profile.update_gbps;
   in.device_sum_gbps = profile.device_sum_gbps;
   return in;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "cgdp/cost/network_stage.hpp"
+
 namespace cgdp {
 
 FormulaPrediction formula_cgdp(const CostInputs& in, const ChunkPlan& plan) {
@@ -15,9 +17,10 @@ FormulaPrediction formula_cgdp(const CostInputs& in, const ChunkPlan& plan) {
     const int64_t bytes = chunk.count * 4;
     t.t_as = in.sync_us;
     t.t_aa = d2h_us(in, bytes) + host_sum_us(in, bytes);
+    t.t_net = network_us(in, chunk.offset * 4, bytes);
     t.t_bc = h2d_us(in, bytes);
     elapsed += t.t_bp + t.t_as;
-    t.total = elapsed + t.t_aa + t.t_bc;
+    t.total = elapsed + t.t_aa + t.t_net + t.t_bc;
     f.chunks.push_back(t);
   }
   // The layers below the last chunk still run, after every sync point.
@@ -26,7 +29,7 @@ FormulaPrediction formula_cgdp(const CostInputs& in, const ChunkPlan& plan) {
   f.overhead_us = f.backward_us - f.t_bp_us;
   if (!f.chunks.empty())
     f.overhead_approx_us = in.sync_us * static_cast<double>(f.chunks.size()) +
-                           f.chunks.back().t_aa + f.chunks.back().t_bc;
+                           f.chunks.back().t_aa + f.chunks.back().t_net + f.chunks.back().t_bc;
   f.iteration_us = in.forward_us + f.backward_us + update_us(in);
   return f;
 }

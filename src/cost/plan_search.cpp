@@ -30,7 +30,7 @@ struct State {
 class Pipeline {
  public:
   explicit Pipeline(const CostInputs& in)
-      : in_(in), stages_(static_cast<int>(chunk_stages(in, 0).size())), prefix_(1, 0.0) {
+      : in_(in), stages_(static_cast<int>(chunk_stages(in, 0, 0).size())), prefix_(1, 0.0) {
     CGDP_ASSERT(stages_ <= kMaxStages);
     for (const ParamCost& p : in.params) prefix_.push_back(prefix_.back() + p.backward_us);
   }
@@ -39,10 +39,10 @@ class Pipeline {
 
   // Stage times of the chunk of param layers [first, last].
   Times durations(int first, int last) const {
-    const int64_t bytes = in_.params[last].layer.offset + in_.params[last].layer.count -
-                          in_.params[first].layer.offset;
+    const int64_t offset = in_.params[first].layer.offset;
+    const int64_t count = in_.params[last].layer.offset + in_.params[last].layer.count - offset;
     Times d{};
-    const auto list = chunk_stages(in_, bytes * 4);
+    const auto list = chunk_stages(in_, offset * 4, count * 4);
     for (int k = 0; k < stages_; ++k) d[k] = stage_us(in_, list[k]);
     return d;
   }
@@ -167,7 +167,13 @@ PlanSearchResult best_plan(const CostInputs& in) {
                                              });
   double bound = result.best_equal_size.exchange_end_us;  // a plan known to reach this
   const Pipeline pipe(in);
-  const Times last_layer = pipe.durations(n - 1, n - 1);
+  // Each stage's least time over the chunks that can hold the last layer (not just that layer
+  // alone: the network stage's time depends on where a chunk lies, not only on its size).
+  Times last_layer = pipe.durations(n - 1, n - 1);
+  for (int from = 0; from < n - 1; ++from) {
+    const Times d = pipe.durations(from, n - 1);
+    for (int k = 0; k < pipe.stages(); ++k) last_layer[k] = std::min(last_layer[k], d[k]);
+  }
   std::vector<std::vector<State>> fronts(n + 1);
   fronts[0].push_back(State{});
   for (int covered = 1; covered <= n; ++covered) {

@@ -74,6 +74,15 @@ class ObjectReader {
     return link;
   }
 
+  // An optional object: absent gives nullopt.
+  std::optional<NetworkCost> network(const std::string& key) {
+    if (get(key, /*optional=*/true).is_null()) return std::nullopt;
+    ObjectReader r(get(key), field(key), file_);
+    NetworkCost network{r.number("gbps", 0, true), r.number("latency_us", 0, false)};
+    r.finish();
+    return network;
+  }
+
   void finish() const {
     for (const auto& [key, value] : object_.items())
       if (!seen_.contains(key)) throw error(field(key), "unknown field");
@@ -152,6 +161,7 @@ Profile parse_profile(const json& root, const std::string& file) {
   p.update_gbps = r.number("update_gbps", 0, true);
   p.device_sum_gbps = r.number("device_sum_gbps", 0, true);
   p.host_memory_gbps = r.number("host_memory_gbps", 0, false, /*optional=*/true);
+  p.network = r.network("network");
   r.finish();
   p.source = file;
   return p;
@@ -187,22 +197,24 @@ void write_profile(const Profile& p, const std::string& path) {
                       {"param_bytes", l.param_bytes}});
   ordered_json sums = ordered_json::array();
   for (const HostSumCost& s : p.host_sum) sums.push_back({{"inputs", s.inputs}, {"gbps", s.gbps}});
-  const ordered_json root = {{"version", p.version},
-                             {"model", p.model},
-                             {"backend", p.backend},
-                             {"device", p.device},
-                             {"devices", p.devices},
-                             {"batch", p.batch},
-                             {"host_threads", p.host_threads},
-                             {"layers", layers},
-                             {"d2h", link_json(p.d2h)},
-                             {"h2d", link_json(p.h2d)},
-                             {"p2p", link_json(p.p2p)},
-                             {"sync_us", p.sync_us},
-                             {"host_sum", sums},
-                             {"update_gbps", p.update_gbps},
-                             {"device_sum_gbps", p.device_sum_gbps},
-                             {"host_memory_gbps", p.host_memory_gbps}};
+  ordered_json root = {{"version", p.version},
+                       {"model", p.model},
+                       {"backend", p.backend},
+                       {"device", p.device},
+                       {"devices", p.devices},
+                       {"batch", p.batch},
+                       {"host_threads", p.host_threads},
+                       {"layers", layers},
+                       {"d2h", link_json(p.d2h)},
+                       {"h2d", link_json(p.h2d)},
+                       {"p2p", link_json(p.p2p)},
+                       {"sync_us", p.sync_us},
+                       {"host_sum", sums},
+                       {"update_gbps", p.update_gbps},
+                       {"device_sum_gbps", p.device_sum_gbps},
+                       {"host_memory_gbps", p.host_memory_gbps}};
+  if (p.network)
+    root["network"] = {{"gbps", p.network->gbps}, {"latency_us", p.network->latency_us}};
   write_file_atomically(path, root.dump(2) + "\n");
 }
 

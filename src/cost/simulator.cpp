@@ -11,7 +11,7 @@ namespace cgdp {
 namespace {
 
 // Streams of the cgdp simulation: per worker its compute stream and one per per-worker stage;
-// one host thread per host stage (the aggregator for the sum).
+// one host thread per host stage (the aggregator for the sum, the link for the network).
 struct CgdpStreams {
   std::vector<int> compute;             // [worker]
   std::vector<std::vector<int>> stage;  // [stage][worker], one entry for a host stage
@@ -66,7 +66,7 @@ IterationPrediction simulate_cgdp(const CostInputs& in, const ChunkPlan& plan) {
   p.forward_us = in.forward_us;
   p.update_us = update_us(in);
   EventSim sim;
-  const CgdpStreams streams = make_streams(sim, in, chunk_stages(in, 0));
+  const CgdpStreams streams = make_streams(sim, in, chunk_stages(in, 0, 0));
   std::vector<int> ready_task;               // worker 0's compute task per chunk
   std::vector<std::vector<int>> stage_task;  // worker 0's task per chunk and stage
   std::vector<std::vector<StageCost>> stages;
@@ -77,7 +77,7 @@ IterationPrediction simulate_cgdp(const CostInputs& in, const ChunkPlan& plan) {
     for (int w = 0; w < in.devices; ++w)
       ready.push_back(sim.add({streams.compute[w], compute_us, 0, 0, -1, {}, 0}));
     ready_task.push_back(ready[0]);
-    stages.push_back(chunk_stages(in, chunk.count * 4));
+    stages.push_back(chunk_stages(in, chunk.offset * 4, chunk.count * 4));
     stage_task.push_back(add_chunk_stages(sim, streams, stages.back(), ready));
     for (const StageCost& st : stages.back())
       if (!st.per_worker && st.name == "sum") p.sum_us += st.fixed_us;

@@ -1,7 +1,7 @@
 // The stages a cgdp chunk passes through once the compute stream has made it ready, in order:
-// each worker's D2H copy, the host sum of the N copies, each worker's H2D copy. Both the event
-// simulator and the plan search build on this list, so a new stage (e.g. a network exchange
-// between hosts, after the host sum) is added here once.
+// each worker's D2H copy, the host sum of the N copies, with several hosts the network exchange
+// (network_stage.hpp), each worker's H2D copy. Both the event simulator and the plan search build
+// on this list, so a new stage is added here once.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,7 @@ namespace cgdp {
 enum class Pool { None = -1, ToHost = 0, FromHost = 1 };
 
 struct StageCost {
-  std::string name;  // "d2h", "sum", "h2d"
+  std::string name;  // "d2h", "sum", "network", "h2d"
   // true: each worker does it on its own stream (a copy), after its own previous stage or, after
   // a host stage, after that; false: one host thread does it once all workers' previous stage has
   // finished.
@@ -27,9 +27,12 @@ struct StageCost {
   Pool pool = Pool::None;
 };
 
-// The stages of a chunk of `bytes` (per worker), in pipeline order. A stage's time must not
-// decrease with `bytes`: the plan search's lower bound relies on it.
-std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t bytes);
+// The stages of the chunk of `bytes` (per worker) at `offset_bytes` in the flat gradient, in
+// pipeline order; the same list for any chunk of `in`. The network stage, present when
+// in.hosts > 1, is a host stage: one link that the chunks queue on in order (the busiest host's,
+// whose exchange every host's pull waits for; a chunk's busiest host may differ from the previous
+// chunk's, which this treats as the same link: a little pessimistic across shard boundaries).
+std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t offset_bytes, int64_t bytes);
 
 // A stage's time when the N workers run it together, as cgdp's workers do (same pace, paper
 // sec. 3.2): a copy shares its pool N ways.

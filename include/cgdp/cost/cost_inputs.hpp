@@ -25,6 +25,11 @@ struct WhatIf {
   std::optional<int> host_threads;  // >= 1
   // Samples per worker: forward and backward times scale by batch / profile.batch.
   std::optional<int> batch;  // >= 1
+  // Scale-out (docs/scale-out.md): hosts of N workers each, one shard per host. With hosts > 1 a
+  // network bandwidth must come from here or the profile's `network`.
+  std::optional<int> hosts;                  // >= 1
+  std::optional<double> network_gbps;        // > 0, Gbit/s
+  std::optional<double> network_latency_us;  // >= 0, per message
 };
 
 // One param layer, backward order.
@@ -48,6 +53,9 @@ struct CostInputs {
   double host_sum_gbps = 0;             // summing N inputs: bytes of one input per second (1e9)
   double update_gbps = 0;
   double device_sum_gbps = 0;
+  int hosts = 1;              // H; > 1 adds the network stage (network_stage.hpp)
+  NetworkCost network;        // each host's link; used when hosts > 1
+  double shard_sum_gbps = 0;  // a shard sums H inputs: bytes of one input per second (1e9)
 
   int num_params() const { return static_cast<int>(params.size()); }
   double backward_total_us() const;  // every layer's backward, no sync points
@@ -55,7 +63,8 @@ struct CostInputs {
 };
 
 // Throws DataError naming profile.source when a param layer does not match the profile (see
-// check_profile_matches) and UsageError for a what-if value out of range. `params` as
+// check_profile_matches) and UsageError for a what-if value out of range, or for hosts > 1
+// without a network bandwidth. `params` as
 // param_layers() gives them; devices >= 1. A host sum for N inputs the profile lacks is taken
 // from the nearest measured count, its time scaled linearly with the number of inputs.
 CostInputs make_cost_inputs(const Profile& profile, std::span<const ParamLayer> params, int devices,

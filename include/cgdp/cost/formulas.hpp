@@ -17,15 +17,18 @@ struct ChunkTerms {
   double t_bp = 0;  // backward of the chunk's layers (and the layers above it since the last chunk)
   double t_as = 0;  // its sync point
   double t_aa = 0;  // accumulation: D2H copy + host sum
-  double t_bc = 0;  // broadcast of the sum back: H2D copy
-  double total = 0;  // T_BP^c = sum over chunks up to c of (t_bp + t_as), + t_aa + t_bc
+  // With several hosts (not in the paper): the network exchange, network_us (network_stage.hpp),
+  // one more step on the chunk's path that, like the others, is assumed to overlap perfectly.
+  double t_net = 0;
+  double t_bc = 0;   // broadcast of the sum back: H2D copy
+  double total = 0;  // T_BP^c = sum over chunks up to c of (t_bp + t_as), + t_aa + t_net + t_bc
 };
 
 struct FormulaPrediction {
   double t_bp_us = 0;      // T_BP: the plain backward pass (Def. 3.1)
   double backward_us = 0;  // T (Def. 3.3, at least T_BP + every t_as) or T' (Def. 3.4)
   double overhead_us = 0;  // T_O = T - T_BP or T'_O = T' - T_BP
-  // cgdp only: the paper's approximation T_O ~ sum of t_as + t_aa + t_bc of the last chunk.
+  // cgdp only: the paper's approximation T_O ~ sum of t_as + t_aa + t_net + t_bc of the last chunk.
   double overhead_approx_us = 0;
   double iteration_us = 0;         // forward + backward_us + update
   std::vector<ChunkTerms> chunks;  // cgdp only

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,13 @@ struct HostSumCost {
   double gbps = 0;
 };
 
+// The network between hosts (cgdp predict --hosts): one host's link, full duplex. Unlike the other
+// links' gbps (bytes), `gbps` is in Gbit/s (1e9 bits per second), as network links are rated.
+struct NetworkCost {
+  double gbps = 0;        // > 0
+  double latency_us = 0;  // >= 0, per message (a piece of at most 1 MiB, src/shard/)
+};
+
 struct Profile {
   int version = 1;
   std::string model;    // informative: the model file it was measured on
@@ -52,6 +60,8 @@ struct Profile {
   // (to the host or a peer, or back), e.g. host memory on the CPU backend. Each copy then moves at
   // min(its link's gbps, host_memory_gbps / copies at once). See docs/profile.md.
   double host_memory_gbps = 0;
+  // Optional: the network, for predicting a run over several hosts (flags override it).
+  std::optional<NetworkCost> network;
   // Not in the file: where read_profile read it from, so that later errors can name it.
   std::string source = "profile";
 };
