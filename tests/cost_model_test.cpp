@@ -505,7 +505,7 @@ TEST(NetworkStage, BadHostsAndNetworkAreOneLine) {
   EXPECT_EQ(error(w), "--hosts: expected an integer >= 1, got 0");
   w.hosts = 2;
   EXPECT_THAT(error(w), HasSubstr("--hosts 2 needs the network's bandwidth: give --network-gbps"));
-  EXPECT_THAT(error(w), HasSubstr("network.gbps"));
+  EXPECT_THAT(error(w), HasSubstr("network.gbit_per_s"));
   w.network_gbps = 0;
   EXPECT_EQ(error(w), "--network-gbps: expected a number > 0, got 0");
   w.network_gbps = -2;
@@ -620,18 +620,18 @@ TEST(ProfileJson, EachValidationErrorNamesTheField) {
   expect_invalid([](J& j) { j = J::array(); }, "expected an object");
   expect_invalid(
       [](J& j) {
-        j["network"] = {{"gbps", 0}, {"latency_us", 1}};
+        j["network"] = {{"gbit_per_s", 0}, {"latency_us", 1}};
       },
-      "network.gbps: expected a number > 0");
+      "network.gbit_per_s: expected a number > 0");
   expect_invalid(
       [](J& j) {
-        j["network"] = {{"gbps", -10}, {"latency_us", 1}};
+        j["network"] = {{"gbit_per_s", -10}, {"latency_us", 1}};
       },
-      "network.gbps: expected a number > 0");
-  expect_invalid([](J& j) { j["network"] = {{"gbps", 10}}; }, "network.latency_us: missing");
+      "network.gbit_per_s: expected a number > 0");
+  expect_invalid([](J& j) { j["network"] = {{"gbit_per_s", 10}}; }, "network.latency_us: missing");
   expect_invalid(
       [](J& j) {
-        j["network"] = {{"gbps", 10}, {"latency_us", 1}, {"mtu", 9000}};
+        j["network"] = {{"gbit_per_s", 10}, {"latency_us", 1}, {"mtu", 9000}};
       },
       "network.mtu: unknown field");
 }

@@ -180,7 +180,7 @@ TEST_F(PredictCli, HostsShowTheNetworkStagePerChunk) {
     EXPECT_NE(r.output.find(part), std::string::npos) << part << " in " << r.output;
   const Json j = run_json(args);
   EXPECT_EQ(j["hosts"], 2);
-  EXPECT_EQ(j["network"]["gbps"], 0.1);
+  EXPECT_EQ(j["network"]["gbit_per_s"], 0.1);
   ASSERT_EQ(j["chunks"].size(), 4u);
   for (const Json& c : j["chunks"]) {
     // Two hosts: each link carries the chunk's bytes once each way, at 12.5 bytes/us, plus the
@@ -207,7 +207,7 @@ TEST_F(PredictCli, OneHostPredictsExactlyAsBefore) {
 
 TEST_F(PredictCli, ProfileNetworkAndFlagsOverrideIt) {
   const std::string networked = edited([](Json& j) {
-    j["network"] = {{"gbps", 0.1}, {"latency_us", 0}};
+    j["network"] = {{"gbit_per_s", 0.1}, {"latency_us", 0}};
   });
   const Json from_profile = run_json("--profile " + networked + " --hosts 2");
   const Json from_flag = run_json("--profile " + profile_ + " --hosts 2 --network-gbps 0.1");
@@ -222,18 +222,20 @@ TEST_F(PredictCli, ProfileNetworkAndFlagsOverrideIt) {
 
 TEST_F(PredictCli, BadHostsAndNetworkAreOneLine) {
   expect_error("--profile " + profile_ + " --hosts 0", {"--hosts: expected an integer >= 1"});
-  expect_error(
-      "--profile " + profile_ + " --hosts 2",
-      {"--hosts 2 needs the network's bandwidth", "--network-gbps", "network.gbps", profile_});
+  expect_error("--profile " + profile_ + " --hosts 2",
+               {"--hosts 2 needs the network's bandwidth", "--network-gbps", "network.gbit_per_s",
+                profile_});
   expect_error("--profile " + profile_ + " --hosts 2 --network-gbps 0",
                {"--network-gbps: expected a number > 0"});
   expect_error("--profile " + profile_ + " --hosts 2 --network-gbps -5",
                {"--network-gbps: expected a number > 0"});
   expect_error("--profile " + profile_ + " --hosts 2 --network-gbps 1 --network-latency-us -1",
                {"--network-latency-us: expected a number >= 0"});
-  const std::string zero = edited([](Json& j) { j["network"] = {{"gbps", 0}, {"latency_us", 0}}; });
+  const std::string zero = edited([](Json& j) {
+    j["network"] = {{"gbit_per_s", 0}, {"latency_us", 0}};
+  });
   expect_error("--profile " + zero + " --hosts 2",
-               {zero + ": network.gbps: expected a number > 0"});
+               {zero + ": network.gbit_per_s: expected a number > 0"});
 }
 
 }  // namespace

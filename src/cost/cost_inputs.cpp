@@ -64,7 +64,7 @@ void set_network(CostInputs& in, const Profile& profile, const WhatIf& w) {
   if (in.hosts > 1 && !(in.network.gbps > 0))
     throw UsageError(cat("--hosts ", in.hosts,
                          " needs the network's bandwidth: give --network-gbps",
-                         " or the profile's network.gbps (", profile.source, ")"));
+                         " or the profile's network.gbit_per_s (", profile.source, ")"));
   in.shard_sum_gbps = sum_gbps(profile, in.hosts, w, in.host_memory_gbps);
 }
 

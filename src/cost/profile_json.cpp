@@ -78,7 +78,7 @@ class ObjectReader {
   std::optional<NetworkCost> network(const std::string& key) {
     if (get(key, /*optional=*/true).is_null()) return std::nullopt;
     ObjectReader r(get(key), field(key), file_);
-    NetworkCost network{r.number("gbps", 0, true), r.number("latency_us", 0, false)};
+    NetworkCost network{r.number("gbit_per_s", 0, true), r.number("latency_us", 0, false)};
     r.finish();
     return network;
   }
@@ -214,7 +214,7 @@ void write_profile(const Profile& p, const std::string& path) {
                        {"device_sum_gbps", p.device_sum_gbps},
                        {"host_memory_gbps", p.host_memory_gbps}};
   if (p.network)
-    root["network"] = {{"gbps", p.network->gbps}, {"latency_us", p.network->latency_us}};
+    root["network"] = {{"gbit_per_s", p.network->gbps}, {"latency_us", p.network->latency_us}};
   write_file_atomically(path, root.dump(2) + "\n");
 }
 
