@@ -174,8 +174,8 @@ const std::vector<std::pair<ConvConfig, Shape>>& conv_cases() {
       {{2, 3, 3, 2, 2, 1, 1, 2, 2}, {1, 2, 7, 7}},            // dilation 2, one image (serial path)
       {{5, 1, 1}, {2, 3, 4, 4}},                              // pointwise: no im2col
       {{4, 2, 3, 1, 0, 3, 2, 2, 1, 2}, {2, 4, 9, 8}},         // everything at once
-      // Rows of 8 or more outputs: im2col/col2im's vector paths, their overlapping last vector
-      // and (float, stride > 1) gathers.
+      // Rows of 8 or more outputs: im2col/col2im's vector paths and their overlapping last
+      // vector.
       {{2, 5, 5, 2, 2}, {2, 1, 4, 19}},                // stride 1, out_w 19 = 8 + 8 + 3
       {{4, 3, 3, 1, 1, 2, 2, 1, 1, 2}, {2, 2, 3, 30}},  // stride 2, pad 1, groups, out_w 15
   };
@@ -219,7 +219,7 @@ TEST(Convolution, ParameterGradientsAccumulate) {
       EXPECT_NEAR(h.layer->params()[i]->diff()[j], 2 * once[i][j], 1e-12);
 }
 
-// Float's vectors are 8 wide, double's 4 (and only float gathers): float forward and backward
+// Float's vectors are 8 wide, double's 4, so their tails differ: float forward and backward
 // against the double layer, itself checked against direct loops and finite differences above.
 TEST(Convolution, FloatVectorPathsMatchTheDoubleLayer) {
   std::vector<std::pair<ConvConfig, Shape>> cases = conv_cases();
