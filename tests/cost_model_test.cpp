@@ -227,6 +227,33 @@ TEST(Simulator, Ps0FourWorkersShareThePoolLevelByLevel) {
   expect_near(p.sum_us, 3 * 2.2);
 }
 
+// On 2 shared cores (the CPU backend) fc1's exchange takes compute from the workers: 2 D2H
+// copies of 5 us on a core each, the sum's 8 us on min(4 host threads, 2 cores), 2 H2D copies of
+// 2.5 us: 31 core-us over 2 cores, 15.5 us. conv1 then starts at 43 + 15.5 and is ready at 82.5
+// (not 67); backward ends at 83, conv1's exchange at 82.5 + 1.4 + 0.8 + 0.7 = 85.4. The last
+// chunk's exchange slows nothing, so one chunk predicts as without shared cores.
+TEST(Simulator, SharedCoresLetTheExchangeSlowTheLayersBelow) {
+  Profile prof = small_profile();
+  prof.shared_cores = 2;
+  const CostInputs in = small_inputs(prof);
+  const ChunkPlan per_layer = make_chunk_plan(small_params(), "layer");
+  const IterationPrediction p = simulate_cgdp(in, per_layer);
+  expect_near(p.chunks[0].ready_us, 43);
+  expect_near(p.chunks[1].ready_us, 82.5);
+  expect_near(p.backward_us, 83);
+  expect_near(p.exchange_after_backward_us, 85.4 - 83);
+  expect_near(p.iteration_us, 44 + 85.4 + 1.1);
+  expect_near(exchange_end_us(in, per_layer), 85.4, "plan search pipeline");
+  const ChunkPlan one = make_chunk_plan(small_params(), "all");
+  expect_near(simulate_cgdp(in, one).iteration_us,
+              simulate_cgdp(small_inputs(), one).iteration_us, "one chunk");
+  WhatIf none;
+  none.shared_cores = 0;
+  expect_near(simulate_cgdp(make_cost_inputs(prof, small_params(), 2, none), per_layer)
+                  .iteration_us,
+              44 + 69.9 + 1.1, "--shared-cores 0");
+}
+
 TEST(EventSim, PoolIsSharedMaxMinFairly) {
   EventSim sim;
   const int pool = sim.add_pool(1);  // 1000 bytes/us
@@ -315,6 +342,23 @@ TEST(PlanSearch, DynamicProgrammeMatchesBruteForce) {
     ASSERT_EQ(r.equal_size.size(), static_cast<size_t>(n));
     for (const PlanChoice& c : r.equal_size)
       EXPECT_LE(r.best.iteration_us, c.iteration_us * (1 + 1e-12));
+  }
+}
+
+// With shared cores a chunk's exchange delays the next chunk's compute: still exact.
+TEST(PlanSearch, DynamicProgrammeMatchesBruteForceWithSharedCores) {
+  std::mt19937 rng(17);
+  for (int trial = 0; trial < 12; ++trial) {
+    WhatIf w;
+    w.shared_cores = 1 + trial % 4;
+    const CostInputs in = random_inputs(rng, 2 + trial % 7, 1 + trial % 4, w);
+    std::vector<ParamLayer> layers;
+    for (const ParamCost& p : in.params) layers.push_back(p.layer);
+    const PlanSearchResult r = best_plan(in);
+    expect_near(r.best.iteration_us, brute_force_best(in, layers), "best plan");
+    const IterationPrediction sim = simulate_cgdp(in, r.best.plan);
+    expect_near(sim.iteration_us, r.best.iteration_us, "simulated");
+    expect_near(sim.backward_us + sim.exchange_after_backward_us, r.best.exchange_end_us);
   }
 }
 
@@ -532,6 +576,7 @@ TEST(ProfileJson, RoundTripKeepsEveryField) {
   testing::TempDir dir;
   Profile p = small_profile();
   p.host_memory_gbps = 12.5;
+  p.shared_cores = 16;
   p.host_sum.push_back({4, 0.3});
   p.network = NetworkCost{25, 30};
   const std::string path = (dir / "p.json").string();
@@ -544,6 +589,7 @@ TEST(ProfileJson, RoundTripKeepsEveryField) {
   EXPECT_EQ(q.devices, p.devices);
   EXPECT_EQ(q.batch, p.batch);
   EXPECT_EQ(q.host_threads, p.host_threads);
+  EXPECT_EQ(q.shared_cores, 16);
   ASSERT_EQ(q.layers.size(), p.layers.size());
   for (size_t i = 0; i < p.layers.size(); ++i) {
     EXPECT_EQ(q.layers[i].name, p.layers[i].name);
@@ -593,6 +639,8 @@ TEST(ProfileJson, EachValidationErrorNamesTheField) {
   expect_invalid([](J& j) { j["d2h"].erase("latency_us"); }, "d2h.latency_us: missing");
   expect_invalid([](J& j) { j.erase("sync_us"); }, "sync_us: missing");
   expect_invalid([](J& j) { j["sync_us"] = -0.5; }, "sync_us: expected a number >= 0");
+  expect_invalid([](J& j) { j["shared_cores"] = -1; }, "shared_cores: expected an integer >= 0");
+  expect_invalid([](J& j) { j["shared_cores"] = 2.5; }, "shared_cores: expected an integer >= 0");
   expect_invalid([](J& j) { j["update_gbps"] = 0; }, "update_gbps: expected a number > 0");
   expect_invalid([](J& j) { j["device_sum_gbps"] = nullptr; },
                  "device_sum_gbps: expected a number > 0");
@@ -645,6 +693,7 @@ TEST(ProfileJson, OptionalHostMemoryDefaultsToUnlimited) {
   testing::write_bytes(path, j.dump());
   EXPECT_EQ(read_profile(path).host_memory_gbps, 0);
   EXPECT_FALSE(read_profile(path).network);  // and no network unless given
+  EXPECT_EQ(read_profile(path).shared_cores, 0);  // nor shared cores
 }
 
 TEST(ProfileJson, NotJsonAndMissingFileAreOneLine) {

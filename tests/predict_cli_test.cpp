@@ -140,6 +140,13 @@ TEST_F(PredictCli, WhatIfFlagsChangeThePrediction) {
               2 * base["cgdp"]["simulated"]["forward_us"].get<double>(), 1e-9);
   EXPECT_GT(four["ps0"]["simulated"]["exchange_after_backward_us"].get<double>(),
             base["ps0"]["simulated"]["exchange_after_backward_us"].get<double>());
+  // Per-layer chunks on 2 shared cores: each exchange but the last slows the layers below.
+  const Json shared = run_json("--profile " + profile_ + " --chunk layer --shared-cores 2");
+  const Json alone = run_json("--profile " + profile_ + " --chunk layer --shared-cores 0");
+  EXPECT_GT(shared["cgdp"]["simulated"]["backward_us"].get<double>(),
+            alone["cgdp"]["simulated"]["backward_us"].get<double>());
+  expect_error("--profile " + profile_ + " --shared-cores -1",
+               {"--shared-cores: expected an integer >= 0, got -1"});
 }
 
 TEST_F(PredictCli, ProfileOfAnotherModelNamesTheLayer) {

@@ -5,6 +5,7 @@
 #include "cgdp/cost/profiler.hpp"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -55,6 +56,7 @@ TEST_P(FashionProfile, CoversEveryLayerWithSensibleCosts) {
   EXPECT_EQ(p.devices, devices);
   EXPECT_EQ(p.batch, 16);
   EXPECT_GE(p.host_threads, 1);
+  EXPECT_EQ(p.shared_cores, omp_get_num_procs());  // CPU workers share the host's cores
   ASSERT_EQ(p.layers.size(), static_cast<size_t>(net.num_layers()));
   int64_t param_bytes = 0;
   for (int i = 0; i < net.num_layers(); ++i) {

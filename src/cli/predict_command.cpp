@@ -254,6 +254,9 @@ Runner add_predict_command(CLI::App& app) {
                   "What if: bandwidth copies share, GB/s (0: none)");
   cmd->add_option("--host-threads,--host-cores", w.host_threads,
                   "What if: host summing threads (host sum scales)");
+  cmd->add_option("--shared-cores", w.shared_cores,
+                  "What if: cores the workers compute on that the copies and the host sum also "
+                  "use, so they slow backward (CPU backend; 0: none; default: the profile's)");
   cmd->add_option("--hosts", w.hosts,
                   "Hosts of --devices workers each (cgdp over shards, docs/scale-out.md): each "
                   "chunk gains a network stage; ps0 is not predicted (default 1)");

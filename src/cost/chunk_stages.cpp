@@ -2,19 +2,32 @@
 // on each worker.
 #include "cgdp/cost/chunk_stages.hpp"
 
+#include <algorithm>
+
 #include "cgdp/cost/network_stage.hpp"
 
 namespace cgdp {
 
 std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t offset_bytes, int64_t bytes) {
+  // On shared cores a copy is a memcpy on one core per worker; the sum runs on its threads.
+  const bool shared = in.shared_cores > 0;
+  const int copy_cores = shared ? in.devices : 0;
+  const int sum_cores = shared ? std::min(in.host_threads, in.shared_cores) : 0;
   std::vector<StageCost> stages = {
-      {"d2h", true, in.d2h.latency_us, bytes, in.d2h.gbps, Pool::ToHost},
-      {"sum", false, host_sum_us(in, bytes), 0, 0, Pool::None},
+      {"d2h", true, in.d2h.latency_us, bytes, in.d2h.gbps, Pool::ToHost, copy_cores},
+      {"sum", false, host_sum_us(in, bytes), 0, 0, Pool::None, sum_cores},
   };
-  if (in.hosts > 1)
+  if (in.hosts > 1)  // the network waits on sockets: no cores to speak of
     stages.push_back({"network", false, network_us(in, offset_bytes, bytes), 0, 0, Pool::None});
-  stages.push_back({"h2d", true, in.h2d.latency_us, bytes, in.h2d.gbps, Pool::FromHost});
+  stages.push_back({"h2d", true, in.h2d.latency_us, bytes, in.h2d.gbps, Pool::FromHost, copy_cores});
   return stages;
+}
+
+double contention_us(const CostInputs& in, const std::vector<StageCost>& stages) {
+  if (in.shared_cores <= 0) return 0;
+  double core_us = 0;
+  for (const StageCost& stage : stages) core_us += stage.busy_cores * stage_us(in, stage);
+  return core_us / in.shared_cores;
 }
 
 double stage_us(const CostInputs& in, const StageCost& stage) {

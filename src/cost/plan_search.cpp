@@ -31,19 +31,21 @@ class Pipeline {
  public:
   explicit Pipeline(const CostInputs& in)
       : in_(in), stages_(static_cast<int>(chunk_stages(in, 0, 0).size())), prefix_(1, 0.0) {
-    CGDP_ASSERT(stages_ <= kMaxStages);
+    CGDP_ASSERT(stages_ < kMaxStages);  // one slot left for the contention
     for (const ParamCost& p : in.params) prefix_.push_back(prefix_.back() + p.backward_us);
   }
 
   int stages() const { return stages_; }
 
-  // Stage times of the chunk of param layers [first, last].
+  // Stage times of the chunk of param layers [first, last], then (at index stages()) the compute
+  // time its exchange takes from the workers on shared cores (contention_us).
   Times durations(int first, int last) const {
     const int64_t offset = in_.params[first].layer.offset;
     const int64_t count = in_.params[last].layer.offset + in_.params[last].layer.count - offset;
     Times d{};
     const auto list = chunk_stages(in_, offset * 4, count * 4);
     for (int k = 0; k < stages_; ++k) d[k] = stage_us(in_, list[k]);
+    d[stages_] = contention_us(in_, list);
     return d;
   }
 
@@ -52,6 +54,8 @@ class Pipeline {
     next.compute = s.compute + prefix_[last + 1] - prefix_[first] + in_.sync_us;
     double t = next.compute;
     for (int k = 0; k < stages_; ++k) next.free[k] = t = std::max(t, s.free[k]) + d[k];
+    // As simulate_cgdp: the exchange slows the compute after the chunk is ready, but the last's.
+    if (last + 1 < in_.num_params()) next.compute += d[stages_];
     ++next.chunks;
     next.from = first;
     return next;

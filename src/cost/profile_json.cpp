@@ -48,8 +48,9 @@ class ObjectReader {
     return value.get<double>();
   }
 
-  int64_t integer(const std::string& key, int64_t min) {
-    const json& value = get(key);
+  int64_t integer(const std::string& key, int64_t min, bool optional = false) {
+    const json& value = get(key, optional);
+    if (value.is_null() && optional) return 0;
     if (!value.is_number_integer() || value.get<int64_t>() < min)
       throw error(field(key), cat("expected an integer >= ", min));
     return value.get<int64_t>();
@@ -161,6 +162,7 @@ Profile parse_profile(const json& root, const std::string& file) {
   p.update_gbps = r.number("update_gbps", 0, true);
   p.device_sum_gbps = r.number("device_sum_gbps", 0, true);
   p.host_memory_gbps = r.number("host_memory_gbps", 0, false, /*optional=*/true);
+  p.shared_cores = static_cast<int>(r.integer("shared_cores", 0, /*optional=*/true));
   p.network = r.network("network");
   r.finish();
   p.source = file;
@@ -213,6 +215,7 @@ void write_profile(const Profile& p, const std::string& path) {
                        {"update_gbps", p.update_gbps},
                        {"device_sum_gbps", p.device_sum_gbps},
                        {"host_memory_gbps", p.host_memory_gbps}};
+  if (p.shared_cores > 0) root["shared_cores"] = p.shared_cores;
   if (p.network)
     root["network"] = {{"gbit_per_s", p.network->gbps}, {"latency_us", p.network->latency_us}};
   write_file_atomically(path, root.dump(2) + "\n");

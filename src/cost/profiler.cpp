@@ -410,6 +410,8 @@ Profile measure_profile(const TrainConfig& config, const ProfileOptions& options
   p.host_sum =
       measure_host_sums(workers, sizes, config.host_threads, options.repeats, &p.host_threads);
   p.device_sum_gbps = measure_device_sum(workers, sizes.back(), options.repeats);
+  // CPU workers compute on the host's cores, where the copies and the sum run too.
+  if (workers[0].device->kind() == DeviceKind::Cpu) p.shared_cores = omp_get_num_procs();
   return p;
 }
 

@@ -79,6 +79,12 @@ IterationPrediction simulate_cgdp(const CostInputs& in, const ChunkPlan& plan) {
     ready_task.push_back(ready[0]);
     stages.push_back(chunk_stages(in, chunk.offset * 4, chunk.count * 4));
     stage_task.push_back(add_chunk_stages(sim, streams, stages.back(), ready));
+    // On shared cores the exchange slows the layers computed after it; after the last chunk
+    // little backward is left to slow.
+    const double contention = contention_us(in, stages.back());
+    if (contention > 0 && &chunk != &plan.chunks.back())
+      for (int w = 0; w < in.devices; ++w)
+        sim.add({streams.compute[w], contention, 0, 0, -1, {}, 0});
     for (const StageCost& st : stages.back())
       if (!st.per_worker && st.name == "sum") p.sum_us += st.fixed_us;
   }

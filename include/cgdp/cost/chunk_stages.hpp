@@ -25,6 +25,7 @@ struct StageCost {
   int64_t bytes = 0;    // moved at up to cap_gbps, sharing `pool` with the copies running then
   double cap_gbps = 0;
   Pool pool = Pool::None;
+  int busy_cores = 0;  // cores it keeps busy while it runs, over all workers (CPU backend)
 };
 
 // The stages of the chunk of `bytes` (per worker) at `offset_bytes` in the flat gradient, in
@@ -33,6 +34,12 @@ struct StageCost {
 // whose exchange every host's pull waits for; a chunk's busiest host may differ from the previous
 // chunk's, which this treats as the same link: a little pessimistic across shard boundaries).
 std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t offset_bytes, int64_t bytes);
+
+// The compute time a chunk's exchange takes from the workers when they share in.shared_cores
+// with it (the CPU backend): its stages' work in core-microseconds (a copy keeps one core busy
+// per worker, the host sum its threads) over the cores. The work is conserved: with every core
+// busy computing backward, backward ends this much later. 0 without shared cores.
+double contention_us(const CostInputs& in, const std::vector<StageCost>& stages);
 
 // A stage's time when the N workers run it together, as cgdp's workers do (same pace, paper
 // sec. 3.2): a copy shares its pool N ways.

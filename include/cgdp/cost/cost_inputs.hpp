@@ -20,6 +20,7 @@ struct WhatIf {
   std::optional<double> h2d_gbps;          // > 0
   std::optional<double> p2p_gbps;          // > 0
   std::optional<double> host_memory_gbps;  // >= 0 (0: copies do not share)
+  std::optional<int> shared_cores;         // >= 0 (0: the exchange takes no compute cores)
   // Host summing threads: the host sum bandwidth scales by host_threads / profile.host_threads,
   // but never beyond what host memory allows (host_memory_gbps / (N + 1), when set).
   std::optional<int> host_threads;  // >= 1
@@ -48,6 +49,10 @@ struct CostInputs {
   double tail_backward_us = 0;    // backward of the layers below the lowest param layer
   LinkCost d2h, h2d, p2p;
   double host_memory_gbps = 0;  // shared by the copies of one direction at once; 0: unlimited
+  // > 0: the workers compute on these cores, which the copies and the host sum also run on (the
+  // CPU backend), so the exchange's work slows the backward pass (chunk_stages.hpp).
+  int shared_cores = 0;
+  int host_threads = 1;  // threads the host sum runs on
   bool p2p_shares_host_memory = false;  // the CPU backend's peer copies are host memcpys
   double sync_us = 0;                   // per sync point on the compute stream
   double host_sum_gbps = 0;             // summing N inputs: bytes of one input per second (1e9)

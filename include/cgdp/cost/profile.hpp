@@ -60,6 +60,9 @@ struct Profile {
   // (to the host or a peer, or back), e.g. host memory on the CPU backend. Each copy then moves at
   // min(its link's gbps, host_memory_gbps / copies at once). See docs/profile.md.
   double host_memory_gbps = 0;
+  // Optional (0 = none): the cores the workers compute on when the copies and the host sum run
+  // on them too (the CPU backend); their work then slows backward. See docs/profile.md.
+  int shared_cores = 0;
   // Optional: the network, for predicting a run over several hosts (flags override it).
   std::optional<NetworkCost> network;
   // Not in the file: where read_profile read it from, so that later errors can name it.
