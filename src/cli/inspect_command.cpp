@@ -39,8 +39,12 @@ void print_table(const nlohmann::json& d) {
     std::string shapes;
     for (const auto& [name, shape] : l["tops"].items()) {
       std::string s;
-      for (const auto& dim : shape) s += (s.empty() ? "" : "x") + std::to_string(dim.get<int64_t>());
-      shapes += (shapes.empty() ? "" : " ") + s;
+      for (const auto& dim : shape) {
+        if (!s.empty()) s += 'x';
+        s += std::to_string(dim.get<int64_t>());
+      }
+      if (!shapes.empty()) shapes += ' ';
+      shapes += s;
     }
     std::printf("%-36s %-18s %-24s %14lld\n", l["name"].get<std::string>().c_str(),
                 l["type"].get<std::string>().c_str(), shapes.c_str(),

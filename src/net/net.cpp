@@ -285,8 +285,8 @@ std::string Net<T>::fingerprint() const {
   for (const auto& layer : layers_) {
     if (layer->params().empty() && layer->state().empty()) continue;
     mix(layer->name() + ":" + layer->type());
-    for (const auto& p : layer->params()) mix("p" + shape_string(p->shape()));
-    for (const auto& s : layer->state()) mix("s" + shape_string(s->shape()));
+    for (const auto& p : layer->params()) mix(cat("p", shape_string(p->shape())));
+    for (const auto& s : layer->state()) mix(cat("s", shape_string(s->shape())));
   }
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));

@@ -16,7 +16,10 @@ int64_t count_of(const Shape& shape, int begin, int end) {
 
 std::string shape_string(const Shape& shape) {
   std::string s;
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += 'x';
+    s += std::to_string(shape[i]);
+  }
   return s.empty() ? "scalar" : s;
 }
 
