@@ -245,13 +245,13 @@ TEST(Simulator, SharedCoresLetTheExchangeSlowTheLayersBelow) {
   expect_near(p.iteration_us, 44 + 85.4 + 1.1);
   expect_near(exchange_end_us(in, per_layer), 85.4, "plan search pipeline");
   const ChunkPlan one = make_chunk_plan(small_params(), "all");
-  expect_near(simulate_cgdp(in, one).iteration_us,
-              simulate_cgdp(small_inputs(), one).iteration_us, "one chunk");
+  expect_near(simulate_cgdp(in, one).iteration_us, simulate_cgdp(small_inputs(), one).iteration_us,
+              "one chunk");
   WhatIf none;
   none.shared_cores = 0;
-  expect_near(simulate_cgdp(make_cost_inputs(prof, small_params(), 2, none), per_layer)
-                  .iteration_us,
-              44 + 69.9 + 1.1, "--shared-cores 0");
+  expect_near(
+      simulate_cgdp(make_cost_inputs(prof, small_params(), 2, none), per_layer).iteration_us,
+      44 + 69.9 + 1.1, "--shared-cores 0");
 }
 
 TEST(EventSim, PoolIsSharedMaxMinFairly) {
@@ -692,7 +692,7 @@ TEST(ProfileJson, OptionalHostMemoryDefaultsToUnlimited) {
   j.erase("host_memory_gbps");
   testing::write_bytes(path, j.dump());
   EXPECT_EQ(read_profile(path).host_memory_gbps, 0);
-  EXPECT_FALSE(read_profile(path).network);  // and no network unless given
+  EXPECT_FALSE(read_profile(path).network);       // and no network unless given
   EXPECT_EQ(read_profile(path).shared_cores, 0);  // nor shared cores
 }
 

@@ -176,7 +176,7 @@ const std::vector<std::pair<ConvConfig, Shape>>& conv_cases() {
       {{4, 2, 3, 1, 0, 3, 2, 2, 1, 2}, {2, 4, 9, 8}},         // everything at once
       // Rows of 8 or more outputs: im2col/col2im's vector paths and their overlapping last
       // vector.
-      {{2, 5, 5, 2, 2}, {2, 1, 4, 19}},                // stride 1, out_w 19 = 8 + 8 + 3
+      {{2, 5, 5, 2, 2}, {2, 1, 4, 19}},                 // stride 1, out_w 19 = 8 + 8 + 3
       {{4, 3, 3, 1, 1, 2, 2, 1, 1, 2}, {2, 2, 3, 30}},  // stride 2, pad 1, groups, out_w 15
   };
   return cases;
@@ -251,7 +251,8 @@ TEST(Convolution, FloatVectorPathsMatchTheDoubleLayer) {
     auto error = [](const std::vector<double>& actual, const std::vector<double>& ref) {
       double diff = 0, scale = 1e-30;
       for (size_t i = 0; i < ref.size(); ++i)
-        diff = std::max(diff, std::abs(actual[i] - ref[i])), scale = std::max(scale, std::abs(ref[i]));
+        diff = std::max(diff, std::abs(actual[i] - ref[i])),
+        scale = std::max(scale, std::abs(ref[i]));
       return diff / scale;
     };
     EXPECT_LT(error(diffs(narrow.bottom), diffs(wide.bottom)), 1e-5) << "bottom";
@@ -360,7 +361,8 @@ TEST(Pooling, GradientsMatchFiniteDifferences) {
 
 // The vectorised 2x2/stride-2 MAX path (float, rows at least 4 outputs wide): widths that take
 // 4- and 8-lane runs with an overlapping last run, odd sizes that add clipped windows, and small
-// integer inputs full of ties, where only the first maximum in row-major order may get the gradient.
+// integer inputs full of ties, where only the first maximum in row-major order may get the
+// gradient.
 TEST(Pooling, VectorisedMax2x2MatchesWindowByWindowAndRoutesGradientToTheFirstMaximum) {
   for (const Shape& shape : {Shape{2, 3, 28, 28}, Shape{1, 2, 14, 14}, Shape{1, 2, 17, 15},
                              Shape{1, 1, 9, 21}, Shape{1, 1, 8, 8}}) {

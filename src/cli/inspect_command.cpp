@@ -26,10 +26,14 @@ nlohmann::json describe(Net<float>& net) {
     int64_t params = 0;
     for (auto& p : layer.params()) params += p->count();
     nlohmann::json tops = nlohmann::json::object();
-    for (size_t j = 0; j < net.tops(i).size(); ++j) tops[net.top_names(i)[j]] = net.tops(i)[j]->shape();
-    layers.push_back({{"name", layer.name()}, {"type", layer.type()}, {"tops", tops}, {"params", params}});
+    for (size_t j = 0; j < net.tops(i).size(); ++j)
+      tops[net.top_names(i)[j]] = net.tops(i)[j]->shape();
+    layers.push_back(
+        {{"name", layer.name()}, {"type", layer.type()}, {"tops", tops}, {"params", params}});
   }
-  return {{"model", net.name()}, {"batch", net.batch_size()}, {"layers", layers},
+  return {{"model", net.name()},
+          {"batch", net.batch_size()},
+          {"layers", layers},
           {"total_params", net.learnable_count()}};
 }
 
@@ -50,16 +54,20 @@ void print_table(const nlohmann::json& d) {
                 l["type"].get<std::string>().c_str(), shapes.c_str(),
                 static_cast<long long>(l["params"].get<int64_t>()));
   }
-  std::printf("total learnable parameters: %lld\n", static_cast<long long>(d["total_params"].get<int64_t>()));
+  std::printf("total learnable parameters: %lld\n",
+              static_cast<long long>(d["total_params"].get<int64_t>()));
 }
 
 }  // namespace
 
 Runner add_inspect_command(CLI::App& app) {
   auto opt = std::make_shared<InspectOptions>();
-  CLI::App* cmd = app.add_subcommand("inspect", "Print per-layer output shapes and parameter counts");
-  cmd->add_option("-m,--model", opt->model, "Model file, or a name from models/")->capture_default_str();
-  cmd->add_option("-b,--batch", opt->batch, "Batch size for the shapes")->capture_default_str()
+  CLI::App* cmd =
+      app.add_subcommand("inspect", "Print per-layer output shapes and parameter counts");
+  cmd->add_option("-m,--model", opt->model, "Model file, or a name from models/")
+      ->capture_default_str();
+  cmd->add_option("-b,--batch", opt->batch, "Batch size for the shapes")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", opt->json, "Print JSON instead of a table");
   cmd->add_flag("--test", opt->test_phase, "Build the TEST phase of the model");
@@ -69,8 +77,10 @@ Runner add_inspect_command(CLI::App& app) {
     Net<float> net(param, opt->test_phase ? Phase::Test : Phase::Train, default_cpu_device(),
                    opt->batch, 1, path);
     const auto d = describe(net);
-    if (opt->json) std::cout << d.dump(2) << "\n";
-    else print_table(d);
+    if (opt->json)
+      std::cout << d.dump(2) << "\n";
+    else
+      print_table(d);
     return 0;
   };
 }

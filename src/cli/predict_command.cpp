@@ -108,7 +108,8 @@ double stage_time_us(const ChunkTiming& t, const std::string& name) {
 
 // With several hosts: each chunk's stages as simulated, and the network settings.
 void add_hosts_json(Json& j, const Prediction& p) {
-  j["network"] = {{"gbit_per_s", p.inputs.network.gbps}, {"latency_us", p.inputs.network.latency_us}};
+  j["network"] = {{"gbit_per_s", p.inputs.network.gbps},
+                  {"latency_us", p.inputs.network.latency_us}};
   Json chunks = Json::array();
   for (size_t c = 0; c < p.cgdp.chunks.size(); ++c) {
     const ChunkTiming& t = p.cgdp.chunks[c];
@@ -260,8 +261,9 @@ Runner add_predict_command(CLI::App& app) {
   cmd->add_option("--hosts", w.hosts,
                   "Hosts of --devices workers each (cgdp over shards, docs/scale-out.md): each "
                   "chunk gains a network stage; ps0 is not predicted (default 1)");
-  cmd->add_option("--network-gbps", w.network_gbps,
-                  "Network link of each host, Gbit/s (bits; default: the profile's network.gbit_per_s)");
+  cmd->add_option(
+      "--network-gbps", w.network_gbps,
+      "Network link of each host, Gbit/s (bits; default: the profile's network.gbit_per_s)");
   cmd->add_option("--network-latency-us", w.network_latency_us,
                   "Network cost per message of <= 1 MiB, us (default: the profile's, else 0)");
   return [opt] {

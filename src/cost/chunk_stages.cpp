@@ -19,7 +19,8 @@ std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t offset_bytes, 
   };
   if (in.hosts > 1)  // the network waits on sockets: no cores to speak of
     stages.push_back({"network", false, network_us(in, offset_bytes, bytes), 0, 0, Pool::None});
-  stages.push_back({"h2d", true, in.h2d.latency_us, bytes, in.h2d.gbps, Pool::FromHost, copy_cores});
+  stages.push_back(
+      {"h2d", true, in.h2d.latency_us, bytes, in.h2d.gbps, Pool::FromHost, copy_cores});
   return stages;
 }
 

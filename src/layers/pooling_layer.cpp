@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
-#include <utility>
 #include <limits>
 #include <span>
+#include <type_traits>
+#include <utility>
 
 #include "cgdp/layers/spatial_param.hpp"
 
@@ -72,7 +72,8 @@ void PoolingLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
   }
   top[0]->reshape({in.shape(0), in.shape(1), pooled_h_, pooled_w_});
   // The CUDA half keeps its argmax on the device (pooling_layer_cuda.cpp).
-  if (max_ && this->device().kind() == DeviceKind::Cpu) argmax_.resize(static_cast<size_t>(top[0]->count()));
+  if (max_ && this->device().kind() == DeviceKind::Cpu)
+    argmax_.resize(static_cast<size_t>(top[0]->count()));
 }
 
 template <typename T>
@@ -90,8 +91,8 @@ namespace {
 // Max and its index over rows [h0, h1) x columns [w0, w1); the first maximum wins, as in Caffe.
 // Selects, not branches: which input wins is data-dependent and would mispredict half the time.
 template <typename T>
-void window_max(const T* in, int64_t width, int64_t h0, int64_t h1, int64_t w0, int64_t w1,
-                T& best, int64_t& at) {
+void window_max(const T* in, int64_t width, int64_t h0, int64_t h1, int64_t w0, int64_t w1, T& best,
+                int64_t& at) {
   best = -std::numeric_limits<T>::max();
   at = -1;
   for (int64_t h = h0; h < h1; ++h)

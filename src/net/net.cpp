@@ -75,8 +75,10 @@ void Net<T>::wire_layer(const proto::LayerParameter& lp, const std::string& sour
   }
   std::vector<float> weights(lp.top_size(), 0.f);
   for (int j = 0; j < lp.top_size(); ++j) {
-    if (j < lp.loss_weight_size()) weights[j] = lp.loss_weight(j);
-    else if (j == 0 && layer->is_loss()) weights[j] = 1.f;
+    if (j < lp.loss_weight_size())
+      weights[j] = lp.loss_weight(j);
+    else if (j == 0 && layer->is_loss())
+      weights[j] = 1.f;
   }
   loss_weights_.push_back(std::move(weights));
   top_names_.emplace_back(lp.top().begin(), lp.top().end());
@@ -98,7 +100,8 @@ void Net<T>::mark_backward() {
       if (static_cast<int>(p) >= lp.param_size() || lp.param(p).lr_mult() != 0.f) learns[i] = true;
     bool any = learns[i];
     for (size_t j = 0; j < bottoms_[i].size(); ++j)
-      if (needs_grad.count(bottoms_[i][j]) && layers_[i]->can_backward_to(static_cast<int>(j))) any = true;
+      if (needs_grad.count(bottoms_[i][j]) && layers_[i]->can_backward_to(static_cast<int>(j)))
+        any = true;
     if (any && !layers_[i]->is_input())
       for (auto* top : tops_[i]) needs_grad.insert(top);
   }
@@ -112,11 +115,12 @@ void Net<T>::mark_backward() {
     if (!contributes || layers_[i]->is_input()) continue;
     for (size_t j = 0; j < bottoms_[i].size(); ++j) {
       under_loss.insert(bottoms_[i][j]);
-      propagate_down_[i][j] = needs_grad.count(bottoms_[i][j]) > 0 &&
-                              layers_[i]->can_backward_to(static_cast<int>(j));
+      propagate_down_[i][j] =
+          needs_grad.count(bottoms_[i][j]) > 0 && layers_[i]->can_backward_to(static_cast<int>(j));
     }
-    needs_backward_[i] = learns[i] || std::find(propagate_down_[i].begin(),
-                                                propagate_down_[i].end(), true) != propagate_down_[i].end();
+    needs_backward_[i] =
+        learns[i] || std::find(propagate_down_[i].begin(), propagate_down_[i].end(), true) !=
+                         propagate_down_[i].end();
   }
 }
 
@@ -149,7 +153,8 @@ void Net<T>::gather_params() {
   flat_data_ptr_ = static_cast<T*>(flat_data_buf_.get());
   flat_diff_ptr_ = static_cast<T*>(flat_diff_buf_.get());
   for (const ParamSlot& s : slots_)
-    layers_[s.layer]->params()[s.index]->bind_to(flat_data_ptr_ + s.offset, flat_diff_ptr_ + s.offset);
+    layers_[s.layer]->params()[s.index]->bind_to(flat_data_ptr_ + s.offset,
+                                                 flat_diff_ptr_ + s.offset);
 }
 
 template <typename T>
@@ -174,16 +179,22 @@ template <typename T>
 void Net<T>::forward_layer(int i, const RunContext& ctx) {
   if (layers_[i]->is_input()) return;
   auto run = [this, i, ctx] { layers_[i]->forward(ctx, bottoms_[i], tops_[i]); };
-  if (ctx.stream) ctx.stream->submit(run);
-  else run();
+  if (ctx.stream)
+    ctx.stream->submit(run);
+  else
+    run();
 }
 
 template <typename T>
 void Net<T>::backward_layer(int i, const RunContext& ctx) {
   if (!needs_backward_[i]) return;
-  auto run = [this, i, ctx] { layers_[i]->backward(ctx, tops_[i], propagate_down_[i], bottoms_[i]); };
-  if (ctx.stream) ctx.stream->submit(run);
-  else run();
+  auto run = [this, i, ctx] {
+    layers_[i]->backward(ctx, tops_[i], propagate_down_[i], bottoms_[i]);
+  };
+  if (ctx.stream)
+    ctx.stream->submit(run);
+  else
+    run();
 }
 
 template <typename T>
@@ -256,8 +267,10 @@ void Net<T>::share_params_from(Net& other) {
         peer->state().size() != layer->state().size())
       throw ModelError(cat("layer '", layer->name(), "' has no matching layer in the ",
                            other.phase_ == Phase::Train ? "train" : "test", " net"));
-    for (size_t p = 0; p < layer->params().size(); ++p) layer->params()[p]->share_with(*peer->params()[p]);
-    for (size_t s = 0; s < layer->state().size(); ++s) layer->state()[s]->share_with(*peer->state()[s]);
+    for (size_t p = 0; p < layer->params().size(); ++p)
+      layer->params()[p]->share_with(*peer->params()[p]);
+    for (size_t s = 0; s < layer->state().size(); ++s)
+      layer->state()[s]->share_with(*peer->state()[s]);
   }
   slots_.clear();  // this net no longer owns parameters: it reads the other's
   flat_data_buf_.reset();

@@ -100,12 +100,18 @@ void sum_block_fixed(float* dst, const float* const* srcs, int64_t begin) {
 // dst[begin, begin + kBlock). Sources are read before dst is written, so dst may be a source.
 void sum_block(float* dst, const float* const* srcs, int nsrc, int64_t begin) {
   switch (nsrc) {
-    case 4: return sum_block_fixed<4>(dst, srcs, begin);
-    case 5: return sum_block_fixed<5>(dst, srcs, begin);
-    case 6: return sum_block_fixed<6>(dst, srcs, begin);
-    case 7: return sum_block_fixed<7>(dst, srcs, begin);
-    case 8: return sum_block_fixed<8>(dst, srcs, begin);
-    default: break;
+    case 4:
+      return sum_block_fixed<4>(dst, srcs, begin);
+    case 5:
+      return sum_block_fixed<5>(dst, srcs, begin);
+    case 6:
+      return sum_block_fixed<6>(dst, srcs, begin);
+    case 7:
+      return sum_block_fixed<7>(dst, srcs, begin);
+    case 8:
+      return sum_block_fixed<8>(dst, srcs, begin);
+    default:
+      break;
   }
   if (nsrc <= 3) return sum_block_linear(dst, srcs, nsrc, begin);
   const Block sum = tree_sum<Block>(nsrc, [&](int k) {

@@ -5,7 +5,9 @@
 
 namespace cgdp {
 
-int64_t count_of(const Shape& shape) { return count_of(shape, 0, static_cast<int>(shape.size())); }
+int64_t count_of(const Shape& shape) {
+  return count_of(shape, 0, static_cast<int>(shape.size()));
+}
 
 int64_t count_of(const Shape& shape, int begin, int end) {
   CGDP_ASSERT(begin >= 0 && begin <= end && end <= static_cast<int>(shape.size()));
@@ -26,7 +28,8 @@ std::string shape_string(const Shape& shape) {
 int canonical_axis(const Shape& shape, int axis) {
   const int n = static_cast<int>(shape.size());
   if (axis < -n || axis >= n)
-    throw ModelError(cat("axis ", axis, " is out of range for a blob of shape ", shape_string(shape)));
+    throw ModelError(
+        cat("axis ", axis, " is out of range for a blob of shape ", shape_string(shape)));
   return axis < 0 ? axis + n : axis;
 }
 

@@ -52,7 +52,7 @@ struct CostInputs {
   // > 0: the workers compute on these cores, which the copies and the host sum also run on (the
   // CPU backend), so the exchange's work slows the backward pass (chunk_stages.hpp).
   int shared_cores = 0;
-  int host_threads = 1;  // threads the host sum runs on
+  int host_threads = 1;                 // threads the host sum runs on
   bool p2p_shares_host_memory = false;  // the CPU backend's peer copies are host memcpys
   double sync_us = 0;                   // per sync point on the compute stream
   double host_sum_gbps = 0;             // summing N inputs: bytes of one input per second (1e9)

@@ -42,20 +42,20 @@ struct NetworkCost {
 
 struct Profile {
   int version = 1;
-  std::string model;    // informative: the model file it was measured on
-  std::string backend;  // "cpu" or "cuda"
-  std::string device;   // informative: device name
-  int devices = 1;      // workers that ran at once while measuring
-  int batch = 1;        // samples per worker
-  int host_threads = 1; // OpenMP threads that summed
+  std::string model;     // informative: the model file it was measured on
+  std::string backend;   // "cpu" or "cuda"
+  std::string device;    // informative: device name
+  int devices = 1;       // workers that ran at once while measuring
+  int batch = 1;         // samples per worker
+  int host_threads = 1;  // OpenMP threads that summed
   std::vector<LayerCost> layers;
-  LinkCost d2h;            // device -> pinned host, per chunk copy
-  LinkCost h2d;            // pinned host -> device
-  LinkCost p2p;            // device -> device (ps0's tree)
-  double sync_us = 0;      // one sync point: event record + wait + host callback hand-off
+  LinkCost d2h;        // device -> pinned host, per chunk copy
+  LinkCost h2d;        // pinned host -> device
+  LinkCost p2p;        // device -> device (ps0's tree)
+  double sync_us = 0;  // one sync point: event record + wait + host callback hand-off
   std::vector<HostSumCost> host_sum;  // by number of inputs, at least inputs = devices
-  double update_gbps = 0;  // solver step over parameter bytes, on one device
-  double device_sum_gbps = 0;  // ps0: a parent adds one child's gradients, on device
+  double update_gbps = 0;             // solver step over parameter bytes, on one device
+  double device_sum_gbps = 0;         // ps0: a parent adds one child's gradients, on device
   // Optional (0 = unlimited): bandwidth that all copies running at once in one direction share
   // (to the host or a peer, or back), e.g. host memory on the CPU backend. Each copy then moves at
   // min(its link's gbps, host_memory_gbps / copies at once). See docs/profile.md.

@@ -21,7 +21,8 @@ class PoolingLayer final : public Layer<T> {
   void backward_cpu(const RunContext& ctx, const BlobVec<T>& top,
                     const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
 #ifdef CGDP_HAVE_CUDA
-  void forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  void forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom,
+                    const BlobVec<T>& top) override;
   void backward_cuda(const RunContext& ctx, const BlobVec<T>& top,
                      const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
 #endif
