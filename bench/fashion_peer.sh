@@ -63,4 +63,8 @@ for name, values in rates.items():
     print("%-10s" % name + "".join("%10.1f" % v for v in values) +
           "%10.1f" % statistics.median(values))
 print("cgdp/pytorch: %.2fx" % (statistics.median(rates["cgdp"]) / statistics.median(rates["pytorch"])))
+# Each round runs the two back to back, so its own ratio is less moved by the machine's drift.
+per_round = [c / t for c, t in zip(rates["cgdp"], rates["pytorch"])]
+print("per round: " + " ".join("%.2f" % r for r in per_round) +
+      "; their median %.2fx" % statistics.median(per_round))
 EOF
