@@ -324,17 +324,29 @@ double brute_force_best(const CostInputs& in, const std::vector<ParamLayer>& lay
   return best;
 }
 
+std::vector<ParamLayer> layers_of(const CostInputs& in) {
+  std::vector<ParamLayer> layers;
+  for (const ParamCost& p : in.params) layers.push_back(p.layer);
+  return layers;
+}
+
+// The search's best plan costs what the best of every grouping costs, and the event simulation
+// of the plan it returns predicts the same iteration time.
+PlanSearchResult expect_search_is_exact(const CostInputs& in) {
+  const PlanSearchResult r = best_plan(in);
+  expect_near(r.best.iteration_us, brute_force_best(in, layers_of(in)), "best plan");
+  expect_near(simulate_cgdp(in, r.best.plan).iteration_us, r.best.iteration_us, "simulated");
+  return r;
+}
+
 TEST(PlanSearch, DynamicProgrammeMatchesBruteForce) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 24; ++trial) {
     const int n = 1 + trial % 9, devices = 1 + trial % 4;
     const CostInputs in = random_inputs(rng, n, devices);
-    std::vector<ParamLayer> layers;
-    for (const ParamCost& p : in.params) layers.push_back(p.layer);
-    const PlanSearchResult r = best_plan(in);
-    expect_near(r.best.iteration_us, brute_force_best(in, layers), "best plan");
+    const PlanSearchResult r = expect_search_is_exact(in);
     // The search's pipeline agrees with the event simulation of the plan it names.
-    const ChunkPlan named = make_chunk_plan(layers, r.best.spec);
+    const ChunkPlan named = make_chunk_plan(layers_of(in), r.best.spec);
     ASSERT_EQ(named.chunks.size(), r.best.plan.chunks.size()) << r.best.spec;
     const IterationPrediction sim = simulate_cgdp(in, named);
     expect_near(sim.iteration_us, r.best.iteration_us, "simulated best");
@@ -352,12 +364,8 @@ TEST(PlanSearch, DynamicProgrammeMatchesBruteForceWithSharedCores) {
     WhatIf w;
     w.shared_cores = 1 + trial % 4;
     const CostInputs in = random_inputs(rng, 2 + trial % 7, 1 + trial % 4, w);
-    std::vector<ParamLayer> layers;
-    for (const ParamCost& p : in.params) layers.push_back(p.layer);
-    const PlanSearchResult r = best_plan(in);
-    expect_near(r.best.iteration_us, brute_force_best(in, layers), "best plan");
+    const PlanSearchResult r = expect_search_is_exact(in);
     const IterationPrediction sim = simulate_cgdp(in, r.best.plan);
-    expect_near(sim.iteration_us, r.best.iteration_us, "simulated");
     expect_near(sim.backward_us + sim.exchange_after_backward_us, r.best.exchange_end_us);
   }
 }
@@ -370,11 +378,7 @@ TEST(PlanSearch, DynamicProgrammeMatchesBruteForceWithHosts) {
     WhatIf w;
     w.hosts = 2 + trial % 3;
     const CostInputs in = random_inputs(rng, 2 + trial % 7, 1 + trial % 4, w);
-    std::vector<ParamLayer> layers;
-    for (const ParamCost& p : in.params) layers.push_back(p.layer);
-    const PlanSearchResult r = best_plan(in);
-    expect_near(r.best.iteration_us, brute_force_best(in, layers), "best plan");
-    expect_near(simulate_cgdp(in, r.best.plan).iteration_us, r.best.iteration_us, "simulated");
+    expect_search_is_exact(in);
   }
 }
 

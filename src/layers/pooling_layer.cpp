@@ -91,10 +91,10 @@ namespace {
 // Max and its index over rows [h0, h1) x columns [w0, w1); the first maximum wins, as in Caffe.
 // Selects, not branches: which input wins is data-dependent and would mispredict half the time.
 template <typename T>
-void window_max(const T* in, int64_t width, int64_t h0, int64_t h1, int64_t w0, int64_t w1, T& best,
-                int64_t& at) {
-  best = -std::numeric_limits<T>::max();
-  at = -1;
+void window_max(const T* in, int64_t width, int64_t h0, int64_t h1, int64_t w0, int64_t w1, T* out,
+                int32_t* argmax) {
+  T best = -std::numeric_limits<T>::max();
+  int64_t at = -1;
   for (int64_t h = h0; h < h1; ++h)
     for (int64_t x = w0; x < w1; ++x) {
       const int64_t i = h * width + x;
@@ -102,12 +102,8 @@ void window_max(const T* in, int64_t width, int64_t h0, int64_t h1, int64_t w0, 
       best = better ? in[i] : best;
       at = better ? i : at;
     }
-}
-
-// The same over a full K x K window, unrolled: 2x2 and 3x3 are nearly every pooling layer.
-template <int K, typename T>
-void window_max_fixed(const T* in, int64_t width, int64_t h0, int64_t w0, T& best, int64_t& at) {
-  window_max(in, width, h0, h0 + K, w0, w0 + K, best, at);
+  *out = best;
+  *argmax = static_cast<int32_t>(at);
 }
 
 // N floats (and int32s) in one vector register: GCC/Clang vector extensions, so the code stays
@@ -186,12 +182,8 @@ bool PoolingLayer<T>::max_2x2_plane(const T* in, T* out, int32_t* argmax) const 
       }
     }
     for (int64_t pw = ph < full_h ? full_w : 0; pw < pooled_w_; ++pw) {
-      T best;
-      int64_t at;
-      window_max(in, width_, 2 * ph, std::min(2 * ph + 2, height_), 2 * pw,
-                 std::min(2 * pw + 2, width_), best, at);
-      out_row[pw] = best;
-      argmax_row[pw] = static_cast<int32_t>(at);
+      const Window w = window(ph, pw);
+      window_max(in, width_, w.h0, w.h1, w.w0, w.w1, out_row + pw, argmax_row + pw);
     }
   }
   return true;
@@ -200,25 +192,12 @@ bool PoolingLayer<T>::max_2x2_plane(const T* in, T* out, int32_t* argmax) const 
 template <typename T>
 void PoolingLayer<T>::max_plane(const T* in, T* out, int32_t* argmax) const {
   if (max_2x2_plane(in, out, argmax)) return;
-  const bool fixed3 = kernel_h_ == 3 && kernel_w_ == 3;
-  for (int64_t ph = 0; ph < pooled_h_; ++ph) {
-    // window()'s clipped bounds, hoisted out of the hot loop.
-    const int64_t h0 = std::max<int64_t>(ph * stride_h_ - pad_h_, 0);
-    const int64_t h1 = std::min(ph * stride_h_ - pad_h_ + kernel_h_, height_);
+  for (int64_t ph = 0; ph < pooled_h_; ++ph)
     for (int64_t pw = 0; pw < pooled_w_; ++pw) {
-      const int64_t w0 = std::max<int64_t>(pw * stride_w_ - pad_w_, 0);
-      const int64_t w1 = std::min(pw * stride_w_ - pad_w_ + kernel_w_, width_);
-      T best;
-      int64_t at;
-      if (fixed3 && h1 - h0 == 3 && w1 - w0 == 3) {
-        window_max_fixed<3>(in, width_, h0, w0, best, at);
-      } else {
-        window_max(in, width_, h0, h1, w0, w1, best, at);
-      }
-      out[ph * pooled_w_ + pw] = best;
-      argmax[ph * pooled_w_ + pw] = static_cast<int32_t>(at);
+      const Window w = window(ph, pw);
+      const int64_t o = ph * pooled_w_ + pw;
+      window_max(in, width_, w.h0, w.h1, w.w0, w.w1, out + o, argmax + o);
     }
-  }
 }
 
 template <typename T>
