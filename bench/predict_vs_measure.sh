@@ -4,11 +4,13 @@
 # predict three chunk plans (layer, all, and two chunks split at the middle param layer) with
 # `cgdp predict --json`, and train each plan (`cgdp train --sync cgdp --chunk PLAN`): an
 # iteration's time is global batch / images_per_s of its --metrics line (--display 1), warm-up
-# iterations dropped, median of the rest (the upper one of an even count). Prints one table, the
-# median |predicted - measured| / measured, per (model, N) the measured time of the plan
-# predicted best against the measured best, and per phase predicted / measured.
+# iterations dropped, median of the rest (the upper one of an even count). The three plans are
+# trained in ROUNDS interleaved rounds and the median is over every round's iterations, so a slow
+# spell of the machine lands on all three plans, not on one. Prints one table, the median
+# |predicted - measured| / measured, per (model, N) the measured time of the plan predicted best
+# against the measured best, and per phase predicted / measured (the mean over the rounds).
 # Usage: bench/predict_vs_measure.sh [measured iterations (5)] [warm-up iterations (2)]
-# (MODELS="model:batch ..." and DEVICES="1 2 ..." narrow the runs.)
+# (MODELS="model:batch ..." and DEVICES="1 2 ..." narrow the runs; ROUNDS, 3 by default.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 iterations=${1:-5}
@@ -32,28 +34,36 @@ for entry in $models; do
       --iterations "$iterations" --warmup "$warmup" --out "$out/$tag.json" >"$out/$tag.profile.log"
     params=$(build/cgdp predict --model "$model" --profile "$out/$tag.json" --json |
       jq '[.layers[] | select(.param_bytes > 0)] | length')
-    for plan in layer all "$((params / 2)),"; do
-      build/cgdp predict --model "$model" --profile "$out/$tag.json" --chunk "$plan" --json \
-        >"$out/$tag.predict.json"
+    plans=(layer all "$((params / 2)),")
+    for _ in $(seq "${ROUNDS:-3}"); do
+      for i in "${!plans[@]}"; do
+        build/cgdp train --model "$model" --data synthetic --devices "$n" --batch "$batch" \
+          --sync cgdp --chunk "${plans[$i]}" --iterations $((warmup + iterations)) --display 1 \
+          --metrics "$out/$tag.metrics" --test-interval -1 --test-samples 2 --test-batch 2 \
+          --plain --phase-table >"$out/$tag.train.log"
+        jq -s --argjson w "$warmup" --argjson b $((batch * n)) \
+          '.[] | select(.phase == "train" and .iteration > $w) | 1000 * $b / .images_per_s' \
+          "$out/$tag.metrics" >>"$out/$tag.$i.times"
+        rm -f "$out/$tag.metrics"
+        # Zeroing the gradients is in the measured broadcast but in the predicted update.
+        grep -E '^  (broadcast|forward|backward|exchange after backward|update) ' \
+          "$out/$tag.train.log" | awk '{print $NF}' | paste -sd ' ' >>"$out/$tag.$i.phases"
+      done
+    done
+    for i in "${!plans[@]}"; do
+      build/cgdp predict --model "$model" --profile "$out/$tag.json" --chunk "${plans[$i]}" \
+        --json >"$out/$tag.predict.json"
       predicted=$(jq '.cgdp.simulated.iteration_us / 1000' "$out/$tag.predict.json")
-      build/cgdp train --model "$model" --data synthetic --devices "$n" --batch "$batch" \
-        --sync cgdp --chunk "$plan" --iterations $((warmup + iterations)) --display 1 \
-        --metrics "$out/$tag.metrics" --test-interval -1 --test-samples 2 --test-batch 2 --plain \
-        --phase-table >"$out/$tag.train.log"
-      measured=$(jq -s --argjson w "$warmup" --argjson b $((batch * n)) \
-        '[.[] | select(.phase == "train" and .iteration > $w) | 1000 * $b / .images_per_s] | sort |
-         .[length / 2 | floor]' \
-        "$out/$tag.metrics")
-      rm -f "$out/$tag.metrics"
+      measured=$(sort -g "$out/$tag.$i.times" | awk '{v[NR] = $1} END {print v[int(NR / 2) + 1]}')
       # Per phase, to tell which term is off: predicted by the simulation; measured, the mean of
-      # the trainer's phase table (the first iteration dropped); zeroing the gradients is in the
-      # measured broadcast but in the predicted update.
+      # the trainer's phase tables (each drops its first iteration) over the rounds.
       phases_predicted=$(jq -r '.cgdp.simulated | [.forward_us, .backward_us,
         .exchange_after_backward_us, .update_us] | map(. / 1000) | @tsv' "$out/$tag.predict.json")
-      phases_measured=$(grep -E '^  (broadcast|forward|backward|exchange after backward|update) ' \
-        "$out/$tag.train.log" | awk '{print $NF}' | paste -sd '\t')
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$n" "$plan" "$predicted" "$measured" \
-        "$phases_predicted" "$phases_measured" >>"$rows"
+      phases_measured=$(awk '{for (k = 1; k <= NF; ++k) s[k] += $k} END {
+        for (k = 1; k <= NF; ++k) printf "%s%.3f", (k > 1 ? "\t" : ""), s[k] / NR}' \
+        "$out/$tag.$i.phases")
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$n" "${plans[$i]}" "$predicted" \
+        "$measured" "$phases_predicted" "$phases_measured" >>"$rows"
     done
   done
 done

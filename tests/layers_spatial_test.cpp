@@ -204,19 +204,25 @@ TEST(Convolution, GradientsMatchFiniteDifferences) {
   }
 }
 
+// Case 0 folds its bias into the GEMMs (one group), case 2 (two groups) sums it separately.
 TEST(Convolution, ParameterGradientsAccumulate) {
-  Harness<double> h(conv_cases()[2].first.text(), conv_cases()[2].second);
-  h.forward();
-  fill_uniform(h.top, -1, 1, 3);
-  std::copy(h.top.data(), h.top.data() + h.top.count(), h.top.mutable_diff());
-  for (auto& p : h.layer->params()) std::fill(p->mutable_diff(), p->mutable_diff() + p->count(), 0);
-  h.layer->backward({}, {&h.top}, {true}, {&h.bottom});
-  std::vector<std::vector<double>> once;
-  for (auto& p : h.layer->params()) once.emplace_back(p->diff(), p->diff() + p->count());
-  h.layer->backward({}, {&h.top}, {false}, {&h.bottom});
-  for (size_t i = 0; i < once.size(); ++i)
-    for (size_t j = 0; j < once[i].size(); ++j)
-      EXPECT_NEAR(h.layer->params()[i]->diff()[j], 2 * once[i][j], 1e-12);
+  for (const size_t c : {0, 2}) {
+    SCOPED_TRACE(conv_cases()[c].first.text());
+    Harness<double> h(conv_cases()[c].first.text(), conv_cases()[c].second);
+    h.forward();
+    fill_uniform(h.top, -1, 1, 3);
+    std::copy(h.top.data(), h.top.data() + h.top.count(), h.top.mutable_diff());
+    for (auto& p : h.layer->params())
+      std::fill(p->mutable_diff(), p->mutable_diff() + p->count(), 0);
+    h.layer->backward({}, {&h.top}, {true}, {&h.bottom});
+    std::vector<std::vector<double>> once;
+    for (auto& p : h.layer->params()) once.emplace_back(p->diff(), p->diff() + p->count());
+    h.layer->backward({}, {&h.top}, {false}, {&h.bottom});
+    ASSERT_EQ(once.size(), 2u);  // weights and bias
+    for (size_t i = 0; i < once.size(); ++i)
+      for (size_t j = 0; j < once[i].size(); ++j)
+        EXPECT_NEAR(h.layer->params()[i]->diff()[j], 2 * once[i][j], 1e-12);
+  }
 }
 
 // Float's vectors are 8 wide, double's 4, so their tails differ: float forward and backward

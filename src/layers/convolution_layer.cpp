@@ -110,7 +110,7 @@ template <typename T>
 int64_t ConvolutionLayer<T>::work_count() const {
   // A pointwise kernel multiplies the image itself and needs no scratch.
   if (geometry_.is_pointwise()) return 0;
-  return geometry_.col_rows() * out_pixels() + geometry_.scratch_count();
+  return unfolded_rows() * out_pixels() + geometry_.scratch_count();
 }
 
 template <typename T>
@@ -121,19 +121,24 @@ T* ConvolutionLayer<T>::work_buffer(int threads) {
 }
 
 template <typename T>
-void ConvolutionLayer<T>::forward_image(const T* in, T* out, T* work) const {
-  const int64_t m = group_out_channels(), k = group_col_rows(), pixels = out_pixels();
-  const T* cols = in;
-  if (!geometry_.is_pointwise()) {
-    im2col(in, geometry_, work, work + geometry_.col_rows() * pixels);
-    cols = work;
-  }
-  const T* weight = this->params_[0]->data();
+const T* ConvolutionLayer<T>::unfold(const T* in, T* work) const {
+  if (geometry_.is_pointwise()) return in;
+  const int64_t pixels = out_pixels();
+  im2col(in, geometry_, work, work + unfolded_rows() * pixels);
+  if (folds_bias()) std::fill_n(work + geometry_.col_rows() * pixels, pixels, T(1));
+  return work;
+}
+
+template <typename T>
+void ConvolutionLayer<T>::forward_image(const T* in, T* out, T* work, const T* weight) const {
+  const int64_t m = group_out_channels(), pixels = out_pixels();
+  const int64_t k = folds_bias() ? unfolded_rows() : group_col_rows();
+  const T* cols = unfold(in, work);
   for (int64_t g = 0; g < group_; ++g)
     blas::gemm(false, false, m, pixels, k, T(1), weight + g * m * k, cols + g * k * pixels, T(0),
                out + g * m * pixels);
+  if (!bias_term_ || folds_bias()) return;
   // Added while this image's output is still in cache (faster than writing it before the GEMM).
-  if (!bias_term_) return;
   const T* bias = this->params_[1]->data();
   for (int64_t c = 0; c < num_output_; ++c) {
     T* row = out + c * pixels;
@@ -147,11 +152,22 @@ void ConvolutionLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& botto
   const int64_t images = bottom[0]->shape(0);
   const int threads = image_threads(images);
   T* work = work_buffer(threads);
+  const T* weight = this->params_[0]->data();
+  if (folds_bias()) {
+    const int64_t k = geometry_.col_rows(), rows = unfolded_rows();
+    folded_weight_.resize(static_cast<size_t>(num_output_ * rows));
+    const T* bias = this->params_[1]->data();
+    for (int64_t o = 0; o < num_output_; ++o) {
+      std::copy_n(weight + o * k, k, folded_weight_.data() + o * rows);
+      folded_weight_[o * rows + k] = bias[o];
+    }
+    weight = folded_weight_.data();
+  }
   const int64_t in_size = bottom[0]->count(1), out_size = top[0]->count(1);
   const T* in = bottom[0]->data();
   T* out = top[0]->mutable_data();
   for_each_image(images, threads, [&](int64_t n, int t) {
-    forward_image(in + n * in_size, out + n * out_size, work + t * work_count());
+    forward_image(in + n * in_size, out + n * out_size, work + t * work_count(), weight);
   });
 }
 
@@ -160,7 +176,7 @@ void ConvolutionLayer<T>::backward_image(const T* in, const T* out_diff,
                                          const std::array<T*, 2>& param_diff, T* in_diff,
                                          T* work) const {
   const int64_t m = group_out_channels(), k = group_col_rows(), pixels = out_pixels();
-  if (bias_term_)  // summed while this image's output gradient is in cache
+  if (bias_term_ && !folds_bias())  // summed while this image's output gradient is in cache
     for (int64_t c = 0; c < num_output_; ++c) {
       const T* row = out_diff + c * pixels;
       T sum = 0;
@@ -168,25 +184,20 @@ void ConvolutionLayer<T>::backward_image(const T* in, const T* out_diff,
       for (int64_t i = 0; i < pixels; ++i) sum += row[i];
       param_diff[1][c] += sum;
     }
-  const bool unfold = !geometry_.is_pointwise();
-  T* col = work;
-  T* padded = unfold ? work + geometry_.col_rows() * pixels : nullptr;
-  const T* cols = in;
-  if (unfold) {
-    im2col(in, geometry_, col, padded);
-    cols = col;
-  }
+  const T* cols = unfold(in, work);
+  const int64_t rows = folds_bias() ? unfolded_rows() : k;
   for (int64_t g = 0; g < group_; ++g)
-    blas::gemm(false, true, m, k, pixels, T(1), out_diff + g * m * pixels, cols + g * k * pixels,
-               T(1), param_diff[0] + g * m * k);
+    blas::gemm(false, true, m, rows, pixels, T(1), out_diff + g * m * pixels,
+               cols + g * rows * pixels, T(1), param_diff[0] + g * m * rows);
   if (!in_diff) return;
   // With a pointwise kernel the column gradient is the input gradient itself.
-  T* col_diff = unfold ? col : in_diff;
+  const bool unfolded = !geometry_.is_pointwise();
+  T* col_diff = unfolded ? work : in_diff;
   const T* weight = this->params_[0]->data();
   for (int64_t g = 0; g < group_; ++g)
     blas::gemm(true, false, k, pixels, m, T(1), weight + g * m * k, out_diff + g * m * pixels, T(0),
                col_diff + g * k * pixels);
-  if (unfold) col2im(col, geometry_, in_diff, padded);
+  if (unfolded) col2im(work, geometry_, in_diff, work + unfolded_rows() * pixels);
 }
 
 template <typename T>
@@ -196,12 +207,17 @@ void ConvolutionLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
   const int64_t images = bottom[0]->shape(0);
   const int threads = image_threads(images);
   T* work = work_buffer(threads);
-  // Thread 0 accumulates straight into the parameter gradients, the others into private copies
-  // (weights, then bias) that are added at the end.
+  // Unfolded, thread 0 accumulates straight into the parameter gradients and the others into
+  // private copies (weights, then bias); folded, every thread into its own folded copy. The
+  // copies are added at the end.
+  const bool folded = folds_bias();
   const int64_t weight_count = this->params_[0]->count();
-  const int64_t private_count = weight_count + (bias_term_ ? num_output_ : 0);
-  param_diff_.assign(static_cast<size_t>((threads - 1) * private_count), T(0));
+  const int64_t private_count =
+      folded ? num_output_ * unfolded_rows() : weight_count + (bias_term_ ? num_output_ : 0);
+  const int privates = folded ? threads : threads - 1;
+  param_diff_.assign(static_cast<size_t>(privates * private_count), T(0));
   auto diffs_of = [&](int t) -> std::array<T*, 2> {
+    if (folded) return {param_diff_.data() + t * private_count, nullptr};
     if (t == 0)
       return {this->params_[0]->mutable_diff(),
               bias_term_ ? this->params_[1]->mutable_diff() : nullptr};
@@ -216,11 +232,28 @@ void ConvolutionLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
     backward_image(in + n * in_size, out_diff + n * out_size, diffs_of(t),
                    in_diff ? in_diff + n * in_size : nullptr, work + t * work_count());
   });
+  if (folded) {
+    for (int t = 1; t < threads; ++t)
+      blas::axpy(private_count, T(1), diffs_of(t)[0], diffs_of(0)[0]);
+    add_folded(diffs_of(0)[0]);
+    return;
+  }
   const std::array<T*, 2> total = diffs_of(0);
   for (int t = 1; t < threads; ++t) {
     const std::array<T*, 2> own = diffs_of(t);
     blas::axpy(weight_count, T(1), own[0], total[0]);
     if (bias_term_) blas::axpy(num_output_, T(1), own[1], total[1]);
+  }
+}
+
+template <typename T>
+void ConvolutionLayer<T>::add_folded(const T* folded) {
+  const int64_t k = geometry_.col_rows(), rows = unfolded_rows();
+  T* weight_diff = this->params_[0]->mutable_diff();
+  T* bias_diff = this->params_[1]->mutable_diff();
+  for (int64_t o = 0; o < num_output_; ++o) {
+    blas::axpy(k, T(1), folded + o * rows, weight_diff + o * k);
+    bias_diff[o] += folded[o * rows + k];
   }
 }
 

@@ -36,13 +36,25 @@ class ConvolutionLayer final : public Layer<T> {
 
  private:
   void read_geometry();
-  // `work` is one thread's scratch (work_count() elements): the column matrix, then the padded
-  // image that im2col/col2im use.
-  void forward_image(const T* in, T* out, T* work) const;
-  // Accumulates this image's weight and bias gradients into param_diff[0] and [1], and
-  // overwrites `in_diff` unless it is null.
+  // With one group and an unfolded image, the bias rides in the GEMMs: a row of ones under the
+  // column matrix meets the bias as one more weight column, so no pass over the output (forward)
+  // or its gradient (backward) is left for it.
+  bool folds_bias() const { return bias_term_ && group_ == 1 && !geometry_.is_pointwise(); }
+  // Rows of one image's column matrix: the kernel taps, and the row of ones when folds_bias().
+  int64_t unfolded_rows() const { return geometry_.col_rows() + (folds_bias() ? 1 : 0); }
+  // `work` is one thread's scratch (work_count() elements): the column matrix (unfolded_rows()
+  // rows), then the padded image that im2col/col2im use. `weight` has unfolded_rows() columns.
+  void forward_image(const T* in, T* out, T* work, const T* weight) const;
+  // Fills `work` with the image's column matrix (and the row of ones); returns where the GEMMs
+  // read the columns from: `work`, or the image itself for a pointwise kernel.
+  const T* unfold(const T* in, T* work) const;
+  // Accumulates this image's weight and bias gradients into param_diff[0] and [1] (with
+  // folds_bias(), both into param_diff[0], laid out as the folded weights), and overwrites
+  // `in_diff` unless it is null.
   void backward_image(const T* in, const T* out_diff, const std::array<T*, 2>& param_diff,
                       T* in_diff, T* work) const;
+  // Adds a folded gradient (each output's weight gradients, then its bias's) to the parameters'.
+  void add_folded(const T* folded);
   int64_t work_count() const;
   // Scratch for `threads` threads, work_count() elements each.
   T* work_buffer(int threads);
@@ -56,7 +68,8 @@ class ConvolutionLayer final : public Layer<T> {
   int64_t group_ = 1;
   bool bias_term_ = true;
   std::vector<T> work_;
-  std::vector<T> param_diff_;  // private parameter gradients of threads 1.. during backward
+  std::vector<T> folded_weight_;  // with folds_bias(): each output's weights, then its bias
+  std::vector<T> param_diff_;     // private parameter gradients of the threads during backward
 };
 
 }  // namespace cgdp
