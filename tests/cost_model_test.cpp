@@ -254,6 +254,28 @@ TEST(Simulator, SharedCoresLetTheExchangeSlowTheLayersBelow) {
       44 + 69.9 + 1.1, "--shared-cores 0");
 }
 
+// The measured contention factor scales what each exchange takes: at 2, fc1's 15.5 us become 31,
+// so conv1 is ready at 43 + 31 + 24 = 98 and backward ends at 98.5; conv1's exchange at 100.9.
+// At 0 the shared cores cost nothing, as without them.
+TEST(Simulator, ContentionFactorScalesWhatTheExchangeTakes) {
+  Profile prof = small_profile();
+  prof.shared_cores = 2;
+  prof.contention_factor = 2;
+  const ChunkPlan per_layer = make_chunk_plan(small_params(), "layer");
+  const IterationPrediction p = simulate_cgdp(small_inputs(prof), per_layer);
+  expect_near(p.chunks[1].ready_us, 98);
+  expect_near(p.backward_us, 98.5);
+  expect_near(p.iteration_us, 44 + 100.9 + 1.1);
+  WhatIf none;
+  none.contention_factor = 0;
+  expect_near(
+      simulate_cgdp(make_cost_inputs(prof, small_params(), 2, none), per_layer).iteration_us,
+      44 + 69.9 + 1.1, "--contention-factor 0");
+  WhatIf negative;
+  negative.contention_factor = -0.5;
+  EXPECT_THROW(make_cost_inputs(prof, small_params(), 2, negative), UsageError);
+}
+
 TEST(EventSim, PoolIsSharedMaxMinFairly) {
   EventSim sim;
   const int pool = sim.add_pool(1);  // 1000 bytes/us
@@ -581,6 +603,7 @@ TEST(ProfileJson, RoundTripKeepsEveryField) {
   Profile p = small_profile();
   p.host_memory_gbps = 12.5;
   p.shared_cores = 16;
+  p.contention_factor = 3.25;
   p.host_sum.push_back({4, 0.3});
   p.network = NetworkCost{25, 30};
   const std::string path = (dir / "p.json").string();
@@ -594,6 +617,7 @@ TEST(ProfileJson, RoundTripKeepsEveryField) {
   EXPECT_EQ(q.batch, p.batch);
   EXPECT_EQ(q.host_threads, p.host_threads);
   EXPECT_EQ(q.shared_cores, 16);
+  EXPECT_EQ(q.contention_factor, 3.25);
   ASSERT_EQ(q.layers.size(), p.layers.size());
   for (size_t i = 0; i < p.layers.size(); ++i) {
     EXPECT_EQ(q.layers[i].name, p.layers[i].name);
@@ -645,6 +669,8 @@ TEST(ProfileJson, EachValidationErrorNamesTheField) {
   expect_invalid([](J& j) { j["sync_us"] = -0.5; }, "sync_us: expected a number >= 0");
   expect_invalid([](J& j) { j["shared_cores"] = -1; }, "shared_cores: expected an integer >= 0");
   expect_invalid([](J& j) { j["shared_cores"] = 2.5; }, "shared_cores: expected an integer >= 0");
+  expect_invalid([](J& j) { j["contention_factor"] = -1; },
+                 "contention_factor: expected a number >= 0");
   expect_invalid([](J& j) { j["update_gbps"] = 0; }, "update_gbps: expected a number > 0");
   expect_invalid([](J& j) { j["device_sum_gbps"] = nullptr; },
                  "device_sum_gbps: expected a number > 0");
@@ -698,6 +724,7 @@ TEST(ProfileJson, OptionalHostMemoryDefaultsToUnlimited) {
   EXPECT_EQ(read_profile(path).host_memory_gbps, 0);
   EXPECT_FALSE(read_profile(path).network);       // and no network unless given
   EXPECT_EQ(read_profile(path).shared_cores, 0);  // nor shared cores
+  EXPECT_EQ(read_profile(path).contention_factor, 1);
 }
 
 TEST(ProfileJson, NotJsonAndMissingFileAreOneLine) {

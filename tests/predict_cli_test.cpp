@@ -147,6 +147,16 @@ TEST_F(PredictCli, WhatIfFlagsChangeThePrediction) {
             alone["cgdp"]["simulated"]["backward_us"].get<double>());
   expect_error("--profile " + profile_ + " --shared-cores -1",
                {"--shared-cores: expected an integer >= 0, got -1"});
+  // Measured contention scales it: three times the factor, three times the slow-down.
+  const Json thrice =
+      run_json("--profile " + profile_ + " --chunk layer --shared-cores 2 --contention-factor 3");
+  const double slowdown = shared["cgdp"]["simulated"]["backward_us"].get<double>() -
+                          alone["cgdp"]["simulated"]["backward_us"].get<double>();
+  EXPECT_NEAR(thrice["cgdp"]["simulated"]["backward_us"].get<double>() -
+                  alone["cgdp"]["simulated"]["backward_us"].get<double>(),
+              3 * slowdown, 1e-6 * slowdown);
+  expect_error("--profile " + profile_ + " --contention-factor -2",
+               {"--contention-factor: expected a number >= 0, got -2"});
 }
 
 TEST_F(PredictCli, ProfileOfAnotherModelNamesTheLayer) {

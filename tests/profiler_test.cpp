@@ -57,6 +57,9 @@ TEST_P(FashionProfile, CoversEveryLayerWithSensibleCosts) {
   EXPECT_EQ(p.batch, 16);
   EXPECT_GE(p.host_threads, 1);
   EXPECT_EQ(p.shared_cores, omp_get_num_procs());  // CPU workers share the host's cores
+  // Measured from a per-layer-chunk run against the one-chunk run: a finite factor >= 0.
+  EXPECT_TRUE(std::isfinite(p.contention_factor));
+  EXPECT_GE(p.contention_factor, 0);
   ASSERT_EQ(p.layers.size(), static_cast<size_t>(net.num_layers()));
   int64_t param_bytes = 0;
   for (int i = 0; i < net.num_layers(); ++i) {

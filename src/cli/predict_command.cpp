@@ -210,6 +210,9 @@ void print_report(const Prediction& p, const PredictOptions& opt) {
   std::printf("cgdp predict: %s with %s (%s, %s; %d workers, batch %d per worker)\n",
               opt.model.c_str(), opt.profile.c_str(), prof.backend.c_str(), prof.device.c_str(),
               p.inputs.devices, opt.what_if.batch.value_or(prof.batch));
+  if (p.inputs.shared_cores > 0)
+    std::printf("the exchange shares %d cores with the backward (contention factor %.2f)\n",
+                p.inputs.shared_cores, p.inputs.contention_factor);
   print_layers(p);
   std::printf("plan --chunk %s: %s\n", opt.chunk.c_str(), describe(p.plan, p.params).c_str());
   std::printf("simulated (ms)                     %9s %9s %9s %9s %9s %10s\n", "forward",
@@ -258,6 +261,9 @@ Runner add_predict_command(CLI::App& app) {
   cmd->add_option("--shared-cores", w.shared_cores,
                   "What if: cores the workers compute on that the copies and the host sum also "
                   "use, so they slow backward (CPU backend; 0: none; default: the profile's)");
+  cmd->add_option("--contention-factor", w.contention_factor,
+                  "What if: the exchange costs backward this many times its core time over the "
+                  "shared cores (default: the profile's, 1 if it has none)");
   cmd->add_option("--hosts", w.hosts,
                   "Hosts of --devices workers each (cgdp over shards, docs/scale-out.md): each "
                   "chunk gains a network stage; ps0 is not predicted (default 1)");

@@ -28,7 +28,7 @@ double contention_us(const CostInputs& in, const std::vector<StageCost>& stages)
   if (in.shared_cores <= 0) return 0;
   double core_us = 0;
   for (const StageCost& stage : stages) core_us += stage.busy_cores * stage_us(in, stage);
-  return core_us / in.shared_cores;
+  return in.contention_factor * core_us / in.shared_cores;
 }
 
 double stage_us(const CostInputs& in, const StageCost& stage) {

@@ -36,6 +36,9 @@ void check_what_if(const WhatIf& w) {
     throw UsageError(cat("--host-memory-gbps: expected a number >= 0, got ", *w.host_memory_gbps));
   if (w.shared_cores && *w.shared_cores < 0)
     throw UsageError(cat("--shared-cores: expected an integer >= 0, got ", *w.shared_cores));
+  if (w.contention_factor && !(*w.contention_factor >= 0))
+    throw UsageError(
+        cat("--contention-factor: expected a number >= 0, got ", *w.contention_factor));
   if (w.host_threads && *w.host_threads < 1)
     throw UsageError(cat("--host-threads: expected an integer >= 1, got ", *w.host_threads));
   if (w.batch && *w.batch < 1)
@@ -119,6 +122,7 @@ CostInputs make_cost_inputs(const Profile& profile, std::span<const ParamLayer> 
   in.sync_us = profile.sync_us;
   in.host_sum_gbps = sum_gbps(profile, devices, what_if, in.host_memory_gbps);
   in.shared_cores = what_if.shared_cores.value_or(profile.shared_cores);
+  in.contention_factor = what_if.contention_factor.value_or(profile.contention_factor);
   in.host_threads = what_if.host_threads.value_or(profile.host_threads);
   set_network(in, profile, what_if);
   in.update_gbps = profile.update_gbps;

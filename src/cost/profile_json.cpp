@@ -38,6 +38,8 @@ class ObjectReader {
     return *it;
   }
 
+  bool has(const std::string& key) const { return object_.contains(key); }
+
   // A number with value > `min` (strict) or >= `min`.
   double number(const std::string& key, double min, bool strict, bool optional = false) {
     const json& value = get(key, optional);
@@ -163,6 +165,7 @@ Profile parse_profile(const json& root, const std::string& file) {
   p.device_sum_gbps = r.number("device_sum_gbps", 0, true);
   p.host_memory_gbps = r.number("host_memory_gbps", 0, false, /*optional=*/true);
   p.shared_cores = static_cast<int>(r.integer("shared_cores", 0, /*optional=*/true));
+  if (r.has("contention_factor")) p.contention_factor = r.number("contention_factor", 0, false);
   p.network = r.network("network");
   r.finish();
   p.source = file;
@@ -216,6 +219,7 @@ void write_profile(const Profile& p, const std::string& path) {
                        {"device_sum_gbps", p.device_sum_gbps},
                        {"host_memory_gbps", p.host_memory_gbps}};
   if (p.shared_cores > 0) root["shared_cores"] = p.shared_cores;
+  if (p.contention_factor != 1) root["contention_factor"] = p.contention_factor;
   if (p.network)
     root["network"] = {{"gbit_per_s", p.network->gbps}, {"latency_us", p.network->latency_us}};
   write_file_atomically(path, root.dump(2) + "\n");

@@ -1,6 +1,7 @@
 // The profiler: training iterations of the trainer's own workers give the per-layer, update and
-// sync figures (from the timeline's stream-order spans); then copies, host sums and device sums
-// are timed on the same workers, all N of them at once.
+// sync figures (from the timeline's stream-order spans); on the CPU backend as many again with
+// per-layer chunks give the contention factor; then copies, host sums and device sums are timed
+// on the same workers, all N of them at once.
 #include "cgdp/cost/profiler.hpp"
 
 #include <omp.h>
@@ -13,6 +14,8 @@
 #include <tuple>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/cost/chunk_stages.hpp"
+#include "cgdp/cost/cost_inputs.hpp"
 #include "cgdp/sync/chunk_plan.hpp"
 #include "cgdp/sync/device_sum.hpp"
 #include "cgdp/sync/host_sum.hpp"
@@ -137,6 +140,44 @@ std::vector<LayerCost> layer_costs(const Net<float>& net, const Spans& spans, in
                       (end - begin) * static_cast<int64_t>(sizeof(float))});
   }
   return layers;
+}
+
+// The whole backward pass on the slowest worker of each iteration, median over iterations.
+double backward_pass_us(const Net<float>& net, const Spans& spans, int workers) {
+  const std::vector<int> pace = slowest_workers(net, spans, workers);
+  std::vector<double> total(spans.iterations(), 0.0);
+  for (int i = 0; i < net.num_layers(); ++i)
+    for (int k = 0; k < spans.iterations(); ++k)
+      total[k] += spans.durations(pace[k], "backward", net.layer(i).name())[k];
+  return median(total);
+}
+
+// Backward with every param layer its own chunk, so that the exchange runs beside it: after the
+// one-chunk iterations the trainer has run, `options.warmup + options.iterations` more.
+double per_layer_backward_us(Trainer& trainer, const ProfileOptions& options) {
+  trainer.set_chunk_plan(per_layer_plan(trainer.param_layers()));
+  for (int k = 0; k < options.warmup + options.iterations; ++k) trainer.train_iteration();
+  const Spans spans(trainer.timeline().events(), 2 * options.warmup + options.iterations,
+                    options.iterations);
+  return backward_pass_us(trainer.net(), spans, trainer.num_workers());
+}
+
+// On shared cores a core that a copy or a sum takes mid-way stalls the OpenMP region whose
+// other threads wait for it, so the backward loses more than the exchange's core time spread
+// over the cores. The factor: what per-layer chunks measured (their backward over the one
+// chunk's) over what the model charges them at factor 1. Never below 0 (noise).
+double contention_factor(const Profile& p, std::span<const ParamLayer> params,
+                         double one_chunk_us, double per_layer_us) {
+  Profile unit = p;
+  unit.contention_factor = 1;
+  const CostInputs in = make_cost_inputs(unit, params, p.devices);
+  const ChunkPlan plan = per_layer_plan(params);
+  double charged = 0;  // the last chunk's exchange runs after backward and is not charged
+  for (size_t c = 0; c + 1 < plan.chunks.size(); ++c)
+    charged += contention_us(in, chunk_stages(in, plan.chunks[c].offset * 4,
+                                              plan.chunks[c].count * 4));
+  if (charged <= 0) return 1;
+  return std::max(0.0, (per_layer_us - one_chunk_us) / charged);
 }
 
 // The per-iteration parameter work (the gradient reset at its start and the solver step), on
@@ -405,13 +446,21 @@ Profile measure_profile(const TrainConfig& config, const ProfileOptions& options
   p.sync_us = sync_us(net, spans, n);
   const double param_bytes = static_cast<double>(net.learnable_count()) * 4;
   p.update_gbps = param_bytes / std::max(update_us(spans, n), 1.0) / 1e3;
+  // CPU workers compute on the host's cores, where the copies and the sum run too.
+  const bool shared = workers[0].device->kind() == DeviceKind::Cpu;
+  const bool calibrate = shared && trainer.param_layers().size() > 1;  // one layer: nothing beside
+  const double layered_us = calibrate ? per_layer_backward_us(trainer, options) : 0;
   measure_links(workers, options, p);
   const auto sizes = sum_sizes(net, options.max_sum_bytes);
   p.host_sum =
       measure_host_sums(workers, sizes, config.host_threads, options.repeats, &p.host_threads);
   p.device_sum_gbps = measure_device_sum(workers, sizes.back(), options.repeats);
-  // CPU workers compute on the host's cores, where the copies and the sum run too.
-  if (workers[0].device->kind() == DeviceKind::Cpu) p.shared_cores = omp_get_num_procs();
+  if (shared) {
+    p.shared_cores = omp_get_num_procs();
+    if (calibrate)
+      p.contention_factor = contention_factor(p, trainer.param_layers(),
+                                              backward_pass_us(net, spans, n), layered_us);
+  }
   return p;
 }
 

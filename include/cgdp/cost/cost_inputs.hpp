@@ -21,6 +21,7 @@ struct WhatIf {
   std::optional<double> p2p_gbps;          // > 0
   std::optional<double> host_memory_gbps;  // >= 0 (0: copies do not share)
   std::optional<int> shared_cores;         // >= 0 (0: the exchange takes no compute cores)
+  std::optional<double> contention_factor;  // >= 0
   // Host summing threads: the host sum bandwidth scales by host_threads / profile.host_threads,
   // but never beyond what host memory allows (host_memory_gbps / (N + 1), when set).
   std::optional<int> host_threads;  // >= 1
@@ -52,6 +53,7 @@ struct CostInputs {
   // > 0: the workers compute on these cores, which the copies and the host sum also run on (the
   // CPU backend), so the exchange's work slows the backward pass (chunk_stages.hpp).
   int shared_cores = 0;
+  double contention_factor = 1;  // scales what the exchange takes from the backward (profile.hpp)
   int host_threads = 1;                 // threads the host sum runs on
   bool p2p_shares_host_memory = false;  // the CPU backend's peer copies are host memcpys
   double sync_us = 0;                   // per sync point on the compute stream

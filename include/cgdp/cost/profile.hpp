@@ -63,6 +63,10 @@ struct Profile {
   // Optional (0 = none): the cores the workers compute on when the copies and the host sum run
   // on them too (the CPU backend); their work then slows backward. See docs/profile.md.
   int shared_cores = 0;
+  // Optional (1): how many times its core time spread over shared_cores the exchange really costs
+  // the backward (a core lost mid-way stalls the OpenMP region its other threads wait in);
+  // `cgdp profile` measures it on the CPU backend. See docs/profile.md.
+  double contention_factor = 1;
   // Optional: the network, for predicting a run over several hosts (flags override it).
   std::optional<NetworkCost> network;
   // Not in the file: where read_profile read it from, so that later errors can name it.
