@@ -45,7 +45,7 @@ build/tools/chunk_tuner/chunk_tuner "${common[@]}" --profile "$out/profile.json"
   --plans $confirm_plans --rounds "${CONFIRM_ROUNDS:-6}" --interval 10 --warmup 2 |
   tee "$out/confirm.txt"
 median_of() { awk -v p="$1" '$1 == p && NF == 7 {print $4}' "$2"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "" || b == "") print "-"; else printf "%.3f", a / b}'; }
 confirm_best=$(median_of "$best_plan" "$out/confirm.txt")
 echo
 printf "%-4s %-14s %8s %13s %13s %11s %15s %11s\n" run chosen settled "sweep med ms" \
