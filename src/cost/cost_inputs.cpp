@@ -29,26 +29,23 @@ void check_what_if(const WhatIf& w) {
   const auto positive = [](const std::optional<double>& v, const char* name) {
     if (v && !(*v > 0)) throw UsageError(cat(name, ": expected a number > 0, got ", *v));
   };
+  const auto non_negative = [](const std::optional<double>& v, const char* name) {
+    if (v && !(*v >= 0)) throw UsageError(cat(name, ": expected a number >= 0, got ", *v));
+  };
+  const auto at_least = [](const std::optional<int>& v, int min, const char* name) {
+    if (v && *v < min) throw UsageError(cat(name, ": expected an integer >= ", min, ", got ", *v));
+  };
   positive(w.d2h_gbps, "--d2h-gbps");
   positive(w.h2d_gbps, "--h2d-gbps");
   positive(w.p2p_gbps, "--p2p-gbps");
-  if (w.host_memory_gbps && !(*w.host_memory_gbps >= 0))
-    throw UsageError(cat("--host-memory-gbps: expected a number >= 0, got ", *w.host_memory_gbps));
-  if (w.shared_cores && *w.shared_cores < 0)
-    throw UsageError(cat("--shared-cores: expected an integer >= 0, got ", *w.shared_cores));
-  if (w.contention_factor && !(*w.contention_factor >= 0))
-    throw UsageError(
-        cat("--contention-factor: expected a number >= 0, got ", *w.contention_factor));
-  if (w.host_threads && *w.host_threads < 1)
-    throw UsageError(cat("--host-threads: expected an integer >= 1, got ", *w.host_threads));
-  if (w.batch && *w.batch < 1)
-    throw UsageError(cat("--batch: expected an integer >= 1, got ", *w.batch));
-  if (w.hosts && *w.hosts < 1)
-    throw UsageError(cat("--hosts: expected an integer >= 1, got ", *w.hosts));
+  non_negative(w.host_memory_gbps, "--host-memory-gbps");
+  at_least(w.shared_cores, 0, "--shared-cores");
+  non_negative(w.contention_factor, "--contention-factor");
+  at_least(w.host_threads, 1, "--host-threads");
+  at_least(w.batch, 1, "--batch");
+  at_least(w.hosts, 1, "--hosts");
   positive(w.network_gbps, "--network-gbps");
-  if (w.network_latency_us && !(*w.network_latency_us >= 0))
-    throw UsageError(
-        cat("--network-latency-us: expected a number >= 0, got ", *w.network_latency_us));
+  non_negative(w.network_latency_us, "--network-latency-us");
 }
 
 // Host summing bandwidth for `inputs` buffers, with the what-if host threads and memory cap.
