@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cstring>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 namespace cgdp {
 
@@ -57,8 +60,26 @@ void copy_row(T* __restrict dst, const T* __restrict src, int64_t n) {
   }
 }
 
-// dst[i] += src[i] over a short row: whole vectors, then the tail one element at a time (an
-// overlapping last vector would add twice).
+// dst[i] += src[i] for the last n < one vector of a row. Under a mask on AVX2: an overlapping
+// last vector would add twice, and a scalar loop here cost col2im half its time.
+template <typename T>
+void add_tail(T* __restrict dst, const T* __restrict src, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+#if defined(__AVX2__)
+inline void add_tail(float* dst, const float* src, int64_t n) {
+  alignas(32) static const int32_t lanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + 8 - n));
+  _mm256_maskstore_ps(dst, m, _mm256_add_ps(_mm256_maskload_ps(dst, m), _mm256_maskload_ps(src, m)));
+}
+inline void add_tail(double* dst, const double* src, int64_t n) {
+  alignas(32) static const int64_t lanes[8] = {-1, -1, -1, -1, 0, 0, 0, 0};
+  const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + 4 - n));
+  _mm256_maskstore_pd(dst, m, _mm256_add_pd(_mm256_maskload_pd(dst, m), _mm256_maskload_pd(src, m)));
+}
+#endif
+
+// dst[i] += src[i] over a short row: whole vectors, then the tail.
 template <typename T>
 void add_row(T* __restrict dst, const T* __restrict src, int64_t n) {
   typedef T Chunk __attribute__((vector_size(32)));
@@ -71,7 +92,33 @@ void add_row(T* __restrict dst, const T* __restrict src, int64_t n) {
     a += b;
     std::memcpy(dst + i, &a, sizeof a);
   }
-  for (; i < n; ++i) dst[i] += src[i];
+  if (i < n) add_tail(dst + i, src + i, n - i);
+}
+
+// One kernel tap at stride 1: `rows` column rows of n values from image rows `pitch` apart.
+// (A loop of its own: inside for_each_tap_row's nest the pointers spilled to the stack.)
+template <typename T>
+void copy_tap(T* __restrict col, const T* __restrict image, int64_t rows, int64_t n,
+              int64_t pitch) {
+  for (int64_t r = 0; r < rows; ++r, col += n, image += pitch) copy_row(col, image, n);
+}
+
+// The adjoint: adds the tap's column rows into the image rows they were read from.
+template <typename T>
+void add_tap(T* __restrict image, const T* __restrict col, int64_t rows, int64_t n,
+             int64_t pitch) {
+  for (int64_t r = 0; r < rows; ++r, col += n, image += pitch) add_row(image, col, n);
+}
+
+// Calls fn(col_block, first_image_pixel) for each kernel tap at stride 1, in column-row order.
+template <typename Im, typename Col, typename Fn>
+void for_each_tap(Im* image, Col* col, const ConvGeometry& g, Fn&& fn) {
+  const Padded p = padded_size(g);
+  const int64_t block = g.out_h() * g.out_w();
+  for (int64_t c = 0; c < g.channels; ++c)
+    for (int64_t i = 0; i < g.kernel_h; ++i)
+      for (int64_t j = 0; j < g.kernel_w; ++j, col += block)
+        fn(col, image + (c * p.height + i * g.dilation_h) * p.width + j * g.dilation_w);
 }
 
 template <typename T>
@@ -105,7 +152,10 @@ void im2col(const T* im, const ConvGeometry& g, T* col, T* scratch) {
   }
   const int64_t out_w = g.out_w(), stride = g.stride_w;
   if (stride == 1) {
-    for_each_tap_row(source, col, g, [out_w](T* dst, const T* src) { copy_row(dst, src, out_w); });
+    const int64_t out_h = g.out_h(), pitch = g.stride_h * padded_size(g).width;
+    for_each_tap(source, col, g, [=](T* rows, const T* first) {
+      copy_tap(rows, first, out_h, out_w, pitch);
+    });
   } else {
     // A plain loop: AVX2 gathers measured slower here (microcode mitigations make them slow).
     for_each_tap_row(source, col, g, [out_w, stride](T* __restrict dst, const T* __restrict src) {
@@ -121,7 +171,10 @@ void col2im(const T* col, const ConvGeometry& g, T* im, T* scratch) {
   std::fill(target, target + count, T(0));
   const int64_t out_w = g.out_w(), stride = g.stride_w;
   if (stride == 1) {
-    for_each_tap_row(target, col, g, [out_w](const T* src, T* dst) { add_row(dst, src, out_w); });
+    const int64_t out_h = g.out_h(), pitch = g.stride_h * padded_size(g).width;
+    for_each_tap(target, col, g, [=](const T* rows, T* first) {
+      add_tap(first, rows, out_h, out_w, pitch);
+    });
   } else {
     for_each_tap_row(target, col, g, [out_w, stride](const T* __restrict src, T* __restrict dst) {
       for (int64_t ow = 0; ow < out_w; ++ow) dst[ow * stride] += src[ow];
