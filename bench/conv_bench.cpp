@@ -2,11 +2,15 @@
 // layer's forward and backward (weights + data) GFLOP/s next to cblas_sgemm's on exactly the
 // GEMMs the layer issues (one per image and group), run both ways the layer could: images in
 // order with OpenBLAS threading each GEMM ("serial"), and images split over OpenMP threads with
-// single-threaded GEMMs ("omp").
+// single-threaded GEMMs ("omp"). Each benchmark iteration times one pass of each of the three
+// back to back, so that the ratio of a pair is measured at one moment of a shared machine whose
+// speed changes by 2x within a minute; the figures are medians over the iterations.
 #include <benchmark/benchmark.h>
 #include <google/protobuf/text_format.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <random>
 #include <string>
@@ -71,28 +75,6 @@ struct ConvRig {
   }
 };
 
-// GFLOP/s over wall time, and GFLOP per iteration so that a rate over the process's CPU time
-// (all threads) can be derived: on a machine shared with other work, wall time measures the
-// neighbours as much as the code.
-void set_rate(benchmark::State& state, double flops) {
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["GFLOP"] = flops * 1e-9;
-}
-
-void conv_forward(benchmark::State& state, const ConvSpec* spec) {
-  ConvRig rig(*spec);
-  for (auto _ : state) rig.layer->forward({}, {&rig.bottom}, {&rig.top});
-  set_rate(state, rig.forward_flops());
-}
-
-void conv_backward(benchmark::State& state, const ConvSpec* spec) {
-  ConvRig rig(*spec);
-  rig.layer->forward({}, {&rig.bottom}, {&rig.top});
-  for (auto _ : state) rig.layer->backward({}, {&rig.top}, {true}, {&rig.bottom});
-  set_rate(state, 2 * rig.forward_flops());
-}
-
 // The layer's GEMM operands with plain buffers: per-thread column matrices, per-image outputs.
 struct GemmRig {
   int64_t images, groups, m, k, n;  // per group: [m x k] * [k x n]
@@ -127,12 +109,22 @@ struct GemmRig {
   }
 };
 
+template <typename Fn>
+double seconds(Fn&& fn) {
+  const auto start = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// One SGEMM pass over the batch's GEMMs, serial or split over OpenMP threads like the layer.
 template <bool kBackward>
-void sgemm(benchmark::State& state, const ConvSpec* spec, bool omp) {
-  ConvRig conv(*spec);
-  const int threads = omp ? omp_get_max_threads() : 1;
-  GemmRig g(conv, threads);
-  std::vector<float> weight_diff(threads * g.weight.size(), 0.f);
+void sgemm_pass(GemmRig& g, std::vector<float>& weight_diff, bool omp) {
   auto one = [&](int64_t image, int thread) {
     if (kBackward) {
       g.backward(image, thread, &weight_diff[thread * g.weight.size()]);
@@ -140,31 +132,51 @@ void sgemm(benchmark::State& state, const ConvSpec* spec, bool omp) {
       g.forward(image, thread);
     }
   };
-  for (auto _ : state) {
-    if (omp) {
+  if (omp) {
 #pragma omp parallel for schedule(static)
-      for (int64_t i = 0; i < g.images; ++i) one(i, omp_get_thread_num());
-    } else {
-      for (int64_t i = 0; i < g.images; ++i) one(i, 0);
-    }
+    for (int64_t i = 0; i < g.images; ++i) one(i, omp_get_thread_num());
+  } else {
+    for (int64_t i = 0; i < g.images; ++i) one(i, 0);
   }
-  set_rate(state, (kBackward ? 2 : 1) * conv.forward_flops());
+}
+
+// Counters: each pass's GFLOP/s (median over iterations) and `ratio`, the median over iterations
+// of the layer's rate over the faster SGEMM form's in the same iteration (the figure to judge).
+template <bool kBackward>
+void paired(benchmark::State& state, const ConvSpec* spec) {
+  ConvRig conv(*spec);
+  if (kBackward) conv.layer->forward({}, {&conv.bottom}, {&conv.top});
+  GemmRig g(conv, omp_get_max_threads());
+  std::vector<float> weight_diff(omp_get_max_threads() * g.weight.size(), 0.f);
+  std::vector<double> layer_s, omp_s, serial_s, ratios;
+  for (auto _ : state) {
+    layer_s.push_back(seconds([&] {
+      if (kBackward) {
+        conv.layer->backward({}, {&conv.top}, {true}, {&conv.bottom});
+      } else {
+        conv.layer->forward({}, {&conv.bottom}, {&conv.top});
+      }
+    }));
+    omp_s.push_back(seconds([&] { sgemm_pass<kBackward>(g, weight_diff, true); }));
+    serial_s.push_back(seconds([&] { sgemm_pass<kBackward>(g, weight_diff, false); }));
+    ratios.push_back(std::min(omp_s.back(), serial_s.back()) / layer_s.back());
+  }
+  const double gflop = (kBackward ? 2 : 1) * conv.forward_flops() * 1e-9;
+  state.counters["GFLOP"] = gflop;
+  state.counters["conv_GFLOP/s"] = gflop / median(layer_s);
+  state.counters["sgemm_omp_GFLOP/s"] = gflop / median(omp_s);
+  state.counters["sgemm_serial_GFLOP/s"] = gflop / median(serial_s);
+  state.counters["ratio"] = median(ratios);
 }
 
 void register_all() {
   for (const ConvSpec& s : kSpecs) {
     const std::string n = s.name;
     auto tune = [](benchmark::internal::Benchmark* b) {
-      b->UseRealTime()->MeasureProcessCPUTime()->Unit(benchmark::kMillisecond)->MinTime(0.3);
+      b->UseRealTime()->MeasureProcessCPUTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
     };
-    tune(benchmark::RegisterBenchmark((n + "/conv_forward").c_str(), conv_forward, &s));
-    tune(benchmark::RegisterBenchmark((n + "/sgemm_forward_serial").c_str(), sgemm<false>, &s,
-                                      false));
-    tune(benchmark::RegisterBenchmark((n + "/sgemm_forward_omp").c_str(), sgemm<false>, &s, true));
-    tune(benchmark::RegisterBenchmark((n + "/conv_backward").c_str(), conv_backward, &s));
-    tune(benchmark::RegisterBenchmark((n + "/sgemm_backward_serial").c_str(), sgemm<true>, &s,
-                                      false));
-    tune(benchmark::RegisterBenchmark((n + "/sgemm_backward_omp").c_str(), sgemm<true>, &s, true));
+    tune(benchmark::RegisterBenchmark((n + "/forward").c_str(), paired<false>, &s));
+    tune(benchmark::RegisterBenchmark((n + "/backward").c_str(), paired<true>, &s));
   }
 }
 

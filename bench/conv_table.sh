@@ -1,32 +1,34 @@
 #!/usr/bin/env bash
 # Runs conv_bench and prints, per conv layer of fashion_cnn and AlexNet, the layer's forward and
-# backward GFLOP/s next to SGEMM's on the same GEMMs (the faster of its serial and OpenMP
-# forms) and their ratio (target: >= 0.6). Each figure is the best of 5 repetitions run in
-# random order, so a shared machine's changing speed hits the layer and SGEMM alike; later
-# flags override these (e.g. --benchmark_repetitions=3).
+# backward GFLOP/s next to SGEMM's on the same GEMMs (the faster of its serial and OpenMP forms)
+# and their ratio (target: >= 0.6). conv_bench times the layer and both SGEMM forms back to back
+# in every iteration and reports the median of those paired ratios; this script prints the median
+# over 3 repetitions run in random order. Later flags override these (e.g.
+# --benchmark_repetitions=5).
 # Usage: bench/conv_table.sh [path/to/conv_bench] [extra benchmark flags]
 set -euo pipefail
 bench=${1:-build/bench/conv_bench}
 shift || true
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$bench" --benchmark_format=json --benchmark_repetitions=5 \
+"$bench" --benchmark_format=json --benchmark_repetitions=3 \
   --benchmark_enable_random_interleaving=true "$@" | python3 -c '
-import json, sys
-best = {}
+import collections, json, statistics, sys
+runs = collections.defaultdict(list)
 for b in json.load(sys.stdin)["benchmarks"]:
-    if b.get("run_type") != "iteration":
-        continue
-    layer, kind = b["run_name"].split("/min_time")[0].rsplit("/", 1)
-    best[layer, kind] = max(b["GFLOP/s"], best.get((layer, kind), 0))
-layers = list(dict.fromkeys(layer for layer, _ in best))
+    if b.get("run_type") == "iteration":
+        runs[tuple(b["run_name"].split("/min_time")[0].rsplit("/", 1))].append(b)
+def median(layer, phase, counter):
+    return statistics.median(b[counter] for b in runs[layer, phase])
+layers = list(dict.fromkeys(layer for layer, _ in runs))
 print("%-15s %9s %9s %6s %9s %9s %6s" %
       ("GFLOP/s", "forward", "sgemm", "ratio", "backward", "sgemm", "ratio"))
 for layer in layers:
     cells = []
     for phase in ("forward", "backward"):
-        conv = best[layer, "conv_" + phase]
-        gemm = max(best[layer, "sgemm_%s_serial" % phase], best[layer, "sgemm_%s_omp" % phase])
-        cells.append("%9.1f %9.1f %6.2f" % (conv, gemm, conv / gemm))
+        gemm = max(median(layer, phase, "sgemm_omp_GFLOP/s"),
+                   median(layer, phase, "sgemm_serial_GFLOP/s"))
+        cells.append("%9.1f %9.1f %6.2f" % (median(layer, phase, "conv_GFLOP/s"), gemm,
+                                             median(layer, phase, "ratio")))
     print("%-15s %s %s" % (layer, *cells))
 '
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
