@@ -64,8 +64,9 @@ def make_optimizer(model, lr, momentum, weight_decay):
                            lr=lr, momentum=momentum)
 
 
-def train(model, optimizer, images, labels, batch, iterations, generator):
-    """Runs `iterations` SGD steps on shuffled batches; returns the last loss."""
+def train(model, optimizer, images, labels, batch, iterations, generator, on_step=None):
+    """Runs `iterations` SGD steps on shuffled batches, calling on_step() after each; returns
+    the last loss."""
     loss_fn = nn.CrossEntropyLoss()
     order = torch.randperm(images.shape[0], generator=generator)
     per_epoch = images.shape[0] // batch
@@ -80,6 +81,8 @@ def train(model, optimizer, images, labels, batch, iterations, generator):
         loss = loss_fn(model(x), y)
         loss.backward()
         optimizer.step()
+        if on_step:
+            on_step()
     return loss.item()
 
 
@@ -95,6 +98,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--data", default=DATA_DIR, help="folder with the Fashion-MNIST .gz files")
     ap.add_argument("--json", action="store_true", help="also print one JSON line")
+    ap.add_argument("--durations", metavar="FILE",
+                    help="write each timed iteration's seconds, one per line, as it ends")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -105,8 +110,17 @@ def main():
     optimizer = make_optimizer(model, args.lr, args.momentum, args.weight_decay)
 
     train(model, optimizer, images, labels, args.batch, args.warmup, generator)
-    start = time.perf_counter()
-    loss = train(model, optimizer, images, labels, args.batch, args.iterations, generator)
+    durations = open(args.durations, "w", buffering=1) if args.durations else None
+    start = last = time.perf_counter()
+
+    def record():
+        nonlocal last
+        now = time.perf_counter()
+        durations.write(f"{now - last:.9f}\n")
+        last = now
+
+    loss = train(model, optimizer, images, labels, args.batch, args.iterations, generator,
+                 record if durations else None)
     seconds = time.perf_counter() - start
     rate = args.iterations * args.batch / seconds
     print(f"torch {torch.__version__}: {args.iterations} iterations, batch {args.batch}, "
