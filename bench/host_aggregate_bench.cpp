@@ -1,7 +1,12 @@
-// Host gradient aggregation bandwidth: summing N buffers against a STREAM-like triad over the
-// same sizes, both on all cores, in one run. bench/host_aggregate_table.sh prints their ratio.
+// Host gradient aggregation bandwidth: summing N buffers against a STREAM-like triad, all on all
+// cores. Every benchmark iteration times the sum and two triads back to back (one on arrays of the
+// buffers' size, one touching as many bytes as the sum), so that each ratio is taken at one moment
+// of a shared machine whose speed swings within seconds; the counters are medians over the
+// iterations. bench/host_aggregate_table.sh prints them.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -20,53 +25,93 @@ Buffer make_buffer(int64_t n, float value) {
   return buffer;
 }
 
-// Args: number of sources N, bytes per buffer. Bytes counted: N reads and one write.
-void BM_HostSum(benchmark::State& state) {
-  const int nsrc = static_cast<int>(state.range(0));
-  const int64_t bytes = state.range(1);
-  const int64_t n = bytes / static_cast<int64_t>(sizeof(float));
-  std::vector<Buffer> sources;
-  std::vector<const float*> pointers;
-  for (int k = 0; k < nsrc; ++k) {
-    sources.push_back(make_buffer(n, 1.f + k));
-    pointers.push_back(sources.back().get());
+// Sums N buffers into one with the aggregator's summation. Bytes moved: N reads and one write.
+class Sum {
+ public:
+  Sum(int sources, int64_t n) : n_(n), dst_(make_buffer(n, 0.f)) {
+    for (int k = 0; k < sources; ++k) {
+      sources_.push_back(make_buffer(n, 1.f + k));
+      pointers_.push_back(sources_.back().get());
+    }
   }
-  const Buffer dst = make_buffer(n, 0.f);
-  for (auto _ : state) {
-    cgdp::sum_buffers(dst.get(), pointers, n, 0);
-    benchmark::DoNotOptimize(dst.get());
+  void run() {
+    cgdp::sum_buffers(dst_.get(), pointers_, n_, 0);
+    benchmark::DoNotOptimize(dst_.get());
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(state.iterations() * (nsrc + 1) * bytes);
-}
+  int64_t bytes() const { return (static_cast<int64_t>(sources_.size()) + 1) * n_ * 4; }
 
-// a[i] = b[i] + s * c[i] over n floats per array; bytes counted as STREAM does: 2 reads, 1 write.
-void run_triad(benchmark::State& state, int64_t n) {
-  const Buffer a = make_buffer(n, 0.f), b = make_buffer(n, 1.f), c = make_buffer(n, 2.f);
-  float* pa = a.get();
-  const float* pb = b.get();
-  const float* pc = c.get();
-  const float s = 3.f;
-  for (auto _ : state) {
+ private:
+  int64_t n_;
+  std::vector<Buffer> sources_;
+  std::vector<const float*> pointers_;
+  Buffer dst_;
+};
+
+// a[i] = b[i] + s * c[i] over n floats per array. Bytes moved, as STREAM counts them: 2 reads and
+// one write.
+class Triad {
+ public:
+  explicit Triad(int64_t n)
+      : n_(n), a_(make_buffer(n, 0.f)), b_(make_buffer(n, 1.f)), c_(make_buffer(n, 2.f)) {}
+  void run() {
+    float* pa = a_.get();
+    const float* pb = b_.get();
+    const float* pc = c_.get();
+    const float s = 3.f;
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) pa[i] = pb[i] + s * pc[i];
+    for (int64_t i = 0; i < n_; ++i) pa[i] = pb[i] + s * pc[i];
     benchmark::DoNotOptimize(pa);
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(state.iterations() * 3 * n * static_cast<int64_t>(sizeof(float)));
+  int64_t bytes() const { return 3 * n_ * 4; }
+
+ private:
+  int64_t n_;
+  Buffer a_, b_, c_;
+};
+
+// Seconds per run in steady state: two untimed runs, then the mean of three timed ones, so each
+// kernel works from the cache state its own repetitions leave (as when it runs alone), not the
+// one the kernel before it left.
+template <typename Kernel>
+double timed(Kernel& kernel) {
+  constexpr int kWarm = 2, kTimed = 3;
+  for (int i = 0; i < kWarm; ++i) kernel.run();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kTimed; ++i) kernel.run();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / kTimed;
 }
 
-// Arg: bytes per array, the same as one summed buffer.
-void BM_Triad(benchmark::State& state) {
-  run_triad(state, state.range(0) / static_cast<int64_t>(sizeof(float)));
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// Args: N, bytes per summed buffer. The triad's three arrays touch as many bytes as the sum's N + 1
-// buffers, so both run from the same level of the memory hierarchy (a 4 MiB sum of 8 buffers
-// streams 36 MiB, past the cache that holds a 4 MiB triad's 12 MiB).
-void BM_TriadSameFootprint(benchmark::State& state) {
-  const int64_t footprint = (state.range(0) + 1) * state.range(1);
-  run_triad(state, footprint / 3 / static_cast<int64_t>(sizeof(float)));
+// Args: N, bytes per summed buffer. The same-footprint triad's three arrays touch as many bytes as
+// the sum's N + 1 buffers, so both run from the same level of the memory hierarchy (a 4 MiB sum of
+// 8 buffers streams 36 MiB, past the cache that holds a 4 MiB triad's 12 MiB). Counters: each
+// kernel's GB/s (median over iterations) and the medians of the sum's rate over each triad's in
+// the same iteration: `ratio` (same size) and `ratio_fp` (same footprint).
+void BM_SumVsTriads(benchmark::State& state) {
+  const int sources = static_cast<int>(state.range(0));
+  const int64_t n = state.range(1) / static_cast<int64_t>(sizeof(float));
+  Sum sum(sources, n);
+  Triad same_size(n), same_footprint((sources + 1) * n / 3);
+  std::vector<double> sum_gbs, triad_gbs, footprint_gbs, ratios, ratios_fp;
+  for (auto _ : state) {
+    sum_gbs.push_back(1e-9 * sum.bytes() / timed(sum));
+    triad_gbs.push_back(1e-9 * same_size.bytes() / timed(same_size));
+    footprint_gbs.push_back(1e-9 * same_footprint.bytes() / timed(same_footprint));
+    ratios.push_back(sum_gbs.back() / triad_gbs.back());
+    ratios_fp.push_back(sum_gbs.back() / footprint_gbs.back());
+  }
+  state.counters["sum_GB/s"] = median(sum_gbs);
+  state.counters["triad_GB/s"] = median(triad_gbs);
+  state.counters["footprint_triad_GB/s"] = median(footprint_gbs);
+  state.counters["ratio"] = median(ratios);
+  state.counters["ratio_fp"] = median(ratios_fp);
 }
 
 constexpr int64_t kKiB = 1024;
@@ -82,30 +127,15 @@ void sum_args(Benchmark* b, const std::vector<int64_t>& sizes) {
     for (const int64_t nsrc : {2, 4, 8}) b->Args({nsrc, size});
 }
 
-void triad_args(Benchmark* b, const std::vector<int64_t>& sizes) {
-  b->ArgNames({"bytes"});
-  for (const int64_t size : sizes) b->Arg(size);
-}
-
 void sums(Benchmark* b) {
   sum_args(b, kSizes);
 }
 void largest_sums(Benchmark* b) {
   sum_args(b, {kLargest});
 }
-void triads(Benchmark* b) {
-  triad_args(b, kSizes);
-}
-void largest_triads(Benchmark* b) {
-  triad_args(b, {kLargest});
-}
 
-BENCHMARK(BM_HostSum)->Apply(sums)->MinTime(0.2)->UseRealTime();
-BENCHMARK(BM_HostSum)->Apply(largest_sums)->Iterations(3)->UseRealTime();
-BENCHMARK(BM_Triad)->Apply(triads)->MinTime(0.2)->UseRealTime();
-BENCHMARK(BM_Triad)->Apply(largest_triads)->Iterations(3)->UseRealTime();
-BENCHMARK(BM_TriadSameFootprint)->Apply(sums)->MinTime(0.2)->UseRealTime();
-BENCHMARK(BM_TriadSameFootprint)->Apply(largest_sums)->Iterations(3)->UseRealTime();
+BENCHMARK(BM_SumVsTriads)->Apply(sums)->MinTime(0.5)->UseRealTime();
+BENCHMARK(BM_SumVsTriads)->Apply(largest_sums)->Iterations(3)->UseRealTime();
 
 }  // namespace
 
