@@ -2,23 +2,23 @@
 # The cost model against the real thing, on this machine: for fashion_cnn, resnet_small and
 # AlexNet (synthetic data, a small batch) and N = 1, 2, 4 workers, profile once (`cgdp profile`),
 # predict three chunk plans (layer, all, and two chunks split at the middle param layer) with
-# `cgdp predict --json`, and train each plan (`cgdp train --sync cgdp --chunk PLAN`): an
-# iteration's time is global batch / images_per_s of its --metrics line (--display 1), warm-up
-# iterations dropped, median of the rest (the upper one of an even count). The three plans are
-# trained in ROUNDS interleaved rounds and the median is over every round's iterations, so a slow
-# spell of the machine lands on all three plans, not on one. Prints one table, the median
+# `cgdp predict --json`, and measure each plan with tools/chunk_tuner: one trainer switches
+# between the three plans every warm-up + measured iterations, in ROUNDS (3) rounds of shuffled
+# order, drops the warm-up iterations after each switch and reports each plan's median iteration
+# time. Plans measured minutes apart in separate runs compared the machine's moments as much as
+# the plans (its speed swings by up to 2x). Prints one table, the median
 # |predicted - measured| / measured, per (model, N) the measured time of the plan predicted best
-# against the measured best, and per phase predicted / measured (the mean over the rounds).
-# The measured best of three noisy medians flatters itself (the winner's curse): where it is not
-# the plan predicted best, CONFIRM_ROUNDS (3) more interleaved rounds of just those two plans
-# give the gap the target is judged by.
+# against the measured best, and per phase predicted / measured (measured: one `cgdp train
+# --phase-table` run per plan). The measured best of three noisy medians flatters itself (the
+# winner's curse): where it is not the plan predicted best, CONFIRM_ROUNDS (6) rounds of just
+# those two plans give the gap the target is judged by.
 # Usage: bench/predict_vs_measure.sh [measured iterations (5)] [warm-up iterations (2)]
-# (MODELS="model:batch ..." and DEVICES="1 2 ..." narrow the runs; ROUNDS, 3 by default.)
+# (MODELS="model:batch ..." and DEVICES="1 2 ..." narrow the runs.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 iterations=${1:-5}
 warmup=${2:-2}
-tools/build.sh cgdp >/dev/null
+tools/build.sh cgdp chunk_tuner >/dev/null
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 # model:per-worker batch, chosen so that an iteration takes about a second on 2 idle cores.
@@ -30,22 +30,32 @@ rows=$out/rows.tsv
 confirmed=$out/confirmed.tsv
 : >"$rows"
 : >"$confirmed"
-# Trains plans[$1] once, appending its iteration times (ms, warm-up dropped) to $2 and its phase
-# table's figures to $3.
-train_plan() {
+# Measures the plans whose indices follow $1 (rounds) in one chunk_tuner run; writes each one's
+# median iteration time (ms) to $out/$tag.<index>.$2.
+measure_plans() {
+  local rounds=$1 suffix=$2
+  shift 2
+  local specs=() i
+  for i in "$@"; do specs+=("${plans[$i]}"); done
+  build/tools/chunk_tuner/chunk_tuner --model "$model" --data synthetic --devices "$n" \
+    --batch "$batch" --plans "${specs[@]}" --interval $((warmup + iterations)) \
+    --warmup "$warmup" --rounds "$rounds" >"$out/$tag.tuner.log" 2>&1
+  for i in "$@"; do
+    awk -v p="${plans[$i]}" '$1 == p && NF >= 4 {print $4; exit}' "$out/$tag.tuner.log" \
+      >"$out/$tag.$i.$suffix"
+    [[ -s $out/$tag.$i.$suffix ]] || { cat "$out/$tag.tuner.log" >&2; exit 1; }
+  done
+}
+# Trains plans[$1] once with --phase-table and writes its phase figures to $2.
+phases_of_plan() {
   build/cgdp train --model "$model" --data synthetic --devices "$n" --batch "$batch" \
-    --sync cgdp --chunk "${plans[$1]}" --iterations $((warmup + iterations)) --display 1 \
-    --metrics "$out/$tag.metrics" --test-interval -1 --test-samples 2 --test-batch 2 \
-    --plain --phase-table >"$out/$tag.train.log"
-  jq -s --argjson w "$warmup" --argjson b $((batch * n)) \
-    '.[] | select(.phase == "train" and .iteration > $w) | 1000 * $b / .images_per_s' \
-    "$out/$tag.metrics" >>"$2"
-  rm -f "$out/$tag.metrics"
+    --sync cgdp --chunk "${plans[$1]}" --iterations $((warmup + iterations)) \
+    --test-interval -1 --test-samples 2 --test-batch 2 --plain --phase-table \
+    >"$out/$tag.train.log"
   # Zeroing the gradients is in the measured broadcast but in the predicted update.
   grep -E '^  (broadcast|forward|backward|exchange after backward|update) ' \
-    "$out/$tag.train.log" | awk '{print $NF}' | paste -sd ' ' >>"$3"
+    "$out/$tag.train.log" | awk '{print $NF}' | paste -sd ' ' >"$2"
 }
-median_of() { sort -g "$1" | awk '{v[NR] = $1} END {print v[int(NR / 2) + 1]}'; }
 for entry in $models; do
   model=${entry%%:*}
   batch=${entry##*:}
@@ -56,23 +66,22 @@ for entry in $models; do
     params=$(build/cgdp predict --model "$model" --profile "$out/$tag.json" --json |
       jq '[.layers[] | select(.param_bytes > 0)] | length')
     plans=(layer all "$((params / 2)),")
-    for _ in $(seq "${ROUNDS:-3}"); do
-      for i in "${!plans[@]}"; do train_plan "$i" "$out/$tag.$i.times" "$out/$tag.$i.phases"; done
-    done
+    measure_plans "${ROUNDS:-3}" times "${!plans[@]}"
+    for i in "${!plans[@]}"; do phases_of_plan "$i" "$out/$tag.$i.phases"; done
     predicted_best=0 measured_best=0 best_predicted='' best_measured=''
     for i in "${!plans[@]}"; do
       build/cgdp predict --model "$model" --profile "$out/$tag.json" --chunk "${plans[$i]}" \
         --json >"$out/$tag.predict.json"
       predicted=$(jq '.cgdp.simulated.iteration_us / 1000' "$out/$tag.predict.json")
-      measured=$(median_of "$out/$tag.$i.times")
+      measured=$(cat "$out/$tag.$i.times")
       if [[ -z $best_predicted ]] || awk -v a="$predicted" -v b="$best_predicted" 'BEGIN {exit !(a < b)}'; then
         predicted_best=$i best_predicted=$predicted
       fi
       if [[ -z $best_measured ]] || awk -v a="$measured" -v b="$best_measured" 'BEGIN {exit !(a < b)}'; then
         measured_best=$i best_measured=$measured
       fi
-      # Per phase, to tell which term is off: predicted by the simulation; measured, the mean of
-      # the trainer's phase tables (each drops its first iteration) over the rounds.
+      # Per phase, to tell which term is off: predicted by the simulation; measured, the
+      # trainer's phase table (it drops the first iteration).
       phases_predicted=$(jq -r '.cgdp.simulated | [.forward_us, .backward_us,
         .exchange_after_backward_us, .update_us] | map(. / 1000) | @tsv' "$out/$tag.predict.json")
       phases_measured=$(awk '{for (k = 1; k <= NF; ++k) s[k] += $k} END {
@@ -82,13 +91,9 @@ for entry in $models; do
         "$measured" "$phases_predicted" "$phases_measured" >>"$rows"
     done
     if ((predicted_best != measured_best)); then
-      for _ in $(seq "${CONFIRM_ROUNDS:-3}"); do
-        for i in "$predicted_best" "$measured_best"; do
-          train_plan "$i" "$out/$tag.$i.confirm" /dev/null
-        done
-      done
-      printf '%s\t%s\t%s\t%s\n' "$model" "$n" "$(median_of "$out/$tag.$predicted_best.confirm")" \
-        "$(median_of "$out/$tag.$measured_best.confirm")" >>"$confirmed"
+      measure_plans "${CONFIRM_ROUNDS:-6}" confirm "$predicted_best" "$measured_best"
+      printf '%s\t%s\t%s\t%s\n' "$model" "$n" "$(cat "$out/$tag.$predicted_best.confirm")" \
+        "$(cat "$out/$tag.$measured_best.confirm")" >>"$confirmed"
     fi
   done
 done
@@ -125,7 +130,7 @@ for m, n in groups:
     print(f"  {m:<14}{n:>2}  predicted best {pred_best[2]:<6} measured {pred_best[4]:8.1f} ms; "
           f"measured best {meas_best[2]:<6} {meas_best[4]:8.1f} ms; {text}")
 print(f"within 5%: {hits} of {len(groups)}")
-print("phases, ms, predicted / measured (measured: the phase table's mean; its broadcast is the")
+print("phases, ms, predicted / measured (measured: one run's phase table; its broadcast is the")
 print("gradient reset and the input copy)")
 print(f"{'model':<14}{'N':>3}  {'plan':<7}{'forward':>16}{'backward':>18}{'exchange':>16}"
       f"{'update':>14}{'broadcast':>10}")
