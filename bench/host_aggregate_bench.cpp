@@ -64,7 +64,9 @@ class Triad {
     benchmark::DoNotOptimize(pa);
     benchmark::ClobberMemory();
   }
-  int64_t bytes() const { return 3 * n_ * 4; }
+  int64_t bytes() const {
+    return 3 * n_ * 4;
+  }
 
  private:
   int64_t n_;

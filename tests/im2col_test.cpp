@@ -1,12 +1,12 @@
 // im2col against its defining formula, and col2im against its adjoint's, in float and double, for
 // row widths that reach every vector path (whole vectors, masked tails, rows under one vector).
+#include "cgdp/layers/im2col.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include "cgdp/layers/im2col.hpp"
 
 namespace cgdp {
 namespace {
@@ -35,8 +35,8 @@ std::vector<ConvGeometry> geometries() {
   std::vector<ConvGeometry> all;
   // Output widths 1..20 at stride 1: under one vector, one, one plus every tail length, two.
   for (int64_t width = 1; width <= 20; ++width) all.push_back(geometry(2, 3, width, 3, 1, 1));
-  all.push_back(geometry(3, 14, 14, 5, 2, 1));  // fashion_cnn's conv2: out_w 14 = 8 + 6
-  all.push_back(geometry(2, 9, 17, 3, 0, 2));   // stride 2, no padding
+  all.push_back(geometry(3, 14, 14, 5, 2, 1));     // fashion_cnn's conv2: out_w 14 = 8 + 6
+  all.push_back(geometry(2, 9, 17, 3, 0, 2));      // stride 2, no padding
   all.push_back(geometry(2, 11, 23, 3, 2, 1, 2));  // dilation 2
   return all;
 }
@@ -45,7 +45,8 @@ std::vector<ConvGeometry> geometries() {
 template <typename T>
 std::vector<T> small_integers(size_t count, int seed) {
   std::vector<T> v(count);
-  for (size_t i = 0; i < count; ++i) v[i] = static_cast<T>(static_cast<int>((i * 7 + seed) % 9) - 4);
+  for (size_t i = 0; i < count; ++i)
+    v[i] = static_cast<T>(static_cast<int>((i * 7 + seed) % 9) - 4);
   return v;
 }
 

@@ -68,14 +68,17 @@ void add_tail(T* __restrict dst, const T* __restrict src, int64_t n) {
 }
 #if defined(__AVX2__)
 inline void add_tail(float* dst, const float* src, int64_t n) {
-  alignas(32) static const int32_t lanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  alignas(32) static const int32_t lanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
+                                                0,  0,  0,  0,  0,  0,  0,  0};
   const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + 8 - n));
-  _mm256_maskstore_ps(dst, m, _mm256_add_ps(_mm256_maskload_ps(dst, m), _mm256_maskload_ps(src, m)));
+  _mm256_maskstore_ps(dst, m,
+                      _mm256_add_ps(_mm256_maskload_ps(dst, m), _mm256_maskload_ps(src, m)));
 }
 inline void add_tail(double* dst, const double* src, int64_t n) {
   alignas(32) static const int64_t lanes[8] = {-1, -1, -1, -1, 0, 0, 0, 0};
   const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + 4 - n));
-  _mm256_maskstore_pd(dst, m, _mm256_add_pd(_mm256_maskload_pd(dst, m), _mm256_maskload_pd(src, m)));
+  _mm256_maskstore_pd(dst, m,
+                      _mm256_add_pd(_mm256_maskload_pd(dst, m), _mm256_maskload_pd(src, m)));
 }
 #endif
 
@@ -105,8 +108,7 @@ void copy_tap(T* __restrict col, const T* __restrict image, int64_t rows, int64_
 
 // The adjoint: adds the tap's column rows into the image rows they were read from.
 template <typename T>
-void add_tap(T* __restrict image, const T* __restrict col, int64_t rows, int64_t n,
-             int64_t pitch) {
+void add_tap(T* __restrict image, const T* __restrict col, int64_t rows, int64_t n, int64_t pitch) {
   for (int64_t r = 0; r < rows; ++r, col += n, image += pitch) add_row(image, col, n);
 }
 
@@ -153,9 +155,8 @@ void im2col(const T* im, const ConvGeometry& g, T* col, T* scratch) {
   const int64_t out_w = g.out_w(), stride = g.stride_w;
   if (stride == 1) {
     const int64_t out_h = g.out_h(), pitch = g.stride_h * padded_size(g).width;
-    for_each_tap(source, col, g, [=](T* rows, const T* first) {
-      copy_tap(rows, first, out_h, out_w, pitch);
-    });
+    for_each_tap(source, col, g,
+                 [=](T* rows, const T* first) { copy_tap(rows, first, out_h, out_w, pitch); });
   } else {
     // A plain loop: AVX2 gathers measured slower here (microcode mitigations make them slow).
     for_each_tap_row(source, col, g, [out_w, stride](T* __restrict dst, const T* __restrict src) {
@@ -172,9 +173,8 @@ void col2im(const T* col, const ConvGeometry& g, T* im, T* scratch) {
   const int64_t out_w = g.out_w(), stride = g.stride_w;
   if (stride == 1) {
     const int64_t out_h = g.out_h(), pitch = g.stride_h * padded_size(g).width;
-    for_each_tap(target, col, g, [=](const T* rows, T* first) {
-      add_tap(first, rows, out_h, out_w, pitch);
-    });
+    for_each_tap(target, col, g,
+                 [=](const T* rows, T* first) { add_tap(first, rows, out_h, out_w, pitch); });
   } else {
     for_each_tap_row(target, col, g, [out_w, stride](const T* __restrict src, T* __restrict dst) {
       for (int64_t ow = 0; ow < out_w; ++ow) dst[ow * stride] += src[ow];
