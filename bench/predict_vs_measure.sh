@@ -61,8 +61,11 @@ for entry in $models; do
   batch=${entry##*:}
   for n in ${DEVICES:-1 2 4}; do
     tag=${model}_$n
+    # As many profiled iterations as each plan gets measured, so that the profile's medians span
+    # as long a stretch of the machine's swings as the measurement's.
     build/cgdp profile --model "$model" --data synthetic --devices "$n" --batch "$batch" \
-      --iterations "$iterations" --warmup "$warmup" --out "$out/$tag.json" >"$out/$tag.profile.log"
+      --iterations $((${ROUNDS:-3} * iterations)) --warmup "$warmup" --out "$out/$tag.json" \
+      >"$out/$tag.profile.log"
     params=$(build/cgdp predict --model "$model" --profile "$out/$tag.json" --json |
       jq '[.layers[] | select(.param_bytes > 0)] | length')
     plans=(layer all "$((params / 2)),")
