@@ -20,9 +20,13 @@
 #include "cgdp/layers/blas.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
 #include "cgdp/layers/registry.hpp"
+#include "paired_timing.hpp"
 
 namespace cgdp {
 namespace {
+
+using bench::median;
+using bench::seconds;
 
 struct ConvSpec {
   const char* name;
@@ -108,19 +112,6 @@ struct GemmRig {
     }
   }
 };
-
-template <typename Fn>
-double seconds(Fn&& fn) {
-  const auto start = std::chrono::steady_clock::now();
-  fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // One SGEMM pass over the batch's GEMMs, serial or split over OpenMP threads like the layer.
 template <bool kBackward>

@@ -11,24 +11,19 @@ bench=${1:-build/bench/conv_bench}
 shift || true
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$bench" --benchmark_format=json --benchmark_repetitions=3 \
-  --benchmark_enable_random_interleaving=true "$@" | python3 -c '
-import collections, json, statistics, sys
-runs = collections.defaultdict(list)
-for b in json.load(sys.stdin)["benchmarks"]:
-    if b.get("run_type") == "iteration":
-        runs[tuple(b["run_name"].split("/min_time")[0].rsplit("/", 1))].append(b)
-def median(layer, phase, counter):
-    return statistics.median(b[counter] for b in runs[layer, phase])
+  --benchmark_enable_random_interleaving=true "$@" | PYTHONPATH="$(dirname "$0")" python3 -c '
+from bench_tables import median, read_runs
+runs = read_runs(lambda name: tuple(name.split("/min_time")[0].rsplit("/", 1)))
 layers = list(dict.fromkeys(layer for layer, _ in runs))
 print("%-15s %9s %9s %6s %9s %9s %6s" %
       ("GFLOP/s", "forward", "sgemm", "ratio", "backward", "sgemm", "ratio"))
 for layer in layers:
     cells = []
     for phase in ("forward", "backward"):
-        gemm = max(median(layer, phase, "sgemm_omp_GFLOP/s"),
-                   median(layer, phase, "sgemm_serial_GFLOP/s"))
-        cells.append("%9.1f %9.1f %6.2f" % (median(layer, phase, "conv_GFLOP/s"), gemm,
-                                             median(layer, phase, "ratio")))
+        gemm = max(median(runs, (layer, phase), "sgemm_omp_GFLOP/s"),
+                   median(runs, (layer, phase), "sgemm_serial_GFLOP/s"))
+        cells.append("%9.1f %9.1f %6.2f" % (median(runs, (layer, phase), "conv_GFLOP/s"), gemm,
+                                             median(runs, (layer, phase), "ratio")))
     print("%-15s %s %s" % (layer, *cells))
 '
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

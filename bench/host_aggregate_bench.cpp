@@ -11,8 +11,11 @@
 #include <vector>
 
 #include "cgdp/sync/host_sum.hpp"
+#include "paired_timing.hpp"
 
 namespace {
+
+using cgdp::bench::median;
 
 using Buffer = std::unique_ptr<float[]>;
 
@@ -83,12 +86,6 @@ double timed(Kernel& kernel) {
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kTimed; ++i) kernel.run();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / kTimed;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // Args: N, bytes per summed buffer. The same-footprint triad's three arrays touch as many bytes as

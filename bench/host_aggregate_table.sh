@@ -10,21 +10,9 @@ set -euo pipefail
 bench=${1:-build/bench/host_aggregate_bench}
 shift || true
 "$bench" --benchmark_format=json --benchmark_repetitions=3 \
-  --benchmark_enable_random_interleaving=true "$@" | python3 -c '
-import collections, json, re, statistics, sys
-
-def arg(name, key):
-    return int(re.search(key + r":(\d+)", name).group(1))
-
-def size_text(n):
-    return "%d MiB" % (n >> 20) if n >= 1 << 20 else "%d KiB" % (n >> 10)
-
-runs = collections.defaultdict(list)
-for b in json.load(sys.stdin)["benchmarks"]:
-    if b.get("run_type") == "iteration":
-        runs[arg(b["name"], "bytes"), arg(b["name"], "N")].append(b)
-def median(key, counter):
-    return statistics.median(b[counter] for b in runs[key])
+  --benchmark_enable_random_interleaving=true "$@" | PYTHONPATH="$(dirname "$0")" python3 -c '
+from bench_tables import arg, median, read_runs, size_text
+runs = read_runs(lambda name: (arg(name, "bytes"), arg(name, "N")))
 sizes = sorted({s for s, _ in runs})
 counts = sorted({n for _, n in runs})
 print("GB/s of the sum of N buffers; ratio: to the triad on arrays of the same size;")
@@ -32,8 +20,8 @@ print("ratio@fp: to a triad whose 3 arrays touch as many bytes as the N + 1 buff
 print("%8s %10s" % ("size", "triad GB/s") +
       "".join("  %7s %5s %8s" % ("N=%d" % n, "ratio", "ratio@fp") for n in counts))
 for s in sizes:
-    cells = "".join("  %7.1f %5.2f %8.2f" % (median((s, n), "sum_GB/s"), median((s, n), "ratio"),
-                                           median((s, n), "ratio_fp")) for n in counts)
-    print("%8s %10.1f" % (size_text(s), median((s, counts[0]), "triad_GB/s")) + cells)
+    cells = "".join("  %7.1f %5.2f %8.2f" % tuple(
+        median(runs, (s, n), c) for c in ("sum_GB/s", "ratio", "ratio_fp")) for n in counts)
+    print("%8s %10.1f" % (size_text(s), median(runs, (s, counts[0]), "triad_GB/s")) + cells)
 '
 echo "load: $(uptime)"

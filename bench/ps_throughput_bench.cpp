@@ -10,7 +10,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <stdexcept>
@@ -19,8 +18,12 @@
 
 #include "cgdp/shard/ps_client.hpp"
 #include "cgdp/shard/shard_server.hpp"
+#include "paired_timing.hpp"
 
 namespace {
+
+using cgdp::bench::median;
+using cgdp::bench::seconds;
 
 const std::string kToken = "benchmark-cluster-token-0123456789";
 
@@ -128,19 +131,6 @@ class PsRig {
   std::vector<float> grads_;
   int64_t iteration_ = 0;
 };
-
-template <typename Fn>
-double seconds(Fn&& fn) {
-  const auto start = std::chrono::steady_clock::now();
-  fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // Args: shards S, bytes B. Bytes counted: B up and B down, for both. Counters: each one's GB/s
 // (median over iterations) and `ratio`, the median of the parameter server's rate over the echo's

@@ -9,28 +9,16 @@ set -euo pipefail
 bench=${1:-build/bench/ps_throughput_bench}
 shift || true
 "$bench" --benchmark_format=json --benchmark_repetitions=3 \
-  --benchmark_enable_random_interleaving=true "$@" | python3 -c '
-import collections, json, re, statistics, sys
-
-def arg(name, key):
-    return int(re.search(key + r":(\d+)", name).group(1))
-
-def size_text(n):
-    return "%d MiB" % (n >> 20) if n >= 1 << 20 else "%d KiB" % (n >> 10)
-
-runs = collections.defaultdict(list)
-for b in json.load(sys.stdin)["benchmarks"]:
-    if b.get("run_type") == "iteration":
-        runs[arg(b["name"], "bytes"), arg(b["name"], "shards")].append(b)
-def median(key, counter):
-    return statistics.median(b[counter] for b in runs[key])
+  --benchmark_enable_random_interleaving=true "$@" | PYTHONPATH="$(dirname "$0")" python3 -c '
+from bench_tables import arg, median, read_runs, size_text
+runs = read_runs(lambda name: (arg(name, "bytes"), arg(name, "shards")))
 sizes = sorted({n for n, _ in runs})
 counts = sorted({s for _, s in runs})
 print("%8s" % "chunk" +
       "".join("  %8s %8s %5s" % ("TCP GB/s", "S=%d GB/s" % s, "ratio") for s in counts))
 for n in sizes:
     print("%8s" % size_text(n) + "".join("  %8.2f %8.2f %5.2f" % (
-        median((n, s), "tcp_GB/s"), median((n, s), "ps_GB/s"), median((n, s), "ratio"))
-        for s in counts))
+        median(runs, (n, s), "tcp_GB/s"), median(runs, (n, s), "ps_GB/s"),
+        median(runs, (n, s), "ratio")) for s in counts))
 '
 echo "load: $(uptime)"
