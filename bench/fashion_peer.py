@@ -7,6 +7,7 @@ the other compares moments, not frameworks. Both processes are started together 
 one runs for a slice (1 s) while the other is stopped (SIGSTOP/SIGCONT), so each samples the same
 moments. Each reports every iteration's duration; an iteration that spans its own pause (and the
 one after, on cold caches) is dropped. The ratio is PyTorch's median iteration time over cgdp's.
+Needs Debian's python3-torch: tools/setup-debian.sh --bench installs it.
 """
 import argparse
 import json
@@ -84,7 +85,9 @@ def main():
     ap.add_argument("-i", "--iterations", type=int, default=600,
                     help="timed iterations each (the run ends when either finishes)")
     ap.add_argument("--warmup", type=int, default=20, help="untimed iterations first")
-    ap.add_argument("--slice", type=float, default=1.0, help="seconds per turn")
+    ap.add_argument("--slice", type=float, default=1.0,
+                    help="seconds per turn; several iterations long (one over half a turn is "
+                    "taken for a pause and dropped)")
     args = ap.parse_args()
     if not os.access(os.path.join(ROOT, "build", "cgdp"), os.X_OK):
         subprocess.run([os.path.join(ROOT, "tools", "build.sh"), "cgdp"], check=True,
