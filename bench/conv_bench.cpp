@@ -10,7 +10,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <memory>
 #include <random>
 #include <string>

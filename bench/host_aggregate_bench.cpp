@@ -5,7 +5,6 @@
 // iterations. bench/host_aggregate_table.sh prints them.
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <vector>
