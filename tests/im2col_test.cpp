@@ -36,6 +36,7 @@ std::vector<ConvGeometry> geometries() {
   // Output widths 1..20 at stride 1: under one vector, one, one plus every tail length, two.
   for (int64_t width = 1; width <= 20; ++width) all.push_back(geometry(2, 3, width, 3, 1, 1));
   all.push_back(geometry(3, 14, 14, 5, 2, 1));     // fashion_cnn's conv2: out_w 14 = 8 + 6
+  all.push_back(geometry(2, 6, 13, 3, 0, 1));      // no padding: no scratch copy
   all.push_back(geometry(2, 9, 17, 3, 0, 2));      // stride 2, no padding
   all.push_back(geometry(2, 11, 23, 3, 2, 1, 2));  // dilation 2
   return all;
