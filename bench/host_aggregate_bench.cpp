@@ -41,7 +41,9 @@ class Sum {
     benchmark::DoNotOptimize(dst_.get());
     benchmark::ClobberMemory();
   }
-  int64_t bytes() const { return (static_cast<int64_t>(sources_.size()) + 1) * n_ * 4; }
+  int64_t bytes() const {
+    return (static_cast<int64_t>(sources_.size()) + 1) * n_ * static_cast<int64_t>(sizeof(float));
+  }
 
  private:
   int64_t n_;
@@ -67,7 +69,7 @@ class Triad {
     benchmark::ClobberMemory();
   }
   int64_t bytes() const {
-    return 3 * n_ * 4;
+    return 3 * n_ * static_cast<int64_t>(sizeof(float));
   }
 
  private:

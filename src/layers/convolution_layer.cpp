@@ -131,8 +131,7 @@ const T* ConvolutionLayer<T>::unfold(const T* in, T* work) const {
 
 template <typename T>
 void ConvolutionLayer<T>::forward_image(const T* in, T* out, T* work, const T* weight) const {
-  const int64_t m = group_out_channels(), pixels = out_pixels();
-  const int64_t k = folds_bias() ? unfolded_rows() : group_col_rows();
+  const int64_t m = group_out_channels(), k = group_unfolded_rows(), pixels = out_pixels();
   const T* cols = unfold(in, work);
   for (int64_t g = 0; g < group_; ++g)
     blas::gemm(false, false, m, pixels, k, T(1), weight + g * m * k, cols + g * k * pixels, T(0),
@@ -152,17 +151,7 @@ void ConvolutionLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& botto
   const int64_t images = bottom[0]->shape(0);
   const int threads = image_threads(images);
   T* work = work_buffer(threads);
-  const T* weight = this->params_[0]->data();
-  if (folds_bias()) {
-    const int64_t k = geometry_.col_rows(), rows = unfolded_rows();
-    folded_weight_.resize(static_cast<size_t>(num_output_ * rows));
-    const T* bias = this->params_[1]->data();
-    for (int64_t o = 0; o < num_output_; ++o) {
-      std::copy_n(weight + o * k, k, folded_weight_.data() + o * rows);
-      folded_weight_[o * rows + k] = bias[o];
-    }
-    weight = folded_weight_.data();
-  }
+  const T* weight = gemm_weights();
   const int64_t in_size = bottom[0]->count(1), out_size = top[0]->count(1);
   const T* in = bottom[0]->data();
   T* out = top[0]->mutable_data();
@@ -185,7 +174,7 @@ void ConvolutionLayer<T>::backward_image(const T* in, const T* out_diff,
       param_diff[1][c] += sum;
     }
   const T* cols = unfold(in, work);
-  const int64_t rows = folds_bias() ? unfolded_rows() : k;
+  const int64_t rows = group_unfolded_rows();
   for (int64_t g = 0; g < group_; ++g)
     blas::gemm(false, true, m, rows, pixels, T(1), out_diff + g * m * pixels,
                cols + g * rows * pixels, T(1), param_diff[0] + g * m * rows);
@@ -244,6 +233,20 @@ void ConvolutionLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
     blas::axpy(weight_count, T(1), own[0], total[0]);
     if (bias_term_) blas::axpy(num_output_, T(1), own[1], total[1]);
   }
+}
+
+template <typename T>
+const T* ConvolutionLayer<T>::gemm_weights() {
+  const T* weight = this->params_[0]->data();
+  if (!folds_bias()) return weight;
+  const int64_t k = geometry_.col_rows(), rows = unfolded_rows();
+  folded_weight_.resize(static_cast<size_t>(num_output_ * rows));
+  const T* bias = this->params_[1]->data();
+  for (int64_t o = 0; o < num_output_; ++o) {
+    std::copy_n(weight + o * k, k, folded_weight_.data() + o * rows);
+    folded_weight_[o * rows + k] = bias[o];
+  }
+  return folded_weight_.data();
 }
 
 template <typename T>

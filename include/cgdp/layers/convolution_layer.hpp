@@ -42,6 +42,8 @@ class ConvolutionLayer final : public Layer<T> {
   bool folds_bias() const { return bias_term_ && group_ == 1 && !geometry_.is_pointwise(); }
   // Rows of one image's column matrix: the kernel taps, and the row of ones when folds_bias().
   int64_t unfolded_rows() const { return geometry_.col_rows() + (folds_bias() ? 1 : 0); }
+  // Of them, one group's: the inner dimension of its weight-by-columns GEMM.
+  int64_t group_unfolded_rows() const { return unfolded_rows() / group_; }
   // `work` is one thread's scratch (work_count() elements): the column matrix (unfolded_rows()
   // rows), then the padded image that im2col/col2im use. `weight` has unfolded_rows() columns.
   void forward_image(const T* in, T* out, T* work, const T* weight) const;
@@ -53,6 +55,9 @@ class ConvolutionLayer final : public Layer<T> {
   // `in_diff` unless it is null.
   void backward_image(const T* in, const T* out_diff, const std::array<T*, 2>& param_diff,
                       T* in_diff, T* work) const;
+  // With folds_bias(): the weights with each output's bias after its own weights (a copy made
+  // once per forward pass); otherwise the weights themselves.
+  const T* gemm_weights();
   // Adds a folded gradient (each output's weight gradients, then its bias's) to the parameters'.
   void add_folded(const T* folded);
   int64_t work_count() const;
