@@ -7,6 +7,8 @@ the other compares moments, not frameworks. Both processes are started together 
 one runs for a slice (1 s) while the other is stopped (SIGSTOP/SIGCONT), so each samples the same
 moments. Each reports every iteration's duration; an iteration that spans its own pause (and the
 one after, on cold caches) is dropped. The ratio is PyTorch's median iteration time over cgdp's.
+With --baseline, a second cgdp binary takes turns as well, which measures a change of cgdp's
+against the build before it at the same moments.
 Needs Debian's python3-torch: tools/setup-debian.sh --bench installs it.
 """
 import argparse
@@ -22,8 +24,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def cgdp_command(args, metrics):
-    return [os.path.join(ROOT, "build", "cgdp"), "train", "--iterations",
+def cgdp_command(args, binary, metrics):
+    return [binary, "train", "--iterations",
             str(args.warmup + args.iterations), "--batch", str(args.batch), "--threads",
             str(args.threads), "--test-interval", "-1", "--test-samples", "100", "--display", "1",
             "--metrics", metrics, "--plain"]
@@ -88,39 +90,53 @@ def main():
     ap.add_argument("--slice", type=float, default=1.0,
                     help="seconds per turn; several iterations long (one over half a turn is "
                     "taken for a pause and dropped)")
+    ap.add_argument("--baseline", metavar="CGDP",
+                    help="another cgdp binary (e.g. an older commit's build) that takes turns too, "
+                    "so a change is measured against it at the same moments")
     args = ap.parse_args()
-    if not os.access(os.path.join(ROOT, "build", "cgdp"), os.X_OK):
+    binary = os.path.join(ROOT, "build", "cgdp")
+    if not os.access(binary, os.X_OK):
         subprocess.run([os.path.join(ROOT, "tools", "build.sh"), "cgdp"], check=True,
                        stdout=sys.stderr)
+    cgdps = {"cgdp": binary}
+    if args.baseline:
+        if not os.access(args.baseline, os.X_OK):
+            sys.exit(f"fashion_peer: --baseline {args.baseline}: not an executable file")
+        cgdps["baseline"] = args.baseline
 
     with tempfile.TemporaryDirectory() as work:
-        metrics, durations = os.path.join(work, "cgdp.jsonl"), os.path.join(work, "torch.txt")
+        durations = os.path.join(work, "torch.txt")
         print(f"fashion_cnn training, batch {args.batch}, {args.threads} threads, turns of "
               f"{args.slice:g} s; load average before: {open('/proc/loadavg').read()[:14]}")
-        with open(os.path.join(work, "cgdp.log"), "w") as cgdp_log, \
-                open(os.path.join(work, "torch.log"), "w") as torch_log:
-            processes = [subprocess.Popen(cgdp_command(args, metrics), stdout=cgdp_log,
-                                          stderr=subprocess.STDOUT),
-                         subprocess.Popen(torch_command(args, durations), stdout=torch_log,
-                                          stderr=subprocess.STDOUT)]
-            take_turns(processes, args.slice)
-        for name, p in zip(("cgdp", "torch"), processes):
+        logs = {name: open(os.path.join(work, name + ".log"), "w") for name in [*cgdps, "pytorch"]}
+        commands = {name: cgdp_command(args, path, os.path.join(work, name + ".jsonl"))
+                    for name, path in cgdps.items()}
+        commands["pytorch"] = torch_command(args, durations)
+        processes = {name: subprocess.Popen(command, stdout=logs[name], stderr=subprocess.STDOUT)
+                     for name, command in commands.items()}
+        take_turns(list(processes.values()), args.slice)
+        for name, p in processes.items():
+            logs[name].close()
             if p.returncode not in (0, -signal.SIGKILL):
                 sys.exit(f"fashion_peer: {name} failed:\n" +
                          open(os.path.join(work, name + ".log")).read())
-        times = {"cgdp": clean(cgdp_durations(metrics, args.warmup), args.slice),
-                 "pytorch": clean([float(x) for x in open(durations)], args.slice)}
+        times = {name: clean(cgdp_durations(os.path.join(work, name + ".jsonl"), args.warmup),
+                             args.slice) for name in cgdps}
+        times["pytorch"] = clean([float(x) for x in open(durations)], args.slice)
 
     print(f"load average after: {open('/proc/loadavg').read()[:14]}")
     print("%-10s %10s %12s %12s" % ("framework", "iterations", "median ms", "images/s"))
     for name, t in times.items():
         if len(t) < 50:
-            sys.exit(f"fashion_peer: {name} timed only {len(t)} clean iterations before the other "
+            sys.exit(f"fashion_peer: {name} timed only {len(t)} clean iterations before another "
                      "finished; raise --iterations")
         print("%-10s %10d %12.2f %12.1f" % (name, len(t), 1e3 * statistics.median(t),
                                            args.batch / statistics.median(t)))
-    print("cgdp/pytorch: %.2fx" % (statistics.median(times["pytorch"]) /
-                                   statistics.median(times["cgdp"])))
+    speed = {name: 1 / statistics.median(t) for name, t in times.items()}
+    print("cgdp/pytorch: %.2fx" % (speed["cgdp"] / speed["pytorch"]))
+    if args.baseline:
+        print("baseline/pytorch: %.2fx" % (speed["baseline"] / speed["pytorch"]))
+        print("cgdp/baseline: %.2fx" % (speed["cgdp"] / speed["baseline"]))
 
 
 if __name__ == "__main__":

@@ -107,6 +107,12 @@ void ConvolutionLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& to
 }
 
 template <typename T>
+bool ConvolutionLayer<T>::absorb_relu() {
+  relu_ = true;
+  return true;
+}
+
+template <typename T>
 int64_t ConvolutionLayer<T>::work_count() const {
   // A pointwise kernel multiplies the image itself and needs no scratch.
   if (geometry_.is_pointwise()) return 0;
@@ -136,12 +142,19 @@ void ConvolutionLayer<T>::forward_image(const T* in, T* out, T* work, const T* w
   for (int64_t g = 0; g < group_; ++g)
     blas::gemm(false, false, m, pixels, k, T(1), weight + g * m * k, cols + g * k * pixels, T(0),
                out + g * m * pixels);
-  if (!bias_term_ || folds_bias()) return;
-  // Added while this image's output is still in cache (faster than writing it before the GEMM).
-  const T* bias = this->params_[1]->data();
-  for (int64_t c = 0; c < num_output_; ++c) {
-    T* row = out + c * pixels;
-    for (int64_t i = 0; i < pixels; ++i) row[i] += bias[c];
+  // Bias and ReLU go while this image's output is still in cache.
+  if (bias_term_ && !folds_bias()) {
+    const T* bias = this->params_[1]->data();
+    for (int64_t c = 0; c < num_output_; ++c) {
+      T* row = out + c * pixels;
+      for (int64_t i = 0; i < pixels; ++i) row[i] += bias[c];
+    }
+  }
+  if (relu_) {
+    const int64_t n = num_output_ * pixels;
+#pragma omp simd
+    // A select: std::max(out[i], 0) compiles to a branch around the store here.
+    for (int64_t i = 0; i < n; ++i) out[i] = out[i] > T(0) ? out[i] : T(0);
   }
 }
 
@@ -161,10 +174,15 @@ void ConvolutionLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& botto
 }
 
 template <typename T>
-void ConvolutionLayer<T>::backward_image(const T* in, const T* out_diff,
+void ConvolutionLayer<T>::backward_image(const T* in, const T* out, T* out_diff,
                                          const std::array<T*, 2>& param_diff, T* in_diff,
                                          T* work) const {
   const int64_t m = group_out_channels(), k = group_col_rows(), pixels = out_pixels();
+  if (out) {  // the absorbed ReLU's backward, in place as it would have run (a select: see ReLU)
+    const int64_t n = num_output_ * pixels;
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) out_diff[i] = out[i] > 0 ? out_diff[i] : T(0);
+  }
   if (bias_term_ && !folds_bias())  // summed while this image's output gradient is in cache
     for (int64_t c = 0; c < num_output_; ++c) {
       const T* row = out_diff + c * pixels;
@@ -215,11 +233,12 @@ void ConvolutionLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
   };
   const int64_t in_size = bottom[0]->count(1), out_size = top[0]->count(1);
   const T* in = bottom[0]->data();
-  const T* out_diff = top[0]->diff();
+  const T* out = relu_ ? top[0]->data() : nullptr;
+  T* out_diff = top[0]->mutable_diff();
   T* in_diff = propagate_down[0] ? bottom[0]->mutable_diff() : nullptr;
   for_each_image(images, threads, [&](int64_t n, int t) {
-    backward_image(in + n * in_size, out_diff + n * out_size, diffs_of(t),
-                   in_diff ? in_diff + n * in_size : nullptr, work + t * work_count());
+    backward_image(in + n * in_size, out ? out + n * out_size : nullptr, out_diff + n * out_size,
+                   diffs_of(t), in_diff ? in_diff + n * in_size : nullptr, work + t * work_count());
   });
   if (folded) {
     for (int t = 1; t < threads; ++t)

@@ -41,6 +41,7 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
       }
   }
   if (!input_) throw ModelError(cat(source, ": the model has no Input layer"));
+  absorb_relus();
   mark_backward();
   gather_params();
 }
@@ -85,6 +86,21 @@ void Net<T>::wire_layer(const proto::LayerParameter& lp, const std::string& sour
   bottoms_.push_back(std::move(bottoms));
   tops_.push_back(std::move(tops));
   layers_.push_back(std::move(layer));
+}
+
+template <typename T>
+void Net<T>::absorb_relus() {
+  absorbed_.assign(num_layers(), false);
+  if (device_->kind() != DeviceKind::Cpu) return;  // cuDNN runs convolution and ReLU apart
+  for (int i = 1; i < num_layers(); ++i) {
+    const Layer<T>& relu = *layers_[i];
+    const bool in_place_on_previous = bottoms_[i].size() == 1 && tops_[i].size() == 1 &&
+                                      tops_[i][0] == bottoms_[i][0] &&
+                                      tops_[i - 1].size() == 1 && tops_[i - 1][0] == bottoms_[i][0];
+    if (relu.type() == "ReLU" && relu.param().relu_param().negative_slope() == 0.f &&
+        in_place_on_previous && !absorbed_[i - 1])
+      absorbed_[i] = layers_[i - 1]->absorb_relu();
+  }
 }
 
 // Caffe's rule: a layer runs backward if it has trainable parameters or a bottom that needs a
@@ -177,7 +193,7 @@ Blob<T>* Net<T>::blob(const std::string& name) const {
 
 template <typename T>
 void Net<T>::forward_layer(int i, const RunContext& ctx) {
-  if (layers_[i]->is_input()) return;
+  if (layers_[i]->is_input() || absorbed_[i]) return;
   auto run = [this, i, ctx] { layers_[i]->forward(ctx, bottoms_[i], tops_[i]); };
   if (ctx.stream)
     ctx.stream->submit(run);
@@ -187,7 +203,7 @@ void Net<T>::forward_layer(int i, const RunContext& ctx) {
 
 template <typename T>
 void Net<T>::backward_layer(int i, const RunContext& ctx) {
-  if (!needs_backward_[i]) return;
+  if (!needs_backward_[i] || absorbed_[i]) return;
   auto run = [this, i, ctx] {
     layers_[i]->backward(ctx, tops_[i], propagate_down_[i], bottoms_[i]);
   };

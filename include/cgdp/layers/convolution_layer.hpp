@@ -16,6 +16,7 @@ class ConvolutionLayer final : public Layer<T> {
  public:
   using Layer<T>::Layer;
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  bool absorb_relu() override;
 
   // The per-image GEMM shapes, per group: out_channels x out_pixels (x) col_rows x out_pixels.
   int64_t group() const { return group_; }
@@ -53,7 +54,9 @@ class ConvolutionLayer final : public Layer<T> {
   // Accumulates this image's weight and bias gradients into param_diff[0] and [1] (with
   // folds_bias(), both into param_diff[0], laid out as the folded weights), and overwrites
   // `in_diff` unless it is null.
-  void backward_image(const T* in, const T* out_diff, const std::array<T*, 2>& param_diff,
+  // With an absorbed ReLU, `out` is the image's (clamped) output and `out_diff` is masked in
+  // place where it is not positive; otherwise `out` is null.
+  void backward_image(const T* in, const T* out, T* out_diff, const std::array<T*, 2>& param_diff,
                       T* in_diff, T* work) const;
   // With folds_bias(): the weights with each output's bias after its own weights (a copy made
   // once per forward pass); otherwise the weights themselves.
@@ -72,6 +75,7 @@ class ConvolutionLayer final : public Layer<T> {
   int64_t num_output_ = 0;
   int64_t group_ = 1;
   bool bias_term_ = true;
+  bool relu_ = false;  // absorb_relu(): the following in-place ReLU runs inside this layer
   std::vector<T> work_;
   std::vector<T> folded_weight_;  // with folds_bias(): each output's weights, then its bias
   std::vector<T> param_diff_;     // private parameter gradients of the threads during backward

@@ -53,6 +53,9 @@ class Net {
   const BlobVec<T>& tops(int i) const { return tops_[i]; }
   const std::vector<std::string>& top_names(int i) const { return top_names_[i]; }
   bool needs_backward(int i) const { return needs_backward_[i]; }
+  // Layer i is an in-place ReLU that the layer before it runs (Layer::absorb_relu, CPU only):
+  // forward_layer(i) and backward_layer(i) do nothing.
+  bool absorbed(int i) const { return absorbed_[i]; }
   Blob<T>* blob(const std::string& name) const;  // nullptr if absent
   InputLayer<T>& input_layer() { return *input_; }
   Blob<T>& input_data() { return *input_tops_.at(0); }
@@ -96,6 +99,9 @@ class Net {
   void build(const proto::NetParameter& param, uint64_t seed, const std::string& source);
   void wire_layer(const proto::LayerParameter& lp, const std::string& source);
   void mark_backward();
+  // Offers every in-place ReLU with negative_slope 0 to the layer right before it, whose top it
+  // rewrites; marks those taken as absorbed.
+  void absorb_relus();
   void gather_params();
   // One value of a blob's data, copied from the device.
   T read_scalar(const Blob<T>& blob) const;
@@ -109,6 +115,7 @@ class Net {
   std::vector<std::vector<std::string>> top_names_;
   std::vector<std::vector<bool>> propagate_down_;
   std::vector<bool> needs_backward_;
+  std::vector<bool> absorbed_;
   std::vector<std::vector<float>> loss_weights_;  // per layer, per top
   std::map<std::string, std::unique_ptr<Blob<T>>> blobs_;
   std::map<std::string, Blob<T>*> latest_;   // blob name -> blob currently holding it
