@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # The cost model against the real thing, on this machine: for fashion_cnn, resnet_small and
-# AlexNet (synthetic data, a small batch) and N = 1, 2, 4 workers, profile once (`cgdp profile`),
-# predict three chunk plans (layer, all, and two chunks split at the middle param layer) with
-# `cgdp predict --json`, and measure each plan with tools/chunk_tuner: one trainer switches
-# between the three plans every warm-up + measured iterations, in ROUNDS (3) rounds of shuffled
-# order, drops the warm-up iterations after each switch and reports each plan's median iteration
-# time. Plans measured minutes apart in separate runs compared the machine's moments as much as
-# the plans (its speed swings by up to 2x). Prints one table, the median
-# |predicted - measured| / measured, per (model, N) the measured time of the plan predicted best
-# against the measured best, and per phase predicted / measured (measured: one `cgdp train
-# --phase-table` run per plan). The measured best of three noisy medians flatters itself (the
-# winner's curse): where it is not the plan predicted best, CONFIRM_ROUNDS (6) rounds of just
-# those two plans give the gap the target is judged by.
+# AlexNet (synthetic data, a small batch) and N = 1, 2, 4 workers, predict three chunk plans
+# (layer, all, and two chunks split at the middle param layer) with `cgdp predict --json` and
+# measure each plan with tools/chunk_tuner (one trainer switches between the plans, dropping the
+# warm-up iterations after each switch). This machine's speed swings by up to 2x within a minute,
+# so profile and measurement alternate in ROUNDS (3) rounds: each round profiles
+# (`cgdp profile`, `iterations` iterations), then measures every plan once in shuffled order. The
+# prediction uses the rounds' profiles merged (every figure the median over rounds); a plan's
+# measured time is the median over rounds of its round's median. Both then sample the same
+# stretch of the machine's swings. Prints one table, the median |predicted - measured| /
+# measured, per (model, N) the measured time of the plan predicted best against the measured
+# best, and per phase predicted / measured (measured: one `cgdp train --phase-table` run per
+# plan). The measured best of three noisy medians flatters itself (the winner's curse): where it
+# is not the plan predicted best, CONFIRM_ROUNDS (6) rounds of just those two plans give the gap
+# the target is judged by.
 # Usage: bench/predict_vs_measure.sh [measured iterations (5)] [warm-up iterations (2)]
 # (MODELS="model:batch ..." and DEVICES="1 2 ..." narrow the runs.)
 set -euo pipefail
@@ -30,16 +32,17 @@ rows=$out/rows.tsv
 confirmed=$out/confirmed.tsv
 : >"$rows"
 : >"$confirmed"
-# Measures the plans whose indices follow $1 (rounds) in one chunk_tuner run; writes each one's
-# median iteration time (ms) to $out/$tag.<index>.$2.
+rounds=${ROUNDS:-3}
+# Measures the plans whose indices follow $1 (rounds) and $2 (the shuffles' seed) in one
+# chunk_tuner run; writes each one's median iteration time (ms) to $out/$tag.<index>.$3.
 measure_plans() {
-  local rounds=$1 suffix=$2
-  shift 2
+  local rounds=$1 seed=$2 suffix=$3
+  shift 3
   local specs=() i
   for i in "$@"; do specs+=("${plans[$i]}"); done
   build/tools/chunk_tuner/chunk_tuner --model "$model" --data synthetic --devices "$n" \
     --batch "$batch" --plans "${specs[@]}" --interval $((warmup + iterations)) \
-    --warmup "$warmup" --rounds "$rounds" >"$out/$tag.tuner.log" 2>&1
+    --warmup "$warmup" --rounds "$rounds" --seed "$seed" >"$out/$tag.tuner.log" 2>&1
   for i in "$@"; do
     awk -v p="${plans[$i]}" '$1 == p && NF >= 4 {print $4; exit}' "$out/$tag.tuner.log" \
       >"$out/$tag.$i.$suffix"
@@ -61,15 +64,37 @@ for entry in $models; do
   batch=${entry##*:}
   for n in ${DEVICES:-1 2 4}; do
     tag=${model}_$n
-    # As many profiled iterations as each plan gets measured, so that the profile's medians span
-    # as long a stretch of the machine's swings as the measurement's.
-    build/cgdp profile --model "$model" --data synthetic --devices "$n" --batch "$batch" \
-      --iterations $((${ROUNDS:-3} * iterations)) --warmup "$warmup" --out "$out/$tag.json" \
-      >"$out/$tag.profile.log"
-    params=$(build/cgdp predict --model "$model" --profile "$out/$tag.json" --json |
-      jq '[.layers[] | select(.param_bytes > 0)] | length')
-    plans=(layer all "$((params / 2)),")
-    measure_plans "${ROUNDS:-3}" times "${!plans[@]}"
+    for ((r = 0; r < rounds; ++r)); do
+      build/cgdp profile --model "$model" --data synthetic --devices "$n" --batch "$batch" \
+        --iterations "$iterations" --warmup "$warmup" --out "$out/$tag.profile$r.json" \
+        >"$out/$tag.profile.log"
+      if ((r == 0)); then
+        params=$(build/cgdp predict --model "$model" --profile "$out/$tag.profile0.json" --json |
+          jq '[.layers[] | select(.param_bytes > 0)] | length')
+        plans=(layer all "$((params / 2)),")
+      fi
+      measure_plans 1 "$((r + 1))" "round$r" "${!plans[@]}"
+    done
+    python3 - "$out/$tag.json" "$out/$tag".profile*.json <<'MERGE'
+import json, statistics, sys
+def merge(values):
+    """Element-wise median of numbers; anything else must agree and is kept."""
+    first = values[0]
+    if all(v == first for v in values):
+        return first
+    if isinstance(first, bool) or not isinstance(first, (int, float, dict, list)):
+        return first
+    if isinstance(first, (int, float)):
+        return statistics.median(values)
+    if isinstance(first, dict):
+        return {k: merge([v[k] for v in values]) for k in first}
+    return [merge(list(items)) for items in zip(*values)]
+json.dump(merge([json.load(open(f)) for f in sys.argv[2:]]), open(sys.argv[1], "w"), indent=1)
+MERGE
+    for i in "${!plans[@]}"; do
+      cat "$out/$tag.$i".round* | sort -g | awk '{v[NR] = $1} END {
+        print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}' >"$out/$tag.$i.times"
+    done
     for i in "${!plans[@]}"; do phases_of_plan "$i" "$out/$tag.$i.phases"; done
     predicted_best=0 measured_best=0 best_predicted='' best_measured=''
     for i in "${!plans[@]}"; do
@@ -94,7 +119,7 @@ for entry in $models; do
         "$measured" "$phases_predicted" "$phases_measured" >>"$rows"
     done
     if ((predicted_best != measured_best)); then
-      measure_plans "${CONFIRM_ROUNDS:-6}" confirm "$predicted_best" "$measured_best"
+      measure_plans "${CONFIRM_ROUNDS:-6}" 1 confirm "$predicted_best" "$measured_best"
       printf '%s\t%s\t%s\t%s\n' "$model" "$n" "$(cat "$out/$tag.$predicted_best.confirm")" \
         "$(cat "$out/$tag.$measured_best.confirm")" >>"$confirmed"
     fi
