@@ -108,8 +108,8 @@ void ConvolutionLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& to
 
 template <typename T>
 bool ConvolutionLayer<T>::absorb_relu() {
-  relu_ = true;
-  return true;
+  relu_ = this->device_->kind() == DeviceKind::Cpu;  // cuDNN's path runs the ReLU apart
+  return relu_;
 }
 
 template <typename T>
@@ -152,8 +152,8 @@ void ConvolutionLayer<T>::forward_image(const T* in, T* out, T* work, const T* w
   }
   if (relu_) {
     const int64_t n = num_output_ * pixels;
-#pragma omp simd
     // A select: std::max(out[i], 0) compiles to a branch around the store here.
+#pragma omp simd
     for (int64_t i = 0; i < n; ++i) out[i] = out[i] > T(0) ? out[i] : T(0);
   }
 }

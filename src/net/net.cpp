@@ -91,7 +91,6 @@ void Net<T>::wire_layer(const proto::LayerParameter& lp, const std::string& sour
 template <typename T>
 void Net<T>::absorb_relus() {
   absorbed_.assign(num_layers(), false);
-  if (device_->kind() != DeviceKind::Cpu) return;  // cuDNN runs convolution and ReLU apart
   for (int i = 1; i < num_layers(); ++i) {
     const Layer<T>& relu = *layers_[i];
     const bool in_place_on_previous = bottoms_[i].size() == 1 && tops_[i].size() == 1 &&

@@ -77,9 +77,9 @@ class Layer {
   virtual bool can_backward_to(int bottom_index) const { return true; }
   // Layers like Input produce data from outside; the net does not call their forward.
   virtual bool is_input() const { return false; }
-  // Asks this layer to take over an in-place ReLU (negative_slope 0) that directly follows it, on
-  // the CPU backend: forward clamps the top at zero, backward masks the top's gradient first,
-  // each while an image is still in cache. Returns false if this layer cannot (the default).
+  // Asks this layer to take over an in-place ReLU (negative_slope 0) that directly follows it:
+  // forward clamps the top at zero, backward masks the top's gradient first, each while an image
+  // is still in cache. Returns false if this layer cannot (the default; CUDA layers).
   virtual bool absorb_relu() { return false; }
 
  protected:

@@ -53,7 +53,7 @@ class Net {
   const BlobVec<T>& tops(int i) const { return tops_[i]; }
   const std::vector<std::string>& top_names(int i) const { return top_names_[i]; }
   bool needs_backward(int i) const { return needs_backward_[i]; }
-  // Layer i is an in-place ReLU that the layer before it runs (Layer::absorb_relu, CPU only):
+  // Layer i is an in-place ReLU that the layer before it runs (Layer::absorb_relu; CPU only):
   // forward_layer(i) and backward_layer(i) do nothing.
   bool absorbed(int i) const { return absorbed_[i]; }
   Blob<T>* blob(const std::string& name) const;  // nullptr if absent
