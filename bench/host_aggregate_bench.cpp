@@ -5,7 +5,6 @@
 // iterations. bench/host_aggregate_table.sh prints them.
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -15,6 +14,7 @@
 namespace {
 
 using cgdp::bench::median;
+using cgdp::bench::seconds;
 
 using Buffer = std::unique_ptr<float[]>;
 
@@ -84,9 +84,10 @@ template <typename Kernel>
 double timed(Kernel& kernel) {
   constexpr int kWarm = 2, kTimed = 3;
   for (int i = 0; i < kWarm; ++i) kernel.run();
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < kTimed; ++i) kernel.run();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / kTimed;
+  const double total = seconds([&] {
+    for (int i = 0; i < kTimed; ++i) kernel.run();
+  });
+  return total / kTimed;
 }
 
 // Args: N, bytes per summed buffer. The same-footprint triad's three arrays touch as many bytes as

@@ -78,7 +78,7 @@ for entry in $models; do
     python3 - "$out/$tag.json" "$out/$tag".profile*.json <<'MERGE'
 import json, statistics, sys
 def merge(values):
-    """Element-wise median of numbers; anything else must agree and is kept."""
+    """Element-wise median of numbers; anything else (names, units) is kept from the first."""
     first = values[0]
     if all(v == first for v in values):
         return first
