@@ -4,7 +4,9 @@
 // order with OpenBLAS threading each GEMM ("serial"), and images split over OpenMP threads with
 // single-threaded GEMMs ("omp"). Each benchmark iteration times one pass of each of the three
 // back to back, so that the ratio of a pair is measured at one moment of a shared machine whose
-// speed changes by 2x within a minute; the figures are medians over the iterations.
+// speed changes by 2x within a minute; the figures are medians over the iterations. Each layer
+// runs on im2col + OpenBLAS ("gemm", engine: CAFFE) and, when cgdp is built with oneDNN and the
+// layer has the input channels for it, on oneDNN ("onednn", the default for float).
 #include <benchmark/benchmark.h>
 #include <google/protobuf/text_format.h>
 #include <omp.h>
@@ -12,6 +14,7 @@
 #include <algorithm>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,9 @@
 #include "cgdp/layers/blas.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
 #include "cgdp/layers/registry.hpp"
+#ifdef CGDP_HAVE_ONEDNN
+#include "layers/onednn_convolution.hpp"
+#endif
 #include "paired_timing.hpp"
 
 namespace cgdp {
@@ -53,10 +59,11 @@ struct ConvRig {
   Blob<float> bottom{default_cpu_device()}, top{default_cpu_device()};
   std::unique_ptr<Layer<float>> layer;
 
-  explicit ConvRig(const ConvSpec& s) {
+  ConvRig(const ConvSpec& s, const std::string& engine) {
     proto::LayerParameter param;
     google::protobuf::TextFormat::ParseFromString(
-        cat("name: 'conv' type: 'Convolution' convolution_param { num_output: ", s.num_output,
+        cat("name: 'conv' type: 'Convolution' convolution_param { engine: ", engine,
+            " num_output: ", s.num_output,
             " kernel_size: ", s.kernel, " pad: ", s.pad, " stride: ", s.stride, " group: ", s.group,
             " weight_filler { type: 'gaussian' std: 0.01 } }"),
         &param);
@@ -66,6 +73,8 @@ struct ConvRig {
     Rng rng(1);
     layer->setup({&bottom}, {&top}, rng);
     fill_random(top.mutable_diff(), top.count());
+    if (conv().uses_onednn() != (engine == "DEFAULT"))
+      throw std::runtime_error(cat(s.name, ": not on the engine asked for (", engine, ")"));
   }
   const ConvolutionLayer<float>& conv() const {
     return static_cast<const ConvolutionLayer<float>&>(*layer);
@@ -133,8 +142,8 @@ void sgemm_pass(GemmRig& g, std::vector<float>& weight_diff, bool omp) {
 // Counters: each pass's GFLOP/s (median over iterations) and `ratio`, the median over iterations
 // of the layer's rate over the faster SGEMM form's in the same iteration (the figure to judge).
 template <bool kBackward>
-void paired(benchmark::State& state, const ConvSpec* spec) {
-  ConvRig conv(*spec);
+void paired(benchmark::State& state, const ConvSpec* spec, const std::string& engine) {
+  ConvRig conv(*spec, engine);
   if (kBackward) conv.layer->forward({}, {&conv.bottom}, {&conv.top});
   GemmRig g(conv, omp_get_max_threads());
   std::vector<float> weight_diff(omp_get_max_threads() * g.weight.size(), 0.f);
@@ -165,8 +174,16 @@ void register_all() {
     auto tune = [](benchmark::internal::Benchmark* b) {
       b->UseRealTime()->MeasureProcessCPUTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
     };
-    tune(benchmark::RegisterBenchmark((n + "/forward").c_str(), paired<false>, &s));
-    tune(benchmark::RegisterBenchmark((n + "/backward").c_str(), paired<true>, &s));
+    std::vector<std::pair<std::string, std::string>> engines = {{"gemm", "CAFFE"}};
+#ifdef CGDP_HAVE_ONEDNN
+    // First layers (1 or 3 channels) stay on GEMM by default; engine: DEFAULT cannot force it.
+    if (s.channels / s.group >= kOneDnnMinChannels) engines.push_back({"onednn", "DEFAULT"});
+#endif
+    for (const auto& [label, engine] : engines) {
+      const std::string name = n + "/" + label;
+      tune(benchmark::RegisterBenchmark((name + "/forward").c_str(), paired<false>, &s, engine));
+      tune(benchmark::RegisterBenchmark((name + "/backward").c_str(), paired<true>, &s, engine));
+    }
   }
 }
 

@@ -10,9 +10,11 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cgdp/device/cpu_device.hpp"
+#include "cgdp/layers/convolution_layer.hpp"
 #include "cgdp/layers/registry.hpp"
 #include "support/gradient_checker.hpp"
 
@@ -73,9 +75,11 @@ double tolerance() {
 struct ConvConfig {
   int64_t num_output, kh, kw, ph = 0, pw = 0, sh = 1, sw = 1, dh = 1, dw = 1, group = 1;
   bool bias = true;
+  std::string engine = "DEFAULT";  // float on the CPU: oneDNN when built with it; CAFFE: GEMM
 
   std::string text() const {
-    return cat("name: 'conv' type: 'Convolution' convolution_param { num_output: ", num_output,
+    return cat("name: 'conv' type: 'Convolution' convolution_param { engine: ", engine,
+               " num_output: ", num_output,
                " kernel_h: ", kh, " kernel_w: ", kw, " pad_h: ", ph, " pad_w: ", pw,
                " stride_h: ", sh, " stride_w: ", sw, " dilation: ", dh, " dilation: ", dw,
                " group: ", group, " bias_term: ", bias ? "true" : "false",
@@ -182,9 +186,53 @@ const std::vector<std::pair<ConvConfig, Shape>>& conv_cases() {
   return cases;
 }
 
+// The engines a float convolution runs on here: oneDNN (when built with it) and im2col + GEMM.
+std::vector<std::string> float_engines() {
+#ifdef CGDP_HAVE_ONEDNN
+  return {"DEFAULT", "CAFFE"};
+#else
+  return {"CAFFE"};
+#endif
+}
+
+// Every convolution case on every engine (double has only im2col + GEMM). oneDNN takes layers
+// with 8 or more input channels per group, so its cases get that many.
+template <typename T>
+std::vector<std::pair<ConvConfig, Shape>> engine_cases(
+    std::vector<std::pair<ConvConfig, Shape>> cases) {
+  std::vector<std::pair<ConvConfig, Shape>> all;
+  for (const std::string& engine : std::is_same_v<T, float> ? float_engines()
+                                                            : std::vector<std::string>{"CAFFE"})
+    for (auto [config, shape] : cases) {
+      config.engine = engine;
+      if (engine == "DEFAULT") shape[1] = std::max<int64_t>(shape[1], 8 * config.group);
+      all.push_back({config, shape});
+    }
+  return all;
+}
+
+// Asserts the layer runs on the engine its text asks for, so that no engine goes untested.
+template <typename T>
+void expect_engine(const Layer<T>& layer, const ConvConfig& config) {
+  const bool onednn = std::is_same_v<T, float> && config.engine == "DEFAULT" &&
+                      float_engines().size() == 2;
+  EXPECT_EQ(dynamic_cast<const ConvolutionLayer<T>&>(layer).uses_onednn(), onednn);
+}
+
+#ifdef CGDP_HAVE_ONEDNN
+TEST(Convolution, FewInputChannelsStayOnGemm) {
+  ConvConfig config{4, 3, 3, 1, 1};
+  Harness<float> first_layer(config.text(), {2, 3, 6, 6});
+  EXPECT_FALSE(dynamic_cast<const ConvolutionLayer<float>&>(*first_layer.layer).uses_onednn());
+  Harness<float> deeper(config.text(), {2, 8, 6, 6});
+  EXPECT_TRUE(dynamic_cast<const ConvolutionLayer<float>&>(*deeper.layer).uses_onednn());
+}
+#endif
+
 TYPED_TEST(SpatialForward, ConvolutionMatchesDirectLoops) {
-  for (const auto& [config, shape] : conv_cases()) {
+  for (const auto& [config, shape] : engine_cases<TypeParam>(conv_cases())) {
     Harness<TypeParam> h(config.text(), shape);
+    expect_engine(*h.layer, config);
     h.forward();
     const auto ref = conv_reference(h.input(), shape, h.param(0),
                                     config.bias ? h.param(1) : std::vector<double>{}, config);
@@ -204,11 +252,14 @@ TEST(Convolution, GradientsMatchFiniteDifferences) {
   }
 }
 
-// Case 0 folds its bias into the GEMMs (one group), case 2 (two groups) sums it separately.
-TEST(Convolution, ParameterGradientsAccumulate) {
-  for (const size_t c : {0, 2}) {
-    SCOPED_TRACE(conv_cases()[c].first.text());
-    Harness<double> h(conv_cases()[c].first.text(), conv_cases()[c].second);
+// Case 0 folds its bias into the GEMMs (one group), case 2 (two groups) sums it separately;
+// float adds oneDNN's gradients to what is there.
+template <typename T>
+void expect_gradients_accumulate(const std::vector<std::pair<ConvConfig, Shape>>& cases) {
+  for (const auto& [config, shape] : cases) {
+    SCOPED_TRACE(config.text());
+    Harness<T> h(config.text(), shape);
+    expect_engine(*h.layer, config);
     h.forward();
     fill_uniform(h.top, -1, 1, 3);
     std::copy(h.top.data(), h.top.data() + h.top.count(), h.top.mutable_diff());
@@ -217,23 +268,35 @@ TEST(Convolution, ParameterGradientsAccumulate) {
     h.layer->backward({}, {&h.top}, {true}, {&h.bottom});
     std::vector<std::vector<double>> once;
     for (auto& p : h.layer->params()) once.emplace_back(p->diff(), p->diff() + p->count());
+    ASSERT_GT(std::abs(once[0][0]), 0) << "a zero gradient would accumulate to itself";
     h.layer->backward({}, {&h.top}, {false}, {&h.bottom});
     ASSERT_EQ(once.size(), 2u);  // weights and bias
+    const double tolerance = std::is_same_v<T, float> ? 1e-6 : 1e-12;
     for (size_t i = 0; i < once.size(); ++i)
       for (size_t j = 0; j < once[i].size(); ++j)
-        EXPECT_NEAR(h.layer->params()[i]->diff()[j], 2 * once[i][j], 1e-12);
+        EXPECT_NEAR(h.layer->params()[i]->diff()[j], 2 * once[i][j], tolerance);
   }
 }
 
-// Float's vectors are 8 wide, double's 4, so their tails differ: float forward and backward
-// against the double layer, itself checked against direct loops and finite differences above.
-TEST(Convolution, FloatVectorPathsMatchTheDoubleLayer) {
+TEST(Convolution, ParameterGradientsAccumulate) {
+  expect_gradients_accumulate<double>({conv_cases()[0], conv_cases()[2]});
+  expect_gradients_accumulate<float>(engine_cases<float>({conv_cases()[0], conv_cases()[2]}));
+}
+
+// Float's vectors are 8 wide, double's 4, so their tails differ, and float may run on oneDNN:
+// float forward and backward on each engine against the double layer, itself checked against
+// direct loops and finite differences above.
+TEST(Convolution, FloatEnginesMatchTheDoubleLayer) {
   std::vector<std::pair<ConvConfig, Shape>> cases = conv_cases();
   cases.push_back({{2, 11, 11, 0, 0, 4, 4}, {1, 2, 15, 47}});  // AlexNet's conv1 kernel, out_w 10
-  for (const auto& [config, shape] : cases) {
+  cases.push_back({{16, 5, 5, 2, 2}, {4, 8, 14, 14}});        // fashion_cnn's conv2, smaller
+  for (const auto& [config, shape] : engine_cases<float>(cases)) {
     SCOPED_TRACE(config.text() + " on " + shape_string(shape));
-    Harness<double> wide(config.text(), shape);
+    ConvConfig reference = config;
+    reference.engine = "CAFFE";
+    Harness<double> wide(reference.text(), shape);
     Harness<float> narrow(config.text(), shape);
+    expect_engine(*narrow.layer, config);
     std::copy(wide.bottom.data(), wide.bottom.data() + wide.bottom.count(),
               narrow.bottom.mutable_data());
     for (size_t i = 0; i < wide.layer->params().size(); ++i) {

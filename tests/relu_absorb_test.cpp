@@ -1,6 +1,6 @@
 // An in-place ReLU right after a Convolution runs inside it on the CPU (Layer::absorb_relu): the
 // loss, every parameter gradient and the input gradient must equal, bit for bit, those of the same
-// net whose ReLU writes a separate top and so runs as a layer of its own.
+// net whose ReLU writes a separate top and so runs as a layer of its own, on either CPU engine.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cgdp/device/cpu_device.hpp"
+#include "cgdp/layers/convolution_layer.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
 
@@ -19,7 +20,7 @@ std::string model(const std::string& conv_param, const std::string& relu_top,
                   const std::string& relu_param = "") {
   return cat(R"(
     layer { name: "data" type: "Input" top: "data" top: "label"
-            input_param { shape { dim: 5 dim: 4 dim: 9 dim: 9 } shape { dim: 5 } } }
+            input_param { shape { dim: 5 dim: 16 dim: 9 dim: 9 } shape { dim: 5 } } }
     layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
             convolution_param { )", conv_param, R"( weight_filler { type: "gaussian" std: 0.3 }
                                 bias_filler { type: "gaussian" std: 0.3 } } }
@@ -32,6 +33,7 @@ std::string model(const std::string& conv_param, const std::string& relu_top,
 
 struct Pass {
   bool absorbed = false;
+  bool onednn = false;  // the convolution ran on oneDNN
   double loss = 0;
   std::vector<float> relu_out, param_diff, input_diff;
 };
@@ -49,6 +51,7 @@ Pass run(const std::string& text) {
   for (int i = net.num_layers() - 1; i >= 0; --i) net.backward_layer(i, {});
   Pass pass;
   pass.absorbed = net.absorbed(2);
+  pass.onednn = dynamic_cast<const ConvolutionLayer<float>&>(net.layer(1)).uses_onednn();
   pass.loss = net.loss();
   const Blob<float>& relu_out = *net.tops(2)[0];
   pass.relu_out.assign(relu_out.data(), relu_out.data() + relu_out.count());
@@ -58,10 +61,12 @@ Pass run(const std::string& text) {
   return pass;
 }
 
-void expect_same_pass(const std::string& conv_param) {
+void expect_same_pass_on(const std::string& conv_param, bool onednn) {
   SCOPED_TRACE(conv_param);
   const Pass inside = run(model(conv_param, "conv"));
   const Pass apart = run(model(conv_param, "relu_out"));
+  ASSERT_EQ(inside.onednn, onednn);
+  ASSERT_EQ(apart.onednn, onednn);
   ASSERT_TRUE(inside.absorbed);
   ASSERT_FALSE(apart.absorbed);
   EXPECT_EQ(inside.loss, apart.loss);
@@ -73,6 +78,15 @@ void expect_same_pass(const std::string& conv_param) {
   for (float v : inside.relu_out) zeros += v == 0.f;
   EXPECT_GT(zeros, 0);
   EXPECT_LT(zeros, static_cast<int>(inside.relu_out.size()));
+}
+
+// Float convolutions run on oneDNN (when built with it; the input's 16 channels are enough for
+// it) or on im2col + GEMM (engine: CAFFE): both absorb the ReLU.
+void expect_same_pass(const std::string& conv_param) {
+#ifdef CGDP_HAVE_ONEDNN
+  expect_same_pass_on(conv_param + " engine: DEFAULT", true);
+#endif
+  expect_same_pass_on(conv_param + " engine: CAFFE", false);
 }
 
 TEST(ReluAbsorb, FoldedBiasConvolutionMatchesTheSeparateLayer) {

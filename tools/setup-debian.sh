@@ -4,7 +4,7 @@ set -euo pipefail
 packages=(
   cmake g++ make pkg-config
   libopenblas-openmp-dev libprotobuf-dev protobuf-compiler libhwloc-dev zlib1g-dev
-  libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libzmq3-dev cppzmq-dev
+  libdnnl-dev libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libzmq3-dev cppzmq-dev
   dataset-fashion-mnist gnuplot-nox iproute2
 )
 # Extra packages for benchmarks only (PyTorch peer): pass --bench.

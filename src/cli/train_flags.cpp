@@ -41,6 +41,8 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--host-threads", c.host_threads, "Threads that sum gradients on the host (default: all)");
   cmd->add_option("--loader-threads", c.loader_threads, "Threads that fill each batch")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_flag("--gemm-conv", c.gemm_convolutions,
+                "CPU: run convolutions on im2col + OpenBLAS instead of oneDNN");
   cmd->add_flag("--tf32", c.tf32, "CUDA: let fp32 convolutions use TF32 tensor cores (PyTorch's default)");
   cmd->add_option("--cudnn-workspace-mb", c.cudnn_workspace_mb,
                   "CUDA: the most scratch one convolution algorithm may use (MiB)")

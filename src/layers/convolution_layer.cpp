@@ -1,17 +1,22 @@
-// Convolution on the CPU: each image is unfolded by im2col and multiplied by the weights, one GEMM
-// per group. A batch that can keep every OpenMP thread busy runs one image per thread with
-// single-threaded GEMMs (OpenBLAS does not thread inside a parallel region); a smaller one runs
-// its images in order and lets OpenBLAS thread each GEMM.
+// Convolution on the CPU: float runs on oneDNN when cgdp is built with it (onednn()); otherwise
+// each image is unfolded by im2col and multiplied by the weights, one GEMM per group. A batch
+// that can keep every OpenMP thread busy runs one image per thread with single-threaded GEMMs
+// (OpenBLAS does not thread inside a parallel region); a smaller one runs its images in order and
+// lets OpenBLAS thread each GEMM.
 #include "cgdp/layers/convolution_layer.hpp"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <span>
+#include <type_traits>
 
 #include "cgdp/layers/blas.hpp"
 #include "cgdp/layers/filler.hpp"
 #include "cgdp/layers/spatial_param.hpp"
+#ifdef CGDP_HAVE_ONEDNN
+#include "layers/onednn_convolution.hpp"
+#endif
 
 namespace cgdp {
 
@@ -79,6 +84,13 @@ void ConvolutionLayer<T>::layer_setup(const BlobVec<T>& bottom, const BlobVec<T>
   if (num_output_ % group_ != 0)
     this->fail(cat("num_output (", num_output_, ") must be a multiple of group (", group_, ")"));
   geometry_.channels = channels;
+#ifdef CGDP_HAVE_ONEDNN
+  // oneDNN's kernels vectorise over input channels: on a net's first layer (1 or 3 channels)
+  // im2col + GEMM measured faster (bench/conv_table.sh), most of all in backward.
+  use_onednn_ = std::is_same_v<T, float> && this->device_->kind() == DeviceKind::Cpu &&
+                p.engine() != proto::ConvolutionParameter::CAFFE &&
+                channels / group_ >= kOneDnnMinChannels;
+#endif
   fill(this->add_param({num_output_, channels / group_, geometry_.kernel_h, geometry_.kernel_w}),
        p.weight_filler(), rng);
   if (bias_term_) fill(this->add_param({num_output_}), p.bias_filler(), rng);
@@ -162,6 +174,13 @@ template <typename T>
 void ConvolutionLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
                                       const BlobVec<T>& top) {
   const int64_t images = bottom[0]->shape(0);
+#ifdef CGDP_HAVE_ONEDNN
+  if constexpr (std::is_same_v<T, float>) {
+    if (OneDnnConvolution* conv = onednn(images))
+      return conv->forward(bottom[0]->data(), this->params_[0]->data(),
+                           bias_term_ ? this->params_[1]->data() : nullptr, top[0]->mutable_data());
+  }
+#endif
   const int threads = image_threads(images);
   T* work = work_buffer(threads);
   const T* weight = gemm_weights();
@@ -212,6 +231,15 @@ void ConvolutionLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
                                        const std::vector<bool>& propagate_down,
                                        const BlobVec<T>& bottom) {
   const int64_t images = bottom[0]->shape(0);
+#ifdef CGDP_HAVE_ONEDNN
+  if constexpr (std::is_same_v<T, float>) {
+    if (OneDnnConvolution* conv = onednn(images))
+      return conv->backward(bottom[0]->data(), this->params_[0]->data(), top[0]->data(),
+                            top[0]->mutable_diff(), this->params_[0]->mutable_diff(),
+                            bias_term_ ? this->params_[1]->mutable_diff() : nullptr,
+                            propagate_down[0] ? bottom[0]->mutable_diff() : nullptr);
+  }
+#endif
   const int threads = image_threads(images);
   T* work = work_buffer(threads);
   // Unfolded, thread 0 accumulates straight into the parameter gradients and the others into
@@ -252,6 +280,21 @@ void ConvolutionLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
     blas::axpy(weight_count, T(1), own[0], total[0]);
     if (bias_term_) blas::axpy(num_output_, T(1), own[1], total[1]);
   }
+}
+
+template <typename T>
+OneDnnConvolution* ConvolutionLayer<T>::onednn(int64_t batch) {
+#ifdef CGDP_HAVE_ONEDNN
+  if (!use_onednn_) return nullptr;
+  const OneDnnShape shape{batch, geometry_, num_output_, group_, bias_term_, relu_};
+  if (!onednn_ || !(onednn_->shape() == shape)) {
+    onednn_ = OneDnnConvolution::create(shape);
+    use_onednn_ = onednn_ != nullptr;  // no implementation for this shape: GEMM from now on
+  }
+  return onednn_.get();
+#else
+  return nullptr;
+#endif
 }
 
 template <typename T>

@@ -119,6 +119,10 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   }
   model_path_ = find_model_file(config.model);
   model_ = load_model(model_path_);
+  if (config.gemm_convolutions)
+    for (proto::LayerParameter& layer : *model_.mutable_layer())
+      if (layer.type() == "Convolution")
+        layer.mutable_convolution_param()->set_engine(proto::ConvolutionParameter::CAFFE);
   per_worker_batch_ = per_worker_batch(config, declared_batch_size(model_));
   workers_ = make_workers(config.devices, device_kind, model_, per_worker_batch_, config.seed,
                           model_path_, config.accumulate);

@@ -1,15 +1,20 @@
-// Convolution: 2-D convolution of N x C x H x W blobs by im2col + GEMM, with Caffe's parameters
+// Convolution: 2-D convolution of N x C x H x W blobs with Caffe's parameters
 // (kernel/pad/stride/dilation, group, bias) and Caffe's weight layout
-// [num_output, C / group, kernel_h, kernel_w].
+// [num_output, C / group, kernel_h, kernel_w]. On the CPU: im2col + GEMM here, or oneDNN for
+// float with 8 or more input channels per group (src/layers/onednn_convolution.cpp) unless
+// engine: CAFFE; on a GPU, cuDNN (convolution_layer_cuda.cpp).
 #pragma once
 
 #include <array>
+#include <memory>
 #include <vector>
 
 #include "cgdp/layers/im2col.hpp"
 #include "cgdp/layers/layer.hpp"
 
 namespace cgdp {
+
+class OneDnnConvolution;
 
 template <typename T>
 class ConvolutionLayer final : public Layer<T> {
@@ -23,6 +28,9 @@ class ConvolutionLayer final : public Layer<T> {
   int64_t group_out_channels() const { return num_output_ / group_; }
   int64_t group_col_rows() const { return geometry_.col_rows() / group_; }
   int64_t out_pixels() const { return geometry_.out_h() * geometry_.out_w(); }
+  // Whether the CPU passes run on oneDNN (float, built with it, engine not CAFFE, at least
+  // kOneDnnMinChannels input channels per group).
+  bool uses_onednn() const { return use_onednn_; }
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
@@ -37,6 +45,9 @@ class ConvolutionLayer final : public Layer<T> {
 
  private:
   void read_geometry();
+  // The oneDNN primitives for this batch and geometry (rebuilt when they change); null when
+  // oneDNN is not used or has no implementation, and the GEMM path runs.
+  OneDnnConvolution* onednn(int64_t batch);
   // With one group and an unfolded image, the bias rides in the GEMMs: a row of ones under the
   // column matrix meets the bias as one more weight column, so no pass over the output (forward)
   // or its gradient (backward) is left for it.
@@ -76,6 +87,8 @@ class ConvolutionLayer final : public Layer<T> {
   int64_t group_ = 1;
   bool bias_term_ = true;
   bool relu_ = false;  // absorb_relu(): the following in-place ReLU runs inside this layer
+  bool use_onednn_ = false;
+  std::shared_ptr<OneDnnConvolution> onednn_;  // shared_ptr: deletable where it is incomplete
   std::vector<T> work_;
   std::vector<T> folded_weight_;  // with folds_bias(): each output's weights, then its bias
   std::vector<T> param_diff_;     // private parameter gradients of the threads during backward

@@ -13,6 +13,7 @@ struct ConvGeometry {
   int64_t pad_h = 0, pad_w = 0;
   int64_t stride_h = 1, stride_w = 1;
   int64_t dilation_h = 1, dilation_w = 1;
+  bool operator==(const ConvGeometry&) const = default;
 
   // Extent of the dilated kernel: d * (k - 1) + 1.
   int64_t extent_h() const { return dilation_h * (kernel_h - 1) + 1; }

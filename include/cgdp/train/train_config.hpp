@@ -32,6 +32,9 @@ struct TrainConfig {
   bool plain_output = false;        // never use the live terminal line
   int threads = 0;                  // 0: OpenMP's default
   int loader_threads = 1;           // threads that fill each batch (large synthetic images)
+  // CPU: every Convolution on im2col + GEMM (engine: CAFFE), not oneDNN. GEMM sums each image's
+  // gradient in order, whatever the batch; oneDNN's blocking (and so its rounding) follows it.
+  bool gemm_convolutions = false;
 
   // Data-parallel workers.
   int devices = 1;

@@ -1,0 +1,46 @@
+// A float convolution on the CPU by oneDNN's JIT kernels, the CPU counterpart of the cuDNN path:
+// tensors stay in Caffe's NCHW / [num_output, C / group, kh, kw] layouts outside, oneDNN picks
+// its blocked layouts inside and the reorders happen at the edges of each call.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "cgdp/layers/im2col.hpp"
+
+namespace cgdp {
+
+// Below this many input channels per group the layer keeps im2col + GEMM.
+inline constexpr int64_t kOneDnnMinChannels = 8;
+
+struct OneDnnShape {
+  int64_t batch = 0;
+  ConvGeometry geometry;  // channels, height and width are the bottom's
+  int64_t num_output = 0, group = 1;
+  bool bias = true;
+  bool relu = false;  // an absorbed ReLU: applied to the output, and to the gradient in backward
+  bool operator==(const OneDnnShape&) const = default;
+};
+
+class OneDnnConvolution {
+ public:
+  // Builds (JIT-compiles) the primitives; null when oneDNN has no implementation for the shape.
+  static std::unique_ptr<OneDnnConvolution> create(const OneDnnShape& shape);
+  ~OneDnnConvolution();
+  const OneDnnShape& shape() const;
+
+  // out = conv(in, weight) + bias (then max(0, .) with relu). `bias` is null without a bias.
+  void forward(const float* in, const float* weight, const float* bias, float* out);
+  // With relu, first zeroes out_diff where out is not positive (in place, as the ReLU layer's
+  // backward would). Adds the weight and bias gradients to weight_diff and bias_diff (bias_diff
+  // null without a bias) and overwrites in_diff unless it is null.
+  void backward(const float* in, const float* weight, const float* out, float* out_diff,
+                float* weight_diff, float* bias_diff, float* in_diff);
+
+ private:
+  explicit OneDnnConvolution(const OneDnnShape& shape);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cgdp
