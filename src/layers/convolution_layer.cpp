@@ -13,6 +13,7 @@
 
 #include "cgdp/layers/blas.hpp"
 #include "cgdp/layers/filler.hpp"
+#include "cgdp/layers/relu_layer.hpp"
 #include "cgdp/layers/spatial_param.hpp"
 #ifdef CGDP_HAVE_ONEDNN
 #include "layers/onednn_convolution.hpp"
@@ -197,11 +198,7 @@ void ConvolutionLayer<T>::backward_image(const T* in, const T* out, T* out_diff,
                                          const std::array<T*, 2>& param_diff, T* in_diff,
                                          T* work) const {
   const int64_t m = group_out_channels(), k = group_col_rows(), pixels = out_pixels();
-  if (out) {  // the absorbed ReLU's backward, in place as it would have run (a select: see ReLU)
-    const int64_t n = num_output_ * pixels;
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) out_diff[i] = out[i] > 0 ? out_diff[i] : T(0);
-  }
+  if (out) relu_gradient(out, out_diff, out_diff, num_output_ * pixels);  // the absorbed ReLU
   if (bias_term_ && !folds_bias())  // summed while this image's output gradient is in cache
     for (int64_t c = 0; c < num_output_; ++c) {
       const T* row = out_diff + c * pixels;

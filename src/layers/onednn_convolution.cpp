@@ -3,6 +3,8 @@
 // OpenMP team (oneDNN here is built on the OpenMP runtime, like the rest of the CPU backend).
 #include "layers/onednn_convolution.hpp"
 
+#include "cgdp/layers/relu_layer.hpp"
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
@@ -74,6 +76,10 @@ struct OneDnnConvolution::Impl {
   // src, diff_dst, diff_weights (stored to weight_grad, then added: Caffe accumulates).
   std::optional<Staged> src, weights, dst, bd_diff_dst, bd_weights, bd_diff_src, bw_src,
       bw_diff_dst, bw_diff_weights;
+  // Layouts that coincide, so one reorder serves both: forward's src and backward-weights' (then
+  // the bottom forward reordered is reused, `src_loaded`), and the two backward diff_dst's.
+  bool shared_src = false, shared_diff_dst = false;
+  const float* src_loaded = nullptr;  // the bottom that src->inner holds, as forward left it
   memory bias, diff_bias;
   std::vector<float> weight_grad, bias_grad;
   std::vector<float> scratch;  // the three primitives' scratchpad (they run one at a time)
@@ -145,6 +151,8 @@ OneDnnConvolution::Impl::Impl(const OneDnnShape& s) : shape(s) {
   bw_src.emplace(plain_src, bwd_weights.src_desc(), true, false);
   bw_diff_dst.emplace(plain_dst, bwd_weights.diff_dst_desc(), true, false);
   bw_diff_weights.emplace(plain_weights, bwd_weights.diff_weights_desc(), false, true);
+  shared_src = fwd.src_desc() == bwd_weights.src_desc();
+  shared_diff_dst = bwd_data.diff_dst_desc() == bwd_weights.diff_dst_desc();
   weight_grad.resize(plain_weights.get_size() / sizeof(float));
   if (s.bias) {
     bias = memory(bias_desc, cpu_engine(), DNNL_MEMORY_NONE);
@@ -172,6 +180,7 @@ const OneDnnShape& OneDnnConvolution::shape() const {
 void OneDnnConvolution::forward(const float* in, const float* weight, const float* bias,
                                 float* out) {
   Impl& m = *impl_;
+  m.src_loaded = in;
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, m.src->load(m.stream, in)},
                                        {DNNL_ARG_WEIGHTS, m.weights->load(m.stream, weight)},
                                        {DNNL_ARG_DST, m.dst->target(out)},
@@ -190,13 +199,15 @@ void OneDnnConvolution::backward(const float* in, const float* weight, const flo
                                  float* in_diff) {
   Impl& m = *impl_;
   if (m.shape.relu) {  // the absorbed ReLU's backward, in place as the layer would have run it
-    const int64_t n = m.shape.batch * m.shape.num_output * m.shape.geometry.out_h() *
-                      m.shape.geometry.out_w();
-#pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; ++i) out_diff[i] = out[i] > 0 ? out_diff[i] : 0.f;
+    const int64_t image = m.shape.num_output * m.shape.geometry.out_h() * m.shape.geometry.out_w();
+#pragma omp parallel for schedule(static)
+    for (int64_t n = 0; n < m.shape.batch; ++n)
+      relu_gradient(out + n * image, out_diff + n * image, out_diff + n * image, image);
   }
+  // The bottom is unchanged since forward (Caffe's contract: backward reads what forward read).
+  memory& src = m.shared_src && in == m.src_loaded ? m.src->inner : m.bw_src->load(m.stream, in);
   std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, m.bw_src->load(m.stream, in)},
+      {DNNL_ARG_SRC, src},
       {DNNL_ARG_DIFF_DST, m.bw_diff_dst->load(m.stream, out_diff)},
       {DNNL_ARG_DIFF_WEIGHTS, m.bw_diff_weights->target(m.weight_grad.data())},
       {DNNL_ARG_SCRATCHPAD, m.bw_scratch}};
@@ -204,9 +215,8 @@ void OneDnnConvolution::backward(const float* in, const float* weight, const flo
   m.backward_weights.execute(m.stream, args);
   m.bw_diff_weights->store(m.stream);
   if (in_diff) {
-    // Both backward primitives usually want the gradient in the same layout: reorder it once.
-    const bool same = m.bd_diff_dst->inner.get_desc() == m.bw_diff_dst->inner.get_desc();
-    memory& diff_dst = same ? m.bw_diff_dst->inner : m.bd_diff_dst->load(m.stream, out_diff);
+    memory& diff_dst =
+        m.shared_diff_dst ? m.bw_diff_dst->inner : m.bd_diff_dst->load(m.stream, out_diff);
     m.backward_data.execute(m.stream,
                             {{DNNL_ARG_DIFF_DST, diff_dst},
                              {DNNL_ARG_WEIGHTS, m.bd_weights->load(m.stream, weight)},

@@ -1,9 +1,19 @@
 // ReLU: y = max(x, 0) + negative_slope * min(x, 0); may run in place (top == bottom).
 #pragma once
 
+#include <cstdint>
+
 #include "cgdp/layers/layer.hpp"
 
 namespace cgdp {
+
+// ReLU's backward where its output is y (slope 0): dx = y > 0 ? dy : 0; dx may be dy. A select:
+// multiplying a denormal gradient by a 0/1 mask stalls the core for ~100 cycles.
+template <typename T>
+inline void relu_gradient(const T* y, const T* dy, T* dx, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > 0 ? dy[i] : T(0);
+}
 
 template <typename T>
 class ReLULayer final : public Layer<T> {
