@@ -1,8 +1,10 @@
 // Parameter-server push+pull throughput on loopback for 1-4 shards and chunks of 64 KiB..64 MiB,
 // next to a plain TCP echo (POSIX sockets, the same bytes each way) between the same process's
-// threads. Every benchmark iteration times one echo and one push+pull back to back, so that each
-// ratio is taken at one moment of a shared machine whose speed swings within seconds; the
-// counters are medians over the iterations. bench/ps_throughput_table.sh prints them.
+// threads. Every benchmark iteration times one echo and two push+pulls back to back (the pulled
+// sum left in ZeroMQ's buffers, as the aggregator reads it on CPU devices, and copied into the
+// pushed buffer, as it is staged for CUDA devices), so that each ratio is taken at one moment of a
+// shared machine whose speed swings within seconds; the counters are medians over the
+// iterations. bench/ps_throughput_table.sh prints them.
 #include <arpa/inet.h>
 #include <benchmark/benchmark.h>
 #include <netinet/in.h>
@@ -118,7 +120,15 @@ class PsRig {
         cgdp::PsClientConfig{endpoints, 0, 1, chunks_, kToken, std::chrono::seconds(30)});
     grads_.assign(chunks_[0], 1.f);
   }
+  // The sum as received: what the aggregator's H2D copies read on CPU devices.
   void push_pull() {
+    client_->push(iteration_, 0, grads_.data(), chunks_[0]);
+    const cgdp::PulledChunk sum = client_->pull(iteration_, 0);
+    benchmark::DoNotOptimize(sum.pieces().back().data[sum.pieces().back().count - 1]);
+    ++iteration_;
+  }
+  // The sum copied into the pushed buffer: what the aggregator stages for CUDA devices.
+  void push_pull_copy() {
     client_->push(iteration_, 0, grads_.data(), chunks_[0]);
     client_->pull(iteration_, 0, grads_.data(), chunks_[0]);
     ++iteration_;
@@ -132,23 +142,26 @@ class PsRig {
   int64_t iteration_ = 0;
 };
 
-// Args: shards S, bytes B. Bytes counted: B up and B down, for both. Counters: each one's GB/s
-// (median over iterations) and `ratio`, the median of the parameter server's rate over the echo's
-// in the same iteration (the figure to judge).
+// Args: shards S, bytes B. Bytes counted: B up and B down, for all. Counters: each one's GB/s
+// (median over iterations); `ratio`, the median of the parameter server's rate over the echo's in
+// the same iteration (the figure to judge), and `copy_ratio`, the same with the sum copied out.
 void BM_PsVsTcp(benchmark::State& state) {
   const int shards = static_cast<int>(state.range(0));
   const int64_t bytes = state.range(1);
   TcpEcho tcp(bytes);
   PsRig ps(shards, bytes);
-  std::vector<double> tcp_s, ps_s, ratios;
+  std::vector<double> tcp_s, ps_s, copy_s, ratios, copy_ratios;
   for (auto _ : state) {
     tcp_s.push_back(seconds([&] { tcp.round_trip(); }));
     ps_s.push_back(seconds([&] { ps.push_pull(); }));
+    copy_s.push_back(seconds([&] { ps.push_pull_copy(); }));
     ratios.push_back(tcp_s.back() / ps_s.back());
+    copy_ratios.push_back(tcp_s.back() / copy_s.back());
   }
   state.counters["tcp_GB/s"] = 2e-9 * bytes / median(tcp_s);
   state.counters["ps_GB/s"] = 2e-9 * bytes / median(ps_s);
   state.counters["ratio"] = median(ratios);
+  state.counters["copy_ratio"] = median(copy_ratios);
 }
 
 void sizes(benchmark::internal::Benchmark* b) {

@@ -41,7 +41,8 @@ std::vector<ChunkSpan> spans_of(const std::vector<int64_t>& sizes) {
 
 // Runs `iterations` exchanges; each worker's chunks arrive in a random order with random delays.
 std::vector<float> exchange(int workers, const std::vector<int64_t>& chunk_sizes, int threads,
-                            uint64_t order_seed, int iterations, ChunkReducer* reducer = nullptr) {
+                            uint64_t order_seed, int iterations, ChunkReducer* reducer = nullptr,
+                            bool stage_pulled_sums = false) {
   int64_t n = 0;
   for (int64_t s : chunk_sizes) n += s;
   std::vector<std::unique_ptr<FakeWorker>> fakes;
@@ -52,6 +53,7 @@ std::vector<float> exchange(int workers, const std::vector<int64_t>& chunk_sizes
   }
   Timeline timeline(false);
   HostAggregator aggregator(agg, spans_of(chunk_sizes), threads, timeline, reducer);
+  if (stage_pulled_sums) aggregator.stage_pulled_sums();
   std::mt19937_64 rng(order_seed);
   for (int it = 0; it < iterations; ++it) {
     aggregator.begin_iteration(100 + it);
@@ -124,7 +126,7 @@ class FakeShards final : public ChunkReducer {
     push_order_.push_back(chunk);
     changed_.notify_all();
   }
-  void pull(int64_t iteration, int chunk, float* sum, int64_t count) override {
+  PulledChunk pull(int64_t iteration, int chunk) override {
     std::unique_lock lock(mutex_);
     const bool all = changed_.wait_for(lock, std::chrono::seconds(20), [&] {
       return std::count_if(pushed_.begin(), pushed_.end(),
@@ -132,9 +134,13 @@ class FakeShards final : public ChunkReducer {
     });
     if (!all) throw RuntimeCheckError(cat("pull of chunk ", chunk, " waited for pushes that never came"));
     const std::vector<float>& mine = pushed_.at({iteration, chunk});
-    ASSERT_EQ(static_cast<int64_t>(mine.size()), count);
-    for (int64_t i = 0; i < count; ++i) sum[i] = mine[i] * static_cast<float>(hosts_);
+    // Two pieces, as a chunk split across two shards comes back.
+    auto sum = std::make_shared<std::vector<float>>(mine.size());
+    for (size_t i = 0; i < mine.size(); ++i) (*sum)[i] = mine[i] * static_cast<float>(hosts_);
+    const int64_t half = static_cast<int64_t>(mine.size()) / 2;
+    const int64_t count = static_cast<int64_t>(mine.size());
     pull_order_.push_back(chunk);
+    return PulledChunk({{0, sum->data(), half}, {half, sum->data() + half, count - half}}, sum);
   }
   std::vector<int> push_order_, pull_order_;
   std::map<std::pair<int64_t, int>, std::vector<float>> pushed_;
@@ -145,15 +151,20 @@ class FakeShards final : public ChunkReducer {
   std::condition_variable changed_;
 };
 
+// Both ways a pulled sum reaches the workers: read where it was received (CPU devices) and
+// staged in pinned memory first (CUDA devices).
 TEST(HostAggregator, ReducerGetsEveryChunkWhileEarlierPullsWaitAndItsSumComesBack) {
   const std::vector<int64_t> sizes = {5, 1000, 17, 3000};
-  FakeShards shards(static_cast<int>(sizes.size()), 3);
   const auto local = exchange(2, sizes, 2, 4, 2);
-  const auto global = exchange(2, sizes, 2, 4, 2, &shards);
-  for (size_t i = 0; i < local.size(); ++i) ASSERT_EQ(global[i], 3 * local[i]) << i;
-  EXPECT_EQ(shards.pushed_.size(), 2 * sizes.size());  // each (iteration, chunk) once
-  EXPECT_TRUE(shards.pushed_.count({100, 0}) && shards.pushed_.count({101, 3}));
-  EXPECT_EQ(shards.push_order_, shards.pull_order_);
+  for (const bool staged : {false, true}) {
+    SCOPED_TRACE(staged ? "staged in pinned memory" : "read where received");
+    FakeShards shards(static_cast<int>(sizes.size()), 3);
+    const auto global = exchange(2, sizes, 2, 4, 2, &shards, staged);
+    for (size_t i = 0; i < local.size(); ++i) ASSERT_EQ(global[i], 3 * local[i]) << i;
+    EXPECT_EQ(shards.pushed_.size(), 2 * sizes.size());  // each (iteration, chunk) once
+    EXPECT_TRUE(shards.pushed_.count({100, 0}) && shards.pushed_.count({101, 3}));
+    EXPECT_EQ(shards.push_order_, shards.pull_order_);
+  }
 }
 
 }  // namespace

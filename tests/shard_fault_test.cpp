@@ -80,8 +80,10 @@ std::string header_bytes(const MessageHeader& h) {
   return bytes_of(&h, sizeof h);
 }
 
-std::string hello_frame(const ShardLayout& layout, int hosts, int shard) {
-  HelloBody body{layout.fingerprint(), hosts, layout.num_shards, shard, 0};
+std::string hello_frame(const ShardLayout& layout, int hosts, int shard,
+                        ConnectionRole role = ConnectionRole::kPush) {
+  HelloBody body{layout.fingerprint(), hosts, layout.num_shards, shard,
+                 static_cast<int32_t>(role)};
   return bytes_of(&body, sizeof body);
 }
 
@@ -167,15 +169,15 @@ TEST(ShardProtocolErrors, OutOfStepAndMalformedMessagesGetErrorReplies) {
   expect_error({header(K::kPush, 1, 1, 0, 31), payload}, "range 1 is elements [64, +32), not");
   expect_error({header(K::kPush, 1, 1, 0, 32), payload.substr(1)},
                "push of range 1 carries 127 payload bytes; expected 128");
-  expect_error({header(K::kPull, 1, 1, 0, 32), payload}, "carries 128 payload bytes; expected 0");
+  expect_error({header(K::kPush, 1, 1, 0, 32)}, "push of range 1 carries 0 payload bytes");
   expect_error({header(K::kPush, 0, 1, 0, 32), payload},
                "sender 0 on a connection that said hello as host 1");
-  expect_error({header(K::kPull, 1, 5, 0, 32)}, "range 5 is not on shard 0");
+  expect_error({header(K::kPush, 1, 5, 0, 32), payload}, "range 5 is not on shard 0");
   expect_error({header(K::kPush, 1, 1, -3, 32), payload}, "iteration -3 is negative");
   peer.send({header(K::kPush, 1, 1, 5, 32), payload});  // accepted: no reply
   expect_error({header(K::kPush, 1, 1, 5, 32), payload}, "host 1 already pushed iteration 5");
   expect_error({header(K::kPush, 1, 1, 7, 32), payload}, "iteration 7 is out of step");
-  expect_error({header(K::kReply, 1, 1, 5, 32), payload}, "does not accept reply messages");
+  expect_error({header(K::kSum, 1, 1, 5, 32), payload}, "does not accept sum messages");
   expect_error({header(K::kPush, 1, 1, 5, 32), payload, "x"}, "3 frames; expected a header");
   expect_error({std::string(39, 'h')}, "header frame of 39 bytes; expected 40");
   expect_error({header(K::kHello, 1, -1, 0, 0), "short"}, "hello needs a 24-byte body");
@@ -183,6 +185,59 @@ TEST(ShardProtocolErrors, OutOfStepAndMalformedMessagesGetErrorReplies) {
   EXPECT_TRUE(
       cluster.log.contains("rejected push (iteration 5, range 1) from host 1 (127.0.0.1): "
                            "host 1 already pushed iteration 5"));
+}
+
+// Sums go, unasked, to the one sum connection each host opened; a host's errors go there too,
+// since that is where its pull waits.
+TEST(ShardProtocolErrors, SumConnectionGetsTheSumsAndTheHostsErrors) {
+  Cluster cluster(1, 2, {16});
+  const ShardLayout layout = assign_ranges(cluster.chunk_sizes, 1);
+  auto hello = [&](RawPeer& peer, int host, ConnectionRole role) {
+    peer.send({header_bytes(make_header(MessageKind::kHello, host)),
+               hello_frame(layout, 2, 0, role)});
+    return peer.receive();
+  };
+  RawPeer sums(cluster.endpoints[0]), pushes(cluster.endpoints[0]), other(cluster.endpoints[0]);
+  EXPECT_EQ(hello(sums, 1, ConnectionRole::kSum).first.kind,
+            static_cast<uint16_t>(MessageKind::kWelcome));
+  EXPECT_NE(hello(other, 1, ConnectionRole::kSum).second.find("host 1 already has a sum connection"),
+            std::string::npos);
+  EXPECT_NE(hello(other, 0, static_cast<ConnectionRole>(7))
+                .second.find("connection role 7; expected 0 (pushes) or 1 (sums)"),
+            std::string::npos);
+  EXPECT_EQ(hello(pushes, 1, ConnectionRole::kPush).first.kind,
+            static_cast<uint16_t>(MessageKind::kWelcome));
+  EXPECT_EQ(hello(other, 0, ConnectionRole::kPush).first.kind,
+            static_cast<uint16_t>(MessageKind::kWelcome));
+  const ShardPiece& p = layout.pieces[0];
+  auto push = [&](RawPeer& peer, int host, int64_t iteration, float value) {
+    const std::vector<float> g(p.count, value);
+    peer.send({header_bytes(make_header(MessageKind::kPush, host, 0, iteration, 0, p.count)),
+               bytes_of(g.data(), g.size() * 4)});
+  };
+  push(sums, 1, 0, 1.f);
+  auto [h, text] = sums.receive();
+  EXPECT_EQ(h.kind, static_cast<uint16_t>(MessageKind::kError));
+  EXPECT_NE(text.find("a push on host 1's sum connection"), std::string::npos) << text;
+  push(pushes, 1, 3, 1.f);
+  push(pushes, 1, 9, 1.f);  // out of step: the error goes to host 1's sum connection
+  std::tie(h, text) = sums.receive();
+  EXPECT_NE(text.find("iteration 9 is out of step"), std::string::npos) << text;
+  EXPECT_EQ(pushes.receive(milliseconds(200)).first.kind, 0);  // nothing on the push connection
+  push(other, 0, 3, 2.f);  // host 0 completes iteration 3: host 1 gets the sum, unasked
+  zmq::message_t head, body;
+  sums.socket.set(zmq::sockopt::rcvtimeo, 5000);
+  ASSERT_TRUE(sums.socket.recv(head));
+  ASSERT_TRUE(sums.socket.recv(body));
+  std::memcpy(&h, head.data(), sizeof h);
+  EXPECT_EQ(h.kind, static_cast<uint16_t>(MessageKind::kSum));
+  EXPECT_EQ(h.iteration, 3);
+  ASSERT_EQ(body.size(), static_cast<size_t>(p.count) * 4);
+  EXPECT_EQ(body.data<float>()[p.count - 1], 3.f);
+  EXPECT_EQ(other.receive(milliseconds(200)).first.kind, 0);  // host 0 has no sum connection
+  EXPECT_TRUE(cluster.log.contains("host 0 has no sum connection; its sum of range 0, iteration "
+                                   "3 is dropped"));
+  EXPECT_EQ(cluster.servers[0]->stats().sums_sent, 1);
 }
 
 // Thousands of random, truncated and mutated frames from an authenticated peer that never said a
@@ -345,7 +400,7 @@ TEST(ShardFailure, FrozenShardTimesOutNamingIt) {
   exchange(client, g, 0);
   shards.signal(SIGSTOP);
   const std::string what = network_error([&] { exchange(client, g, 1); });
-  EXPECT_EQ(what, "no reply from shard 1 (" + shards.remote() +
+  EXPECT_EQ(what, "no sum from shard 1 (" + shards.remote() +
                       ") for 1 s while pulling iteration 1, chunk 1");
 }
 

@@ -140,26 +140,39 @@ std::vector<float> floats_of(const zmq::message_t& m) {
   return v;
 }
 
-TEST(PieceState, SumsInHostOrderAndKeepsAtMostTwoIterationsOpen) {
+TEST(PieceState, SumsInHostOrderOnceAndKeepsAtMostTwoIterationsOpen) {
   PieceState piece(2, 2, 1);
-  zmq::message_t route_a("a", 1), route_b("b", 1), route_c("c", 1);
-  EXPECT_EQ(piece.pull(0, 1, route_b), "");  // a pull may come before any push
   EXPECT_EQ(piece.push(0, 1, floats({1e8f, 1})), "");
-  EXPECT_TRUE(piece.take_ready().empty());
+  EXPECT_FALSE(piece.take_sum());  // host 0 has not pushed yet
   EXPECT_NE(piece.push(0, 1, floats({0, 0})).find("already pushed"), std::string::npos);
   EXPECT_EQ(piece.push(1, 1, floats({5, 6})), "");  // a fast host's next iteration
   EXPECT_NE(piece.push(2, 1, floats({0, 0})).find("more than one ahead"), std::string::npos);
   EXPECT_EQ(piece.push(0, 0, floats({-1e8f, 2})), "");
-  auto ready = piece.take_ready();
-  ASSERT_EQ(ready.size(), 1u);
-  EXPECT_EQ(ready[0].host, 1);
-  EXPECT_EQ(floats_of(ready[0].sum), (std::vector<float>{0, 3}));
-  EXPECT_EQ(piece.pull(0, 0, route_a), "");
-  EXPECT_EQ(piece.take_ready().size(), 1u);  // iteration 0 is now done and forgotten
+  auto ready = piece.take_sum();
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->iteration, 0);
+  EXPECT_EQ(floats_of(ready->sum), (std::vector<float>{0, 3}));  // host 0 first: (-1e8 + 1e8) + 1
+  EXPECT_FALSE(piece.take_sum());  // handed out once
   EXPECT_NE(piece.push(0, 0, floats({0, 0})).find("already done"), std::string::npos);
-  EXPECT_NE(piece.pull(3, 0, route_c).find("out of step"), std::string::npos);
-  EXPECT_EQ(route_c.size(), 1u);  // a rejected pull leaves the route to the caller
-  EXPECT_EQ(piece.sums_done(), 1);
+  EXPECT_NE(piece.push(3, 0, floats({0, 0})).find("out of step"), std::string::npos);
+  EXPECT_EQ(piece.push(2, 1, floats({0, 0})), "");  // iteration 0 is done: 1 and 2 may be open
+  EXPECT_EQ(piece.push(1, 0, floats({1, 1})), "");
+  ready = piece.take_sum();
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->iteration, 1);
+  EXPECT_EQ(floats_of(ready->sum), (std::vector<float>{6, 7}));
+  EXPECT_EQ(piece.sums_done(), 2);
+}
+
+// A skipped iteration never completes: once a later one is summed, the older one is closed.
+TEST(PieceState, ALaterSumClosesAnOlderOpenIteration) {
+  PieceState piece(2, 1, 1);
+  EXPECT_EQ(piece.push(4, 0, floats({1})), "");
+  EXPECT_EQ(piece.push(5, 0, floats({2})), "");
+  EXPECT_EQ(piece.push(5, 1, floats({3})), "");  // host 1 skipped iteration 4
+  ASSERT_TRUE(piece.take_sum());
+  EXPECT_NE(piece.push(4, 1, floats({0})).find("already done"), std::string::npos);
+  EXPECT_EQ(piece.push(6, 1, floats({0})), "");
 }
 
 TEST(ShardServer, FixedOrderSumsAreBitwiseForAnyShardAndHostCount) {
@@ -178,6 +191,50 @@ TEST(ShardServer, FixedOrderSumsAreBitwiseForAnyShardAndHostCount) {
   // Five hosts: sum_buffers' tree order ((h0 + h1) + (h2 + h3)) + h4 is not left to right.
   Cluster five(2, 5, chunks, PieceLimits{1000, 1});
   expect_fixed_order_sum(five, false, 2);
+}
+
+// Sums come in unasked, so one that comes while a pull waits for another chunk is kept for later;
+// a host that keeps pushing without pulling is told so instead of hoarding sums.
+TEST(PsClient, EarlySumsWaitForTheirPullAndUnpulledOnesAreAnError) {
+  Cluster cluster(1, 1, {6});
+  PsClient client(cluster.client(0));
+  std::vector<std::vector<float>> g(6, std::vector<float>(6));
+  for (int t = 0; t < 2; ++t) {
+    std::fill(g[t].begin(), g[t].end(), static_cast<float>(t + 1));
+    client.push(t, 0, g[t].data(), 6);
+  }
+  const PulledChunk second = client.pull(1, 0);  // iteration 0's sum came first and is kept
+  ASSERT_EQ(second.pieces().size(), 1u);
+  EXPECT_EQ(second.pieces()[0].data[5], 2.f);
+  std::vector<float> first(6);
+  client.pull(0, 0, first.data(), 6);
+  EXPECT_EQ(first, std::vector<float>(6, 1.f));
+  for (int t = 2; t < 6; ++t) client.push(t, 0, g[t].data(), 6);
+  try {
+    client.pull(5, 0);  // two iterations may wait (2 and 3); a third (4) may not
+    ADD_FAILURE() << "no NetworkError";
+  } catch (const NetworkError& e) {
+    EXPECT_NE(std::string(e.what()).find("2 sums wait to be pulled (shard 0 ("), std::string::npos)
+        << e.what();
+  }
+}
+
+// A push the shard rejects fails the host's next pull with the shard's reason, at once.
+TEST(PsClient, ARejectedPushFailsThePullWithTheReason) {
+  Cluster cluster(1, 2, {6});
+  PsClient client(cluster.client(0, std::chrono::seconds(60)));
+  std::vector<float> g(6, 1.f);
+  client.push(0, 0, g.data(), 6);
+  client.push(0, 0, g.data(), 6);
+  try {
+    client.pull(0, 0);
+    ADD_FAILURE() << "no NetworkError";
+  } catch (const NetworkError& e) {
+    EXPECT_NE(std::string(e.what()).find("rejected a message of host 0 (while pulling iteration "
+                                         "0, chunk 0): host 0 already pushed iteration 0"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // push() on one thread and pull() on another, as an aggregator may split them: each host's

@@ -1,4 +1,4 @@
-// BSP state of one piece: window of live iterations, fixed-order sum, pending pulls.
+// BSP state of one piece: window of open iterations, fixed-order sum handed out once.
 #include "shard/piece_state.hpp"
 
 #include <algorithm>
@@ -32,7 +32,6 @@ PieceState::Slot* PieceState::slot_for(int64_t iteration, std::string& why) {
   s.iteration = iteration;
   s.pushes.resize(num_hosts_);
   s.pushed.assign(num_hosts_, 0);
-  s.pulled.assign(num_hosts_, 0);
   return &s;
 }
 
@@ -43,54 +42,26 @@ std::string PieceState::push(int64_t iteration, int host, zmq::message_t payload
   if (slot->pushed[host]) return cat("host ", host, " already pushed iteration ", iteration);
   slot->pushed[host] = 1;
   slot->pushes[host] = std::move(payload);
-  if (++slot->num_pushed == num_hosts_) sum(*slot);
-  return "";
-}
-
-std::string PieceState::pull(int64_t iteration, int host, zmq::message_t& route) {
-  std::string why;
-  Slot* slot = slot_for(iteration, why);
-  if (!slot) return why;
-  if (slot->pulled[host]) return cat("host ", host, " already pulled iteration ", iteration);
-  slot->pulled[host] = 1;
-  slot->waiting.push_back({std::move(route), host, iteration, zmq::message_t()});
-  return "";
-}
-
-void PieceState::sum(Slot& slot) {
-  if (num_hosts_ == 1) {
-    slot.sum = std::move(slot.pushes[0]);  // the sum of one push is that push, bit for bit
-  } else {
-    std::vector<const float*> sources;
-    for (const auto& p : slot.pushes) sources.push_back(p.data<float>());
-    slot.sum.rebuild(static_cast<size_t>(count_) * sizeof(float));
-    sum_buffers(slot.sum.data<float>(), sources, count_, sum_threads_);
-  }
-  slot.pushes.clear();
-  slot.summed = true;
+  if (++slot->num_pushed < num_hosts_) return "";
+  ready_ = ReadySum{iteration, sum(*slot)};
   ++sums_done_;
+  // Done; an older open iteration can never complete now (BSP), so it goes too.
+  floor_ = iteration + 1;
+  while (!slots_.empty() && slots_.front().iteration <= iteration) slots_.pop_front();
+  return "";
 }
 
-std::vector<ReadyReply> PieceState::take_ready() {
-  std::vector<ReadyReply> ready;
-  for (Slot& s : slots_) {
-    if (!s.summed) continue;
-    for (ReadyReply& r : s.waiting) {
-      r.sum.copy(s.sum);
-      ready.push_back(std::move(r));
-      ++s.num_answered;
-    }
-    s.waiting.clear();
-  }
-  // Forget iterations every host has pulled; anything older can never complete (BSP) either.
-  while (!slots_.empty()) {
-    auto done = std::find_if(slots_.begin(), slots_.end(),
-                             [&](const Slot& s) { return s.num_answered == num_hosts_; });
-    if (done == slots_.end()) break;
-    floor_ = done->iteration + 1;
-    slots_.erase(slots_.begin(), done + 1);
-  }
-  return ready;
+zmq::message_t PieceState::sum(Slot& slot) const {
+  if (num_hosts_ == 1) return std::move(slot.pushes[0]);  // the sum of one push, bit for bit
+  std::vector<const float*> sources;
+  for (const auto& p : slot.pushes) sources.push_back(p.data<float>());
+  zmq::message_t out(static_cast<size_t>(count_) * sizeof(float));
+  sum_buffers(out.data<float>(), sources, count_, sum_threads_);
+  return out;
+}
+
+std::optional<ReadySum> PieceState::take_sum() {
+  return std::exchange(ready_, std::nullopt);
 }
 
 }  // namespace cgdp

@@ -38,10 +38,8 @@ std::string kind_name(uint16_t kind) {
       return "welcome";
     case MessageKind::kPush:
       return "push";
-    case MessageKind::kPull:
-      return "pull";
-    case MessageKind::kReply:
-      return "reply";
+    case MessageKind::kSum:
+      return "sum";
     case MessageKind::kError:
       return "error";
     case MessageKind::kBye:

@@ -1,12 +1,13 @@
-// A host's parameter-server client: per shard two authenticated DEALER connections (push, pull),
-// zero-copy pushes from the caller's buffer, pulls received straight into the caller's buffer,
-// and a deadline on every wait that names the shard which did not answer.
+// A host's parameter-server client: per shard two authenticated DEALER connections (pushes out,
+// sums in), zero-copy pushes from the caller's buffer, sums handed out in the buffers ZeroMQ
+// received them into, and a deadline on every wait that names the shard which did not answer.
 #include "cgdp/shard/ps_client.hpp"
 
 #include <algorithm>
 #include <condition_variable>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
@@ -27,6 +28,12 @@ constexpr int kEvents = ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
 
 std::string duration_text(std::chrono::milliseconds d) {
   return d.count() % 1000 == 0 ? cat(d.count() / 1000, " s") : cat(d.count(), " ms");
+}
+
+void check_count(const ShardLayout& layout, int chunk, int64_t count, const char* what) {
+  if (count != layout.chunk_sizes[chunk])
+    throw UsageError(
+        cat(what, ": chunk ", chunk, " has ", layout.chunk_sizes[chunk], " elements, not ", count));
 }
 
 // Pushed buffers ZeroMQ has not released yet, per chunk: ZeroMQ calls release_push from its I/O
@@ -59,7 +66,9 @@ struct Connection {
 struct ShardLink {
   int index = 0;
   std::string address;
-  Connection push, pull;  // two, so push() and pull() may run on two threads
+  // Two, so push() and pull() may run on two threads: pushes and byes go out on `push`; the
+  // shard sends every sum (and its errors) unasked on `sums`.
+  Connection push, sums;
   std::string name() const { return cat("shard ", index, " (", address, ")"); }
 };
 
@@ -70,7 +79,8 @@ class PsClient::Impl {
   explicit Impl(PsClientConfig config);
   ~Impl();
   void push(int64_t iteration, int chunk, const float* data, int64_t count);
-  void pull(int64_t iteration, int chunk, float* out, int64_t count);
+  PulledChunk pull(int64_t iteration, int chunk);
+  void check_chunk(int chunk, const char* what) const;
 
   PsClientConfig config;
   ShardLayout layout;
@@ -79,7 +89,6 @@ class PsClient::Impl {
   using Pick = Connection ShardLink::*;
   void open(ShardLink& link, Pick which);
   void hello_all();
-  void check_call(int chunk, int64_t count, const char* what) const;
   // Polls connection `which` of `links` and their monitors until `done()` or `deadline`; calls
   // `on_message` for each readable socket. Throws NetworkError for a lost or refusing shard;
   // returns false at the deadline.
@@ -87,25 +96,25 @@ class PsClient::Impl {
                   const std::function<void(ShardLink&)>& on_message,
                   const std::function<bool()>& done, const std::string& during);
   void wait_released(int chunk, Clock::time_point deadline);
-  // One pull() in progress: which of the chunk's pieces still wait for their shard's reply.
+  // One pull() in progress: the chunk's pieces' sums as they come in.
   struct PendingPull {
     int64_t iteration;
     int chunk;
     std::span<const ShardPiece> pieces;
-    float* out;
-    std::vector<char> waiting = {};
+    std::vector<zmq::message_t> sums = {};  // by piece; empty until it came
     size_t remaining = 0;
-    bool released = false;  // the chunk's pushes left ZeroMQ, so `out` may be written
-    Clock::time_point deadline = {};
     std::string during = {};
   };
-  // Reads one message from `link`'s pull connection into `pull`.
-  void receive_reply(ShardLink& link, PendingPull& pull);
+  // Reads one message from `link`'s sum connection into `pull`, or keeps it for a later pull.
+  void receive_sum(ShardLink& link, PendingPull& pull);
 
   SendTracker tracker_;
   std::vector<ChunkHint> hints_;  // per chunk, handed to ZeroMQ with each zero-copy payload
   zmq::context_t context_{1};     // after what its I/O thread may still call back into
   std::vector<std::unique_ptr<ShardLink>> links_;
+  // Sums that came in while a pull waited for another chunk, by (range, iteration). Pulls come
+  // in push order, but shards finish pieces in the order the last host pushed them.
+  std::map<std::pair<int, int64_t>, zmq::message_t> early_sums_;
   std::mutex push_mutex_, pull_mutex_;
 };
 
@@ -124,7 +133,7 @@ PsClient::Impl::Impl(PsClientConfig c) : config(std::move(c)) {
     link->index = static_cast<int>(s);
     link->address = config.shards[s];
     open(*link, &ShardLink::push);
-    open(*link, &ShardLink::pull);
+    open(*link, &ShardLink::sums);
     links_.push_back(std::move(link));
   }
   hello_all();
@@ -139,7 +148,7 @@ PsClient::Impl::~Impl() {
       (void)link->push.socket.send(zmq::buffer(&bye, sizeof bye), zmq::send_flags::dontwait);
   for (auto& link : links_) {
     link->push.events.reset();
-    link->pull.events.reset();
+    link->sums.events.reset();
   }
 }
 
@@ -198,10 +207,13 @@ void PsClient::Impl::hello_all() {
   std::vector<ShardLink*> links;
   for (auto& l : links_) links.push_back(l.get());
   const auto deadline = Clock::now() + config.timeout;
-  for (Pick which : {&ShardLink::push, &ShardLink::pull}) {
+  for (Pick which : {&ShardLink::push, &ShardLink::sums}) {
+    const ConnectionRole role =
+        which == &ShardLink::push ? ConnectionRole::kPush : ConnectionRole::kSum;
     std::vector<char> welcomed(links.size(), 0);
     for (ShardLink* l : links) {
-      HelloBody body{layout.fingerprint(), config.num_hosts, layout.num_shards, l->index, 0};
+      HelloBody body{layout.fingerprint(), config.num_hosts, layout.num_shards, l->index,
+                     static_cast<int32_t>(role)};
       const MessageHeader h = make_header(MessageKind::kHello, config.rank);
       zmq::socket_t& s = (l->*which).socket;
       s.send(zmq::buffer(&h, sizeof h), zmq::send_flags::sndmore);
@@ -230,16 +242,14 @@ void PsClient::Impl::hello_all() {
   }
 }
 
-void PsClient::Impl::check_call(int chunk, int64_t count, const char* what) const {
+void PsClient::Impl::check_chunk(int chunk, const char* what) const {
   if (chunk < 0 || chunk >= layout.num_chunks())
     throw UsageError(cat(what, ": chunk ", chunk, " is outside [0, ", layout.num_chunks(), ")"));
-  if (count != layout.chunk_sizes[chunk])
-    throw UsageError(
-        cat(what, ": chunk ", chunk, " has ", layout.chunk_sizes[chunk], " elements, not ", count));
 }
 
 void PsClient::Impl::push(int64_t iteration, int chunk, const float* data, int64_t count) {
-  check_call(chunk, count, "push");
+  check_chunk(chunk, "push");
+  check_count(layout, chunk, count, "push");
   std::lock_guard lock(push_mutex_);
   for (const ShardPiece& p : layout.pieces_of_chunk(chunk)) {
     ShardLink& link = *links_[p.shard];
@@ -270,76 +280,84 @@ void PsClient::Impl::wait_released(int chunk, Clock::time_point deadline) {
         cat("chunk ", chunk, "'s pushes were not sent within ", duration_text(config.timeout)));
 }
 
-void PsClient::Impl::pull(int64_t iteration, int chunk, float* out, int64_t count) {
-  check_call(chunk, count, "pull");
+PulledChunk PsClient::Impl::pull(int64_t iteration, int chunk) {
+  check_chunk(chunk, "pull");
   std::lock_guard lock(pull_mutex_);
-  PendingPull pull{iteration, chunk, layout.pieces_of_chunk(chunk), out};
-  pull.waiting.assign(pull.pieces.size(), 1);
-  pull.remaining = pull.pieces.size();
-  pull.deadline = Clock::now() + config.timeout;
+  PendingPull pull{iteration, chunk, layout.pieces_of_chunk(chunk)};
+  pull.sums.resize(pull.pieces.size());
   pull.during = cat("while pulling iteration ", iteration, ", chunk ", chunk);
+  const auto deadline = Clock::now() + config.timeout;
   std::vector<ShardLink*> links;
-  for (const ShardPiece& p : pull.pieces) {
+  for (size_t i = 0; i < pull.pieces.size(); ++i) {
+    const ShardPiece& p = pull.pieces[i];
+    if (auto early = early_sums_.find({p.range, iteration}); early != early_sums_.end()) {
+      pull.sums[i] = std::move(early->second);
+      early_sums_.erase(early);
+      continue;
+    }
+    ++pull.remaining;
     ShardLink& link = *links_[p.shard];
-    if (!link.pull.lost.empty()) throw NetworkError(cat(link.pull.lost, " ", pull.during));
-    const MessageHeader h =
-        make_header(MessageKind::kPull, config.rank, p.range, iteration, p.offset, p.count);
-    link.pull.socket.send(zmq::buffer(&h, sizeof h), zmq::send_flags::none);
+    if (!link.sums.lost.empty()) throw NetworkError(cat(link.sums.lost, " ", pull.during));
     if (links.empty() || links.back() != &link) links.push_back(&link);
   }
-  auto on_message = [&](ShardLink& link) { receive_reply(link, pull); };
+  auto on_message = [&](ShardLink& link) { receive_sum(link, pull); };
   if (!poll_until(
-          links, &ShardLink::pull, pull.deadline, on_message, [&] { return pull.remaining == 0; },
+          links, &ShardLink::sums, deadline, on_message, [&] { return pull.remaining == 0; },
           pull.during)) {
     std::string missing;
     for (size_t i = 0; i < pull.pieces.size(); ++i) {
       const std::string name = links_[pull.pieces[i].shard]->name();
-      if (pull.waiting[i] && missing.find(name) == std::string::npos)
+      if (pull.sums[i].empty() && missing.find(name) == std::string::npos)
         missing += (missing.empty() ? "" : ", ") + name;
     }
     throw NetworkError(
-        cat("no reply from ", missing, " for ", duration_text(config.timeout), " ", pull.during));
+        cat("no sum from ", missing, " for ", duration_text(config.timeout), " ", pull.during));
   }
+  wait_released(chunk, deadline);  // the caller may overwrite the pushed buffer once we return
+  std::vector<PulledChunk::Piece> pieces;
+  for (size_t i = 0; i < pull.pieces.size(); ++i)
+    pieces.push_back({pull.pieces[i].chunk_offset, pull.sums[i].data<float>(), pull.pieces[i].count});
+  return PulledChunk(std::move(pieces),
+                     std::make_shared<std::vector<zmq::message_t>>(std::move(pull.sums)));
 }
 
-void PsClient::Impl::receive_reply(ShardLink& link, PendingPull& pull) {
-  zmq::socket_t& s = link.pull.socket;
-  zmq::message_t head;
-  (void)s.recv(head);
-  auto drain = [&] {
-    for (zmq::message_t rest; head.more() && s.recv(rest); head = std::move(rest)) {
-    }
-  };
+void PsClient::Impl::receive_sum(ShardLink& link, PendingPull& pull) {
+  std::vector<zmq::message_t> frames;
+  (void)zmq::recv_multipart(link.sums.socket, std::back_inserter(frames));
   MessageHeader h;
-  if (const std::string bad = parse_header(head.data(), head.size(), h); !bad.empty()) {
-    drain();
+  if (const std::string bad = parse_header(frames[0].data(), frames[0].size(), h); !bad.empty())
     throw NetworkError(cat(link.name(), " sent a malformed message: ", bad));
-  }
-  size_t i = 0;
-  while (i < pull.pieces.size() && !(pull.pieces[i].range == h.range && pull.waiting[i])) ++i;
-  if (h.iteration != pull.iteration || i == pull.pieces.size()) return drain();  // stale
-  if (h.kind == static_cast<uint16_t>(MessageKind::kError)) {
-    zmq::message_t text;
-    if (head.more()) (void)s.recv(text);
-    throw NetworkError(
-        cat(link.name(), " rejected the pull ", pull.during, ": ", text.to_string()));
-  }
-  const ShardPiece& p = pull.pieces[i];
-  if (h.kind != static_cast<uint16_t>(MessageKind::kReply) || h.count != p.count || !head.more()) {
-    drain();
-    throw NetworkError(
-        cat(link.name(), " sent an unexpected ", kind_name(h.kind), " ", pull.during));
-  }
-  if (!pull.released) wait_released(pull.chunk, pull.deadline);  // `out` may be being sent
-  pull.released = true;
-  const size_t bytes = static_cast<size_t>(p.count) * sizeof(float);
-  // Straight into place: libzmq copies once from the buffer it read the socket into.
-  const auto got = s.recv(zmq::mutable_buffer(pull.out + p.chunk_offset, bytes));
-  if (!got || got->untruncated_size != bytes)
-    throw NetworkError(cat(link.name(), " sent ", got ? got->untruncated_size : 0,
-                           " bytes for range ", h.range, "; expected ", bytes));
-  pull.waiting[i] = 0;
-  --pull.remaining;
+  if (h.kind == static_cast<uint16_t>(MessageKind::kError))
+    throw NetworkError(cat(link.name(), " rejected a message of host ", config.rank, " (",
+                           pull.during, "): ", frames.size() > 1 ? frames[1].to_string() : ""));
+  if (h.kind != static_cast<uint16_t>(MessageKind::kSum))
+    throw NetworkError(cat(link.name(), " sent an unexpected ", kind_name(h.kind), " ", pull.during));
+  const bool known = h.range >= 0 && h.range < static_cast<int>(layout.pieces.size());
+  const ShardPiece* p = known ? &layout.pieces[h.range] : nullptr;
+  const size_t bytes = p ? static_cast<size_t>(p->count) * sizeof(float) : 0;
+  if (!p || p->shard != link.index || h.offset != p->offset || h.count != p->count ||
+      frames.size() != 2 || frames[1].size() != bytes)
+    throw NetworkError(cat(link.name(), " sent a sum for range ", h.range, " (", frames.size(),
+                           " frames) that does not match this host's layout"));
+  zmq::message_t sum = std::move(frames[1]);
+  // Small frames may sit unaligned inside ZeroMQ's receive batch; only those are copied.
+  if (reinterpret_cast<uintptr_t>(sum.data()) % alignof(float) != 0)
+    sum = zmq::message_t(sum.data(), sum.size());
+  for (size_t i = 0; i < pull.pieces.size(); ++i)
+    if (pull.pieces[i].range == h.range && h.iteration == pull.iteration && pull.sums[i].empty()) {
+      pull.sums[i] = std::move(sum);
+      --pull.remaining;
+      return;
+    }
+  // A sum for a later pull. Every pushed chunk is pulled, so at most two iterations wait here.
+  if (early_sums_.count({h.range, h.iteration}))
+    throw NetworkError(cat(link.name(), " sent range ", h.range, " of iteration ", h.iteration,
+                           " twice"));
+  if (early_sums_.size() >= 2 * layout.pieces.size())
+    throw NetworkError(cat(early_sums_.size(), " sums wait to be pulled (", link.name(),
+                           " sent range ", h.range, " of iteration ", h.iteration,
+                           "); every pushed chunk must be pulled"));
+  early_sums_.emplace(std::make_pair(h.range, h.iteration), std::move(sum));
 }
 
 PsClient::PsClient(PsClientConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
@@ -350,8 +368,13 @@ const ShardLayout& PsClient::layout() const {
 void PsClient::push(int64_t iteration, int chunk, const float* data, int64_t count) {
   impl_->push(iteration, chunk, data, count);
 }
+PulledChunk PsClient::pull(int64_t iteration, int chunk) {
+  return impl_->pull(iteration, chunk);
+}
 void PsClient::pull(int64_t iteration, int chunk, float* out, int64_t count) {
-  impl_->pull(iteration, chunk, out, count);
+  impl_->check_chunk(chunk, "pull");
+  check_count(impl_->layout, chunk, count, "pull");
+  impl_->pull(iteration, chunk).copy_to(out);
 }
 
 }  // namespace cgdp

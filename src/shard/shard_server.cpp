@@ -1,5 +1,6 @@
 // The shard's thread: authenticates peers (ZAP), validates every frame against the shard's own
-// ranges before touching memory, feeds pushes and pulls to the pieces' BSP state, sends replies.
+// ranges before touching memory, feeds pushes to the pieces' BSP state, and sends each finished
+// sum to every host's sum connection.
 #include "cgdp/shard/shard_server.hpp"
 
 #include <atomic>
@@ -10,6 +11,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
@@ -59,16 +61,17 @@ class ShardServer::Impl {
   struct Peer {
     int host = -1;
     std::string address;
+    ConnectionRole role = ConnectionRole::kPush;
   };
   void run();
   void serve_router();
   void handle(std::vector<zmq::message_t>& frames);
-  std::string check_piece(const MessageHeader& h, const Peer* peer, size_t payload_frames,
-                          size_t payload_bytes) const;
-  std::string hello(const std::string& route, const Peer& from, const MessageHeader& h,
+  std::string check_push(const MessageHeader& h, const Peer* peer, size_t payload_frames,
+                         size_t payload_bytes) const;
+  std::string hello(const std::string& route, Peer from, const MessageHeader& h,
                     const std::vector<zmq::message_t>& frames);
   std::string bye(const MessageHeader& h, const Peer* peer);
-  void send_ready(int local_piece);
+  void send_sum(int local_piece);
   void reject(zmq::message_t& route, const std::string& from, const MessageHeader* h,
               const std::string& why);
   void send(zmq::message_t& route, const MessageHeader& h, zmq::message_t* payload);
@@ -84,6 +87,7 @@ class ShardServer::Impl {
   int first_piece_ = 0;                // this shard's pieces: [first_piece_, first_piece_ + n)
   std::deque<PieceState> pieces_;      // by local index (a deque: PieceState does not move)
   std::map<std::string, Peer> peers_;  // by ROUTER identity, after a good hello
+  std::vector<std::string> sum_routes_;  // by host: its sum connection's identity, once it said hello
   std::vector<char> said_bye_;
   int64_t max_frame_ = 0;
 
@@ -112,6 +116,7 @@ ShardServer::Impl::Impl(ShardConfig config) : config_(std::move(config)) {
     max_frame_ = std::max<int64_t>(max_frame_, p.count * sizeof(float));
   }
   said_bye_.assign(config_.num_hosts, 0);
+  sum_routes_.assign(config_.num_hosts, "");
   // The ZAP handler first: a PLAIN socket bound before it would let anyone in.
   zap_ = std::make_unique<ZapHandler>(context_, config_.token, config_.log);
   router_ = zmq::socket_t(context_, zmq::socket_type::router);
@@ -172,8 +177,8 @@ void ShardServer::Impl::run() {
     error_ = std::current_exception();
   }
   const ShardStats s = stats();
-  config_.log(cat("shard ", config_.shard, " stopped: ", s.pieces_summed, " sums, ", s.replies_sent,
-                  " replies, ", s.messages_rejected, " messages rejected, ", s.connections_refused,
+  config_.log(cat("shard ", config_.shard, " stopped: ", s.pieces_summed, " sums, ", s.sums_sent,
+                  " sums sent, ", s.messages_rejected, " messages rejected, ", s.connections_refused,
                   " connections refused"));
   std::lock_guard lock(mutex_);
   finished_ = true;
@@ -221,21 +226,15 @@ void ShardServer::Impl::handle(std::vector<zmq::message_t>& frames) {
     case MessageKind::kHello:
       why = hello(id, Peer{h.sender, address ? address : "?"}, h, frames);
       break;
-    case MessageKind::kPush:
-    case MessageKind::kPull: {
-      why = check_piece(h, peer, payload_frames, payload_bytes);
+    case MessageKind::kPush: {
+      why = check_push(h, peer, payload_frames, payload_bytes);
       if (!why.empty()) break;
-      PieceState& piece = pieces_[h.range - first_piece_];
-      if (h.kind == static_cast<uint16_t>(MessageKind::kPull)) {
-        why = piece.pull(h.iteration, h.sender, route);
-      } else {
-        zmq::message_t payload = std::move(frames[2]);
-        // Small frames may sit unaligned inside ZeroMQ's receive batch; only those are copied.
-        if (reinterpret_cast<uintptr_t>(payload.data()) % alignof(float) != 0)
-          payload = zmq::message_t(payload.data(), payload.size());
-        why = piece.push(h.iteration, h.sender, std::move(payload));
-      }
-      if (why.empty()) send_ready(h.range - first_piece_);
+      zmq::message_t payload = std::move(frames[2]);
+      // Small frames may sit unaligned inside ZeroMQ's receive batch; only those are copied.
+      if (reinterpret_cast<uintptr_t>(payload.data()) % alignof(float) != 0)
+        payload = zmq::message_t(payload.data(), payload.size());
+      why = pieces_[h.range - first_piece_].push(h.iteration, h.sender, std::move(payload));
+      if (why.empty()) send_sum(h.range - first_piece_);
       break;
     }
     case MessageKind::kBye:
@@ -247,8 +246,7 @@ void ShardServer::Impl::handle(std::vector<zmq::message_t>& frames) {
   if (!why.empty()) reject(frames[0], from, &h, why);
 }
 
-std::string ShardServer::Impl::hello(const std::string& route, const Peer& from,
-                                     const MessageHeader& h,
+std::string ShardServer::Impl::hello(const std::string& route, Peer from, const MessageHeader& h,
                                      const std::vector<zmq::message_t>& frames) {
   if (frames.size() != 3 || frames[2].size() != sizeof(HelloBody))
     return cat("hello needs a ", sizeof(HelloBody), "-byte body");
@@ -264,18 +262,26 @@ std::string ShardServer::Impl::hello(const std::string& route, const Peer& from,
                body.layout_fingerprint, ", here ", layout_.fingerprint(), ")");
   if (h.sender < 0 || h.sender >= config_.num_hosts)
     return cat("host rank ", h.sender, " is outside [0, ", config_.num_hosts, ")");
+  if (body.role != static_cast<int32_t>(ConnectionRole::kPush) &&
+      body.role != static_cast<int32_t>(ConnectionRole::kSum))
+    return cat("connection role ", body.role, "; expected 0 (pushes) or 1 (sums)");
+  from.role = static_cast<ConnectionRole>(body.role);
+  if (peers_.count(route)) return cat("a second hello on a connection of host ", h.sender);
+  if (from.role == ConnectionRole::kSum && !sum_routes_[h.sender].empty())
+    return cat("host ", h.sender, " already has a sum connection");
   if (peers_.size() >= static_cast<size_t>(64 * config_.num_hosts)) return "too many connections";
   peers_[route] = from;
-  config_.log(cat("host ", from.host, " (", from.address, ") joined"));
+  if (from.role == ConnectionRole::kSum) sum_routes_[h.sender] = route;
+  config_.log(cat("host ", from.host, " (", from.address, ") joined",
+                  from.role == ConnectionRole::kSum ? " (sum connection)" : ""));
   zmq::message_t id(route.data(), route.size());
   send(id, make_header(MessageKind::kWelcome, config_.shard), nullptr);
   return "";
 }
 
-std::string ShardServer::Impl::check_piece(const MessageHeader& h, const Peer* peer,
-                                           size_t payload_frames, size_t payload_bytes) const {
+std::string ShardServer::Impl::check_push(const MessageHeader& h, const Peer* peer,
+                                          size_t payload_frames, size_t payload_bytes) const {
   // Every field is checked against this shard's own ranges first, the peer last.
-  const bool push = h.kind == static_cast<uint16_t>(MessageKind::kPush);
   const int local = h.range - first_piece_;
   if (h.range < 0 || local < 0 || local >= static_cast<int>(pieces_.size()))
     return cat("range ", h.range, " is not on shard ", config_.shard, " (it holds ranges ",
@@ -285,13 +291,15 @@ std::string ShardServer::Impl::check_piece(const MessageHeader& h, const Peer* p
     return cat("range ", h.range, " is elements [", p.offset, ", +", p.count, "), not [", h.offset,
                ", +", h.count, ")");
   if (h.iteration < 0) return cat("iteration ", h.iteration, " is negative");
-  const size_t want = push ? static_cast<size_t>(p.count) * sizeof(float) : 0;
-  if (payload_frames != (push ? 1u : 0u) || payload_bytes != want)
-    return cat(kind_name(h.kind), " of range ", h.range, " carries ", payload_bytes,
-               " payload bytes; expected ", want);
+  const size_t want = static_cast<size_t>(p.count) * sizeof(float);
+  if (payload_frames != 1 || payload_bytes != want)
+    return cat("push of range ", h.range, " carries ", payload_bytes, " payload bytes; expected ",
+               want);
   if (!peer) return "no hello on this connection yet";
   if (h.sender != peer->host)
     return cat("sender ", h.sender, " on a connection that said hello as host ", peer->host);
+  if (peer->role != ConnectionRole::kPush)
+    return cat("a push on host ", peer->host, "'s sum connection");
   return "";
 }
 
@@ -308,23 +316,40 @@ std::string ShardServer::Impl::bye(const MessageHeader& h, const Peer* peer) {
   return "";
 }
 
-void ShardServer::Impl::send_ready(int local_piece) {
-  PieceState& piece = pieces_[local_piece];
-  const int64_t sums_before = piece.sums_done();
+void ShardServer::Impl::send_sum(int local_piece) {
+  std::optional<ReadySum> ready = pieces_[local_piece].take_sum();
+  if (!ready) return;
   const ShardPiece& p = layout_.pieces[first_piece_ + local_piece];
-  std::vector<ReadyReply> ready = piece.take_ready();
-  for (ReadyReply& r : ready)
-    send(r.route,
-         make_header(MessageKind::kReply, config_.shard, p.range, r.iteration, p.offset, p.count),
-         &r.sum);
+  const MessageHeader h =
+      make_header(MessageKind::kSum, config_.shard, p.range, ready->iteration, p.offset, p.count);
+  int64_t sent = 0;
+  for (int host = 0; host < config_.num_hosts; ++host) {
+    if (sum_routes_[host].empty()) {
+      config_.log(cat("host ", host, " has no sum connection; its sum of range ", p.range,
+                      ", iteration ", ready->iteration, " is dropped"));
+      continue;
+    }
+    zmq::message_t route(sum_routes_[host].data(), sum_routes_[host].size());
+    zmq::message_t sum;
+    sum.copy(ready->sum);  // shares the buffer (ZeroMQ reference counting), no copy
+    send(route, h, &sum);
+    ++sent;
+  }
   count([&](ShardStats& s) {
-    s.replies_sent += static_cast<int64_t>(ready.size());
-    s.pieces_summed = s.pieces_summed - sums_before + piece.sums_done();
+    s.sums_sent += sent;
+    ++s.pieces_summed;
   });
 }
 
 void ShardServer::Impl::reject(zmq::message_t& route, const std::string& from,
                                const MessageHeader* h, const std::string& why) {
+  // A known host reads its sum connection while it waits, so its errors go there.
+  const auto peer = peers_.find(route.to_string());
+  zmq::message_t to;
+  if (peer != peers_.end() && !sum_routes_[peer->second.host].empty())
+    to.rebuild(sum_routes_[peer->second.host].data(), sum_routes_[peer->second.host].size());
+  else
+    to.copy(route);
   const std::string what =
       h ? cat(kind_name(h->kind), " (iteration ", h->iteration, ", range ", h->range, ")")
         : std::string("message");
@@ -332,8 +357,7 @@ void ShardServer::Impl::reject(zmq::message_t& route, const std::string& from,
   count([](ShardStats& s) { ++s.messages_rejected; });
   const std::string text = why.substr(0, kMaxErrorText);
   zmq::message_t body(text.data(), text.size());
-  send(route,
-       make_header(MessageKind::kError, config_.shard, h ? h->range : -1, h ? h->iteration : 0),
+  send(to, make_header(MessageKind::kError, config_.shard, h ? h->range : -1, h ? h->iteration : 0),
        &body);
 }
 

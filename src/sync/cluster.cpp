@@ -103,8 +103,10 @@ void Cluster::push(int64_t iteration, int chunk, const float* sum, int64_t count
   naming_lost_hosts([&] { client_->push(iteration, chunk, sum, count); });
 }
 
-void Cluster::pull(int64_t iteration, int chunk, float* sum, int64_t count) {
-  naming_lost_hosts([&] { client_->pull(iteration, chunk, sum, count); });
+PulledChunk Cluster::pull(int64_t iteration, int chunk) {
+  PulledChunk sum;
+  naming_lost_hosts([&] { sum = client_->pull(iteration, chunk); });
+  return sum;
 }
 
 std::vector<float> Cluster::exchange_control(std::span<const float> my_block) {
@@ -116,7 +118,7 @@ std::vector<float> Cluster::exchange_control(std::span<const float> my_block) {
   // Its own clock: every host makes the same sequence of control exchanges.
   const int64_t round = control_round_++;
   push(round, chunk, control_.data(), count);
-  pull(round, chunk, control_.data(), count);
+  pull(round, chunk).copy_to(control_.data());
   return control_;
 }
 

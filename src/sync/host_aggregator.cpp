@@ -2,6 +2,8 @@
 // reducer (scale-out), H2D copies of each sum.
 #include "cgdp/sync/host_aggregator.hpp"
 
+#include <algorithm>
+
 #include "cgdp/core/error.hpp"
 #include "cgdp/sync/host_sum.hpp"
 #include "cgdp/train/stream_trace.hpp"
@@ -25,6 +27,9 @@ HostAggregator::HostAggregator(std::vector<AggregatorWorker> workers, std::vecto
     landed_.push_back(w.device->create_event());
   }
   global_ = PinnedHostBuffer(*workers_[0].device, bytes);
+  copies_from_pulled_ = std::all_of(workers_.begin(), workers_.end(), [](const AggregatorWorker& w) {
+    return w.device->kind() == DeviceKind::Cpu;
+  });
   thread_ = start_thread(&HostAggregator::run_sums);
   if (reducer_) pull_thread_ = start_thread(&HostAggregator::run_pulls);
 }
@@ -132,12 +137,15 @@ void HostAggregator::run_pulls() {
     }
     const auto [iteration, chunk] = next;
     const ChunkSpan& span = chunks_[chunk];
+    PulledChunk sum;
     {
       Timeline::Scope pull(timeline_, Timeline::kAggregatorPid, "pull", cat("pull chunk ", chunk),
                            "pull", {{"chunk", chunk}, {"bytes", span.count * 4}, {"iteration", iteration}});
-      reducer_->pull(iteration, chunk, static_cast<float*>(global_.get()) + span.offset, span.count);
+      sum = reducer_->pull(iteration, chunk);
+      if (!copies_from_pulled_) sum.copy_to(static_cast<float*>(global_.get()) + span.offset);
     }
-    send(chunk);
+    if (copies_from_pulled_) send(chunk, sum);
+    else send(chunk);
     {
       std::lock_guard lock(mutex_);
       ++issued_;
@@ -169,6 +177,21 @@ void HostAggregator::send(int chunk) {
     traced(*w.h2d, timeline_, static_cast<int>(i), "h2d", cat("h2d chunk ", chunk), "h2d",
            [&] { w.h2d->copy_async(w.device_grads + span.offset, sum, bytes); },
            {{"chunk", chunk}, {"bytes", span.count * 4}});
+  }
+}
+
+void HostAggregator::send(int chunk, const PulledChunk& sum) {
+  const ChunkSpan& span = chunks_[chunk];
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    const AggregatorWorker& w = workers_[i];
+    traced(*w.h2d, timeline_, static_cast<int>(i), "h2d", cat("h2d chunk ", chunk), "h2d",
+           [&] {
+             for (const PulledChunk::Piece& p : sum.pieces())
+               w.h2d->copy_async(w.device_grads + span.offset + p.offset, p.data,
+                                 static_cast<size_t>(p.count) * sizeof(float));
+           },
+           {{"chunk", chunk}, {"bytes", span.count * 4}});
+    w.h2d->launch_host_func([sum] {});  // the received buffers live until every copy ran
   }
 }
 

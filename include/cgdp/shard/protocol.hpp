@@ -10,7 +10,7 @@
 namespace cgdp {
 
 inline constexpr uint32_t kShardMagic = 0x53504743;  // "CGPS" read as little-endian bytes
-inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr uint16_t kProtocolVersion = 2;
 // Hosts and shards run on one architecture family; frames are the structs' bytes as they are.
 static_assert(std::endian::native == std::endian::little, "the shard protocol is little-endian");
 
@@ -18,8 +18,7 @@ enum class MessageKind : uint16_t {
   kHello = 1,  // host -> shard: HelloBody; the token already went in ZMTP's PLAIN handshake
   kWelcome,    // shard -> host: the hello was accepted
   kPush,       // host -> shard: one piece's gradients for `iteration` (count floats)
-  kPull,       // host -> shard: send the global sum of (iteration, range) once all hosts pushed
-  kReply,      // shard -> host: the global sum (count floats)
+  kSum,        // shard -> every host's sum connection, unasked: the global sum (count floats)
   kError,      // shard -> host: what was wrong with a message (text)
   kBye,        // host -> shard: this host is done; the shard stops once every host said it
 };
@@ -33,9 +32,13 @@ struct MessageHeader {
   int32_t range = -1;     // ShardPiece::range, or -1 when the message is about no range
   int64_t iteration = 0;  // training iteration (BSP clock)
   int64_t offset = 0;     // elements into the flat gradient vector
-  int64_t count = 0;      // floats in the payload (push, reply) or requested (pull)
+  int64_t count = 0;      // floats in the payload (push, sum)
 };
 static_assert(sizeof(MessageHeader) == 40, "the header is a fixed 40-byte frame");
+
+// What a host's connection is for. Sums go out unasked on the sum connection, so a pull costs no
+// request message; pushes and byes go on the push connection.
+enum class ConnectionRole : int32_t { kPush = 0, kSum = 1 };
 
 // The payload of kHello: what both ends must agree on.
 struct HelloBody {
@@ -43,7 +46,7 @@ struct HelloBody {
   int32_t num_hosts = 0;
   int32_t num_shards = 0;
   int32_t shard = 0;  // the shard index the host believes it is talking to
-  int32_t reserved = 0;
+  int32_t role = 0;   // a ConnectionRole
 };
 static_assert(sizeof(HelloBody) == 24);
 
@@ -54,10 +57,10 @@ MessageHeader make_header(MessageKind kind, int sender, int range = -1, int64_t 
 // and returns ""; otherwise returns what is wrong (for the log and the error reply).
 std::string parse_header(const void* frame, size_t size, MessageHeader& header);
 
-// "push", "pull", ... or "kind 9" for an unknown value.
+// "push", "sum", ... or "kind 9" for an unknown value.
 std::string kind_name(uint16_t kind);
 
-// The limit on error text a shard sends back, so a reply never grows with hostile input.
+// The limit on error text a shard sends back, so an error message never grows with hostile input.
 inline constexpr size_t kMaxErrorText = 512;
 
 }  // namespace cgdp

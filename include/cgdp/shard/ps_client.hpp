@@ -1,5 +1,6 @@
 // A host's connection to every parameter-server shard: push a summed chunk for an iteration, pull
-// the global sum back. Used by the host aggregator (ChunkReducer) when scaling out.
+// the global sum back (the shards send it unasked once every host pushed). Used by the host
+// aggregator (ChunkReducer) when scaling out.
 #pragma once
 
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cgdp/shard/pulled_chunk.hpp"
 #include "cgdp/shard/shard_layout.hpp"
 
 namespace cgdp {
@@ -42,11 +44,16 @@ class PsClient {
   // Sends chunk `chunk` of iteration `iteration` (count must be the chunk's size) to the shards
   // owning its pieces and returns at once. The floats are sent from `data` itself (no copy), so
   // `data` must stay valid and unchanged until pull() of the same (iteration, chunk) returned.
-  // Each chunk is pushed once per iteration. Throws NetworkError if a shard's connection is lost.
+  // Each chunk is pushed once per iteration, and every pushed chunk is pulled. Throws
+  // NetworkError if a shard's connection is lost.
   void push(int64_t iteration, int chunk, const float* data, int64_t count);
-  // Blocks until the global sum (over hosts 0..H-1 in sum_buffers' fixed order) is in `out`
-  // (which may be the pushed `data`). Throws NetworkError naming the shard when one did not
-  // answer within the timeout, lost its connection or replied with an error.
+  // Blocks until the global sum (over hosts 0..H-1 in sum_buffers' fixed order) has come in,
+  // and returns it in the buffers ZeroMQ received it into (no copy). Returns once the chunk's
+  // pushed `data` is no longer read, so the caller may overwrite it. Throws NetworkError naming
+  // the shard when one sent nothing within the timeout, lost its connection or reported an error
+  // (a rejected push of this host's, for one). Chunks may be pulled in any order.
+  PulledChunk pull(int64_t iteration, int chunk);
+  // The same, copied to `out` (which may be the pushed `data`); count must be the chunk's size.
   void pull(int64_t iteration, int chunk, float* out, int64_t count);
 
   // Threading: push() and pull() may run on two different threads at once (each has its own

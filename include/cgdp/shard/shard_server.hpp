@@ -1,5 +1,5 @@
 // A parameter-server shard: owns a byte-balanced range of the flat gradient vector, sums every
-// host's push of each of its pieces in one fixed order (BSP), and answers pulls with the sum.
+// host's push of each of its pieces in one fixed order (BSP), and sends the sum to every host.
 #pragma once
 
 #include <chrono>
@@ -38,7 +38,7 @@ struct ShardConfig {
 // What a shard has seen so far (for tests and the final log line).
 struct ShardStats {
   int64_t pieces_summed = 0;  // (iteration, piece) sums completed
-  int64_t replies_sent = 0;
+  int64_t sums_sent = 0;  // messages: one per host per sum
   int64_t messages_rejected = 0;    // malformed, out of range, unexpected; each got logged
   int64_t connections_refused = 0;  // wrong cluster token (refused by the ZAP handler)
   int hosts_said_bye = 0;
@@ -59,7 +59,7 @@ class ShardServer {
   // Blocks until the shard stopped (all hosts said bye, or stop()); rethrows an error that ended
   // its thread. Returns false when `timeout` passed first.
   bool wait(std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
-  // Asks the thread to stop and joins it; pending pulls are dropped. Idempotent, any thread.
+  // Asks the thread to stop and joins it; sums not sent yet are dropped. Idempotent, any thread.
   void stop();
   ShardStats stats() const;  // any thread
 

@@ -52,7 +52,7 @@ class Cluster final : public ChunkReducer {
   // ChunkReducer: gradient chunk c of an iteration to the shards owning it, and its global sum
   // (hosts 0, 1, ... added in that order) back.
   void push(int64_t iteration, int chunk, const float* sum, int64_t count) override;
-  void pull(int64_t iteration, int chunk, float* sum, int64_t count) override;
+  PulledChunk pull(int64_t iteration, int chunk) override;
 
   // Every host states the same names in the same order; throws UsageError naming the first value
   // that differs from host 0's and both hosts (after every host has seen it: finish()). Values

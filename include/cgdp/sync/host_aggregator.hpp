@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cgdp/device/device.hpp"
+#include "cgdp/shard/pulled_chunk.hpp"
 #include "cgdp/sync/topology.hpp"
 #include "cgdp/train/timeline.hpp"
 
@@ -37,13 +38,14 @@ struct AggregatorWorker {
 // Where a locally summed chunk goes before it is sent back: nowhere on one host; to the
 // parameter-server shards when scaling out. push() returns at once (the aggregator goes on summing
 // the next chunks); pull() of the same (iteration, chunk) later blocks until the global sum has
-// replaced `sum` in place. `sum` is left untouched in between. push() runs on the aggregator's
-// thread, pull() on its pull thread, so the two may run at the same time.
+// come in, and returns once the pushed `sum` is no longer read. `sum` is left untouched in
+// between. push() runs on the aggregator's thread, pull() on its pull thread, so the two may run
+// at the same time.
 class ChunkReducer {
  public:
   virtual ~ChunkReducer() = default;
   virtual void push(int64_t iteration, int chunk, const float* sum, int64_t count) = 0;
-  virtual void pull(int64_t iteration, int chunk, float* sum, int64_t count) = 0;
+  virtual PulledChunk pull(int64_t iteration, int chunk) = 0;
 };
 
 class HostAggregator {
@@ -65,11 +67,14 @@ class HostAggregator {
   // chunk's sum gives the same bits whatever plan it belongs to. A reducer sees the new chunk
   // numbers from then on (every host must switch alike; the trainer refuses --chunk auto there).
   void set_chunks(std::vector<ChunkSpan> chunks);
+  // Pulled global sums are copied into pinned memory before their H2D copies, as on CUDA devices
+  // (the default there); on CPU devices they are read where the reducer received them. Lets the
+  // CPU backend run the CUDA path. Before the first iteration only.
+  void stage_pulled_sums() { copies_from_pulled_ = false; }
   int num_chunks() const { return static_cast<int>(chunks_.size()); }
   const ChunkSpan& chunk(int c) const { return chunks_[c]; }
   // Where worker w's D2H copy of chunk c must land.
   float* receive_buffer(int worker, int chunk);
-  const float* global_sum() const { return static_cast<const float*>(global_.get()); }
 
   // The iteration the next chunks belong to (what the reducer is told); call it between
   // iterations, before the first arrival.
@@ -96,8 +101,12 @@ class HostAggregator {
   std::thread start_thread(void (HostAggregator::*body)());
   void run_sums();
   void run_pulls();
+  // Local sums (pushed from here with a reducer), and global sums copied back on CUDA.
+  const float* global_sum() const { return static_cast<const float*>(global_.get()); }
   void sum(int chunk);
   void send(int chunk);  // issues the H2D copies of chunk c's (global) sum
+  // Issues the H2D copies of chunk c's global sum straight from where the reducer received it.
+  void send(int chunk, const PulledChunk& sum);
   std::vector<AggregatorWorker> workers_;
   std::vector<ChunkSpan> chunks_;
   int64_t total_ = 0;  // elements in each receive buffer
@@ -105,6 +114,8 @@ class HostAggregator {
   Timeline& timeline_;
   ChunkReducer* reducer_;
   CoreSet cpus_;
+  // CUDA would stage a pageable source once per device; one copy into pinned memory is cheaper.
+  bool copies_from_pulled_ = false;
   BindStatus bind_status_;
   std::vector<PinnedHostBuffer> receive_;
   PinnedHostBuffer global_;
