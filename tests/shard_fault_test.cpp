@@ -82,8 +82,7 @@ std::string header_bytes(const MessageHeader& h) {
 
 std::string hello_frame(const ShardLayout& layout, int hosts, int shard,
                         ConnectionRole role = ConnectionRole::kPush) {
-  HelloBody body{layout.fingerprint(), hosts, layout.num_shards, shard,
-                 static_cast<int32_t>(role)};
+  HelloBody body{layout.fingerprint(), hosts, layout.num_shards, shard, static_cast<int32_t>(role)};
   return bytes_of(&body, sizeof body);
 }
 
@@ -193,15 +192,16 @@ TEST(ShardProtocolErrors, SumConnectionGetsTheSumsAndTheHostsErrors) {
   Cluster cluster(1, 2, {16});
   const ShardLayout layout = assign_ranges(cluster.chunk_sizes, 1);
   auto hello = [&](RawPeer& peer, int host, ConnectionRole role) {
-    peer.send({header_bytes(make_header(MessageKind::kHello, host)),
-               hello_frame(layout, 2, 0, role)});
+    peer.send(
+        {header_bytes(make_header(MessageKind::kHello, host)), hello_frame(layout, 2, 0, role)});
     return peer.receive();
   };
   RawPeer sums(cluster.endpoints[0]), pushes(cluster.endpoints[0]), other(cluster.endpoints[0]);
   EXPECT_EQ(hello(sums, 1, ConnectionRole::kSum).first.kind,
             static_cast<uint16_t>(MessageKind::kWelcome));
-  EXPECT_NE(hello(other, 1, ConnectionRole::kSum).second.find("host 1 already has a sum connection"),
-            std::string::npos);
+  EXPECT_NE(
+      hello(other, 1, ConnectionRole::kSum).second.find("host 1 already has a sum connection"),
+      std::string::npos);
   EXPECT_NE(hello(other, 0, static_cast<ConnectionRole>(7))
                 .second.find("connection role 7; expected 0 (pushes) or 1 (sums)"),
             std::string::npos);
@@ -235,8 +235,9 @@ TEST(ShardProtocolErrors, SumConnectionGetsTheSumsAndTheHostsErrors) {
   ASSERT_EQ(body.size(), static_cast<size_t>(p.count) * 4);
   EXPECT_EQ(body.data<float>()[p.count - 1], 3.f);
   EXPECT_EQ(other.receive(milliseconds(200)).first.kind, 0);  // host 0 has no sum connection
-  EXPECT_TRUE(cluster.log.contains("host 0 has no sum connection; its sum of range 0, iteration "
-                                   "3 is dropped"));
+  EXPECT_TRUE(
+      cluster.log.contains("host 0 has no sum connection; its sum of range 0, iteration "
+                           "3 is dropped"));
   EXPECT_EQ(cluster.servers[0]->stats().sums_sent, 1);
 }
 

@@ -152,7 +152,7 @@ TEST(PieceState, SumsInHostOrderOnceAndKeepsAtMostTwoIterationsOpen) {
   ASSERT_TRUE(ready);
   EXPECT_EQ(ready->iteration, 0);
   EXPECT_EQ(floats_of(ready->sum), (std::vector<float>{0, 3}));  // host 0 first: (-1e8 + 1e8) + 1
-  EXPECT_FALSE(piece.take_sum());  // handed out once
+  EXPECT_FALSE(piece.take_sum());                                // handed out once
   EXPECT_NE(piece.push(0, 0, floats({0, 0})).find("already done"), std::string::npos);
   EXPECT_NE(piece.push(3, 0, floats({0, 0})).find("out of step"), std::string::npos);
   EXPECT_EQ(piece.push(2, 1, floats({0, 0})), "");  // iteration 0 is done: 1 and 2 may be open

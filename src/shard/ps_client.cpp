@@ -316,7 +316,8 @@ PulledChunk PsClient::Impl::pull(int64_t iteration, int chunk) {
   wait_released(chunk, deadline);  // the caller may overwrite the pushed buffer once we return
   std::vector<PulledChunk::Piece> pieces;
   for (size_t i = 0; i < pull.pieces.size(); ++i)
-    pieces.push_back({pull.pieces[i].chunk_offset, pull.sums[i].data<float>(), pull.pieces[i].count});
+    pieces.push_back(
+        {pull.pieces[i].chunk_offset, pull.sums[i].data<float>(), pull.pieces[i].count});
   return PulledChunk(std::move(pieces),
                      std::make_shared<std::vector<zmq::message_t>>(std::move(pull.sums)));
 }
@@ -331,7 +332,8 @@ void PsClient::Impl::receive_sum(ShardLink& link, PendingPull& pull) {
     throw NetworkError(cat(link.name(), " rejected a message of host ", config.rank, " (",
                            pull.during, "): ", frames.size() > 1 ? frames[1].to_string() : ""));
   if (h.kind != static_cast<uint16_t>(MessageKind::kSum))
-    throw NetworkError(cat(link.name(), " sent an unexpected ", kind_name(h.kind), " ", pull.during));
+    throw NetworkError(
+        cat(link.name(), " sent an unexpected ", kind_name(h.kind), " ", pull.during));
   const bool known = h.range >= 0 && h.range < static_cast<int>(layout.pieces.size());
   const ShardPiece* p = known ? &layout.pieces[h.range] : nullptr;
   const size_t bytes = p ? static_cast<size_t>(p->count) * sizeof(float) : 0;
@@ -351,8 +353,8 @@ void PsClient::Impl::receive_sum(ShardLink& link, PendingPull& pull) {
     }
   // A sum for a later pull. Every pushed chunk is pulled, so at most two iterations wait here.
   if (early_sums_.count({h.range, h.iteration}))
-    throw NetworkError(cat(link.name(), " sent range ", h.range, " of iteration ", h.iteration,
-                           " twice"));
+    throw NetworkError(
+        cat(link.name(), " sent range ", h.range, " of iteration ", h.iteration, " twice"));
   if (early_sums_.size() >= 2 * layout.pieces.size())
     throw NetworkError(cat(early_sums_.size(), " sums wait to be pulled (", link.name(),
                            " sent range ", h.range, " of iteration ", h.iteration,

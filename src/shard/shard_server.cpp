@@ -84,10 +84,10 @@ class ShardServer::Impl {
 
   ShardConfig config_;
   ShardLayout layout_;
-  int first_piece_ = 0;                // this shard's pieces: [first_piece_, first_piece_ + n)
-  std::deque<PieceState> pieces_;      // by local index (a deque: PieceState does not move)
-  std::map<std::string, Peer> peers_;  // by ROUTER identity, after a good hello
-  std::vector<std::string> sum_routes_;  // by host: its sum connection's identity, once it said hello
+  int first_piece_ = 0;                  // this shard's pieces: [first_piece_, first_piece_ + n)
+  std::deque<PieceState> pieces_;        // by local index (a deque: PieceState does not move)
+  std::map<std::string, Peer> peers_;    // by ROUTER identity, after a good hello
+  std::vector<std::string> sum_routes_;  // by host: its sum connection's identity, once known
   std::vector<char> said_bye_;
   int64_t max_frame_ = 0;
 
@@ -178,8 +178,8 @@ void ShardServer::Impl::run() {
   }
   const ShardStats s = stats();
   config_.log(cat("shard ", config_.shard, " stopped: ", s.pieces_summed, " sums, ", s.sums_sent,
-                  " sums sent, ", s.messages_rejected, " messages rejected, ", s.connections_refused,
-                  " connections refused"));
+                  " sums sent, ", s.messages_rejected, " messages rejected, ",
+                  s.connections_refused, " connections refused"));
   std::lock_guard lock(mutex_);
   finished_ = true;
   finished_cv_.notify_all();

@@ -19,7 +19,7 @@ enum class MessageKind : uint16_t {
   kWelcome,    // shard -> host: the hello was accepted
   kPush,       // host -> shard: one piece's gradients for `iteration` (count floats)
   kSum,        // shard -> every host's sum connection, unasked: the global sum (count floats)
-  kError,      // shard -> host: what was wrong with a message (text)
+  kError,      // shard -> host: what was wrong with a message (text), on its sum connection if any
   kBye,        // host -> shard: this host is done; the shard stops once every host said it
 };
 inline constexpr uint16_t kLastKind = static_cast<uint16_t>(MessageKind::kBye);
