@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "cgdp/shard/protocol.hpp"
 #include "cgdp/shard/ps_client.hpp"
 #include "cgdp/shard/shard_server.hpp"
+#include "shard/zap_handler.hpp"
 #include "support/shard_cluster.hpp"
 
 namespace cgdp {
@@ -132,6 +134,44 @@ TEST(ShardSecurity, MismatchedHelloIsRejectedWithTheReason) {
             std::string::npos)
       << what;
   EXPECT_THROW(PsClient(cluster.client(2)), UsageError);  // rank outside [0, 2)
+}
+
+// A shard of another protocol version (here a bare ROUTER behind the shard's ZAP handler,
+// answering as version 1 would) is named with both versions at the hello, not left to time out.
+TEST(ShardSecurity, ShardOfAnotherProtocolVersionIsNamedAtTheHello) {
+  zmq::context_t context;
+  const ShardLog quiet = [](const std::string&) {};
+  ZapHandler zap(context, kToken, quiet);
+  zmq::socket_t old_shard(context, zmq::socket_type::router);
+  old_shard.set(zmq::sockopt::plain_server, 1);
+  old_shard.set(zmq::sockopt::zap_domain, "cgdp");
+  old_shard.set(zmq::sockopt::linger, 0);
+  old_shard.bind("tcp://127.0.0.1:*");
+  const std::string endpoint = old_shard.get(zmq::sockopt::last_endpoint);
+  std::thread answer([&] {
+    std::vector<zmq::pollitem_t> items = {{old_shard.handle(), 0, ZMQ_POLLIN, 0},
+                                          {zap.socket().handle(), 0, ZMQ_POLLIN, 0}};
+    for (int i = 0; i < 100; ++i) {  // at most 5 s
+      zmq::poll(items, milliseconds(50));
+      if (items[1].revents & ZMQ_POLLIN) zap.handle_one();
+      if (!(items[0].revents & ZMQ_POLLIN)) continue;
+      std::vector<zmq::message_t> frames;
+      (void)zmq::recv_multipart(old_shard, std::back_inserter(frames));
+      MessageHeader h = make_header(MessageKind::kWelcome, 0);
+      h.version = 1;
+      std::array<zmq::const_buffer, 2> reply = {zmq::buffer(frames[0].data(), frames[0].size()),
+                                                zmq::buffer(&h, sizeof h)};
+      zmq::send_multipart(old_shard, reply);
+      return;
+    }
+  });
+  const std::string what = network_error([&] {
+    PsClient client(PsClientConfig{{endpoint}, 0, 1, {10}, kToken, milliseconds(5000)});
+  });
+  answer.join();
+  EXPECT_EQ(what, "shard 0 (" + endpoint +
+                      ") answered the hello with a message this build cannot read: protocol "
+                      "version 1; this build speaks 2");
 }
 
 TEST(ShardSecurity, NoShardListeningTimesOutNamingIt) {

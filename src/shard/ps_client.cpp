@@ -223,7 +223,10 @@ void PsClient::Impl::hello_all() {
       std::vector<zmq::message_t> frames;
       (void)zmq::recv_multipart((link.*which).socket, std::back_inserter(frames));
       MessageHeader h;
-      if (!parse_header(frames[0].data(), frames[0].size(), h).empty()) return;
+      // A shard of another cgdp version says so here, before anything else could go wrong.
+      if (const std::string bad = parse_header(frames[0].data(), frames[0].size(), h); !bad.empty())
+        throw NetworkError(
+            cat(link.name(), " answered the hello with a message this build cannot read: ", bad));
       if (h.kind == static_cast<uint16_t>(MessageKind::kError))
         throw NetworkError(cat(link.name(), " rejected the hello of host ", config.rank, ": ",
                                frames.size() > 1 ? frames[1].to_string() : std::string()));
