@@ -1,6 +1,9 @@
-// Keeps ZeroMQ's receive buffers in malloc's heap, where freed ones are reused, instead of fresh
-// mappings that the kernel must fault in and zero for every message.
+// The shard transport's message buffers: kept in malloc's heap, where freed ones are reused
+// instead of fresh mappings that the kernel must fault in and zero for every message; and read
+// as floats only where aligned.
 #pragma once
+
+#include <zmq.hpp>
 
 namespace cgdp {
 
@@ -9,5 +12,9 @@ namespace cgdp {
 // kept for the next one, not returned to the kernel). Without it about a quarter of the
 // transport's CPU time went to page faults and zeroing. No-op on other C libraries.
 void keep_message_buffers_in_heap();
+
+// `message` itself when its data may be read as floats; else an aligned copy. Small frames may
+// sit unaligned inside ZeroMQ's receive batch; large ones have buffers of their own.
+zmq::message_t aligned_floats(zmq::message_t message);
 
 }  // namespace cgdp

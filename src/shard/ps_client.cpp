@@ -30,7 +30,13 @@ std::string duration_text(std::chrono::milliseconds d) {
   return d.count() % 1000 == 0 ? cat(d.count() / 1000, " s") : cat(d.count(), " ms");
 }
 
-void check_count(const ShardLayout& layout, int chunk, int64_t count, const char* what) {
+void check_chunk(const ShardLayout& layout, int chunk, const char* what) {
+  if (chunk < 0 || chunk >= layout.num_chunks())
+    throw UsageError(cat(what, ": chunk ", chunk, " is outside [0, ", layout.num_chunks(), ")"));
+}
+
+void check_call(const ShardLayout& layout, int chunk, int64_t count, const char* what) {
+  check_chunk(layout, chunk, what);
   if (count != layout.chunk_sizes[chunk])
     throw UsageError(
         cat(what, ": chunk ", chunk, " has ", layout.chunk_sizes[chunk], " elements, not ", count));
@@ -80,7 +86,6 @@ class PsClient::Impl {
   ~Impl();
   void push(int64_t iteration, int chunk, const float* data, int64_t count);
   PulledChunk pull(int64_t iteration, int chunk);
-  void check_chunk(int chunk, const char* what) const;
 
   PsClientConfig config;
   ShardLayout layout;
@@ -99,7 +104,6 @@ class PsClient::Impl {
   // One pull() in progress: the chunk's pieces' sums as they come in.
   struct PendingPull {
     int64_t iteration;
-    int chunk;
     std::span<const ShardPiece> pieces;
     std::vector<zmq::message_t> sums = {};  // by piece; empty until it came
     size_t remaining = 0;
@@ -245,14 +249,8 @@ void PsClient::Impl::hello_all() {
   }
 }
 
-void PsClient::Impl::check_chunk(int chunk, const char* what) const {
-  if (chunk < 0 || chunk >= layout.num_chunks())
-    throw UsageError(cat(what, ": chunk ", chunk, " is outside [0, ", layout.num_chunks(), ")"));
-}
-
 void PsClient::Impl::push(int64_t iteration, int chunk, const float* data, int64_t count) {
-  check_chunk(chunk, "push");
-  check_count(layout, chunk, count, "push");
+  check_call(layout, chunk, count, "push");
   std::lock_guard lock(push_mutex_);
   for (const ShardPiece& p : layout.pieces_of_chunk(chunk)) {
     ShardLink& link = *links_[p.shard];
@@ -284,9 +282,9 @@ void PsClient::Impl::wait_released(int chunk, Clock::time_point deadline) {
 }
 
 PulledChunk PsClient::Impl::pull(int64_t iteration, int chunk) {
-  check_chunk(chunk, "pull");
+  check_chunk(layout, chunk, "pull");
   std::lock_guard lock(pull_mutex_);
-  PendingPull pull{iteration, chunk, layout.pieces_of_chunk(chunk)};
+  PendingPull pull{iteration, layout.pieces_of_chunk(chunk)};
   pull.sums.resize(pull.pieces.size());
   pull.during = cat("while pulling iteration ", iteration, ", chunk ", chunk);
   const auto deadline = Clock::now() + config.timeout;
@@ -344,10 +342,7 @@ void PsClient::Impl::receive_sum(ShardLink& link, PendingPull& pull) {
       frames.size() != 2 || frames[1].size() != bytes)
     throw NetworkError(cat(link.name(), " sent a sum for range ", h.range, " (", frames.size(),
                            " frames) that does not match this host's layout"));
-  zmq::message_t sum = std::move(frames[1]);
-  // Small frames may sit unaligned inside ZeroMQ's receive batch; only those are copied.
-  if (reinterpret_cast<uintptr_t>(sum.data()) % alignof(float) != 0)
-    sum = zmq::message_t(sum.data(), sum.size());
+  zmq::message_t sum = aligned_floats(std::move(frames[1]));
   for (size_t i = 0; i < pull.pieces.size(); ++i)
     if (pull.pieces[i].range == h.range && h.iteration == pull.iteration && pull.sums[i].empty()) {
       pull.sums[i] = std::move(sum);
@@ -377,8 +372,7 @@ PulledChunk PsClient::pull(int64_t iteration, int chunk) {
   return impl_->pull(iteration, chunk);
 }
 void PsClient::pull(int64_t iteration, int chunk, float* out, int64_t count) {
-  impl_->check_chunk(chunk, "pull");
-  check_count(impl_->layout, chunk, count, "pull");
+  check_call(impl_->layout, chunk, count, "pull");
   impl_->pull(iteration, chunk).copy_to(out);
 }
 

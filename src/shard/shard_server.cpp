@@ -72,8 +72,9 @@ class ShardServer::Impl {
                     const std::vector<zmq::message_t>& frames);
   std::string bye(const MessageHeader& h, const Peer* peer);
   void send_sum(int local_piece);
-  void reject(zmq::message_t& route, const std::string& from, const MessageHeader* h,
-              const std::string& why);
+  // Logs and answers a rejected message; `peer` is its connection's hello, if it said one.
+  void reject(zmq::message_t& route, const Peer* peer, const std::string& from,
+              const MessageHeader* h, const std::string& why);
   void send(zmq::message_t& route, const MessageHeader& h, zmq::message_t* payload);
   void log_events();
   template <typename F>
@@ -214,11 +215,11 @@ void ShardServer::Impl::handle(std::vector<zmq::message_t>& frames) {
   const std::string from = peer ? cat("host ", peer->host, " (", peer->address, ")")
                                 : cat("unregistered peer ", address ? address : "?");
   if (frames.size() < 2 || frames.size() > 3)
-    return reject(route, from, nullptr,
+    return reject(route, peer, from, nullptr,
                   cat(frames.size() - 1, " frames; expected a header and at most one payload"));
   MessageHeader h;
   if (std::string why = parse_header(frames[1].data(), frames[1].size(), h); !why.empty())
-    return reject(route, from, nullptr, why);
+    return reject(route, peer, from, nullptr, why);
   const size_t payload_frames = frames.size() - 2;
   const size_t payload_bytes = payload_frames ? frames[2].size() : 0;
   std::string why;
@@ -229,11 +230,8 @@ void ShardServer::Impl::handle(std::vector<zmq::message_t>& frames) {
     case MessageKind::kPush: {
       why = check_push(h, peer, payload_frames, payload_bytes);
       if (!why.empty()) break;
-      zmq::message_t payload = std::move(frames[2]);
-      // Small frames may sit unaligned inside ZeroMQ's receive batch; only those are copied.
-      if (reinterpret_cast<uintptr_t>(payload.data()) % alignof(float) != 0)
-        payload = zmq::message_t(payload.data(), payload.size());
-      why = pieces_[h.range - first_piece_].push(h.iteration, h.sender, std::move(payload));
+      why = pieces_[h.range - first_piece_].push(h.iteration, h.sender,
+                                                 aligned_floats(std::move(frames[2])));
       if (why.empty()) send_sum(h.range - first_piece_);
       break;
     }
@@ -243,7 +241,7 @@ void ShardServer::Impl::handle(std::vector<zmq::message_t>& frames) {
     default:
       why = cat("a shard does not accept ", kind_name(h.kind), " messages");
   }
-  if (!why.empty()) reject(frames[0], from, &h, why);
+  if (!why.empty()) reject(route, peer, from, &h, why);
 }
 
 std::string ShardServer::Impl::hello(const std::string& route, Peer from, const MessageHeader& h,
@@ -341,13 +339,14 @@ void ShardServer::Impl::send_sum(int local_piece) {
   });
 }
 
-void ShardServer::Impl::reject(zmq::message_t& route, const std::string& from,
+void ShardServer::Impl::reject(zmq::message_t& route, const Peer* peer, const std::string& from,
                                const MessageHeader* h, const std::string& why) {
   // A known host reads its sum connection while it waits, so its errors go there.
-  const auto peer = peers_.find(route.to_string());
+  const std::string* sums =
+      peer && !sum_routes_[peer->host].empty() ? &sum_routes_[peer->host] : nullptr;
   zmq::message_t to;
-  if (peer != peers_.end() && !sum_routes_[peer->second.host].empty())
-    to.rebuild(sum_routes_[peer->second.host].data(), sum_routes_[peer->second.host].size());
+  if (sums)
+    to.rebuild(sums->data(), sums->size());
   else
     to.copy(route);
   const std::string what =

@@ -170,28 +170,27 @@ void HostAggregator::sum(int chunk) {
 
 void HostAggregator::send(int chunk) {
   const ChunkSpan& span = chunks_[chunk];
-  const float* sum = global_sum() + span.offset;
-  const size_t bytes = static_cast<size_t>(span.count) * sizeof(float);
-  for (size_t i = 0; i < workers_.size(); ++i) {
-    const AggregatorWorker& w = workers_[i];
-    traced(*w.h2d, timeline_, static_cast<int>(i), "h2d", cat("h2d chunk ", chunk), "h2d",
-           [&] { w.h2d->copy_async(w.device_grads + span.offset, sum, bytes); },
-           {{"chunk", chunk}, {"bytes", span.count * 4}});
-  }
+  const PulledChunk::Piece whole{0, global_sum() + span.offset, span.count};
+  issue_h2d(chunk, {&whole, 1});
 }
 
 void HostAggregator::send(int chunk, const PulledChunk& sum) {
+  issue_h2d(chunk, sum.pieces());
+  for (const AggregatorWorker& w : workers_)
+    w.h2d->launch_host_func([sum] {});  // the received buffers live until every copy ran
+}
+
+void HostAggregator::issue_h2d(int chunk, std::span<const PulledChunk::Piece> pieces) {
   const ChunkSpan& span = chunks_[chunk];
   for (size_t i = 0; i < workers_.size(); ++i) {
     const AggregatorWorker& w = workers_[i];
     traced(*w.h2d, timeline_, static_cast<int>(i), "h2d", cat("h2d chunk ", chunk), "h2d",
            [&] {
-             for (const PulledChunk::Piece& p : sum.pieces())
+             for (const PulledChunk::Piece& p : pieces)
                w.h2d->copy_async(w.device_grads + span.offset + p.offset, p.data,
                                  static_cast<size_t>(p.count) * sizeof(float));
            },
            {{"chunk", chunk}, {"bytes", span.count * 4}});
-    w.h2d->launch_host_func([sum] {});  // the received buffers live until every copy ran
   }
 }
 

@@ -11,6 +11,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -104,9 +105,11 @@ class HostAggregator {
   // Local sums (pushed from here with a reducer), and global sums copied back on CUDA.
   const float* global_sum() const { return static_cast<const float*>(global_.get()); }
   void sum(int chunk);
-  void send(int chunk);  // issues the H2D copies of chunk c's (global) sum
+  void send(int chunk);  // issues the H2D copies of chunk c's sum from global_
   // Issues the H2D copies of chunk c's global sum straight from where the reducer received it.
   void send(int chunk, const PulledChunk& sum);
+  // Issues, on every worker's H2D stream, the copies of chunk c's pieces (offsets in the chunk).
+  void issue_h2d(int chunk, std::span<const PulledChunk::Piece> pieces);
   std::vector<AggregatorWorker> workers_;
   std::vector<ChunkSpan> chunks_;
   int64_t total_ = 0;  // elements in each receive buffer
