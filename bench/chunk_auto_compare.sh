@@ -7,6 +7,7 @@
 # Usage: bench/chunk_auto_compare.sh [MODEL] [RUNS] [PLOT.svg|PLOT.png]
 # Env: DEVICES (4), BATCH (16), DATA (Fashion-MNIST), ITERS (130 per auto run), ROUNDS (3),
 #      CONFIRM_ROUNDS (6).
+# Set-up: tools/setup-debian.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:-fashion_cnn}

@@ -7,6 +7,7 @@
 # over 3 repetitions run in random order. Later flags override these (e.g.
 # --benchmark_repetitions=5).
 # Usage: bench/conv_table.sh [path/to/conv_bench] [extra benchmark flags]
+# Set-up: tools/setup-debian.sh
 set -euo pipefail
 bench=${1:-build/bench/conv_bench}
 shift || true

@@ -2,6 +2,7 @@
 # One run, three ways: fashion_cnn on the CPU backend with a single device, 4 devices with cgdp,
 # and 4 devices with ps0 (worker 0 as the server). Prints each run's per-phase table and a summary
 # of iteration times. Usage: bench/cpu_sync_compare.sh [iterations] [per-worker batch]
+# Set-up: tools/setup-debian.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 iterations=${1:-40}

@@ -9,7 +9,7 @@ moments. Each reports every iteration's duration; an iteration that spans its ow
 one after, on cold caches) is dropped. The ratio is PyTorch's median iteration time over cgdp's.
 With --baseline, a second cgdp binary takes turns as well, which measures a change of cgdp's
 against the build before it at the same moments.
-Needs Debian's python3-torch: tools/setup-debian.sh --bench installs it.
+Set-up: tools/setup-debian.sh --bench (Debian's python3-torch).
 """
 import argparse
 import json

@@ -6,6 +6,7 @@
 # of those paired ratios; this script prints the median over 3 repetitions run in random order.
 # Later flags override these (e.g. --benchmark_repetitions=5).
 # Usage: bench/host_aggregate_table.sh [path/to/host_aggregate_bench] [extra benchmark flags]
+# Set-up: tools/setup-debian.sh
 set -euo pipefail
 bench=${1:-build/bench/host_aggregate_bench}
 shift || true

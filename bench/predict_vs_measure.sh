@@ -16,6 +16,7 @@
 # the target is judged by.
 # Usage: bench/predict_vs_measure.sh [measured iterations (5)] [warm-up iterations (2)]
 # (MODELS="model:batch ..." and DEVICES="1 2 ..." narrow the runs.)
+# Set-up: tools/setup-debian.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 iterations=${1:-5}

@@ -7,6 +7,7 @@
 # those paired ratios; this script prints the median over 3 repetitions run in random order.
 # Later flags override these (e.g. --benchmark_repetitions=5). Ends with `uptime`.
 # Usage: bench/ps_throughput_table.sh [path/to/ps_throughput_bench] [extra benchmark flags]
+# Set-up: tools/setup-debian.sh
 set -euo pipefail
 bench=${1:-build/bench/ps_throughput_bench}
 shift || true

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""PyTorch peer of models/fashion_cnn.prototxt: times SGD training on the CPU, data in memory."""
+"""PyTorch peer of models/fashion_cnn.prototxt: times SGD training on the CPU, data in memory.
+Set-up: tools/setup-debian.sh --bench (Debian's python3-torch)."""
 import argparse
 import gzip
 import json

@@ -19,10 +19,6 @@ testing::CommandResult tuner(const std::string& args) {
       cat(CGDP_BINARY_DIR, "/tools/chunk_tuner/chunk_tuner ", args, " 2>&1"));
 }
 
-bool have_gnuplot() {
-  return testing::run_command("command -v gnuplot").exit_code == 0;
-}
-
 std::string read_text(const std::filesystem::path& path) {
   std::ostringstream out;
   out << std::ifstream(path).rdbuf();
@@ -55,9 +51,8 @@ class ChunkTuner : public ::testing::Test {
 
 TEST_F(ChunkTuner, SimulatesEveryPlanOfTheSetAndPlotsThem) {
   const std::string svg = (dir_ / "sweep.svg").string();
-  const bool plot = have_gnuplot();
   const auto r = tuner(cat("--simulate --profile ", profile_, " -m ", model_,
-                           " --plans equal best all", plot ? " --plot " + svg : std::string()));
+                           " --plans equal best all --plot ", svg));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // Three param layers: K = 1 (three chunks), K = 2 (two) and the single chunk, fine to coarse;
   // 'best' is the single chunk (1 ms per sync point), and K = 3 repeats K = 1.
@@ -80,9 +75,6 @@ TEST_F(ChunkTuner, SimulatesEveryPlanOfTheSetAndPlotsThem) {
   EXPECT_TRUE(row(r.output, "3").empty()) << "a repeated plan was listed twice\n" << r.output;
   EXPECT_NE(r.output.find("best predicted: --chunk all"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("best measured"), std::string::npos) << r.output;
-  if (!plot)
-    GTEST_SKIP() << "gnuplot is not installed (tools/setup-debian.sh installs gnuplot-nox): plot "
-                    "not checked";
   const std::string text = read_text(svg);
   EXPECT_NE(text.find("<svg"), std::string::npos);
   EXPECT_NE(text.find("predicted"), std::string::npos) << "the predicted series is not in the SVG";
@@ -93,10 +85,9 @@ TEST_F(ChunkTuner, SimulatesEveryPlanOfTheSetAndPlotsThem) {
 
 TEST_F(ChunkTuner, MeasuresShortRealRunsOfEachPlan) {
   const std::string svg = (dir_ / "measured.svg").string();
-  const bool plot = have_gnuplot();
   const auto r = tuner(cat("-m ", model_, " -d synthetic:1,8,8,10 --devices 2 --plans layer all",
-                           " --interval 3 --warmup 1 --rounds 2 --profile ", profile_,
-                           plot ? " --plot " + svg : std::string()));
+                           " --interval 3 --warmup 1 --rounds 2 --profile ", profile_, " --plot ",
+                           svg));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("measuring 2 plans: 2 rounds of 3 iterations each (1 dropped)"),
             std::string::npos)
@@ -108,9 +99,6 @@ TEST_F(ChunkTuner, MeasuresShortRealRunsOfEachPlan) {
   EXPECT_LE(std::stod(layer[4]), std::stod(layer[3])) << "min <= median";
   EXPECT_LE(std::stod(layer[3]), std::stod(layer[5])) << "median <= max";
   EXPECT_NE(r.output.find("best measured: --chunk "), std::string::npos) << r.output;
-  if (!plot)
-    GTEST_SKIP() << "gnuplot is not installed (tools/setup-debian.sh installs gnuplot-nox): plot "
-                    "not checked";
   const std::string text = read_text(svg);
   EXPECT_NE(text.find("measured: median, min..max"), std::string::npos);
   EXPECT_NE(text.find("predicted"), std::string::npos);

@@ -146,8 +146,8 @@ TEST(IdxDataset, TestSplitReadsT10kFiles) {
 }
 
 TEST(IdxDataset, ReadsRealFashionMnist) {
-  if (!fs::exists(kFashionMnist))
-    GTEST_SKIP() << kFashionMnist << " is absent (Debian package dataset-fashion-mnist)";
+  ASSERT_TRUE(fs::exists(kFashionMnist))
+      << kFashionMnist << " is missing: tools/setup-debian.sh installs dataset-fashion-mnist";
   for (auto [split, size] : {std::pair{Split::Train, 60000}, std::pair{Split::Test, 10000}}) {
     const InMemoryDataset data = load_idx_dataset(kFashionMnist, split);
     ASSERT_EQ(data.size(), size);

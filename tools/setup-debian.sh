@@ -1,14 +1,37 @@
 #!/usr/bin/env bash
-# Installs cgdp's build and run dependencies from Debian's packages (idempotent, quiet when done).
+# Installs cgdp's build, test and run dependencies from Debian's packages (idempotent, quiet when
+# done). apt-get runs with --no-install-recommends, so every package the build reads from must be
+# listed here or be a hard dependency of one that is: tools/check_setup_deps.py checks that.
+# Usage: tools/setup-debian.sh [--bench] [--print-packages]
+#   --bench           also the benchmark extras: the PyTorch peer (140 MB of packages)
+#   --print-packages  print the package list, one a line, and install nothing
 set -euo pipefail
 packages=(
-  cmake g++ make pkg-config
-  libopenblas-openmp-dev libprotobuf-dev protobuf-compiler libhwloc-dev zlib1g-dev
-  libdnnl-dev libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libzmq3-dev cppzmq-dev
-  dataset-fashion-mnist gnuplot-nox iproute2
+  # build
+  cmake g++ make pkg-config protobuf-compiler
+  # libraries
+  libopenblas-openmp-dev libprotobuf-dev libhwloc-dev zlib1g-dev libcli11-dev nlohmann-json3-dev
+  libzmq3-dev cppzmq-dev libgtest-dev libgmock-dev libbenchmark-dev
+  # oneDNN; its CMake config requires OpenCL, which libdnnl-dev only recommends
+  libdnnl-dev ocl-icd-opencl-dev
+  # tests and tools/run.sh: the default data set; python3 for tools/read_safetensors.py and
+  # tools/check_setup_deps.py; chunk_tuner's plots; the network-namespace launch test
+  dataset-fashion-mnist python3 gnuplot-nox iproute2
+  # cgdp launch reaches other hosts over ssh
+  openssh-client
+  # the bench scripts: awk, jq; bench/gpu/run.sh prepare: git, tar -J
+  mawk jq git xz-utils
 )
-# Extra packages for benchmarks only (PyTorch peer): pass --bench.
-if [[ "${1:-}" == "--bench" ]]; then packages+=(python3-torch python3-numpy); fi
+bench_packages=(python3-torch python3-numpy)
+print_only=0
+for arg in "$@"; do
+  case "$arg" in
+    --bench) packages+=("${bench_packages[@]}") ;;
+    --print-packages) print_only=1 ;;
+    *) echo "setup-debian.sh: unknown option '$arg' (expected --bench or --print-packages)" >&2; exit 2 ;;
+  esac
+done
+if ((print_only)); then printf '%s\n' "${packages[@]}"; exit 0; fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

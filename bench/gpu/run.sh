@@ -12,6 +12,7 @@
 # With the device tool: run(command="bench/gpu/run.sh bench", carry=["build-gpu/carry"]).
 # Environment: ITERATIONS (10), BUDGET_S (520), CONFIGS ("alexnet:256 googlenet:64 vgg16:32
 # resnet152:12 resnet152:16"), JOBS (build jobs, 2), OUT (gets table.txt and the logs' archive).
+# Set-up: tools/setup-debian.sh (prepare, here); the GPU machine (bench and test)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 carry=build-gpu/carry

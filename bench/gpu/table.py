@@ -4,7 +4,8 @@
 Reads, in the results folder: <config>_<sync>_n<N>.log (cgdp train output: the phase table and
 the memory line), <config>_torch.json (bench/gpu/torch_peer.py), <config>_copy.json (a cgdp
 timeline with every chunk copy) and <config>_plain.jsonl (gpu_copy_bench on the same sizes), and
-setup.json. A run that is missing or failed shows as its reason. Usage: table.py RESULTS_DIR"""
+setup.json. A run that is missing or failed shows as its reason. Usage: table.py RESULTS_DIR
+Set-up: the GPU machine (its own CUDA, PyTorch and torchvision)."""
 import json
 import os
 import re

@@ -3,7 +3,8 @@
 synthetic data already on the GPU, fp32 with cudnn.benchmark on and PyTorch's default math
 (TF32 for convolutions, not for matrix products), one iteration = forward + backward + SGD step
 (momentum 0.9, weight decay 5e-4). Times the iterations after the warm-up with CUDA events and
-prints one JSON line. Usage: torch_peer.py --model resnet152 --batch 16 [--size 224]"""
+prints one JSON line. Usage: torch_peer.py --model resnet152 --batch 16 [--size 224]
+Set-up: the GPU machine (its own CUDA, PyTorch and torchvision)."""
 import argparse
 import json
 import sys
