@@ -22,7 +22,9 @@ packages=(
   # the bench scripts: awk, jq; bench/gpu/run.sh prepare: git, tar -J
   mawk jq git xz-utils
 )
-bench_packages=(python3-torch python3-numpy)
+bench_packages=(
+  python3-torch python3-numpy
+)
 print_only=0
 for arg in "$@"; do
   case "$arg" in
