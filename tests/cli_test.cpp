@@ -115,6 +115,16 @@ TEST_F(Cli, BadDeviceCountAndChunkPlansStopBeforeWork) {
   expect_error("train --devices 2 --timeline /nonexistent/dir/t.json", {"/nonexistent/dir/t.json"});
 }
 
+// CLI11's own range check printed the whole range of a double (385 characters).
+TEST_F(Cli, FlagRangeErrorsAreOneShortLine) {
+  const Result batch = run("train --batch 0");
+  EXPECT_NE(batch.exit_code, 0);
+  EXPECT_EQ(batch.output, "cgdp: error: --batch: must be > 0, got 0 (see --help)\n");
+  EXPECT_EQ(run("train --lr -1").output, "cgdp: error: --lr: must be > 0, got -1 (see --help)\n");
+  EXPECT_EQ(run("inspect --batch x").output,
+            "cgdp: error: --batch: expected a number, got 'x' (see --help)\n");
+}
+
 TEST_F(Cli, DivergenceNamesIterationAndLayer) {
   const Result r = run("train --data synthetic --iterations 30 --lr 1e12 --plain");
   EXPECT_EQ(r.exit_code, 1) << r.output;

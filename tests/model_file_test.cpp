@@ -100,7 +100,7 @@ TEST(GraphRewrite, BottomThatNoLayerProducesIsNamed) {
       layer { name: "r" type: "ReLU" bottom: "y" top: "z" }
     )", "m.prototxt"), "m.prototxt");
   });
-  EXPECT_EQ(msg, "m.prototxt: layer 'r': bottom 'y' is not produced by any earlier layer");
+  EXPECT_EQ(msg, "m.prototxt:3: layer 'r': bottom 'y' is not produced by any earlier layer");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
 #include "cli/commands.hpp"
+#include "cli/number_checks.hpp"
 
 namespace cgdp::cli {
 
@@ -68,7 +69,7 @@ Runner add_inspect_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("-b,--batch", opt->batch, "Batch size for the shapes")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_flag("--json", opt->json, "Print JSON instead of a table");
   cmd->add_flag("--test", opt->test_phase, "Build the TEST phase of the model");
   return [opt] {

@@ -14,6 +14,7 @@
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
 #include "cli/commands.hpp"
+#include "cli/number_checks.hpp"
 
 namespace cgdp::cli {
 
@@ -244,7 +245,7 @@ Runner add_predict_command(CLI::App& app) {
   cmd->add_option("-p,--profile", opt->profile, "Profile JSON (cgdp profile, docs/profile.md)")
       ->required();
   cmd->add_option("-n,--devices", opt->devices, "Workers (default: the profile's)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_option("--chunk", opt->chunk, "cgdp chunk plan: layer, K, bytes:MB, all, or b1,b2,...")
       ->capture_default_str();
   cmd->add_flag("--formula", opt->formula, "Also print the paper's closed-form predictions");

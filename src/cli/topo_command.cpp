@@ -8,6 +8,7 @@
 #include "cgdp/core/error.hpp"
 #include "cgdp/sync/topology.hpp"
 #include "cli/commands.hpp"
+#include "cli/number_checks.hpp"
 
 namespace cgdp::cli {
 
@@ -122,11 +123,11 @@ Runner add_topo_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "topo", "Print the NUMA nodes, cores and GPUs found, and where workers would be placed");
   cmd->add_option("--devices", opt->devices, "Workers to plan for (default: one per GPU, or 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_flag("--cpu", opt->cpu, "Plan CPU workers (the default when there is no GPU)");
   cmd->add_option("--aggregator-threads", opt->aggregator_threads,
                   "Aggregator threads to place (default: one per core near the GPUs)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   return [opt] {
     const Topology topo = Topology::discover();

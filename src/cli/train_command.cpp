@@ -3,6 +3,7 @@
 #include "cgdp/train/trainer.hpp"
 #include "cli/commands.hpp"
 #include "cli/train_flags.hpp"
+#include "cli/number_checks.hpp"
 
 namespace cgdp::cli {
 
@@ -39,13 +40,13 @@ Runner add_train_command(CLI::App& app) {
   c.solver.set_lr_policy("fixed");
   CLI::App* cmd = app.add_subcommand("train", "Train a model (default: fashion_cnn on Fashion-MNIST)");
   add_workload_flags(cmd, *f);
-  cmd->add_option("--test-batch", c.test_batch, "Batch size for testing (default 100)")->check(CLI::PositiveNumber);
+  cmd->add_option("--test-batch", c.test_batch, "Batch size for testing (default 100)")->check(kPositive);
   auto* iters = cmd->add_option("-i,--iterations", c.iterations, "Iterations (SGD steps) to run")
-                    ->check(CLI::PositiveNumber);
+                    ->check(kPositive);
   cmd->add_option("-e,--epochs", c.epochs, "Epochs to run, when --iterations is not given")
-      ->capture_default_str()->check(CLI::PositiveNumber)->excludes(iters);
+      ->capture_default_str()->check(kPositive)->excludes(iters);
   cmd->add_option("--accumulate", c.accumulate, "Micro-batches summed per update (Caffe's iter_size)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(kPositive);
   add_solver_flags(cmd, *f);
   cmd->add_option("--test-interval", c.test_interval, "Iterations between tests (default: each epoch; -1: end only)");
   cmd->add_option("--test-samples", c.test_samples, "Test on the first N test samples (default: all)");
@@ -69,7 +70,7 @@ Runner add_train_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--token-file", c.token_file, "Cluster token file (default: $CGDP_CLUSTER_TOKEN)");
   cmd->add_option("--timeout-s", c.timeout_s, "Stop when a host or shard is silent this long")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(kPositive);
   return [f, cmd] {
     Trainer trainer(resolved_config(*f, *cmd));
     trainer.run();

@@ -2,6 +2,7 @@
 #include "cli/train_flags.hpp"
 
 #include "cgdp/net/model_file.hpp"
+#include "cli/number_checks.hpp"
 
 namespace cgdp::cli {
 
@@ -32,7 +33,7 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
   TrainConfig& c = f.config;
   cmd->add_option("-m,--model", c.model, "Model file, or a name from models/")->capture_default_str();
   cmd->add_option("-d,--data", c.data, "idx:DIR, cifar10:DIR or synthetic[:C,H,W,K]")->capture_default_str();
-  cmd->add_option("-b,--batch", c.batch, "Batch size (default: the model's Input)")->check(CLI::PositiveNumber);
+  cmd->add_option("-b,--batch", c.batch, "Batch size (default: the model's Input)")->check(kPositive);
   cmd->add_option("--global-batch", c.global_batch, "Batch over all workers, split evenly (instead of --batch)")
       ->excludes("--batch");
   cmd->add_option("-n,--devices", c.devices, "Data-parallel workers (devices)")->capture_default_str();
@@ -40,13 +41,13 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
       ->capture_default_str();
   cmd->add_option("--host-threads", c.host_threads, "Threads that sum gradients on the host (default: all)");
   cmd->add_option("--loader-threads", c.loader_threads, "Threads that fill each batch")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(kPositive);
   cmd->add_flag("--gemm-conv", c.gemm_convolutions,
                 "CPU: run convolutions on im2col + OpenBLAS instead of oneDNN");
   cmd->add_flag("--tf32", c.tf32, "CUDA: let fp32 convolutions use TF32 tensor cores (PyTorch's default)");
   cmd->add_option("--cudnn-workspace-mb", c.cudnn_workspace_mb,
                   "CUDA: the most scratch one convolution algorithm may use (MiB)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(kNonNegative);
   cmd->add_flag("--nondeterministic", c.nondeterministic,
                 "CUDA: let cuDNN pick algorithms that are not bit-reproducible (sometimes faster)");
   cmd->add_option("--threads", c.threads, "CPU threads for compute (default: all cores)");
@@ -56,7 +57,7 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
 void add_solver_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--solver", f.solver_file, "Solver settings file (prototxt); flags override it")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--lr", f.lr, "Base learning rate")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--lr", f.lr, "Base learning rate")->capture_default_str()->check(kPositive);
   cmd->add_option("--lr-policy", f.lr_policy, "fixed, step, multistep or poly")->capture_default_str();
   cmd->add_option("--gamma", f.gamma, "Decay factor for step/multistep")->capture_default_str();
   cmd->add_option("--stepsize", f.stepsize, "Iterations between decays (step)");

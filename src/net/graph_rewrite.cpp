@@ -4,6 +4,8 @@
 #include <map>
 #include <utility>
 
+#include "cgdp/net/model_file.hpp"
+
 namespace cgdp {
 
 namespace {
@@ -49,7 +51,7 @@ proto::NetParameter insert_splits(const proto::NetParameter& param, const std::s
     for (int j = 0; j < layer.bottom_size(); ++j) {
       auto it = last_top.find(layer.bottom(j));
       if (it == last_top.end())
-        throw ModelError(cat(source, ": layer '", layer.name(), "': bottom '", layer.bottom(j),
+        throw ModelError(cat(located(source, layer), ": layer '", layer.name(), "': bottom '", layer.bottom(j),
                              "' is not produced by any earlier layer"));
       source_of[{i, j}] = it->second;
       ++consumers[it->second];
@@ -75,6 +77,7 @@ proto::NetParameter insert_splits(const proto::NetParameter& param, const std::s
       proto::LayerParameter* split = out.add_layer();
       split->set_name(cat(layer->top(j), "_", layer->name(), "_", j, "_split"));
       split->set_type("Split");
+      if (layer->has_source_line()) split->set_source_line(layer->source_line());
       split->add_bottom(layer->top(j));
       for (int k = 0; k < n; ++k) split->add_top(split_blob_name(layer->name(), layer->top(j), j, k));
     }

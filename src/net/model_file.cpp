@@ -29,11 +29,13 @@ class FirstError final : public google::protobuf::io::ErrorCollector {
 };
 
 template <typename Message>
-Message parse_text(const std::string& text, const std::string& source_name) {
+Message parse_text(const std::string& text, const std::string& source_name,
+                   google::protobuf::TextFormat::ParseInfoTree* locations = nullptr) {
   Message message;
   FirstError errors;
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
+  parser.WriteLocationsTo(locations);
   if (!parser.ParseFromString(text, &message))
     throw ModelError(cat(source_name, ":", errors.message().empty() ? "1:1: cannot parse" : errors.message()));
   return message;
@@ -42,7 +44,16 @@ Message parse_text(const std::string& text, const std::string& source_name) {
 }  // namespace
 
 proto::NetParameter parse_model(const std::string& text, const std::string& source_name) {
-  return parse_text<proto::NetParameter>(text, source_name);
+  google::protobuf::TextFormat::ParseInfoTree locations;
+  auto net = parse_text<proto::NetParameter>(text, source_name, &locations);
+  const auto* layer_field = proto::NetParameter::descriptor()->FindFieldByName("layer");
+  for (int i = 0; i < net.layer_size(); ++i)
+    net.mutable_layer(i)->set_source_line(locations.GetLocation(layer_field, i).line + 1);
+  return net;
+}
+
+std::string located(const std::string& source, const proto::LayerParameter& layer) {
+  return layer.has_source_line() ? cat(source, ":", layer.source_line()) : source;
 }
 
 proto::NetParameter load_model(const std::string& path) {

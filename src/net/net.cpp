@@ -8,6 +8,8 @@
 
 #include "cgdp/layers/registry.hpp"
 #include "cgdp/net/graph_rewrite.hpp"
+#include "cgdp/net/model_file.hpp"
+#include "cgdp/net/wiring_check.hpp"
 
 namespace cgdp {
 
@@ -15,7 +17,9 @@ template <typename T>
 Net<T>::Net(const proto::NetParameter& param, Phase phase, Device& device, int64_t batch_size,
             uint64_t seed, const std::string& source)
     : name_(param.name()), phase_(phase), device_(&device), batch_override_(batch_size) {
-  build(insert_splits(filter_phase(param, phase), source), seed, source);
+  const proto::NetParameter phase_net = filter_phase(param, phase);
+  check_wiring(phase_net, source);
+  build(insert_splits(phase_net, source), seed, source);
 }
 
 template <typename T>
@@ -27,14 +31,14 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
     try {
       layers_[i]->setup(bottoms_[i], tops_[i], rng);
     } catch (const ModelError& e) {
-      throw ModelError(cat(source, ": ", e.what()));
+      throw ModelError(cat(located(source, lp), ": ", e.what()));
     } catch (const DataError& e) {
-      throw ModelError(cat(source, ": ", e.what()));
+      throw ModelError(cat(located(source, lp), ": ", e.what()));
     }
     for (size_t j = 0; j < tops_[i].size(); ++j)
       if (loss_weights_[i][j] != 0.f) {
         if (tops_[i][j]->count() != 1)
-          throw ModelError(cat(source, ": layer '", lp.name(), "': loss top '", lp.top(j),
+          throw ModelError(cat(located(source, lp), ": layer '", lp.name(), "': loss top '", lp.top(j),
                                "' must be a scalar, got ", shape_string(tops_[i][j]->shape())));
         const T weight = static_cast<T>(loss_weights_[i][j]);
         device_->copy(tops_[i][j]->mutable_diff(), &weight, sizeof(T));
@@ -48,13 +52,20 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
 
 template <typename T>
 void Net<T>::wire_layer(const proto::LayerParameter& lp, const std::string& source) {
-  if (!lp.has_type()) throw ModelError(cat(source, ": layer '", lp.name(), "' has no type"));
-  auto layer = create_layer<T>(lp, *device_);
+  if (!lp.has_type())
+    throw ModelError(cat(located(source, lp), ": layer '", lp.name(), "' has no type"));
+  auto layer = [&] {
+    try {
+      return create_layer<T>(lp, *device_);
+    } catch (const ModelError& e) {
+      throw ModelError(cat(located(source, lp), ": ", e.what()));
+    }
+  }();
   BlobVec<T> bottoms, tops;
   for (const auto& name : lp.bottom()) {
     auto it = latest_.find(name);
     if (it == latest_.end())
-      throw ModelError(cat(source, ": layer '", lp.name(), "': bottom '", name,
+      throw ModelError(cat(located(source, lp), ": layer '", lp.name(), "': bottom '", name,
                            "' is not produced by any earlier layer"));
     bottoms.push_back(it->second);
   }

@@ -1,6 +1,8 @@
 // Blob storage: owned device buffers that grow on reshape, or views into a flat buffer.
 #include "cgdp/tensor/blob.hpp"
 
+#include <limits>
+
 #include "cgdp/core/error.hpp"
 
 namespace cgdp {
@@ -15,6 +17,8 @@ void Blob<T>::reshape(const Shape& shape) {
   for (int64_t d : shape)
     if (d < 0) throw ModelError(cat("negative dimension in shape ", shape_string(shape)));
   const int64_t count = count_of(shape);
+  if (count > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(sizeof(T)))
+    throw Error(cat("shape ", shape_string(shape), " has more bytes than 64 bits count"));
   if (is_view() && count != count_)
     throw Error(cat("cannot reshape a view of ", count_, " elements to ", shape_string(shape)));
   shape_ = shape;

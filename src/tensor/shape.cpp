@@ -12,7 +12,9 @@ int64_t count_of(const Shape& shape) {
 int64_t count_of(const Shape& shape, int begin, int end) {
   CGDP_ASSERT(begin >= 0 && begin <= end && end <= static_cast<int>(shape.size()));
   int64_t n = 1;
-  for (int i = begin; i < end; ++i) n *= shape[i];
+  for (int i = begin; i < end; ++i)
+    if (__builtin_mul_overflow(n, shape[i], &n))
+      throw Error(cat("shape ", shape_string(shape), " has more elements than 64 bits count"));
   return n;
 }
 

@@ -7,8 +7,11 @@
 
 namespace cgdp {
 
+// Each layer's LayerParameter::source_line is set to the line of its `layer {`.
 proto::NetParameter load_model(const std::string& path);
 proto::NetParameter parse_model(const std::string& text, const std::string& source_name);
+// "file:line" of a layer read from a model file, else "file": where errors about it point.
+std::string located(const std::string& source, const proto::LayerParameter& layer);
 proto::SolverParameter load_solver(const std::string& path);
 
 // Resolves a model name or path: an existing path wins, else <models>/<name>(.prototxt), where

@@ -1,0 +1,24 @@
+// Range checks for numeric flags with a short message ("--batch: must be > 0, got 0"); CLI11's
+// PositiveNumber prints the whole range of a double.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace cgdp {
+
+inline CLI::Validator number_check(bool allow_zero) {
+  return CLI::Validator(
+      [allow_zero](std::string& text) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value)) return "expected a number, got '" + text + "'";
+        if (value > 0 || (allow_zero && value == 0)) return {};
+        return std::string(allow_zero ? "must be >= 0" : "must be > 0") + ", got " + text;
+      },
+      allow_zero ? ">= 0" : "> 0", allow_zero ? "NONNEGATIVE" : "POSITIVE");
+}
+
+inline const CLI::Validator kPositive = number_check(false);
+inline const CLI::Validator kNonNegative = number_check(true);
+
+}  // namespace cgdp

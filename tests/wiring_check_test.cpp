@@ -1,0 +1,115 @@
+// A net's wiring and sizes from a model file: what Caffe refuses (two layers of one name, a blob
+// with two producers, a layer listing a top twice) and sizes past 64 bits are one error naming
+// file:line, never a crash or a silently dropped layer; what Caffe allows still builds.
+#include <gtest/gtest.h>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/device/cpu_device.hpp"
+#include "cgdp/net/model_file.hpp"
+#include "cgdp/net/net.hpp"
+
+namespace cgdp {
+namespace {
+
+// Line 1 is the Input layer; the tests' layers start on line 2.
+const std::string kInput =
+    "layer { name: \"in\" type: \"Input\" top: \"data\" top: \"label\" input_param {"
+    " shape { dim: 2 dim: 1 dim: 4 dim: 4 } shape { dim: 2 } } }\n";
+const std::string kLoss =
+    "layer { name: \"loss\" type: \"SoftmaxWithLoss\" bottom: \"ip\" bottom: \"label\" top: "
+    "\"loss\" }\n";
+
+std::string build_error(const std::string& body, const std::string& input = kInput) {
+  try {
+    Net<float> net(parse_model(input + body + kLoss, "m.prototxt"), Phase::Train,
+                   default_cpu_device(), 0, 1, "m.prototxt");
+  } catch (const ModelError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(WiringCheck, ParsedLayersKnowTheirLines) {
+  const auto net = parse_model("name: \"n\"\n\nlayer {\n name: \"a\"\n}\nlayer { name: \"b\" }\n",
+                               "m.prototxt");
+  ASSERT_EQ(net.layer_size(), 2);
+  EXPECT_EQ(located("m.prototxt", net.layer(0)), "m.prototxt:3");
+  EXPECT_EQ(located("m.prototxt", net.layer(1)), "m.prototxt:6");
+  EXPECT_EQ(located("m.prototxt", proto::LayerParameter()), "m.prototxt");
+}
+
+TEST(WiringCheck, ATopListedTwiceByOneLayerIsNamedNotACrash) {
+  EXPECT_EQ(build_error("layer { name: \"s\" type: \"Split\" bottom: \"data\" top: \"d\" top: \"d\" }\n"
+                        "layer { name: \"ip\" type: \"InnerProduct\" bottom: \"d\" top: \"ip\" "
+                        "inner_product_param { num_output: 3 } }\n"),
+            "m.prototxt:2: layer 's': lists top 'd' twice");
+  EXPECT_EQ(build_error("layer { name: \"ip\" type: \"InnerProduct\" bottom: \"data\" top: \"ip\" "
+                        "inner_product_param { num_output: 3 } }\n",
+                        "layer { name: \"in\" type: \"Input\" top: \"data\" top: \"data\" top: "
+                        "\"label\" input_param { shape { dim: 2 dim: 4 } shape { dim: 2 dim: 4 } "
+                        "shape { dim: 2 } } }\n"),
+            "m.prototxt:1: layer 'in': lists top 'data' twice");
+}
+
+TEST(WiringCheck, TwoLayersOfOneNameAreRefused) {
+  EXPECT_EQ(build_error("layer { name: \"ip\" type: \"InnerProduct\" bottom: \"data\" top: \"a\" "
+                        "inner_product_param { num_output: 3 } }\n"
+                        "layer { name: \"ip\" type: \"InnerProduct\" bottom: \"a\" top: \"ip\" "
+                        "inner_product_param { num_output: 3 } }\n"),
+            "m.prototxt:3: layer 'ip': the name is already used by another layer (line 2); each "
+            "layer needs its own, since its parameters are saved under it");
+}
+
+TEST(WiringCheck, ATopWrittenByTwoLayersIsRefused) {
+  EXPECT_EQ(build_error("layer { name: \"ip1\" type: \"InnerProduct\" bottom: \"data\" top: \"ip\" "
+                        "inner_product_param { num_output: 3 } }\n"
+                        "layer { name: \"ip2\" type: \"InnerProduct\" bottom: \"data\" top: \"ip\" "
+                        "inner_product_param { num_output: 3 } }\n"),
+            "m.prototxt:3: layer 'ip2': top 'ip' is already produced by layer 'ip1' (line 2); a "
+            "blob has one producer, or is rewritten in place (a top named as the layer's bottom "
+            "in the same position)");
+}
+
+TEST(WiringCheck, InPlaceLayersAndPhaseTwinsStillBuild) {
+  // ReLU in place, and two "ip" layers of one name, one per phase (as Caffe's train_val files).
+  const std::string body =
+      "layer { name: \"ip\" type: \"InnerProduct\" bottom: \"data\" top: \"ip\" "
+      "inner_product_param { num_output: 3 } include { phase: TRAIN } }\n"
+      "layer { name: \"ip\" type: \"InnerProduct\" bottom: \"data\" top: \"ip\" "
+      "inner_product_param { num_output: 3 } include { phase: TEST } }\n"
+      "layer { name: \"relu\" type: \"ReLU\" bottom: \"ip\" top: \"ip\" }\n";
+  EXPECT_EQ(build_error(body), "(no error)");
+}
+
+TEST(WiringCheck, SizesPast64BitsNameTheLayerAndLine) {
+  const auto conv = [](int outputs) {
+    return cat("layer { name: \"conv\" type: \"Convolution\" bottom: \"data\" top: \"c\" "
+               "convolution_param { num_output: ", outputs, " kernel_size: 2147483647 } }\n"
+               "layer { name: \"ip\" type: \"InnerProduct\" bottom: \"c\" top: \"ip\" "
+               "inner_product_param { num_output: 3 } }\n");
+  };
+  EXPECT_EQ(build_error(conv(4)),
+            "m.prototxt:2: layer 'conv' (Convolution): shape 4x1x2147483647x2147483647 has more "
+            "elements than 64 bits count");
+  EXPECT_EQ(build_error(conv(2)),
+            "m.prototxt:2: layer 'conv' (Convolution): shape 2x1x2147483647x2147483647 has more "
+            "bytes than 64 bits count");
+  const std::string huge_input =
+      "layer { name: \"in\" type: \"Input\" top: \"data\" top: \"label\" input_param {"
+      " shape { dim: 4294967296 dim: 4294967296 dim: 1 } shape { dim: 2 } } }\n";
+  EXPECT_EQ(build_error("layer { name: \"ip\" type: \"InnerProduct\" bottom: \"data\" top: \"ip\" "
+                        "inner_product_param { num_output: 3 } }\n",
+                        huge_input),
+            "m.prototxt:1: layer 'in' (Input): shape 4294967296x4294967296x1 has more elements "
+            "than 64 bits count");
+}
+
+TEST(WiringCheck, AnUnknownTypeNamesFileAndLine) {
+  const std::string msg = build_error(
+      "layer { name: \"ip\" type: \"InnerProdukt\" bottom: \"data\" top: \"ip\" }\n");
+  EXPECT_EQ(msg.rfind("m.prototxt:2: layer 'ip': unknown type 'InnerProdukt' (known: ", 0), 0u)
+      << msg;
+}
+
+}  // namespace
+}  // namespace cgdp
