@@ -4,8 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <functional>
+#include <future>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -306,6 +309,27 @@ TEST(EventSim, StreamRunsItsTasksInOrder) {
   expect_near(sim.end_us(first), 2);
   expect_near(sim.start_us(second), 5);
   expect_near(sim.end_us(third), 7);
+}
+
+// A task of no time and no bytes (a layer a profile measured at 0) ends where it starts; its
+// 0/0 rate once spun the loop forever, so the run is watched from a thread of its own.
+TEST(EventSim, ZeroLengthTasksEndWhereTheyStart) {
+  auto sim = std::make_shared<EventSim>();
+  const int s = sim->add_stream();
+  const int empty = sim->add({s, 0, 0, 0, -1, {}, 0});
+  const int after = sim->add({s, 1, 0, 0, -1, {empty}, 0});
+  const int pooled = sim->add({sim->add_stream(), 0, 0, 0, sim->add_pool(1), {}, 2});
+  auto done = std::make_shared<std::promise<void>>();
+  auto finished = done->get_future();
+  std::thread([sim, done] {
+    sim->run();
+    done->set_value();
+  }).detach();
+  ASSERT_EQ(finished.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << "the simulation did not end";
+  expect_near(sim->end_us(empty), 0);
+  expect_near(sim->end_us(after), 1);
+  expect_near(sim->end_us(pooled), 2);
 }
 
 // Random profiles of `n` param layers (and a layer without params between them).

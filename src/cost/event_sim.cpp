@@ -80,6 +80,13 @@ void EventSim::set_rates(std::vector<Running>& running, double now) const {
   }
 }
 
+// When `r` would finish at its current rate; a task with no bytes left ends with its fixed part
+// (its rate may be 0: 0/0 would never end the loop).
+double EventSim::finish_us(const Running& r, double now) {
+  if (r.fixed_end > now) return r.fixed_end;
+  return r.remaining > 0 ? now + r.remaining / r.rate : now;
+}
+
 void EventSim::run() {
   const size_t n = tasks_.size();
   start_.assign(n, 0);
@@ -95,9 +102,9 @@ void EventSim::run() {
     set_rates(running, now);
     double until = std::numeric_limits<double>::infinity();
     for (const Running& r : running)
-      until = std::min(until, r.fixed_end > now ? r.fixed_end : now + r.remaining / r.rate);
+      until = std::min(until, finish_us(r, now));
     for (Running& r : running)
-      if (r.fixed_end <= now) r.remaining -= r.rate * (until - now);
+      if (r.fixed_end <= now && r.remaining > 0) r.remaining -= r.rate * (until - now);
     now = until;
     for (auto it = running.begin(); it != running.end();) {
       const bool complete =

@@ -35,6 +35,7 @@ class EventSim {
   struct Running;
   void start_ready(double now, std::vector<Running>& running, std::vector<size_t>& next);
   void set_rates(std::vector<Running>& running, double now) const;
+  static double finish_us(const Running& r, double now);
 
   std::vector<Task> tasks_;
   std::vector<std::vector<int>> streams_;  // task ids in issue order
