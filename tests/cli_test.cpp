@@ -115,6 +115,31 @@ TEST_F(Cli, BadDeviceCountAndChunkPlansStopBeforeWork) {
   expect_error("train --devices 2 --timeline /nonexistent/dir/t.json", {"/nonexistent/dir/t.json"});
 }
 
+// Output paths are checked before the first iteration (one line: no progress was printed).
+TEST_F(Cli, UnwritableOutputsStopBeforeTraining) {
+  const std::string plain = write("plain_file", "x");
+  expect_error("train --data synthetic --save /nonexistent/dir/final.safetensors",
+               {"/nonexistent/dir/final.safetensors: cannot write the parameters (--save) ("});
+  expect_error("train --data synthetic --snapshot-every 1 --snapshot-prefix " + plain + "/ck/run",
+               {plain + "/ck: cannot create the directory for checkpoints (--snapshot-prefix) ("});
+}
+
+// What a kill -9 during a snapshot left is removed at the next start of the same prefix.
+TEST_F(Cli, StaleCheckpointTemporariesAreRemovedAtStart) {
+  const fs::path ck = dir_ / "ck";
+  fs::create_directories(ck);
+  std::ofstream(ck / "run_iter_4.ckpt.tmp.999999999") << "half a checkpoint";
+  const Result r = run(cat("train --data synthetic --iterations 2 --plain --test-interval -1 ",
+                           "--test-samples 100 --snapshot-every 2 --snapshot-prefix ",
+                           (ck / "run").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(cat("cgdp: removed 1 unfinished checkpoint file(s) left in ", ck.string())),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(ck / "run_iter_4.ckpt.tmp.999999999"));
+  EXPECT_TRUE(fs::exists(ck / "run_iter_2.ckpt"));
+}
+
 // CLI11's own range check printed the whole range of a double (385 characters).
 TEST_F(Cli, FlagRangeErrorsAreOneShortLine) {
   const Result batch = run("train --batch 0");

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <csignal>
 
@@ -85,6 +87,53 @@ TEST(ReadFile, MissingFileAndDirectoryAreReported) {
               ::testing::ThrowsMessage<IoError>(HasSubstr("absent: no such file")));
   EXPECT_THAT([&] { read_file(dir.path()); },
               ::testing::ThrowsMessage<IoError>(HasSubstr("is a directory")));
+}
+
+TEST(CheckWritable, NamesTheUnwritablePath) {
+  TempDir dir;
+  testing::write_bytes(dir / "plain_file", "x");
+  const std::vector<std::filesystem::path> bad = {"/nonexistent_dir/x.json",
+                                                  dir / "plain_file" / "x.json", dir.path()};
+  for (const auto& path : bad)
+    EXPECT_THAT([&] { check_writable(path, "the timeline"); },
+                ::testing::ThrowsMessage<IoError>(
+                    HasSubstr(path.string() + ": cannot write the timeline (")));
+  check_writable(dir / "ok.json", "the timeline");
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"plain_file"});  // the probe is gone
+}
+
+TEST(CreateDirectories, NamesTheDirectoryItCannotCreate) {
+  TempDir dir;
+  testing::write_bytes(dir / "plain_file", "x");
+  create_directories(dir / "a" / "b", "checkpoints");
+  EXPECT_TRUE(std::filesystem::is_directory(dir / "a" / "b"));
+  const auto bad = dir / "plain_file" / "ck";
+  EXPECT_THAT([&] { create_directories(bad, "checkpoints"); },
+              ::testing::ThrowsMessage<IoError>(
+                  HasSubstr(bad.string() + ": cannot create the directory for checkpoints (")));
+}
+
+// A process that has exited and been waited for: its pid names no running writer.
+pid_t dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  ::waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+TEST(RemoveStaleTemporaries, RemovesOnlyThePrefixsFilesWhoseWriterIsGone) {
+  TempDir dir;
+  const std::string dead = std::to_string(dead_pid()), alive = std::to_string(::getpid());
+  const std::vector<std::string> names = {"run_iter_5.ckpt.tmp." + dead,
+                                          "run_iter_6.ckpt.tmp." + alive, "run_iter_7.ckpt",
+                                          "other_iter_1.ckpt.tmp." + dead,
+                                          "run_iter_8.ckpt.tmp.x" + dead};
+  for (const std::string& name : names)
+    testing::write_bytes(dir / name, "x");
+  EXPECT_EQ(remove_stale_temporaries(dir.path(), "run_iter_"), 1);
+  EXPECT_THAT(dir.entries(),
+              ElementsAre("other_iter_1.ckpt.tmp." + dead, "run_iter_6.ckpt.tmp." + alive,
+                          "run_iter_7.ckpt", "run_iter_8.ckpt.tmp.x" + dead));
 }
 
 }  // namespace

@@ -2,9 +2,11 @@
 #include "cgdp/io/file.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdint>
 #include <fstream>
 #include <system_error>
@@ -102,6 +104,45 @@ void write_file_atomically(const std::filesystem::path& path,
   for (std::string_view piece : pieces) temp.write(piece);
   temp.commit();
   sync_directory(path);
+}
+
+void check_writable(const std::filesystem::path& path, std::string_view what) {
+  auto fail = [&](const std::string& reason) {
+    throw IoError(cat(path.string(), ": cannot write ", what, " (", reason, ")"));
+  };
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail("it is a directory");
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : ".";
+  const std::filesystem::path probe =
+      dir / cat(".", path.filename().string(), ".probe.", ::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) fail(cat("cannot create a file in ", dir.string(), ": ", errno_text(errno)));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+void create_directories(const std::filesystem::path& dir, std::string_view what) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw IoError(cat(dir.string(), ": cannot create the directory for ", what, " (",
+                            ec.message(), ")"));
+}
+
+int remove_stale_temporaries(const std::filesystem::path& dir, std::string_view stem) {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.empty() ? "." : dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const size_t tmp = name.rfind(".tmp.");
+    if (!name.starts_with(stem) || tmp == std::string::npos) continue;
+    int pid = 0;
+    const char* digits = name.data() + tmp + 5;
+    const auto [end, error] = std::from_chars(digits, name.data() + name.size(), pid);
+    if (error != std::errc() || end != name.data() + name.size() || pid <= 0) continue;
+    if (::kill(pid, 0) == 0 || errno == EPERM) continue;  // its writer may still be at work
+    removed += std::filesystem::remove(entry.path(), ec) ? 1 : 0;
+  }
+  return removed;
 }
 
 }  // namespace cgdp

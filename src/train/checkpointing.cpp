@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "cgdp/io/checkpoint.hpp"
+#include "cgdp/io/file.hpp"
 #include "cgdp/io/safetensors.hpp"
 #include "cgdp/train/trainer.hpp"
 
@@ -31,6 +32,26 @@ void write_tensor(const Checkpoint& c, const std::string& key, const Shape& shap
 
 }  // namespace
 
+std::string Trainer::snapshot_path(int64_t iteration) const {
+  const std::string prefix = config_.snapshot_prefix.empty() ? model_.name() : config_.snapshot_prefix;
+  return cat(prefix, "_iter_", iteration, ".ckpt");
+}
+
+void Trainer::check_outputs() {
+  if (!config_.timeline_path.empty()) check_writable(config_.timeline_path, "the timeline");
+  if (rank() != 0) return;  // rank 0 writes the parameters and the checkpoints
+  if (!config_.save_path.empty()) check_writable(config_.save_path, "the parameters (--save)");
+  if (config_.snapshot_every <= 0) return;
+  const std::filesystem::path first = snapshot_path(0);
+  const std::filesystem::path dir = first.parent_path();
+  if (!dir.empty()) create_directories(dir, "checkpoints (--snapshot-prefix)");
+  check_writable(first, "checkpoints (--snapshot-prefix)");
+  const std::string stem = first.filename().string();
+  if (const int n = remove_stale_temporaries(dir, stem.substr(0, stem.rfind("_iter_") + 6)))
+    std::fprintf(out_, "cgdp: removed %d unfinished checkpoint file(s) left in %s\n", n,
+                 dir.empty() ? "." : dir.c_str());
+}
+
 std::string Trainer::write_snapshot() {
   average_state();
   if (rank() != 0) return "";
@@ -56,10 +77,9 @@ std::string Trainer::write_snapshot() {
       c.tensors[state_key(n.layer(i).name(), static_cast<int>(k))] =
           read_tensor(*w.device, blob.shape(), blob.data());
     }
-  const std::string prefix = config_.snapshot_prefix.empty() ? n.name() : config_.snapshot_prefix;
-  const std::string path = cat(prefix, "_iter_", c.iteration, ".ckpt");
+  const std::string path = snapshot_path(c.iteration);
   if (auto dir = std::filesystem::path(path).parent_path(); !dir.empty())
-    std::filesystem::create_directories(dir);
+    create_directories(dir, "checkpoints (--snapshot-prefix)");  // it may have gone since the start
   save_checkpoint(path, c);
   return path;
 }

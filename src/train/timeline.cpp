@@ -1,12 +1,7 @@
 // Recording trace events under a mutex and writing them as Chrome trace JSON.
 #include "cgdp/train/timeline.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <nlohmann/json.hpp>
-#include <system_error>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/io/file.hpp"
@@ -87,23 +82,6 @@ void Timeline::write(const std::filesystem::path& path) const {
                      {"args", to_json(e.args)}});
   const nlohmann::json document = {{"traceEvents", std::move(trace)}, {"displayTimeUnit", "ms"}};
   write_file_atomically(path, document.dump());
-}
-
-void Timeline::check_writable(const std::filesystem::path& path) {
-  auto fail = [&](const std::string& reason) {
-    throw IoError(cat(path.string(), ": cannot write the timeline (", reason, ")"));
-  };
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail("it is a directory");
-  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : ".";
-  const std::filesystem::path probe =
-      dir / cat(".", path.filename().string(), ".probe.", ::getpid());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0)
-    fail(cat("cannot create a file in ", dir.string(), ": ",
-             std::generic_category().message(errno)));
-  ::close(fd);
-  ::unlink(probe.c_str());
 }
 
 Timeline::Scope::Scope(Timeline& timeline, int pid, std::string_view track, std::string_view name,

@@ -104,7 +104,9 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   if (config.cudnn_workspace_mb < 0) throw UsageError("--cudnn-workspace-mb must be >= 0");
   set_cuda_options({config.tf32, static_cast<size_t>(config.cudnn_workspace_mb) << 20,
                     !config.nondeterministic});
-  if (!config_.timeline_path.empty()) Timeline::check_writable(config_.timeline_path);
+  model_path_ = find_model_file(config.model);
+  model_ = load_model(model_path_);
+  check_outputs();
   std::optional<Profile> profile;  // --chunk auto's, measured before this trainer's workers exist
   if (config.chunk == "auto") {
     if (sync != SyncKind::Cgdp)
@@ -117,8 +119,6 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
     config.chunk_search.check();
     profile = auto_chunk_profile(config, &profile_note_);
   }
-  model_path_ = find_model_file(config.model);
-  model_ = load_model(model_path_);
   if (config.gemm_convolutions)
     for (proto::LayerParameter& layer : *model_.mutable_layer())
       if (layer.type() == "Convolution")

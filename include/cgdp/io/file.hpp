@@ -21,4 +21,16 @@ inline void write_file_atomically(const std::filesystem::path& path, std::string
   write_file_atomically(path, {bytes});
 }
 
+// Checks before a run that `path` can be written, by creating and removing a probe file in its
+// directory, so a bad path fails at start, not after the training; throws
+// IoError("PATH: cannot write WHAT (REASON)") otherwise.
+void check_writable(const std::filesystem::path& path, std::string_view what);
+
+// Creates `dir` (and its parents) when missing; throws IoError naming it and why not.
+void create_directories(const std::filesystem::path& dir, std::string_view what);
+
+// Removes the `<file>.tmp.<pid>` files that write_file_atomically left, for files of `dir` whose
+// names start with `stem`, when process <pid> is gone (a kill -9 mid-write). Returns how many.
+int remove_stale_temporaries(const std::filesystem::path& dir, std::string_view stem);
+
 }  // namespace cgdp

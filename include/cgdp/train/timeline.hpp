@@ -81,10 +81,6 @@ class Timeline {
   // and track, atomically (a crash leaves the old file or the whole new one). Throws IoError.
   void write(const std::filesystem::path& path) const;
 
-  // Checks before training that `path` can be written, by creating and removing a probe file in
-  // its directory; throws IoError("PATH: cannot write the timeline (REASON)") otherwise.
-  static void check_writable(const std::filesystem::path& path);
-
   // Records [construction, destruction) of a block as one event, if the timeline is enabled.
   class Scope {
    public:

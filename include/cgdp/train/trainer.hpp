@@ -66,6 +66,10 @@ class Trainer {
   void finish(ProgressReporter& progress, const TrainResult& result);
   void check_loss(double loss, int64_t iteration);
   void average_state();
+  // Every file the run will write is checked before any work: a bad path fails now, not after
+  // the training. Also removes what a killed snapshot left (stale .tmp files of the prefix).
+  void check_outputs();
+  std::string snapshot_path(int64_t iteration) const;  // <prefix>_iter_<N>.ckpt
   std::string write_snapshot();  // returns the path written ("" on ranks > 0, which only take part)
   void resume(const std::string& path);
   void save_parameters(const std::string& path);
