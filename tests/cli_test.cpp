@@ -1,6 +1,7 @@
 // The `cgdp` binary on bad input: one line on stderr naming the file and what is wrong, a
 // non-zero exit, no crash; and its --help and inspect output.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -61,6 +62,21 @@ TEST_F(Cli, UnknownLayerTypeListsKnownTypes) {
   expect_error("inspect --model " + m, {"unknown type 'Convolutoin'", "Convolution", "Pooling"});
 }
 
+TEST_F(Cli, UnknownFillerNamesTheLayerAndLine) {
+  const auto m = write("filler.prototxt", std::string(kInput) +
+      "layer { name: \"ip\" type: \"InnerProduct\" bottom: \"data\" top: \"ip\"\n"
+      "  inner_product_param { num_output: 2 weight_filler { type: \"xavierr\" } } }\n");
+  expect_error("inspect --model " + m,
+               {m + ":3: layer 'ip' (InnerProduct): unknown filler type 'xavierr'"});
+}
+
+TEST_F(Cli, ModelWithoutLossNamesTheFile) {
+  const auto m = write("noloss.prototxt", std::string(kInput) +
+      "layer { name: \"ip\" type: \"InnerProduct\" bottom: \"data\" top: \"ip\"\n"
+      "  inner_product_param { num_output: 2 } }\n");
+  expect_error("train --iterations 1 --model " + m, {m + ": the model has no loss layer to train (such as SoftmaxWithLoss)"});
+}
+
 TEST_F(Cli, UnknownFieldIsNamed) {
   const auto m = write("field.prototxt", std::string(kInput) + "layer { name: \"c\" type: \"ReLU\" colour: 1 }\n");
   expect_error("inspect --model " + m, {m + ":3:", "colour"});
@@ -108,6 +124,22 @@ TEST_F(Cli, WrongMagicIdxFile) {
   expect_error(cat("train --iterations 1 --data idx:", d.string()), {"train-images-idx3-ubyte", "magic"});
 }
 
+// A data directory cgdp may not search was an internal error (a filesystem exception). Root
+// reads anything, so as root the run drops to nobody (setpriv) to meet the permission bits.
+TEST_F(Cli, DataDirectoryWithoutPermissionIsNamed) {
+  const fs::path d = dir_ / "locked";
+  fs::create_directories(d);
+  fs::permissions(d, fs::perms::none);
+  const std::string as_user =
+      ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  const Result r = testing::run_command(
+      cat(as_user, CGDP_BINARY_DIR, "/cgdp train --iterations 1 --data idx:", d.string(), " 2>&1"));
+  fs::permissions(d, fs::perms::owner_all);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output, cat("cgdp: error: ", (d / "train-images-idx3-ubyte.gz").string(),
+                          ": cannot look at IDX image file: Permission denied\n"));
+}
+
 TEST_F(Cli, BadDeviceCountAndChunkPlansStopBeforeWork) {
   expect_error("train --devices 0", {"--devices"});
   expect_error("train --devices 2 --chunk 3,1", {"--chunk", "increasing"});
@@ -151,11 +183,17 @@ TEST_F(Cli, FlagRangeErrorsAreOneShortLine) {
 }
 
 TEST_F(Cli, DivergenceNamesIterationAndLayer) {
-  const Result r = run("train --data synthetic --iterations 30 --lr 1e12 --plain");
+  const Result r = run("train --data synthetic --iterations 30 --lr 1e12 --plain --display 1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   const std::string last = r.output.substr(r.output.rfind('\n', r.output.size() - 2) + 1);
   EXPECT_EQ(last.rfind("cgdp: error: iteration ", 0), 0u) << r.output;
   EXPECT_NE(last.find("first non-finite output in layer '"), std::string::npos) << last;
+  // The failing iteration is the one after the last that progress showed (both count from 1).
+  const size_t shown = r.output.rfind("\niter ");
+  ASSERT_NE(shown, std::string::npos) << r.output;
+  const int last_shown = std::stoi(r.output.substr(shown + 6));
+  EXPECT_EQ(std::stoi(last.substr(std::string("cgdp: error: iteration ").size())), last_shown + 1)
+      << r.output;
 }
 
 TEST_F(Cli, HelpListsTheSubcommandsAndTrainFlags) {

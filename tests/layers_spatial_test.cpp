@@ -634,7 +634,7 @@ TEST(SpatialErrors, ConvolutionNamesTheLayerAndTheProblem) {
   EXPECT_THAT(setup_error(base + "num_output: 2 }", {1, 1, 4, 4}),
               ::testing::HasSubstr("needs a kernel size"));
   EXPECT_THAT(setup_error(base + "num_output: 2 kernel_h: 3 }", {1, 1, 4, 4}),
-              ::testing::HasSubstr("give both kernel_size_h and kernel_size_w"));
+              ::testing::HasSubstr("give both kernel_h and kernel_w"));
   EXPECT_THAT(
       setup_error(base + "num_output: 2 kernel_size: 3 kernel_h: 3 kernel_w: 3 }", {1, 1, 4, 4}),
       ::testing::HasSubstr("layer 'c1' (Convolution): give either kernel_size or"));

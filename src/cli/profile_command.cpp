@@ -76,7 +76,8 @@ Runner add_profile_command(CLI::App& app) {
   return [f, cmd] {
     const std::filesystem::path out(f->out);
     const auto dir = out.parent_path().empty() ? std::filesystem::path(".") : out.parent_path();
-    if (!std::filesystem::is_directory(dir))
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec))
       throw IoError(cat(f->out, ": no directory ", dir.string()));
     const Profile profile = measure_profile(resolved_config(f->train, *cmd), f->options);
     print_summary(profile, stdout);

@@ -65,7 +65,10 @@ std::string find_data_file(const std::string& dir, const std::vector<std::string
   std::string tried;
   for (const std::string& name : names) {
     const std::filesystem::path path = std::filesystem::path(dir) / name;
-    if (std::filesystem::is_regular_file(path)) return path.string();
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec)) return path.string();
+    if (ec && ec != std::errc::no_such_file_or_directory)  // e.g. a directory we may not search
+      throw DataError(cat(path.string(), ": cannot look at ", what, ": ", ec.message()));
     tried += tried.empty() ? name : ", " + name;
   }
   throw DataError(cat("no ", what, " in ", dir, " (tried ", tried, ")"));

@@ -31,10 +31,12 @@ double seconds_since(Clock::time_point t) {
 }
 
 // Classes the model predicts: the channel count of its loss layer's first bottom.
-int model_classes(Net<float>& net) {
+int model_classes(Net<float>& net, const std::string& path) {
   for (int i = 0; i < net.num_layers(); ++i)
     if (net.layer(i).is_loss()) return static_cast<int>(net.bottoms(i)[0]->count(1));
-  throw ModelError(cat("model '", net.name(), "' has no loss layer"));
+  const std::string model = net.name().empty() ? "the model" : cat("model '", net.name(), "'");
+  throw ModelError(cat(path, ": ", model, " has no loss layer to train (such as SoftmaxWithLoss) ",
+                       "in its TRAIN phase"));
 }
 
 double accuracy_of(const Net<float>& net) {
@@ -135,7 +137,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   const Shape in = net0.input_data().shape();
   if (in.size() != 4)
     throw ModelError(cat(model_path_, ": the Input's data top must be N x C x H x W, got ", shape_string(in)));
-  SyntheticSpec synthetic{in[1], in[2], in[3], model_classes(net0), 60000, config.seed};
+  SyntheticSpec synthetic{in[1], in[2], in[3], model_classes(net0, model_path_), 60000, config.seed};
   train_data_ = open_dataset(config.data, Split::Train, synthetic);
   test_data_ = open_dataset(config.data, Split::Test, synthetic);
   check_data_fits_model();
@@ -255,7 +257,7 @@ void Trainer::check_data_fits_model() {
   if (Shape(in.begin() + 1, in.end()) != sample)
     throw ModelError(cat(model_path_, ": the model's input is ", shape_string({in[1], in[2], in[3]}),
                          " per sample but ", train_data_->describe(), " gives ", shape_string(sample)));
-  const int classes = model_classes(net0);
+  const int classes = model_classes(net0, model_path_);
   if (train_data_->num_classes() > classes)
     throw ModelError(cat(model_path_, ": the model predicts ", classes, " classes but ",
                          train_data_->describe(), " has labels up to ", train_data_->num_classes() - 1));
@@ -293,7 +295,7 @@ double Trainer::train_iteration() {
   for (const Worker& w : workers_)
     for (int k = 0; k < config_.accumulate; ++k) loss += w.loss(k);
   loss /= num_workers() * config_.accumulate;
-  check_loss(loss, it);
+  check_loss(loss, it + 1);  // counted from 1, as progress counts
   return loss;
 }
 
