@@ -3,6 +3,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstdio>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/io/file.hpp"
@@ -57,8 +60,48 @@ TEST(Checkpoint, RoundTripsTensorsAndTrainingPosition) {
   EXPECT_EQ(loaded.seed, -17);
   const Metadata metadata = load_safetensors(dir / "run.ckpt").metadata();
   EXPECT_EQ(metadata.at("format"), "cgdp-checkpoint");
-  EXPECT_EQ(metadata.at("version"), "1");
-  EXPECT_EQ(metadata.at("data_crc32").size(), 8u);
+  EXPECT_EQ(metadata.at("version"), "2");
+  EXPECT_EQ(metadata.at("crc32").size(), 8u);
+}
+
+// Version 2's CRC covers the header too: a changed iteration, seed or data offset, or swapped
+// tensor names, loaded silently under version 1. Every single-bit flip of the header fails.
+TEST(Checkpoint, EveryHeaderBitIsCovered) {
+  TempDir dir;
+  const auto path = dir / "run.ckpt";
+  save_checkpoint(path, sample());
+  const std::string bytes = read_file(path);
+  const size_t header = load_safetensors(path).header_section().size();
+  for (size_t i = 0; i < header; ++i)
+    for (int bit : {0, 5}) {
+      std::string flipped = bytes;
+      flipped[i] ^= static_cast<char>(1 << bit);
+      write_bytes(path, flipped);
+      EXPECT_THROW(load_checkpoint(path), IoError) << "byte " << i << " bit " << bit;
+    }
+  std::string swapped = bytes;  // the iteration, the same length: "1200" -> "1300"
+  swapped.replace(swapped.find("\"1200\""), 6, "\"1300\"");
+  write_bytes(path, swapped);
+  EXPECT_THAT([&] { load_checkpoint(path); },
+              ThrowsMessage<IoError>(HasSubstr(path.string() + ": corrupt: CRC mismatch")));
+}
+
+// Checkpoints written before version 2 still resume (their CRC covers the data only).
+TEST(Checkpoint, Version1StillLoads) {
+  TempDir dir;
+  const auto path = dir / "old.ckpt";
+  const std::vector<float> w{1.f, 2.f};
+  const TensorLayout layout = lay_out_tensors({{"param/ip/0", TensorRef::of(w, {2})}});
+  char crc[9];
+  std::snprintf(crc, sizeof crc, "%08lx",
+                crc32_z(0L, reinterpret_cast<const Bytef*>(layout.data.data()), layout.data.size()));
+  save_safetensors(path, {{"param/ip/0", TensorRef::of(w, {2})}},
+                   {{"format", "cgdp-checkpoint"}, {"version", "1"}, {"model_fingerprint", "f"},
+                    {"iteration", "7"}, {"epoch", "0"}, {"offset", "64"}, {"seed", "1"},
+                    {"data_crc32", crc}});
+  const Checkpoint c = load_checkpoint(path);
+  EXPECT_EQ(c.iteration, 7);
+  EXPECT_EQ(c.tensors.at("param/ip/0").values, w);
 }
 
 TEST(Checkpoint, FlippedDataByteIsACrcMismatch) {

@@ -1,4 +1,5 @@
-// Checkpoints as safetensors files: tensors in F32, training position and a CRC in metadata.
+// Checkpoints as safetensors files: tensors in F32, training position and a CRC in metadata that
+// covers every byte of the file (version 2; version 1's covered the data section only).
 #include "cgdp/io/checkpoint.hpp"
 
 #include <zlib.h>
@@ -15,15 +16,33 @@ namespace cgdp {
 namespace {
 
 constexpr const char* kFormat = "cgdp-checkpoint";
-constexpr const char* kVersion = "1";
+constexpr const char* kVersion = "2";
+constexpr const char* kDataOnlyVersion = "1";  // still read: its CRC leaves the header unchecked
+constexpr std::string_view kCrcKey = "crc32";
+constexpr std::string_view kCrcPlaceholder = "00000000";  // the CRC's own 8 digits while summed
 constexpr std::string_view kKinds[] = {"param/", "history/", "state/"};
 
-std::string crc_hex(std::string_view data) {
-  const unsigned long crc =
-      crc32_z(crc32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(data.data()), data.size());
+// CRC-32 of the pieces in order, as 8 hex digits.
+std::string crc_hex(std::initializer_list<std::string_view> pieces) {
+  unsigned long crc = crc32_z(0L, Z_NULL, 0);
+  for (std::string_view p : pieces)
+    crc = crc32_z(crc, reinterpret_cast<const Bytef*>(p.data()), p.size());
   char text[9];
   std::snprintf(text, sizeof text, "%08lx", crc);
   return text;
+}
+
+// The header as it was summed: with `stored` in place of the placeholder, so that a changed
+// header (metadata, names, shapes, offsets) no longer sums to it.
+std::string header_as_summed(std::string_view header, const std::string& stored,
+                             const std::string& source) {
+  const std::string written = cat("\"", kCrcKey, "\":\"", stored, "\"");
+  const size_t at = header.find(written);
+  if (at == std::string_view::npos || header.find(written, at + 1) != std::string_view::npos)
+    throw IoError(cat(source, ": corrupt: the header does not hold its CRC once"));
+  std::string summed(header);
+  summed.replace(at + written.size() - 1 - stored.size(), stored.size(), kCrcPlaceholder);
+  return summed;
 }
 
 const std::string& field(const Metadata& metadata, const std::string& key,
@@ -74,14 +93,16 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkp
     refs.emplace(name, TensorRef::of(t.values, t.shape));
   }
   const TensorLayout layout = lay_out_tensors(refs);
-  const Metadata metadata{{"format", kFormat},
-                          {"version", kVersion},
-                          {"model_fingerprint", checkpoint.model_fingerprint},
-                          {"iteration", cat(checkpoint.iteration)},
-                          {"epoch", cat(checkpoint.epoch)},
-                          {"offset", cat(checkpoint.offset)},
-                          {"seed", cat(checkpoint.seed)},
-                          {"data_crc32", crc_hex(layout.data)}};
+  Metadata metadata{{"format", kFormat},
+                    {"version", kVersion},
+                    {"model_fingerprint", checkpoint.model_fingerprint},
+                    {"iteration", cat(checkpoint.iteration)},
+                    {"epoch", cat(checkpoint.epoch)},
+                    {"offset", cat(checkpoint.offset)},
+                    {"seed", cat(checkpoint.seed)},
+                    {std::string(kCrcKey), std::string(kCrcPlaceholder)}};
+  // The CRC's digits have a fixed width, so the header keeps its length when they are filled in.
+  metadata[std::string(kCrcKey)] = crc_hex({encode_header(layout.entries, metadata), layout.data});
   write_file_atomically(path, {encode_header(layout.entries, metadata), layout.data});
 }
 
@@ -93,11 +114,16 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
   if (format == metadata.end() || format->second != kFormat)
     throw IoError(cat(source, ": not a cgdp checkpoint (metadata \"format\" is ",
                       format == metadata.end() ? "missing" : cat("\"", format->second, "\""), ")"));
-  if (const std::string& version = field(metadata, "version", source); version != kVersion)
-    throw IoError(cat(source, ": checkpoint version ", version,
-                      " is not supported (this cgdp reads version ", kVersion, ")"));
-  const std::string stored = field(metadata, "data_crc32", source);
-  const std::string computed = crc_hex(file.data_section());
+  const std::string& version = field(metadata, "version", source);
+  if (version != kVersion && version != kDataOnlyVersion)
+    throw IoError(cat(source, ": checkpoint version ", version, " is not supported (this cgdp ",
+                      "reads versions ", kDataOnlyVersion, " and ", kVersion, ")"));
+  const bool whole_file = version == kVersion;
+  const std::string stored = field(metadata, whole_file ? std::string(kCrcKey) : "data_crc32", source);
+  const std::string computed =
+      whole_file ? crc_hex({header_as_summed(file.header_section(), stored, source),
+                            file.data_section()})
+                 : crc_hex({file.data_section()});
   if (stored != computed)
     throw IoError(
         cat(source, ": corrupt: CRC mismatch (stored ", stored, ", computed ", computed, ")"));

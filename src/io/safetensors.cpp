@@ -243,6 +243,10 @@ void SafetensorsFile::parse_header(std::string_view header) {
   }
 }
 
+std::string_view SafetensorsFile::header_section() const {
+  return std::string_view(bytes_).substr(0, data_begin_);
+}
+
 std::string_view SafetensorsFile::data_section() const {
   return std::string_view(bytes_).substr(data_begin_);
 }

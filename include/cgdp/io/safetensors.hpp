@@ -68,6 +68,8 @@ class SafetensorsFile {
   const TensorEntries& tensors() const { return entries_; }
   const Metadata& metadata() const { return metadata_; }
   std::string_view data_section() const;
+  // The bytes before the data section, as stored: the length, the JSON header and its padding.
+  std::string_view header_section() const;
 
   // The tensor's entry; IoError when the file has no such tensor.
   const TensorEntry& entry(const std::string& name) const;
