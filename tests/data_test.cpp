@@ -255,6 +255,21 @@ TEST(IdxDataset, LabelAboveNineNamesFileAndRecord) {
                         ": label 10 at record 3 is out of range, expected 0..9"));
 }
 
+// A gzip bomb: the header claims 2^31 images of 28x28 (1.7 TB) over 8 MiB of zeros. The claim is
+// checked against the size the gzip trailer gives before anything is inflated.
+TEST(IdxDataset, AGzipBombIsRefusedBeforeItInflates) {
+  TempDir dir;
+  std::vector<uint8_t> images;
+  put_be32(images, 0x803);
+  for (uint32_t d : {uint32_t{1} << 31, uint32_t{28}, uint32_t{28}}) put_be32(images, d);
+  images.resize(images.size() + (size_t{8} << 20));
+  write_file(dir.file("train-images-idx3-ubyte.gz"), images, true);
+  EXPECT_THAT(data_error_of([&] { load_idx_dataset(dir.str(), Split::Train); }),
+              HasSubstr(dir.file("train-images-idx3-ubyte.gz") +
+                        ": expected 1683627180032 bytes of pixels, file ends after 8388608 (as "
+                        "its gzip trailer gives"));
+}
+
 // --- CIFAR-10 ---
 
 // A CIFAR-10 batch file of `records` records; record r of file `file_index` has label
@@ -309,6 +324,25 @@ TEST(Cifar10Dataset, ErrorsNameTheFile) {
   write_file(dir.file("data_batch_2.bin"), bad, false);
   EXPECT_THAT(data_error_of([&] { load_cifar10_dataset(dir.str(), Split::Train); }),
               HasSubstr(dir.file("data_batch_2.bin") + ": label 10 at record 1 is out of range"));
+}
+
+// A CIFAR-10 batch has no header: what bounds it is the size its gzip trailer gives. One whose
+// stream inflates past that (a bomb with a small trailer) stops there.
+TEST(Cifar10Dataset, AGzipThatInflatesPastItsTrailerStopsThere) {
+  TempDir dir;
+  write_cifar(dir);
+  const std::string path = dir.file("data_batch_3.bin");
+  write_file(path, cifar_batch(3, 2000), true);  // 6 MB: past zlib's 2 MB output buffer
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const uint32_t one_record = 3073;  // the trailer's ISIZE, little endian, now says one record
+  for (int i = 0; i < 4; ++i) bytes[bytes.size() - 4 + i] = static_cast<char>(one_record >> (8 * i));
+  std::ofstream(path, std::ios::binary) << bytes;
+  EXPECT_THAT(data_error_of([&] { load_cifar10_dataset(dir.str(), Split::Train); }),
+              HasSubstr(path + ": inflates to more than the 3073 bytes its gzip trailer gives"));
 }
 
 // --- in-memory and synthetic data, specs ---

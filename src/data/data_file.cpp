@@ -6,14 +6,37 @@
 #include <climits>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "cgdp/core/error.hpp"
 
 namespace cgdp {
 
+namespace {
+
+// A gzip file's inflated size as its trailer gives it (ISIZE: the size modulo 2^32, little
+// endian), or a plain file's size. `gzip` says which it was.
+uint64_t inflated_size(const std::string& path, bool& gzip) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char magic[2] = {};
+  in.read(reinterpret_cast<char*>(magic), 2);
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<uint64_t>(std::max<std::streamoff>(in.tellg(), 0));
+  gzip = in && magic[0] == 0x1f && magic[1] == 0x8b && size >= 18;  // header 10, trailer 8
+  if (!gzip) return size;
+  unsigned char isize[4] = {};
+  in.seekg(-4, std::ios::end);
+  in.read(reinterpret_cast<char*>(isize), 4);
+  return uint64_t{isize[0]} | uint64_t{isize[1]} << 8 | uint64_t{isize[2]} << 16 |
+         uint64_t{isize[3]} << 24;
+}
+
+}  // namespace
+
 GzFile::GzFile(std::string path) : path_(std::move(path)), file_(gzopen(path_.c_str(), "rb")) {
   if (!file_) throw IoError(cat(path_, ": cannot open: ", std::strerror(errno)));
   gzbuffer(file_, 1 << 20);
+  bound_ = inflated_size(path_, gzip_);
 }
 
 GzFile::~GzFile() {
@@ -34,6 +57,7 @@ size_t GzFile::read(void* dst, size_t bytes) {
     done += static_cast<size_t>(got);
     if (static_cast<unsigned>(got) < piece) break;
   }
+  consumed_ += done;
   return done;
 }
 

@@ -28,9 +28,18 @@ class GzFile {
   // Big-endian 32-bit word (IDX headers); throws DataError naming `what` if the file ends.
   uint32_t read_be32(const char* what);
 
+  // The most bytes that may still be read: from the size a gzip file's trailer gives (which is
+  // modulo 4 GiB) or a plain file's size, less what was read. Bounds what a header may claim,
+  // so a gzip bomb fails before it fills memory.
+  uint64_t bytes_left_bound() const { return bound_ > consumed_ ? bound_ - consumed_ : 0; }
+  // "its gzip trailer" or "its size": where the bound comes from, for messages.
+  const char* bound_source() const { return gzip_ ? "its gzip trailer" : "its size"; }
+
  private:
   std::string path_;
   gzFile file_;
+  bool gzip_ = false;
+  uint64_t bound_ = 0, consumed_ = 0;
 };
 
 // Returns DIR/NAME for the first NAME in `names` that exists as a file; otherwise throws
