@@ -77,6 +77,35 @@ TEST_F(Launch, FailingRankStopsTheOthers) {
       << r.output;
 }
 
+// Ranks that `cgdp launch` started here end with it, even when it is killed with SIGKILL (it can
+// tell them nothing then): each asked the kernel for SIGTERM on its parent's death. They print
+// nothing while they train, so no broken pipe would stop them either.
+TEST_F(Launch, KillingTheLauncherEndsItsLocalRanks) {
+  const int base = testing::free_ports(2, true)[0];
+  const auto r = run_command(cat(
+      "out=", path("launch.out"), "; env -u CGDP_CLUSTER_TOKEN ", kCgdp,
+      " launch --hosts localhost,127.0.0.1 --port-base ", base, " -- ", kRun,
+      " --batch 3 --iterations 1000000 --display 1000000 >$out 2>&1 & L=$!; ",
+      "for i in $(seq 300); do [ $(grep -c 'cgdp: placement' $out) = 2 ] && break; sleep 0.1; ",
+      "done; sleep 0.5; ",
+      "R=$(pgrep -P $L | tr '\\n' ' '); [ -n \"$R\" ] || { echo no ranks; cat $out; exit 2; }; ",
+      "kill -9 $L; ",
+      // A rank is gone once its /proc entry is gone or a zombie that nobody has reaped yet.
+      "for i in $(seq 100); do alive=; for p in $R; do [ -d /proc/$p ] && ",
+      "[ \"$(cut -d' ' -f3 /proc/$p/stat 2>/dev/null)\" != Z ] && alive=\"$alive $p\"; done; ",
+      "[ -z \"$alive\" ] && { echo all ranks ended; exit 0; }; sleep 0.1; done; ",
+      "echo still running:$alive; kill -9 $alive; exit 1"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "all ranks ended\n");
+}
+
+// A rank whose launcher died before it could ask for the signal does not start training alone.
+TEST_F(Launch, ARankWhoseLauncherIsGoneDoesNotTrain) {
+  const auto r = run_command(cat("CGDP_LAUNCHER_PID=999999999 ", kCgdp, " train ", kQuick, " 2>&1"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output, "cgdp: error: the launcher (pid 999999999) is gone; not training\n");
+}
+
 TEST_F(Launch, RefusesTrainFlagsItSetsItself) {
   const auto r = run_command(cat(kCgdp, " launch --hosts a,b -- ", kQuick, " --rank 1 2>&1"));
   EXPECT_EQ(r.exit_code, 1);

@@ -1,6 +1,8 @@
 // `cgdp launch --hosts h1,h2,... -- <train flags>`: one training rank per host, started directly
 // on this machine or over ssh elsewhere (as `horovodrun -H`), with the host list, the rank and a
 // shared cluster token filled in.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -11,6 +13,7 @@
 #include "cgdp/shard/cluster_token.hpp"
 #include "cgdp/sync/host_list.hpp"
 #include "cli/commands.hpp"
+#include "cli/launcher_link.hpp"
 #include "cli/rank_processes.hpp"
 
 namespace cgdp::cli {
@@ -70,7 +73,8 @@ RankProcess rank_process(const LaunchFlags& f, const std::vector<HostPort>& host
   p.name = cat("rank ", rank, " (", host, ")");
   if (is_local_host(host)) {
     p.argv = std::move(args);
-    if (!token.empty()) p.env = {cat(kClusterTokenEnv, "=", token)};
+    p.env = {cat(kLauncherPidEnv, "=", ::getpid())};
+    if (!token.empty()) p.env.push_back(cat(kClusterTokenEnv, "=", token));
     return p;
   }
   std::string command = token.empty() ? ""

@@ -2,8 +2,9 @@
 // Fashion-MNIST from Debian's dataset-fashion-mnist package.
 #include "cgdp/train/trainer.hpp"
 #include "cli/commands.hpp"
-#include "cli/train_flags.hpp"
+#include "cli/launcher_link.hpp"
 #include "cli/number_checks.hpp"
+#include "cli/train_flags.hpp"
 
 namespace cgdp::cli {
 
@@ -72,6 +73,7 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--timeout-s", c.timeout_s, "Stop when a host or shard is silent this long")
       ->capture_default_str()->check(kPositive);
   return [f, cmd] {
+    end_with_launcher();
     Trainer trainer(resolved_config(*f, *cmd));
     trainer.run();
     return 0;
