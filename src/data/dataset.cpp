@@ -1,7 +1,11 @@
 // Dataset helpers shared by every implementation.
 #include "cgdp/data/dataset.hpp"
 
+#include <algorithm>
 #include <exception>
+#include <vector>
+
+#include "cgdp/core/error.hpp"
 
 namespace cgdp {
 
@@ -29,6 +33,21 @@ void read_samples(const Dataset& dataset, std::span<const int64_t> indices, floa
     }
   }
   if (error) std::rethrow_exception(error);
+}
+
+std::string content_summary(const Dataset& dataset, int64_t samples) {
+  const int64_t n = std::min(samples, dataset.size());
+  std::vector<float> image(static_cast<size_t>(dataset.sample_elements()));
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the samples' bytes
+  for (int64_t i = 0; i < n; ++i) {
+    float label = 0;
+    dataset.read(i, image.data(), &label);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(image.data());
+    for (size_t b = 0; b < image.size() * sizeof(float); ++b) h = (h ^ bytes[b]) * 1099511628211ull;
+    h = (h ^ static_cast<uint64_t>(label)) * 1099511628211ull;
+  }
+  return cat(dataset.size(), " samples of ", shape_string(dataset.sample_shape()), ", ",
+             dataset.num_classes(), " classes, first ", n, " hashed to ", h);
 }
 
 }  // namespace cgdp

@@ -3,8 +3,10 @@
 #include "cgdp/sync/cluster.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <thread>
 
+#include "cgdp/core/counter_rng.hpp"
 #include "cgdp/core/error.hpp"
 
 namespace cgdp {
@@ -12,7 +14,7 @@ namespace cgdp {
 namespace {
 
 // Agreement values travel as two floats of 24 bits each: exact through a float sum.
-constexpr int kMaxAgreement = 16;
+constexpr int kMaxAgreement = 24;
 constexpr int64_t kLow24 = (int64_t{1} << 24) - 1;
 
 constexpr int64_t kLimit = int64_t{1} << 48;
@@ -24,6 +26,18 @@ int64_t fold48(int64_t v) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return static_cast<int64_t>((x ^ (x >> 31)) % static_cast<uint64_t>(kLimit));
+}
+
+// How host `h`'s value reads in a disagreement.
+std::string shown(const Agreed& a, int64_t value) {
+  switch (a.kind) {
+    case Agreed::Kind::kFloat:
+      return cat(std::bit_cast<float>(static_cast<uint32_t>(value)));
+    case Agreed::Kind::kDigest:
+      return cat("digest ", value);
+    default:
+      return cat(value);
+  }
 }
 
 std::string zmq_address(const HostPort& h) {
@@ -122,11 +136,23 @@ std::vector<float> Cluster::exchange_control(std::span<const float> my_block) {
   return control_;
 }
 
+Agreed Agreed::real(std::string name, float value) {
+  Agreed a(std::move(name), std::bit_cast<uint32_t>(value));  // 32 bits travel exactly
+  a.kind = Kind::kFloat;
+  return a;
+}
+
+Agreed Agreed::digest(std::string name, std::string_view text) {
+  Agreed a(std::move(name), fold48(static_cast<int64_t>(hash_name(text))));
+  a.kind = Kind::kDigest;
+  return a;
+}
+
 void Cluster::agree(const Agreement& mine) {
   CGDP_ASSERT(static_cast<int>(mine.size()) <= kMaxAgreement);
   std::vector<float> block;
-  for (const auto& [name, value] : mine) {
-    const int64_t v = fold48(value);
+  for (const Agreed& a : mine) {
+    const int64_t v = fold48(a.value);
     block.push_back(static_cast<float>(v >> 24));
     block.push_back(static_cast<float>(v & kLow24));
   }
@@ -140,9 +166,11 @@ void Cluster::agree(const Agreement& mine) {
       if (value_of(h, i) != value_of(0, i)) {
         finish();  // every host sees the same values and stops alike, once all have them
         throw UsageError(
-            cat("hosts disagree on the ", mine[i].first, ": ", host_name(h), " has ",
-                value_of(h, i), ", ", host_name(0), " has ", value_of(0, i),
-                " (give every host the same flags, and the same --resume checkpoint)"));
+            cat("hosts disagree on the ", mine[i].name, ": ", host_name(h), " has ",
+                shown(mine[i], value_of(h, i)), ", ", host_name(0), " has ",
+                shown(mine[i], value_of(0, i)),
+                " (give every host the same flags, data and model, and the same --resume "
+                "checkpoint)"));
       }
 }
 

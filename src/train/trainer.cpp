@@ -238,7 +238,18 @@ void Trainer::join_cluster(const ChunkPlan& plan) {
 // shards would sum gradients of different steps.
 void Trainer::agree_with_other_hosts() {
   const int64_t start = workers_[0].solver->iteration();
+  const proto::SolverParameter& s = config_.solver;
+  std::string schedule = cat(s.lr_policy(), " gamma ", s.gamma(), " power ", s.power(),
+                             " stepsize ", s.stepsize(), " max_iter ", s.max_iter(), " stepvalues");
+  for (int32_t v : s.stepvalue()) schedule += cat(" ", v);
   cluster_->agree({{"start iteration", start},
+                   Agreed::digest("model", net().fingerprint()),
+                   Agreed::digest("training data", content_summary(*train_data_)),
+                   Agreed::digest("test data", content_summary(*test_data_)),
+                   Agreed::real("base learning rate (--lr)", s.base_lr()),
+                   Agreed::digest("learning-rate schedule (--lr-policy and its settings)", schedule),
+                   Agreed::real("momentum (--momentum)", s.momentum()),
+                   Agreed::real("weight decay (--weight-decay)", s.weight_decay()),
                    {"data epoch", start_position_.epoch},
                    {"data offset", start_position_.offset},
                    {"seed", static_cast<int64_t>(config_.seed)},

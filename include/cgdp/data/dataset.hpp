@@ -35,6 +35,10 @@ class Dataset {
   int64_t sample_elements() const { return count_of(sample_shape()); }
 };
 
+// What identifies a dataset's contents wherever its files lie: size, shape, classes and a hash of
+// the first `samples` samples' pixels and labels. Hosts of one job compare it.
+std::string content_summary(const Dataset& dataset, int64_t samples = 16);
+
 // Reads samples `indices` into consecutive rows of `images` ([n, C, H, W]) and `labels` ([n]),
 // on `threads` OpenMP threads. If reads throw, the error of the lowest row is rethrown.
 void read_samples(const Dataset& dataset, std::span<const int64_t> indices, float* images,

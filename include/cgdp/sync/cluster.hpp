@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -30,8 +31,20 @@ struct ClusterConfig {
   ShardLog log = log_to_stderr;      // the shard's log lines
 };
 
-// One (name, value) a host states and every host must share, e.g. {"start iteration", 500}.
-using Agreement = std::vector<std::pair<std::string, int64_t>>;
+// One setting a host states and every host must share, e.g. {"start iteration", 500}: an integer
+// or a float, shown as they are when they differ, or a digest of text (a hash), which can only be
+// said to differ.
+struct Agreed {
+  enum class Kind { kInteger, kFloat, kDigest };
+  std::string name;
+  int64_t value = 0;
+  Kind kind = Kind::kInteger;
+
+  Agreed(std::string name, int64_t value) : name(std::move(name)), value(value) {}
+  static Agreed real(std::string name, float value);
+  static Agreed digest(std::string name, std::string_view text);
+};
+using Agreement = std::vector<Agreed>;
 
 class Cluster final : public ChunkReducer {
  public:
@@ -55,7 +68,7 @@ class Cluster final : public ChunkReducer {
   PulledChunk pull(int64_t iteration, int chunk) override;
 
   // Every host states the same names in the same order; throws UsageError naming the first value
-  // that differs from host 0's and both hosts (after every host has seen it: finish()). Values
+  // that differs from host 0's and both hosts (after every host has seen it: finish()). Integers
   // outside [0, 2^48) are compared (and reported) hashed into that range.
   void agree(const Agreement& mine);
   // Every host's `mine` (state_floats values each), in host order: each host's values exactly.
