@@ -28,11 +28,11 @@ uint64_t CpuEvent::last_recorded() {
 }
 
 void CpuEvent::complete(uint64_t sequence, std::exception_ptr error) {
-  {
-    std::lock_guard lock(mutex_);
-    completed_ = std::max(completed_, sequence);
-    if (error && !error_) error_ = error;
-  }
+  // Notified under the lock: a waiter that wakes may destroy the event at once (ThreadSanitizer
+  // saw the condition variable destroyed while notify_all still read it).
+  std::lock_guard lock(mutex_);
+  completed_ = std::max(completed_, sequence);
+  if (error && !error_) error_ = error;
   done_.notify_all();
 }
 
