@@ -57,6 +57,28 @@ TEST_F(Launch, RunsOneRankPerLocalHostWithPrefixedOutput) {
   expect_two_device_result(path("two.st"));
 }
 
+// Without --threads: the ranks launch starts here share this machine's cores as the devices of
+// one process do (each rank cores / local ranks), so the sums run on the same thread counts and
+// the bits are those of --devices 2, as the README promises.
+TEST_F(Launch, LocalRanksSplitTheCoresAsOneProcessDoes) {
+  const std::string flags =
+      "--data synthetic --plain --test-interval -1 --test-samples 8 --test-batch 8 --batch 16 "
+      "--iterations 6";
+  const int base = testing::free_ports(2, true)[0];
+  const auto r = run_command(cat("env -u CGDP_CLUSTER_TOKEN OMP_NUM_THREADS=4 timeout -s KILL 120 ",
+                                 kCgdp, " launch --hosts localhost,127.0.0.1 --port-base ", base,
+                                 " -- ", flags, " --save ", path("two.st"), " 2>&1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto one = run_command(cat("OMP_NUM_THREADS=4 ", kCgdp, " train ", flags,
+                                   " --devices 2 --save ", path("one.st"), " 2>&1"));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const auto want = testing::load_tensors(path("one.st"));
+  const auto got = testing::load_tensors(path("two.st"));
+  ASSERT_EQ(want.size(), got.size());
+  for (const auto& [name, w] : want)
+    EXPECT_EQ(0, std::memcmp(w.data(), got.at(name).data(), w.size() * sizeof(float))) << name;
+}
+
 // The ssh stand-in fails for rank 1 at once; rank 0 (on this machine, named as the other host
 // would name it), which would wait 60 s for rank 1, is stopped.
 TEST_F(Launch, FailingRankStopsTheOthers) {

@@ -1,6 +1,7 @@
 // `cgdp launch --hosts h1,h2,... -- <train flags>`: one training rank per host, started directly
 // on this machine or over ssh elsewhere (as `horovodrun -H`), with the host list, the rank and a
 // shared cluster token filled in.
+#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,6 +46,18 @@ bool has_flag(const std::vector<std::string>& args, const std::string& flag) {
   return std::any_of(args.begin(), args.end(), [&](const std::string& a) {
     return a == flag || a.rfind(flag + "=", 0) == 0;
   });
+}
+
+// Local ranks share this machine's cores as the devices of one process would: each gets
+// cores / local ranks threads (unless the flags set --threads), so a job launched here sums on the
+// same thread counts as `--devices H*N` in one process and gives its bits.
+void share_cores_between_local_ranks(std::vector<std::string>& train_args,
+                                     const std::vector<HostPort>& hosts) {
+  const auto local = std::count_if(hosts.begin(), hosts.end(),
+                                   [](const HostPort& h) { return is_local_host(h.host); });
+  if (local < 2 || has_flag(train_args, "--threads")) return;
+  const int threads = std::max(1, omp_get_max_threads() / static_cast<int>(local));
+  train_args.insert(train_args.end(), {"--threads", std::to_string(threads)});
 }
 
 // The token the ranks share: the caller's $CGDP_CLUSTER_TOKEN, none when the train flags name a
@@ -118,6 +131,7 @@ Runner add_launch_command(CLI::App& app) {
     const auto hosts = parse_host_list(f->hosts, [&](int rank) { return f->port_base + rank; });
     check_loopback_alone(hosts);
     const std::string token = job_token(f->train_args);
+    share_cores_between_local_ranks(f->train_args, hosts);
     std::vector<RankProcess> ranks;
     for (int r = 0; r < static_cast<int>(hosts.size()); ++r)
       ranks.push_back(rank_process(*f, hosts, r, token));

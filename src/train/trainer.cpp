@@ -324,8 +324,10 @@ void Trainer::check_loss(double loss, int64_t iteration) {
 }
 
 // BatchNorm's running statistics are sums that each worker updates linearly from its own batches,
-// so averaging them over the workers whenever they are read (test, checkpoint) gives exactly what
-// averaging after every iteration would. Across hosts the shards hand every host every worker's
+// so averaging them over the workers whenever they are read (test, checkpoint) gives what
+// averaging after every iteration would, up to float rounding: the average is written back, so a
+// run that reads them (a snapshot) differs from one that does not in the last bits (about 1e-7
+// relative), and a resume repeats the reads of the run it continues. Across hosts the shards hand every host every worker's
 // values unchanged, and each host averages all H·N of them in worker order, as one host would.
 // Every host must call this at the same points (it is an exchange); once per iteration suffices,
 // as the statistics change only by training.
