@@ -93,11 +93,17 @@ TEST(Checkpoint, Version1StillLoads) {
   const std::vector<float> w{1.f, 2.f};
   const TensorLayout layout = lay_out_tensors({{"param/ip/0", TensorRef::of(w, {2})}});
   char crc[9];
-  std::snprintf(crc, sizeof crc, "%08lx",
-                crc32_z(0L, reinterpret_cast<const Bytef*>(layout.data.data()), layout.data.size()));
+  std::snprintf(
+      crc, sizeof crc, "%08lx",
+      crc32_z(0L, reinterpret_cast<const Bytef*>(layout.data.data()), layout.data.size()));
   save_safetensors(path, {{"param/ip/0", TensorRef::of(w, {2})}},
-                   {{"format", "cgdp-checkpoint"}, {"version", "1"}, {"model_fingerprint", "f"},
-                    {"iteration", "7"}, {"epoch", "0"}, {"offset", "64"}, {"seed", "1"},
+                   {{"format", "cgdp-checkpoint"},
+                    {"version", "1"},
+                    {"model_fingerprint", "f"},
+                    {"iteration", "7"},
+                    {"epoch", "0"},
+                    {"offset", "64"},
+                    {"seed", "1"},
                     {"data_crc32", crc}});
   const Checkpoint c = load_checkpoint(path);
   EXPECT_EQ(c.iteration, 7);

@@ -85,9 +85,9 @@ TEST_F(ChunkTuner, SimulatesEveryPlanOfTheSetAndPlotsThem) {
 
 TEST_F(ChunkTuner, MeasuresShortRealRunsOfEachPlan) {
   const std::string svg = (dir_ / "measured.svg").string();
-  const auto r = tuner(cat("-m ", model_, " -d synthetic:1,8,8,10 --devices 2 --plans layer all",
-                           " --interval 3 --warmup 1 --rounds 2 --profile ", profile_, " --plot ",
-                           svg));
+  const auto r =
+      tuner(cat("-m ", model_, " -d synthetic:1,8,8,10 --devices 2 --plans layer all",
+                " --interval 3 --warmup 1 --rounds 2 --profile ", profile_, " --plot ", svg));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("measuring 2 plans: 2 rounds of 3 iterations each (1 dropped)"),
             std::string::npos)

@@ -63,18 +63,23 @@ TEST_F(Cli, UnknownLayerTypeListsKnownTypes) {
 }
 
 TEST_F(Cli, UnknownFillerNamesTheLayerAndLine) {
-  const auto m = write("filler.prototxt", std::string(kInput) +
-      "layer { name: \"ip\" type: \"InnerProduct\" bottom: \"data\" top: \"ip\"\n"
-      "  inner_product_param { num_output: 2 weight_filler { type: \"xavierr\" } } }\n");
+  const auto m =
+      write("filler.prototxt",
+            std::string(kInput) +
+                "layer { name: \"ip\" type: \"InnerProduct\" bottom: \"data\" top: \"ip\"\n"
+                "  inner_product_param { num_output: 2 weight_filler { type: \"xavierr\" } } }\n");
   expect_error("inspect --model " + m,
                {m + ":3: layer 'ip' (InnerProduct): unknown filler type 'xavierr'"});
 }
 
 TEST_F(Cli, ModelWithoutLossNamesTheFile) {
-  const auto m = write("noloss.prototxt", std::string(kInput) +
-      "layer { name: \"ip\" type: \"InnerProduct\" bottom: \"data\" top: \"ip\"\n"
-      "  inner_product_param { num_output: 2 } }\n");
-  expect_error("train --iterations 1 --model " + m, {m + ": the model has no loss layer to train (such as SoftmaxWithLoss)"});
+  const auto m =
+      write("noloss.prototxt",
+            std::string(kInput) +
+                "layer { name: \"ip\" type: \"InnerProduct\" bottom: \"data\" top: \"ip\"\n"
+                "  inner_product_param { num_output: 2 } }\n");
+  expect_error("train --iterations 1 --model " + m,
+               {m + ": the model has no loss layer to train (such as SoftmaxWithLoss)"});
 }
 
 TEST_F(Cli, UnknownFieldIsNamed) {
@@ -161,12 +166,13 @@ TEST_F(Cli, StaleCheckpointTemporariesAreRemovedAtStart) {
   const fs::path ck = dir_ / "ck";
   fs::create_directories(ck);
   std::ofstream(ck / "run_iter_4.ckpt.tmp.999999999") << "half a checkpoint";
-  const Result r = run(cat("train --data synthetic --iterations 2 --plain --test-interval -1 ",
-                           "--test-samples 100 --snapshot-every 2 --snapshot-prefix ",
-                           (ck / "run").string()));
+  const Result r =
+      run(cat("train --data synthetic --iterations 2 --plain --test-interval -1 ",
+              "--test-samples 100 --snapshot-every 2 --snapshot-prefix ", (ck / "run").string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find(cat("cgdp: removed 1 unfinished checkpoint file(s) left in ", ck.string())),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find(cat("cgdp: removed 1 unfinished checkpoint file(s) left in ", ck.string())),
+      std::string::npos)
       << r.output;
   EXPECT_FALSE(fs::exists(ck / "run_iter_4.ckpt.tmp.999999999"));
   EXPECT_TRUE(fs::exists(ck / "run_iter_2.ckpt"));

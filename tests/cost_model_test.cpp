@@ -8,9 +8,9 @@
 #include <fstream>
 #include <functional>
 #include <future>
-#include <thread>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/cost/chunk_stages.hpp"

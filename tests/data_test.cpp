@@ -339,10 +339,11 @@ TEST(Cifar10Dataset, AGzipThatInflatesPastItsTrailerStopsThere) {
     bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
   const uint32_t one_record = 3073;  // the trailer's ISIZE, little endian, now says one record
-  for (int i = 0; i < 4; ++i) bytes[bytes.size() - 4 + i] = static_cast<char>(one_record >> (8 * i));
+  for (int i = 0; i < 4; ++i)
+    bytes[bytes.size() - 4 + i] = static_cast<char>(one_record >> (8 * i));
   std::ofstream(path, std::ios::binary) << bytes;
   EXPECT_THAT(data_error_of([&] { load_cifar10_dataset(dir.str(), Split::Train); }),
-              HasSubstr(path + ": inflates to more than the 3073 bytes its gzip trailer gives"));
+              HasSubstr(path + ": inflates to more than 3073 bytes (as its gzip trailer gives"));
 }
 
 // --- in-memory and synthetic data, specs ---

@@ -124,12 +124,10 @@ pid_t dead_pid() {
 TEST(RemoveStaleTemporaries, RemovesOnlyThePrefixsFilesWhoseWriterIsGone) {
   TempDir dir;
   const std::string dead = std::to_string(dead_pid()), alive = std::to_string(::getpid());
-  const std::vector<std::string> names = {"run_iter_5.ckpt.tmp." + dead,
-                                          "run_iter_6.ckpt.tmp." + alive, "run_iter_7.ckpt",
-                                          "other_iter_1.ckpt.tmp." + dead,
-                                          "run_iter_8.ckpt.tmp.x" + dead};
-  for (const std::string& name : names)
-    testing::write_bytes(dir / name, "x");
+  const std::vector<std::string> names = {
+      "run_iter_5.ckpt.tmp." + dead, "run_iter_6.ckpt.tmp." + alive, "run_iter_7.ckpt",
+      "other_iter_1.ckpt.tmp." + dead, "run_iter_8.ckpt.tmp.x" + dead};
+  for (const std::string& name : names) testing::write_bytes(dir / name, "x");
   EXPECT_EQ(remove_stale_temporaries(dir.path(), "run_iter_"), 1);
   EXPECT_THAT(dir.entries(),
               ElementsAre("other_iter_1.ckpt.tmp." + dead, "run_iter_6.ckpt.tmp." + alive,

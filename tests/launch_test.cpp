@@ -123,7 +123,8 @@ TEST_F(Launch, KillingTheLauncherEndsItsLocalRanks) {
 
 // A rank whose launcher died before it could ask for the signal does not start training alone.
 TEST_F(Launch, ARankWhoseLauncherIsGoneDoesNotTrain) {
-  const auto r = run_command(cat("CGDP_LAUNCHER_PID=999999999 ", kCgdp, " train ", kQuick, " 2>&1"));
+  const auto r =
+      run_command(cat("CGDP_LAUNCHER_PID=999999999 ", kCgdp, " train ", kQuick, " 2>&1"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(r.output, "cgdp: error: the launcher (pid 999999999) is gone; not training\n");
 }

@@ -185,7 +185,8 @@ TEST_F(ScaleOut, MismatchedLearningSettingsAreRefusedNamingTheSetting) {
   };
   const std::vector<Case> cases = {
       {"--data synthetic --lr 0.02", "hosts disagree on the base learning rate (--lr): host 1 ("},
-      {"--data synthetic --lr 0.01 --momentum 0.5", "hosts disagree on the momentum (--momentum): "},
+      {"--data synthetic --lr 0.01 --momentum 0.5",
+       "hosts disagree on the momentum (--momentum): "},
       {"--data synthetic --lr 0.01 --weight-decay 0.1", "hosts disagree on the weight decay"},
       {"--data synthetic --lr 0.01 --lr-policy step --stepsize 2",
        "hosts disagree on the learning-rate schedule (--lr-policy and its settings): host 1 ("},
@@ -193,16 +194,17 @@ TEST_F(ScaleOut, MismatchedLearningSettingsAreRefusedNamingTheSetting) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.rank1_flags);
     LoopbackJob job(dir_, 2, cat(kQuick, " --batch 3 --iterations 4 --timeout-s 20"));
-    const auto ranks = job.run_all(
-        [&](int r) { return r == 0 ? std::string(" --data synthetic --lr 0.01") : " " + c.rank1_flags; });
+    const auto ranks = job.run_all([&](int r) {
+      return r == 0 ? std::string(" --data synthetic --lr 0.01") : " " + c.rank1_flags;
+    });
     for (int r = 0; r < 2; ++r)
       EXPECT_NE(error_line(ranks[r]).find(c.error), std::string::npos) << ranks[r].output;
   }
   LoopbackJob job(dir_, 2, cat(kQuick, " --batch 3 --iterations 4 --timeout-s 20"));
   const auto ranks = job.run_all(
       [](int r) { return r == 0 ? " --data synthetic --lr 0.02" : " --data synthetic --lr 0.01"; });
-  EXPECT_NE(error_line(ranks[0]).find(cat("host 1 (", job.host(1), ") has 0.01, host 0 (",
-                                          job.host(0), ") has 0.02")),
+  EXPECT_NE(error_line(ranks[0]).find(
+                cat("host 1 (", job.host(1), ") has 0.01, host 0 (", job.host(0), ") has 0.02")),
             std::string::npos)
       << ranks[0].output;
 }

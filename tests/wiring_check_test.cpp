@@ -30,8 +30,8 @@ std::string build_error(const std::string& body, const std::string& input = kInp
 }
 
 TEST(WiringCheck, ParsedLayersKnowTheirLines) {
-  const auto net = parse_model("name: \"n\"\n\nlayer {\n name: \"a\"\n}\nlayer { name: \"b\" }\n",
-                               "m.prototxt");
+  const auto net =
+      parse_model("name: \"n\"\n\nlayer {\n name: \"a\"\n}\nlayer { name: \"b\" }\n", "m.prototxt");
   ASSERT_EQ(net.layer_size(), 2);
   EXPECT_EQ(located("m.prototxt", net.layer(0)), "m.prototxt:3");
   EXPECT_EQ(located("m.prototxt", net.layer(1)), "m.prototxt:6");
@@ -39,10 +39,11 @@ TEST(WiringCheck, ParsedLayersKnowTheirLines) {
 }
 
 TEST(WiringCheck, ATopListedTwiceByOneLayerIsNamedNotACrash) {
-  EXPECT_EQ(build_error("layer { name: \"s\" type: \"Split\" bottom: \"data\" top: \"d\" top: \"d\" }\n"
-                        "layer { name: \"ip\" type: \"InnerProduct\" bottom: \"d\" top: \"ip\" "
-                        "inner_product_param { num_output: 3 } }\n"),
-            "m.prototxt:2: layer 's': lists top 'd' twice");
+  EXPECT_EQ(
+      build_error("layer { name: \"s\" type: \"Split\" bottom: \"data\" top: \"d\" top: \"d\" }\n"
+                  "layer { name: \"ip\" type: \"InnerProduct\" bottom: \"d\" top: \"ip\" "
+                  "inner_product_param { num_output: 3 } }\n"),
+      "m.prototxt:2: layer 's': lists top 'd' twice");
   EXPECT_EQ(build_error("layer { name: \"ip\" type: \"InnerProduct\" bottom: \"data\" top: \"ip\" "
                         "inner_product_param { num_output: 3 } }\n",
                         "layer { name: \"in\" type: \"Input\" top: \"data\" top: \"data\" top: "
@@ -83,10 +84,13 @@ TEST(WiringCheck, InPlaceLayersAndPhaseTwinsStillBuild) {
 
 TEST(WiringCheck, SizesPast64BitsNameTheLayerAndLine) {
   const auto conv = [](int outputs) {
-    return cat("layer { name: \"conv\" type: \"Convolution\" bottom: \"data\" top: \"c\" "
-               "convolution_param { num_output: ", outputs, " kernel_size: 2147483647 } }\n"
-               "layer { name: \"ip\" type: \"InnerProduct\" bottom: \"c\" top: \"ip\" "
-               "inner_product_param { num_output: 3 } }\n");
+    return cat(
+        "layer { name: \"conv\" type: \"Convolution\" bottom: \"data\" top: \"c\" "
+        "convolution_param { num_output: ",
+        outputs,
+        " kernel_size: 2147483647 } }\n"
+        "layer { name: \"ip\" type: \"InnerProduct\" bottom: \"c\" top: \"ip\" "
+        "inner_product_param { num_output: 3 } }\n");
   };
   EXPECT_EQ(build_error(conv(4)),
             "m.prototxt:2: layer 'conv' (Convolution): shape 4x1x2147483647x2147483647 has more "
@@ -105,8 +109,8 @@ TEST(WiringCheck, SizesPast64BitsNameTheLayerAndLine) {
 }
 
 TEST(WiringCheck, AnUnknownTypeNamesFileAndLine) {
-  const std::string msg = build_error(
-      "layer { name: \"ip\" type: \"InnerProdukt\" bottom: \"data\" top: \"ip\" }\n");
+  const std::string msg =
+      build_error("layer { name: \"ip\" type: \"InnerProdukt\" bottom: \"data\" top: \"ip\" }\n");
   EXPECT_EQ(msg.rfind("m.prototxt:2: layer 'ip': unknown type 'InnerProdukt' (known: ", 0), 0u)
       << msg;
 }

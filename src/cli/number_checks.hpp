@@ -5,7 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-namespace cgdp {
+namespace cgdp::cli {
 
 inline CLI::Validator number_check(bool allow_zero) {
   return CLI::Validator(
@@ -21,4 +21,4 @@ inline CLI::Validator number_check(bool allow_zero) {
 inline const CLI::Validator kPositive = number_check(false);
 inline const CLI::Validator kNonNegative = number_check(true);
 
-}  // namespace cgdp
+}  // namespace cgdp::cli

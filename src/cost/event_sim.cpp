@@ -101,8 +101,7 @@ void EventSim::run() {
     if (running.empty()) throw Error("cost model: simulated tasks wait on each other forever");
     set_rates(running, now);
     double until = std::numeric_limits<double>::infinity();
-    for (const Running& r : running)
-      until = std::min(until, finish_us(r, now));
+    for (const Running& r : running) until = std::min(until, finish_us(r, now));
     for (Running& r : running)
       if (r.fixed_end <= now && r.remaining > 0) r.remaining -= r.rate * (until - now);
     now = until;

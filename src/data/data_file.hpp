@@ -32,8 +32,12 @@ class GzFile {
   // modulo 4 GiB) or a plain file's size, less what was read. Bounds what a header may claim,
   // so a gzip bomb fails before it fills memory.
   uint64_t bytes_left_bound() const { return bound_ > consumed_ ? bound_ - consumed_ : 0; }
-  // "its gzip trailer" or "its size": where the bound comes from, for messages.
-  const char* bound_source() const { return gzip_ ? "its gzip trailer" : "its size"; }
+  // Where the bound comes from, for messages: " (as its size gives)" or, for a gzip file, the
+  // trailer and what to do when its size wrapped past 4 GiB.
+  const char* bound_note() const {
+    return gzip_ ? " (as its gzip trailer gives; for a gzip of more than 4 GiB, gunzip it first)"
+                 : " (as its size gives)";
+  }
 
  private:
   std::string path_;

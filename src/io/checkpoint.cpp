@@ -119,11 +119,12 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
     throw IoError(cat(source, ": checkpoint version ", version, " is not supported (this cgdp ",
                       "reads versions ", kDataOnlyVersion, " and ", kVersion, ")"));
   const bool whole_file = version == kVersion;
-  const std::string stored = field(metadata, whole_file ? std::string(kCrcKey) : "data_crc32", source);
+  const std::string stored =
+      field(metadata, whole_file ? std::string(kCrcKey) : "data_crc32", source);
   const std::string computed =
-      whole_file ? crc_hex({header_as_summed(file.header_section(), stored, source),
-                            file.data_section()})
-                 : crc_hex({file.data_section()});
+      whole_file
+          ? crc_hex({header_as_summed(file.header_section(), stored, source), file.data_section()})
+          : crc_hex({file.data_section()});
   if (stored != computed)
     throw IoError(
         cat(source, ": corrupt: CRC mismatch (stored ", stored, ", computed ", computed, ")"));

@@ -124,8 +124,9 @@ void check_writable(const std::filesystem::path& path, std::string_view what) {
 void create_directories(const std::filesystem::path& dir, std::string_view what) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) throw IoError(cat(dir.string(), ": cannot create the directory for ", what, " (",
-                            ec.message(), ")"));
+  if (ec)
+    throw IoError(
+        cat(dir.string(), ": cannot create the directory for ", what, " (", ec.message(), ")"));
 }
 
 int remove_stale_temporaries(const std::filesystem::path& dir, std::string_view stem) {

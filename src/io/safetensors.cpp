@@ -115,7 +115,8 @@ void check_tiling(const TensorEntries& entries, uint64_t data_size, const std::s
 template <typename Stored, typename T>
 void convert(const char* bytes, std::vector<T>& out) {
   if constexpr (std::is_same_v<Stored, T>) {
-    if (!out.empty()) std::memcpy(out.data(), bytes, out.size() * sizeof(T));  // an empty one's data() may be null
+    if (!out.empty())
+      std::memcpy(out.data(), bytes, out.size() * sizeof(T));  // an empty one's data() may be null
   } else {
     for (size_t i = 0; i < out.size(); ++i) {
       Stored v;

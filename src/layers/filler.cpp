@@ -43,8 +43,8 @@ void fill(Blob<T>& blob, const proto::FillerParameter& filler, Rng& rng) {
     std::normal_distribution<double> dist(0.0, std::sqrt(2.0 / fan_scale_n(blob, filler.variance_norm())));
     for (T& v : values) v = static_cast<T>(dist(rng));
   } else {
-    throw Error(cat("unknown filler type '", type,
-                         "' (known: constant, gaussian, uniform, xavier, msra)"));
+    throw Error(
+        cat("unknown filler type '", type, "' (known: constant, gaussian, uniform, xavier, msra)"));
   }
   blob.device().copy(blob.mutable_data(), values.data(), blob.bytes());
 }

@@ -51,8 +51,8 @@ proto::NetParameter insert_splits(const proto::NetParameter& param, const std::s
     for (int j = 0; j < layer.bottom_size(); ++j) {
       auto it = last_top.find(layer.bottom(j));
       if (it == last_top.end())
-        throw ModelError(cat(located(source, layer), ": layer '", layer.name(), "': bottom '", layer.bottom(j),
-                             "' is not produced by any earlier layer"));
+        throw ModelError(cat(located(source, layer), ": layer '", layer.name(), "': bottom '",
+                             layer.bottom(j), "' is not produced by any earlier layer"));
       source_of[{i, j}] = it->second;
       ++consumers[it->second];
     }

@@ -38,8 +38,9 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
     for (size_t j = 0; j < tops_[i].size(); ++j)
       if (loss_weights_[i][j] != 0.f) {
         if (tops_[i][j]->count() != 1)
-          throw ModelError(cat(located(source, lp), ": layer '", lp.name(), "': loss top '", lp.top(j),
-                               "' must be a scalar, got ", shape_string(tops_[i][j]->shape())));
+          throw ModelError(cat(located(source, lp), ": layer '", lp.name(), "': loss top '",
+                               lp.top(j), "' must be a scalar, got ",
+                               shape_string(tops_[i][j]->shape())));
         const T weight = static_cast<T>(loss_weights_[i][j]);
         device_->copy(tops_[i][j]->mutable_diff(), &weight, sizeof(T));
       }

@@ -27,7 +27,8 @@ void check_wiring(const proto::NetParameter& param, const std::string& source) {
   for (const auto& layer : param.layer()) {
     const std::string where = cat(located(source, layer), ": layer '", layer.name(), "'");
     if (auto [it, fresh] = by_name.emplace(layer.name(), &layer); !fresh)
-      throw ModelError(cat(where, ": the name is already used by another layer", line_of(*it->second),
+      throw ModelError(cat(where, ": the name is already used by another layer",
+                           line_of(*it->second),
                            "; each layer needs its own, since its parameters are saved under it"));
     for (int j = 0; j < layer.top_size(); ++j) {
       if (in_place(layer, j)) continue;

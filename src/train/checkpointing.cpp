@@ -33,7 +33,8 @@ void write_tensor(const Checkpoint& c, const std::string& key, const Shape& shap
 }  // namespace
 
 std::string Trainer::snapshot_path(int64_t iteration) const {
-  const std::string prefix = config_.snapshot_prefix.empty() ? model_.name() : config_.snapshot_prefix;
+  const std::string prefix =
+      config_.snapshot_prefix.empty() ? model_.name() : config_.snapshot_prefix;
   return cat(prefix, "_iter_", iteration, ".ckpt");
 }
 

@@ -137,7 +137,8 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   const Shape in = net0.input_data().shape();
   if (in.size() != 4)
     throw ModelError(cat(model_path_, ": the Input's data top must be N x C x H x W, got ", shape_string(in)));
-  SyntheticSpec synthetic{in[1], in[2], in[3], model_classes(net0, model_path_), 60000, config.seed};
+  const int classes = model_classes(net0, model_path_);
+  SyntheticSpec synthetic{in[1], in[2], in[3], classes, 60000, config.seed};
   train_data_ = open_dataset(config.data, Split::Train, synthetic);
   test_data_ = open_dataset(config.data, Split::Test, synthetic);
   check_data_fits_model();
@@ -242,23 +243,24 @@ void Trainer::agree_with_other_hosts() {
   std::string schedule = cat(s.lr_policy(), " gamma ", s.gamma(), " power ", s.power(),
                              " stepsize ", s.stepsize(), " max_iter ", s.max_iter(), " stepvalues");
   for (int32_t v : s.stepvalue()) schedule += cat(" ", v);
-  cluster_->agree({{"start iteration", start},
-                   Agreed::digest("model", net().fingerprint()),
-                   Agreed::digest("training data", content_summary(*train_data_)),
-                   Agreed::digest("test data", content_summary(*test_data_)),
-                   Agreed::real("base learning rate (--lr)", s.base_lr()),
-                   Agreed::digest("learning-rate schedule (--lr-policy and its settings)", schedule),
-                   Agreed::real("momentum (--momentum)", s.momentum()),
-                   Agreed::real("weight decay (--weight-decay)", s.weight_decay()),
-                   {"data epoch", start_position_.epoch},
-                   {"data offset", start_position_.offset},
-                   {"seed", static_cast<int64_t>(config_.seed)},
-                   {"devices per host", num_workers()},
-                   {"batch per device", per_worker_batch_},
-                   {"accumulated micro-batches", config_.accumulate},
-                   {"iterations", max_iterations_},
-                   {"test interval", config_.test_interval},
-                   {"snapshot interval", config_.snapshot_every}});
+  cluster_->agree(
+      {{"start iteration", start},
+       Agreed::digest("model", net().fingerprint()),
+       Agreed::digest("training data", content_summary(*train_data_)),
+       Agreed::digest("test data", content_summary(*test_data_)),
+       Agreed::real("base learning rate (--lr)", s.base_lr()),
+       Agreed::digest("learning-rate schedule (--lr-policy and its settings)", schedule),
+       Agreed::real("momentum (--momentum)", s.momentum()),
+       Agreed::real("weight decay (--weight-decay)", s.weight_decay()),
+       {"data epoch", start_position_.epoch},
+       {"data offset", start_position_.offset},
+       {"seed", static_cast<int64_t>(config_.seed)},
+       {"devices per host", num_workers()},
+       {"batch per device", per_worker_batch_},
+       {"accumulated micro-batches", config_.accumulate},
+       {"iterations", max_iterations_},
+       {"test interval", config_.test_interval},
+       {"snapshot interval", config_.snapshot_every}});
 }
 
 void Trainer::check_data_fits_model() {
@@ -327,10 +329,10 @@ void Trainer::check_loss(double loss, int64_t iteration) {
 // so averaging them over the workers whenever they are read (test, checkpoint) gives what
 // averaging after every iteration would, up to float rounding: the average is written back, so a
 // run that reads them (a snapshot) differs from one that does not in the last bits (about 1e-7
-// relative), and a resume repeats the reads of the run it continues. Across hosts the shards hand every host every worker's
-// values unchanged, and each host averages all H·N of them in worker order, as one host would.
-// Every host must call this at the same points (it is an exchange); once per iteration suffices,
-// as the statistics change only by training.
+// relative), and a resume repeats the reads of the run it continues. Across hosts the shards hand
+// every host every worker's values unchanged, and each host averages all H·N of them in worker
+// order, as one host would. Every host must call this at the same points (it is an exchange); once
+// per iteration suffices, as the statistics change only by training.
 void Trainer::average_state() {
   if (total_workers() == 1 || state_averaged_at_ == iteration()) return;
   state_averaged_at_ = iteration();
