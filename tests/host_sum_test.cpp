@@ -22,7 +22,8 @@ std::vector<const float*> pointers(const Buffers& buffers, int64_t offset = 0) {
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 // Floats with wide-ranging magnitudes and signs: their sums round, so order shows in the bits.

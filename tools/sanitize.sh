@@ -6,7 +6,7 @@
 #                               loader, the trainer (OpenMP regions run on one thread there)
 #   tools/sanitize.sh address   AddressSanitizer and UBSan on the parsers and readers: model files,
 #                               data files, checkpoints, safetensors, the shard protocol (with its
-#                               fuzzing), the CLI
+#                               fuzzing), the CLI, the shipped models
 # Set-up: tools/setup-debian.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +25,7 @@ case "$kind" in
   address)
     flags=address,undefined
     suites=(model_file_test wiring_check_test data_test checkpoint_test safetensors_test file_test
-            shard_test shard_fault_test cli_test)
+            shard_test shard_fault_test cli_test models_test)
     skip=
     export ASAN_OPTIONS="detect_leaks=1 abort_on_error=1"
     export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1"
