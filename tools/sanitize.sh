@@ -16,8 +16,8 @@ case "$kind" in
     flags=thread
     suites=(cpu_stream_test host_aggregator_test host_sum_test shard_test shard_fault_test
             cgdp_pipeline_test data_test train_test scale_out_test)
-    # With OpenMP compiled out, float sums take another order: a tolerance test of differently
-    # split runs (1e-5) is the normal build's; the bit-for-bit ones still run here.
+    # The sanitizer builds' -O2 code (no -march=x86-64-v3: other FMA contraction) misses this
+    # test's 1e-5 tolerance at 4.4e-5, in either sanitizer; the bit-for-bit ones still run here.
     skip=ScaleOut.TwoHostsOfThreeDevicesMatchOneHostOfSixOnFashionCnn
     # libzmq and libgomp are not instrumented: their own synchronisation is invisible to TSan.
     export TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1 second_deadlock_stack=1"
