@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <exception>
+#include <numeric>
+#include <string_view>
 #include <vector>
 
+#include "cgdp/core/counter_rng.hpp"
 #include "cgdp/core/error.hpp"
 
 namespace cgdp {
@@ -37,17 +40,14 @@ void read_samples(const Dataset& dataset, std::span<const int64_t> indices, floa
 
 std::string content_summary(const Dataset& dataset, int64_t samples) {
   const int64_t n = std::min(samples, dataset.size());
-  std::vector<float> image(static_cast<size_t>(dataset.sample_elements()));
-  uint64_t h = 1469598103934665603ull;  // FNV-1a over the samples' bytes
-  for (int64_t i = 0; i < n; ++i) {
-    float label = 0;
-    dataset.read(i, image.data(), &label);
-    const auto* bytes = reinterpret_cast<const unsigned char*>(image.data());
-    for (size_t b = 0; b < image.size() * sizeof(float); ++b) h = (h ^ bytes[b]) * 1099511628211ull;
-    h = (h ^ static_cast<uint64_t>(label)) * 1099511628211ull;
-  }
+  std::vector<int64_t> first(static_cast<size_t>(n));
+  std::iota(first.begin(), first.end(), 0);
+  std::vector<float> values(static_cast<size_t>(n * (dataset.sample_elements() + 1)));
+  read_samples(dataset, first, values.data(), values.data() + n * dataset.sample_elements());
+  const std::string_view bytes(reinterpret_cast<const char*>(values.data()),
+                               values.size() * sizeof(float));
   return cat(dataset.size(), " samples of ", shape_string(dataset.sample_shape()), ", ",
-             dataset.num_classes(), " classes, first ", n, " hashed to ", h);
+             dataset.num_classes(), " classes, first ", n, " hashed to ", hash_name(bytes));
 }
 
 }  // namespace cgdp
