@@ -14,7 +14,7 @@ model=${1:-fashion_cnn}
 runs=${2:-3}
 plot=${3:-}
 common=(--model "$model" --data "${DATA:-idx:/usr/share/datasets/fashion-mnist}"
-        --devices "${DEVICES:-4}" --batch "${BATCH:-16}")
+        --devices "${DEVICES:-4}" --oversubscribe --batch "${BATCH:-16}")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 

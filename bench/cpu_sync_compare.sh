@@ -17,8 +17,8 @@ run() {  # name, extra flags
   sed -n '/^phases/,/total per iteration/p;/^memory/p' "$out/$name.log"
 }
 run single --batch $((batch * 4))
-run cgdp --batch "$batch" --devices 4 --sync cgdp --chunk layer
-run ps0 --batch "$batch" --devices 4 --sync ps0
+run cgdp --batch "$batch" --devices 4 --oversubscribe --sync cgdp --chunk layer
+run ps0 --batch "$batch" --devices 4 --oversubscribe --sync ps0
 echo
 echo "iteration time (ms, mean after the first iteration; the same global batch of $((batch * 4)) in each):"
 for name in single cgdp ps0; do

@@ -41,7 +41,7 @@ measure_plans() {
   shift 3
   local specs=() i
   for i in "$@"; do specs+=("${plans[$i]}"); done
-  build/tools/chunk_tuner/chunk_tuner --model "$model" --data synthetic --devices "$n" \
+  build/tools/chunk_tuner/chunk_tuner --model "$model" --data synthetic --devices "$n" --oversubscribe \
     --batch "$batch" --plans "${specs[@]}" --interval $((warmup + iterations)) \
     --warmup "$warmup" --rounds "$rounds" --seed "$seed" >"$out/$tag.tuner.log" 2>&1
   for i in "$@"; do
@@ -52,7 +52,7 @@ measure_plans() {
 }
 # Trains plans[$1] once with --phase-table and writes its phase figures to $2.
 phases_of_plan() {
-  build/cgdp train --model "$model" --data synthetic --devices "$n" --batch "$batch" \
+  build/cgdp train --model "$model" --data synthetic --devices "$n" --oversubscribe --batch "$batch" \
     --sync cgdp --chunk "${plans[$1]}" --iterations $((warmup + iterations)) \
     --test-interval -1 --test-samples 2 --test-batch 2 --plain --phase-table \
     >"$out/$tag.train.log"
@@ -66,7 +66,7 @@ for entry in $models; do
   for n in ${DEVICES:-1 2 4}; do
     tag=${model}_$n
     for ((r = 0; r < rounds; ++r)); do
-      build/cgdp profile --model "$model" --data synthetic --devices "$n" --batch "$batch" \
+      build/cgdp profile --model "$model" --data synthetic --devices "$n" --oversubscribe --batch "$batch" \
         --iterations "$iterations" --warmup "$warmup" --out "$out/$tag.profile$r.json" \
         >"$out/$tag.profile.log"
       if ((r == 0)); then

@@ -1,6 +1,7 @@
 // The `cgdp` binary on bad input: one line on stderr naming the file and what is wrong, a
 // non-zero exit, no crash; and its --help and inspect output.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -186,6 +187,21 @@ TEST_F(Cli, FlagRangeErrorsAreOneShortLine) {
   EXPECT_EQ(run("train --lr -1").output, "cgdp: error: --lr: must be > 0, got -1 (see --help)\n");
   EXPECT_EQ(run("inspect --batch x").output,
             "cgdp: error: --batch: expected a number, got 'x' (see --help)\n");
+}
+
+// --devices 1000 grew to 17 GB with no output; now the count is bounded before anything is built.
+TEST_F(Cli, MoreWorkersThanCoresNeedOversubscribe) {
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  const int cores = CPU_COUNT(&set);
+  expect_error("train --data synthetic --iterations 1 --devices 1000",
+               {"--devices 1000: more CPU workers than the ", cat(cores, " cores"), "--oversubscribe"});
+  expect_error(cat("profile --out ", (dir_ / "p.json").string(), " --data synthetic --devices ", cores + 1),
+               {"--oversubscribe"});
+  const Result over = run(cat("train --data synthetic --batch 2 --test-batch 2 --test-samples 2 "
+                              "--iterations 1 --plain --devices ", cores + 1, " --oversubscribe"));
+  EXPECT_EQ(over.exit_code, 0) << over.output;
+  EXPECT_NE(over.output.find("cgdp: done: 1 iterations"), std::string::npos) << over.output;
 }
 
 TEST_F(Cli, DivergenceNamesIterationAndLayer) {

@@ -18,6 +18,7 @@
 #include "cgdp/core/error.hpp"
 #include "cgdp/shard/protocol.hpp"
 #include "cgdp/shard/ps_client.hpp"
+#include "cgdp/shard/rank_proof.hpp"
 #include "cgdp/shard/shard_server.hpp"
 #include "shard/zap_handler.hpp"
 #include "support/shard_cluster.hpp"
@@ -42,19 +43,22 @@ std::string network_error(F f) {
   return "";
 }
 
-// A raw authenticated connection to a shard, for sending what PsClient never would.
+// A raw connection to a shard, proven as host `rank` (or with the given credentials), for sending
+// what PsClient never would.
 struct RawPeer {
-  RawPeer(const std::string& endpoint, const std::string& token = kToken)
+  explicit RawPeer(const std::string& endpoint, int rank = 0)
+      : RawPeer(endpoint, rank_user(rank), rank_proof(kToken, rank)) {}
+  RawPeer(const std::string& endpoint, const std::string& user, const std::string& password)
       : socket(context, zmq::socket_type::dealer) {
-    socket.set(zmq::sockopt::plain_username, "raw");
-    socket.set(zmq::sockopt::plain_password, token);
+    socket.set(zmq::sockopt::plain_username, user);
+    socket.set(zmq::sockopt::plain_password, password);
     socket.set(zmq::sockopt::linger, 0);
     socket.connect(endpoint);
   }
-  void send(std::vector<std::string> frames) {
+  void send(std::vector<std::string> frames, zmq::send_flags flags = zmq::send_flags::none) {
     std::vector<zmq::message_t> messages;
     for (auto& f : frames) messages.emplace_back(f.data(), f.size());
-    zmq::send_multipart(socket, messages);
+    zmq::send_multipart(socket, messages, flags);
   }
   // The next reply (header and text), or nothing within `timeout`.
   std::pair<MessageHeader, std::string> receive(milliseconds timeout = milliseconds(5000)) {
@@ -93,7 +97,7 @@ TEST(ShardSecurity, WrongTokenIsRefusedAndTheShardKeepsServing) {
   PsClientConfig bad = cluster.client(0, milliseconds(5000));
   bad.token = "not-the-cluster-token-at-all";
   const std::string what = network_error([&] { PsClient client(bad); });
-  EXPECT_NE(what.find("shard 0 (" + cluster.endpoints[0] + ") refused this host's cluster token"),
+  EXPECT_NE(what.find("shard 0 (" + cluster.endpoints[0] + ") refused this host's proof of rank 0"),
             std::string::npos)
       << what;
   // A peer without PLAIN credentials fails ZeroMQ's handshake and never reaches the loop.
@@ -105,14 +109,54 @@ TEST(ShardSecurity, WrongTokenIsRefusedAndTheShardKeepsServing) {
   anonymous.send(zmq::buffer(&h, sizeof h));
   expect_fixed_order_sum(cluster, true, 2);
   EXPECT_TRUE(
-      cluster.log.contains("refused a connection from 127.0.0.1 (user 'host-0'): wrong "
-                           "cluster token"));
+      cluster.log.contains("refused a connection from 127.0.0.1 (user 'host-0'): no valid proof "
+                           "of rank under this cluster's token"));
   // The hosts' byes reach the shard after their clients return: wait for them before counting.
   EXPECT_TRUE(cluster.servers[0]->wait(milliseconds(10000)));
   const ShardStats stats = cluster.servers[0]->stats();
   EXPECT_GE(stats.connections_refused, 1);
   EXPECT_EQ(stats.messages_rejected, 0);
   EXPECT_EQ(stats.hosts_said_bye, 2);
+}
+
+// The known answer from an independent HMAC (Python: hmac.new(token, b"cgdp host 3", sha256)).
+TEST(RankProof, IsHmacSha256OfTheRankUnderTheToken) {
+  EXPECT_EQ(rank_proof(kToken, 3), "d88bd660288090f3cd0e79f1c46049e695ec61169dfd3d10bd7d52c7d1423c92");
+  EXPECT_EQ(rank_user(3), "host-3");
+  EXPECT_EQ(proven_rank(kToken, "host-3", rank_proof(kToken, 3)), 3);
+  EXPECT_EQ(proven_rank(kToken, "host-0", rank_proof(kToken, 3)), std::nullopt);  // another rank's
+  EXPECT_EQ(proven_rank(kToken, "host-03", rank_proof(kToken, 3)), std::nullopt);  // one spelling
+  EXPECT_EQ(proven_rank(kToken, "host-3", kToken), std::nullopt);  // the token is no proof
+  EXPECT_EQ(proven_rank("another-token-0123456789", "host-3", rank_proof(kToken, 3)), std::nullopt);
+  EXPECT_EQ(proven_rank(kToken, "host--1", rank_proof(kToken, -1)), std::nullopt);
+}
+
+// Before: any peer holding the token could say hello as host 0 first (its sum connection), and
+// the real host 0 was then turned away. Now a connection speaks only for the rank it proved, the
+// token never crosses the network (it is no longer a valid password), and host 0 joins normally.
+TEST(ShardSecurity, AConnectionSpeaksOnlyForTheRankItProved) {
+  Cluster cluster(1, 2, {100, 300});
+  const ShardLayout layout = assign_ranges(cluster.chunk_sizes, 1);
+  RawPeer host1(cluster.endpoints[0], 1);
+  for (ConnectionRole role : {ConnectionRole::kSum, ConnectionRole::kPush}) {
+    host1.send({header_bytes(make_header(MessageKind::kHello, 0)), hello_frame(layout, 2, 0, role)});
+    const auto [h, text] = host1.receive();
+    EXPECT_EQ(h.kind, static_cast<uint16_t>(MessageKind::kError));
+    EXPECT_EQ(text, "a connection that proved host 1 said hello as host 0");
+  }
+  // The old credential (the token as the password) and another rank's proof are both refused at
+  // the handshake: nothing they send is answered.
+  RawPeer token_as_password(cluster.endpoints[0], "host-0", kToken);
+  RawPeer borrowed_proof(cluster.endpoints[0], "host-0", rank_proof(kToken, 1));
+  for (RawPeer* peer : {&token_as_password, &borrowed_proof}) {
+    // Without a handshake there is no pipe to queue on: don't block on the send.
+    peer->send({header_bytes(make_header(MessageKind::kHello, 0)), hello_frame(layout, 2, 0)},
+               zmq::send_flags::dontwait);
+    EXPECT_EQ(peer->receive(milliseconds(300)).first.kind, 0);
+  }
+  expect_fixed_order_sum(cluster, true, 2);  // hosts 0 and 1 join and sum as usual
+  EXPECT_TRUE(cluster.log.contains("(user 'host-0'): no valid proof of rank"));
+  EXPECT_GE(cluster.servers[0]->stats().connections_refused, 2);
 }
 
 TEST(ShardSecurity, MismatchedHelloIsRejectedWithTheReason) {
@@ -123,6 +167,9 @@ TEST(ShardSecurity, MismatchedHelloIsRejectedWithTheReason) {
   EXPECT_NE(what.find("rejected the hello of host 0: host 0 has a different chunk plan"),
             std::string::npos)
       << what;
+  // The shard's layout fingerprint stays in its own log: a reply never says what would pass.
+  EXPECT_EQ(what.find("fingerprint"), std::string::npos) << what;
+  EXPECT_TRUE(cluster.log.contains("host 0's chunk plan has layout fingerprint "));
   PsClientConfig other_hosts = cluster.client(2, milliseconds(5000));
   other_hosts.num_hosts = 3;
   what = network_error([&] { PsClient client(other_hosts); });
@@ -190,7 +237,7 @@ TEST(ShardSecurity, NoShardListeningTimesOutNamingIt) {
 TEST(ShardProtocolErrors, OutOfStepAndMalformedMessagesGetErrorReplies) {
   Cluster cluster(1, 2, {64, 32});
   const ShardLayout layout = assign_ranges(cluster.chunk_sizes, 1);
-  RawPeer peer(cluster.endpoints[0]);
+  RawPeer peer(cluster.endpoints[0], 1);
   peer.send({header_bytes(make_header(MessageKind::kHello, 1)), hello_frame(layout, 2, 0)});
   EXPECT_EQ(peer.receive().first.kind, static_cast<uint16_t>(MessageKind::kWelcome));
   const ShardPiece& p = layout.pieces[1];  // elements [64, +32)
@@ -236,12 +283,13 @@ TEST(ShardProtocolErrors, SumConnectionGetsTheSumsAndTheHostsErrors) {
         {header_bytes(make_header(MessageKind::kHello, host)), hello_frame(layout, 2, 0, role)});
     return peer.receive();
   };
-  RawPeer sums(cluster.endpoints[0]), pushes(cluster.endpoints[0]), other(cluster.endpoints[0]);
+  RawPeer sums(cluster.endpoints[0], 1), pushes(cluster.endpoints[0], 1),
+      second_sums(cluster.endpoints[0], 1), other(cluster.endpoints[0], 0);
   EXPECT_EQ(hello(sums, 1, ConnectionRole::kSum).first.kind,
             static_cast<uint16_t>(MessageKind::kWelcome));
-  EXPECT_NE(
-      hello(other, 1, ConnectionRole::kSum).second.find("host 1 already has a sum connection"),
-      std::string::npos);
+  EXPECT_NE(hello(second_sums, 1, ConnectionRole::kSum)
+                .second.find("host 1 already has a sum connection"),
+            std::string::npos);
   EXPECT_NE(hello(other, 0, static_cast<ConnectionRole>(7))
                 .second.find("connection role 7; expected 0 (pushes) or 1 (sums)"),
             std::string::npos);

@@ -11,7 +11,7 @@ packages=(
   cmake g++ make pkg-config protobuf-compiler
   # libraries
   libopenblas-openmp-dev libprotobuf-dev libhwloc-dev zlib1g-dev libcli11-dev nlohmann-json3-dev
-  libzmq3-dev cppzmq-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libzmq3-dev cppzmq-dev libsodium-dev libgtest-dev libgmock-dev libbenchmark-dev
   # oneDNN; its CMake config requires OpenCL, which libdnnl-dev only recommends
   libdnnl-dev ocl-icd-opencl-dev
   # tests and tools/run.sh: the default data set; python3 for tools/read_safetensors.py and

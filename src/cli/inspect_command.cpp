@@ -6,6 +6,7 @@
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
+#include "cgdp/train/memory_estimate.hpp"
 #include "cli/commands.hpp"
 #include "cli/number_checks.hpp"
 
@@ -18,7 +19,40 @@ struct InspectOptions {
   int64_t batch = 1;
   bool json = false;
   bool test_phase = false;
+  bool memory = false;
+  int devices = 1;
+  std::string sync;  // empty: cgdp for several devices, else local (as train)
+  int64_t test_batch = 100;
 };
+
+nlohmann::json memory_json(const MemoryEstimate& m) {
+  nlohmann::json workers = nlohmann::json::array();
+  for (int w = 0; w < m.workers; ++w) workers.push_back(m.worker_bytes(w));
+  return {{"batch", m.batch},        {"test_batch", m.test_batch},   {"devices", m.workers},
+          {"sync", to_string(m.sync)}, {"parameters", m.parameters}, {"gradients", m.gradients},
+          {"momentum", m.history},   {"activations", m.activations}, {"layer_scratch", m.scratch},
+          {"test_net", m.test_net},  {"worker_bytes", workers},     {"host_pinned", m.pinned},
+          {"total", m.device_total() + m.pinned}};
+}
+
+void print_memory(const MemoryEstimate& m) {
+  std::printf("memory per worker (batch %lld, %d worker%s, %s):\n", static_cast<long long>(m.batch),
+              m.workers, m.workers > 1 ? "s" : "", to_string(m.sync));
+  auto row = [](const char* what, int64_t bytes) {
+    std::printf("  %-28s %12s\n", what, format_bytes(bytes).c_str());
+  };
+  row("parameters", m.parameters);
+  row("gradients", m.gradients);
+  row("momentum (updating workers)", m.history);
+  row("activations", m.activations);
+  row("layer scratch", m.scratch);
+  std::printf("  %-28s %12s  (test batch %lld)\n", "test net (worker 0)", format_bytes(m.test_net).c_str(),
+              static_cast<long long>(m.test_batch));
+  for (int w = 0; w < m.workers; ++w)
+    std::printf("  %-28s %12s\n", cat("worker ", w, " device").c_str(), format_bytes(m.worker_bytes(w)).c_str());
+  row("host sums (pinned)", m.pinned);
+  row("total", m.device_total() + m.pinned);
+}
 
 nlohmann::json describe(Net<float>& net) {
   nlohmann::json layers = nlohmann::json::array();
@@ -72,9 +106,26 @@ Runner add_inspect_command(CLI::App& app) {
       ->check(kPositive);
   cmd->add_flag("--json", opt->json, "Print JSON instead of a table");
   cmd->add_flag("--test", opt->test_phase, "Build the TEST phase of the model");
+  cmd->add_flag("--memory", opt->memory,
+                "Print what a training run allocates per worker (as `train` checks it before starting)");
+  cmd->add_option("-n,--devices", opt->devices, "With --memory: data-parallel workers")
+      ->capture_default_str()->check(kPositive);
+  cmd->add_option("--sync", opt->sync, "With --memory: cgdp, ps0 or local (default as train)");
+  cmd->add_option("--test-batch", opt->test_batch, "With --memory: the test net's batch")
+      ->capture_default_str()->check(kPositive);
   return [opt] {
     const std::string path = find_model_file(opt->model);
     const auto param = load_model(path);
+    if (opt->memory) {
+      const SyncKind sync = !opt->sync.empty() ? parse_sync_kind(opt->sync)
+                                               : (opt->devices > 1 ? SyncKind::Cgdp : SyncKind::Local);
+      const MemoryEstimate m = estimate_memory(param, path, opt->batch, opt->test_batch, opt->devices, sync);
+      if (opt->json)
+        std::cout << memory_json(m).dump(2) << "\n";
+      else
+        print_memory(m);
+      return 0;
+    }
     Net<float> net(param, opt->test_phase ? Phase::Test : Phase::Train, default_cpu_device(),
                    opt->batch, 1, path);
     const auto d = describe(net);

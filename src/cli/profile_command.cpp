@@ -79,6 +79,7 @@ Runner add_profile_command(CLI::App& app) {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec))
       throw IoError(cat(f->out, ": no directory ", dir.string()));
+    check_worker_count(f->train.config, f->train.oversubscribe);
     const Profile profile = measure_profile(resolved_config(f->train, *cmd), f->options);
     print_summary(profile, stdout);
     write_profile(profile, f->out);

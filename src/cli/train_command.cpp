@@ -74,6 +74,7 @@ Runner add_train_command(CLI::App& app) {
       ->capture_default_str()->check(kPositive);
   return [f, cmd] {
     end_with_launcher();
+    check_worker_count(f->config, f->oversubscribe);
     Trainer trainer(resolved_config(*f, *cmd));
     trainer.run();
     return 0;

@@ -1,6 +1,12 @@
 // The shared trainer flags: registration with CLI11 and the solver settings they resolve to.
 #include "cli/train_flags.hpp"
 
+#include <sched.h>
+
+#include <algorithm>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/device/devices.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cli/number_checks.hpp"
 
@@ -27,6 +33,13 @@ proto::SolverParameter solver_settings(const TrainFlags& f, const CLI::App& cmd)
   return s;
 }
 
+// CPUs in this process's affinity mask (what taskset or a cgroup leaves it), at least 1.
+int usable_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
 }  // namespace
 
 void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
@@ -37,6 +50,11 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--global-batch", c.global_batch, "Batch over all workers, split evenly (instead of --batch)")
       ->excludes("--batch");
   cmd->add_option("-n,--devices", c.devices, "Data-parallel workers (devices)")->capture_default_str();
+  cmd->add_flag("--oversubscribe", f.oversubscribe,
+                "Allow more workers than CPU cores (cpu) or GPUs (cuda): they take turns");
+  cmd->add_option("--device-memory-gb", c.device_memory_gb,
+                  "Memory each device may use, checked before allocating (default: what is free)")
+      ->check(kPositive);
   cmd->add_option("--device-kind", c.device_kind, "cpu, or cuda (workers share GPUs round-robin)")
       ->capture_default_str();
   cmd->add_option("--host-threads", c.host_threads, "Threads that sum gradients on the host (default: all)");
@@ -65,6 +83,22 @@ void add_solver_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--power", f.power, "Exponent for poly")->capture_default_str();
   cmd->add_option("--momentum", f.momentum, "SGD momentum")->capture_default_str();
   cmd->add_option("--weight-decay", f.weight_decay, "L2 weight decay")->capture_default_str();
+}
+
+void check_worker_count(const TrainConfig& c, bool oversubscribe) {
+  if (oversubscribe) return;
+  if (c.device_kind == "cpu") {
+    const int cores = usable_cores();
+    if (c.devices > cores)
+      throw UsageError(cat("--devices ", c.devices, ": more CPU workers than the ", cores,
+                           " cores this process may use; they would take turns (add "
+                           "--oversubscribe to run them anyway)"));
+  } else if (c.device_kind == "cuda") {
+    const int gpus = cuda_device_count();
+    if (gpus > 0 && c.devices > gpus)
+      throw UsageError(cat("--devices ", c.devices, ": more workers than the ", gpus,
+                           " GPUs; they would share them (add --oversubscribe to run them anyway)"));
+  }
 }
 
 TrainConfig resolved_config(const TrainFlags& f, const CLI::App& cmd) {

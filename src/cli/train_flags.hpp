@@ -18,6 +18,7 @@ struct TrainFlags {
   std::string lr_policy = "poly";  // linear decay to 0 over the run: fits any run length
   int64_t stepsize = 0;
   std::vector<int64_t> stepvalues;
+  bool oversubscribe = false;  // more workers than cores or GPUs
 };
 
 // --model, --data, --batch, --global-batch, --devices, --device-kind, --host-threads, --threads,
@@ -26,6 +27,9 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f);
 // --solver, --lr, --lr-policy, --gamma, --stepsize, --stepvalues, --power, --momentum,
 // --weight-decay.
 void add_solver_flags(CLI::App* cmd, TrainFlags& f);
+// Refuses more workers than cores (cpu) or GPUs (cuda) unless `oversubscribe`: one line, no work.
+// Commands that build workers call it (train, profile, chunk_tuner when it measures).
+void check_worker_count(const TrainConfig& config, bool oversubscribe);
 // The config with its solver settings: the solver file's (if any), overridden by the flags given,
 // and the flags' defaults for the rest (also for commands without solver flags).
 TrainConfig resolved_config(const TrainFlags& f, const CLI::App& cmd);

@@ -3,6 +3,7 @@
 // backend, plus each stream's cuDNN/cuBLAS handles and scratch (cuda_libraries.hpp).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -259,6 +260,17 @@ int count_cuda_devices() {
     return 0;
   }
   return n;
+}
+
+int64_t cuda_free_memory_bytes() {
+  int64_t least = -1;
+  for (int i = 0; i < count_cuda_devices(); ++i) {
+    CUDA_CHECK(cudaSetDevice(i));
+    size_t free = 0, total = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    least = least < 0 ? static_cast<int64_t>(free) : std::min(least, static_cast<int64_t>(free));
+  }
+  return std::max<int64_t>(least, 0);
 }
 
 }  // namespace cgdp

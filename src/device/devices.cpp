@@ -9,11 +9,13 @@ namespace cgdp {
 #ifdef CGDP_HAVE_CUDA
 std::unique_ptr<Device> make_cuda_device(int index, int numa_node);  // src/cuda/cuda_device.cpp
 int count_cuda_devices();
+int64_t cuda_free_memory_bytes();
 #else
 static std::unique_ptr<Device> make_cuda_device(int index, int) {
   throw DeviceError(cat("cuda:", index, ": this cgdp was built without CUDA"));
 }
 static int count_cuda_devices() { return 0; }
+static int64_t cuda_free_memory_bytes() { return 0; }
 #endif
 
 std::string to_string(const DeviceRef& device) {
@@ -21,6 +23,8 @@ std::string to_string(const DeviceRef& device) {
 }
 
 int cuda_device_count() { return count_cuda_devices(); }
+
+int64_t cuda_free_memory() { return cuda_free_memory_bytes(); }
 
 std::unique_ptr<Device> make_device(DeviceKind kind, int index, int host_numa_node) {
   if (kind == DeviceKind::Cpu) return std::make_unique<CpuDevice>(index);

@@ -24,9 +24,14 @@ double fan_scale_n(const Blob<T>& blob, proto::FillerParameter::VarianceNorm nor
 
 template <typename T>
 void fill(Blob<T>& blob, const proto::FillerParameter& filler, Rng& rng) {
+  const std::string& type = filler.type();
+  if (type != "constant" && type != "gaussian" && type != "uniform" && type != "xavier" &&
+      type != "msra")
+    throw Error(
+        cat("unknown filler type '", type, "' (known: constant, gaussian, uniform, xavier, msra)"));
+  if (!blob.device().holds_data()) return;  // measuring a net's memory: no values to draw
   // Drawn on the host in one order whatever the backend, then copied: the same values everywhere.
   std::vector<T> values(static_cast<size_t>(blob.count()));
-  const std::string& type = filler.type();
   if (type == "constant") {
     for (T& v : values) v = static_cast<T>(filler.value());
   } else if (type == "gaussian") {
@@ -39,12 +44,9 @@ void fill(Blob<T>& blob, const proto::FillerParameter& filler, Rng& rng) {
     const double scale = std::sqrt(3.0 / fan_scale_n(blob, filler.variance_norm()));
     std::uniform_real_distribution<double> dist(-scale, scale);
     for (T& v : values) v = static_cast<T>(dist(rng));
-  } else if (type == "msra") {
+  } else {  // msra
     std::normal_distribution<double> dist(0.0, std::sqrt(2.0 / fan_scale_n(blob, filler.variance_norm())));
     for (T& v : values) v = static_cast<T>(dist(rng));
-  } else {
-    throw Error(
-        cat("unknown filler type '", type, "' (known: constant, gaussian, uniform, xavier, msra)"));
   }
   blob.device().copy(blob.mutable_data(), values.data(), blob.bytes());
 }

@@ -13,6 +13,7 @@
 #include <zmq_addon.hpp>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/shard/rank_proof.hpp"
 #include "cgdp/shard/protocol.hpp"
 #include "shard/message_memory.hpp"
 #include "shard/socket_monitor.hpp"
@@ -160,8 +161,8 @@ void PsClient::Impl::open(ShardLink& link, Pick which) {
   Connection& conn = link.*which;
   conn.socket = zmq::socket_t(context_, zmq::socket_type::dealer);
   conn.events = std::make_unique<SocketMonitor>(context_, conn.socket, kEvents);
-  conn.socket.set(zmq::sockopt::plain_username, cat("host-", config.rank));
-  conn.socket.set(zmq::sockopt::plain_password, config.token);
+  conn.socket.set(zmq::sockopt::plain_username, rank_user(config.rank));
+  conn.socket.set(zmq::sockopt::plain_password, rank_proof(config.token, config.rank));
   conn.socket.set(zmq::sockopt::heartbeat_ivl, kHeartbeatMs);
   conn.socket.set(zmq::sockopt::heartbeat_timeout, 3 * kHeartbeatMs);
   conn.socket.set(zmq::sockopt::sndhwm, 0);  // a push never blocks: payloads are references
@@ -193,7 +194,8 @@ bool PsClient::Impl::poll_until(const std::vector<ShardLink*>& links, Pick which
       Connection& conn = link.*which;
       while (auto e = conn.events->next()) {
         if (e->event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
-          throw NetworkError(cat(link.name(), " refused this host's cluster token"));
+          throw NetworkError(cat(link.name(), " refused this host's proof of rank ", config.rank,
+                                 " (is the cluster token the same on every host?)"));
         if (e->event == ZMQ_EVENT_DISCONNECTED) {
           conn.lost = cat("lost the connection to ", link.name());
           throw NetworkError(cat(conn.lost, " ", during));

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <iostream>
@@ -68,7 +69,8 @@ class ShardServer::Impl {
   void handle(std::vector<zmq::message_t>& frames);
   std::string check_push(const MessageHeader& h, const Peer* peer, size_t payload_frames,
                          size_t payload_bytes) const;
-  std::string hello(const std::string& route, Peer from, const MessageHeader& h,
+  // `proven`: the rank the connection proved at its handshake; the hello must speak for it.
+  std::string hello(const std::string& route, Peer from, int proven, const MessageHeader& h,
                     const std::vector<zmq::message_t>& frames);
   std::string bye(const MessageHeader& h, const Peer* peer);
   void send_sum(int local_piece);
@@ -212,6 +214,8 @@ void ShardServer::Impl::handle(std::vector<zmq::message_t>& frames) {
   const auto known = peers_.find(id);
   const Peer* peer = known == peers_.end() ? nullptr : &known->second;
   const char* address = frames.size() > 1 ? frames[1].gets("Peer-Address") : nullptr;
+  const char* user_id = frames.size() > 1 ? frames[1].gets("User-Id") : nullptr;
+  const int proven = user_id ? std::atoi(user_id) : -1;  // the rank the ZAP handler checked
   const std::string from = peer ? cat("host ", peer->host, " (", peer->address, ")")
                                 : cat("unregistered peer ", address ? address : "?");
   if (frames.size() < 2 || frames.size() > 3)
@@ -225,7 +229,7 @@ void ShardServer::Impl::handle(std::vector<zmq::message_t>& frames) {
   std::string why;
   switch (static_cast<MessageKind>(h.kind)) {
     case MessageKind::kHello:
-      why = hello(id, Peer{h.sender, address ? address : "?"}, h, frames);
+      why = hello(id, Peer{h.sender, address ? address : "?"}, proven, h, frames);
       break;
     case MessageKind::kPush: {
       why = check_push(h, peer, payload_frames, payload_bytes);
@@ -244,8 +248,11 @@ void ShardServer::Impl::handle(std::vector<zmq::message_t>& frames) {
   if (!why.empty()) reject(route, peer, from, &h, why);
 }
 
-std::string ShardServer::Impl::hello(const std::string& route, Peer from, const MessageHeader& h,
+std::string ShardServer::Impl::hello(const std::string& route, Peer from, int proven,
+                                     const MessageHeader& h,
                                      const std::vector<zmq::message_t>& frames) {
+  if (h.sender != proven)
+    return cat("a connection that proved host ", proven, " said hello as host ", h.sender);
   if (frames.size() != 3 || frames[2].size() != sizeof(HelloBody))
     return cat("hello needs a ", sizeof(HelloBody), "-byte body");
   HelloBody body;
@@ -255,9 +262,12 @@ std::string ShardServer::Impl::hello(const std::string& route, Peer from, const 
     return cat("host ", h.sender, " expects ", body.num_hosts, " hosts and shard ", body.shard,
                " of ", body.num_shards, "; this is shard ", config_.shard, " of ",
                config_.num_shards, " for ", config_.num_hosts, " hosts");
-  if (body.layout_fingerprint != layout_.fingerprint())
-    return cat("host ", h.sender, " has a different chunk plan (layout fingerprint ", std::hex,
-               body.layout_fingerprint, ", here ", layout_.fingerprint(), ")");
+  if (body.layout_fingerprint != layout_.fingerprint()) {
+    // The values go to this shard's log only: a reply never tells a peer what would be accepted.
+    config_.log(cat("host ", h.sender, "'s chunk plan has layout fingerprint ", std::hex,
+                    body.layout_fingerprint, ", this shard's ", layout_.fingerprint()));
+    return cat("host ", h.sender, " has a different chunk plan (give every host the same --chunk)");
+  }
   if (h.sender < 0 || h.sender >= config_.num_hosts)
     return cat("host rank ", h.sender, " is outside [0, ", config_.num_hosts, ")");
   if (body.role != static_cast<int32_t>(ConnectionRole::kPush) &&

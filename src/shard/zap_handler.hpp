@@ -1,5 +1,6 @@
 // The shard's ZeroMQ authentication (ZAP, RFC 27) handler: accepts a connection only when its
-// PLAIN handshake carries the cluster token, so refused peers never reach the message loop.
+// PLAIN handshake proves a rank under the cluster token (rank_proof.hpp), and tags its messages
+// with that rank as their User-Id; refused peers never reach the message loop.
 #pragma once
 
 #include <string>

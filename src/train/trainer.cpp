@@ -15,6 +15,7 @@
 #include "cgdp/cost/profile_match.hpp"
 #include "cgdp/data/open_dataset.hpp"
 #include "cgdp/device/cpu_device.hpp"
+#include "cgdp/device/devices.hpp"
 #include "cgdp/device/cuda_options.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/shard/cluster_token.hpp"
@@ -126,11 +127,12 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
       if (layer.type() == "Convolution")
         layer.mutable_convolution_param()->set_engine(proto::ConvolutionParameter::CAFFE);
   per_worker_batch_ = per_worker_batch(config, declared_batch_size(model_));
+  test_batch_ = config.test_batch > 0 ? config.test_batch : 100;
+  check_memory(sync, device_kind);
   workers_ = make_workers(config.devices, device_kind, model_, per_worker_batch_, config.seed,
                           model_path_, config.accumulate);
   if (config.fail_worker >= 0) inject_fault(config.fail_worker, config.fail_after_copies);
   Net<float>& net0 = net();
-  test_batch_ = config.test_batch > 0 ? config.test_batch : 100;
   test_net_ = std::make_unique<Net<float>>(model_, Phase::Test, net0.device(), test_batch_,
                                            config.seed, model_path_);
   test_net_->share_params_from(net0);
@@ -170,6 +172,22 @@ Trainer::~Trainer() {
         s->synchronize();
       } catch (...) {  // the failure was reported where it happened
       }
+}
+
+// Measures the run on a MeasuringDevice and refuses it, before any real allocation, when it does
+// not fit the free memory (or --device-memory-gb).
+void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
+  memory_ = estimate_memory(model_, model_path_, per_worker_batch_, test_batch_, config_.devices, sync);
+  if (config_.device_memory_gb < 0)
+    throw UsageError(cat("--device-memory-gb must be > 0, got ", config_.device_memory_gb));
+  const bool given = config_.device_memory_gb > 0;
+  const int64_t budget = given ? static_cast<int64_t>(config_.device_memory_gb * (1LL << 30))
+                               : free_memory_bytes(kind);
+  const std::string budget_is =
+      given ? cat("--device-memory-gb ", config_.device_memory_gb)
+            : (kind == DeviceKind::Cuda ? "the GPU's free memory" : "the free RAM (MemAvailable)");
+  check_memory_fits(memory_, kind, kind == DeviceKind::Cuda ? cuda_device_count() : 0, budget,
+                    budget_is);
 }
 
 void Trainer::inject_fault(int worker, int64_t after_copies) {

@@ -66,6 +66,7 @@ int run(Flags& f, const CLI::App& app) {
     rows = make_rows(candidates(f, layers, &*profile), static_cast<int>(layers.size()));
     setting = cat("simulated from ", f.profile_path, ", ", f.config.devices, " devices");
   } else {
+    cli::check_worker_count(f.config, f.train.oversubscribe);
     TrainConfig config = f.config;
     config.sync = "cgdp";
     config.iterations = 1;  // with a fixed learning rate the trainer may run any number

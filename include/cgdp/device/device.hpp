@@ -64,6 +64,8 @@ class Device {
   virtual DeviceKind kind() const = 0;
   virtual int index() const = 0;
   virtual std::string name() const = 0;
+  // False for a device that only counts allocations (MeasuringDevice): fillers skip it.
+  virtual bool holds_data() const { return true; }
 
   virtual std::unique_ptr<Stream> create_stream(const std::string& name) = 0;
   virtual std::unique_ptr<Event> create_event() = 0;

@@ -20,6 +20,8 @@ std::string to_string(const DeviceRef& device);
 
 // Number of usable CUDA GPUs; 0 without a driver, without a GPU, or in a build without CUDA.
 int cuda_device_count();
+// The least free memory of any GPU (cudaMemGetInfo), in bytes; 0 without GPUs.
+int64_t cuda_free_memory();
 
 // A CPU device (any index) or CUDA GPU `index`; throws DeviceError if that GPU is absent.
 // `host_numa_node` >= 0 binds a GPU's pinned host memory to that NUMA node (the GPU's own, from

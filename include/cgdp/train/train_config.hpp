@@ -39,6 +39,8 @@ struct TrainConfig {
   // Data-parallel workers.
   int devices = 1;
   std::string device_kind = "cpu";  // cpu or cuda
+  // The memory a run may use per device, in GiB; 0: what is free (RAM, or the GPU's free memory).
+  double device_memory_gb = 0;
   // CUDA libraries (cuda_options.hpp): TF32 in convolutions, cuDNN's scratch cap, and whether
   // cuDNN may pick non-deterministic algorithms.
   bool tf32 = false;

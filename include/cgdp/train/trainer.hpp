@@ -9,6 +9,7 @@
 #include "cgdp/sync/cluster.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
 #include "cgdp/train/chunk_autotuner.hpp"
+#include "cgdp/train/memory_estimate.hpp"
 #include "cgdp/train/phase_table.hpp"
 #include "cgdp/train/progress.hpp"
 #include "cgdp/train/timeline.hpp"
@@ -60,6 +61,7 @@ class Trainer {
   void join_cluster(const ChunkPlan& plan);
   void agree_with_other_hosts();
   void inject_fault(int worker, int64_t after_copies);
+  void check_memory(SyncKind sync, DeviceKind kind);
   void check_data_fits_model();
   void announce(ProgressReporter& progress, int64_t batch, double epoch_iters);
   void test_point(ProgressReporter& progress, ProgressPoint p, TrainResult& result);
@@ -97,6 +99,7 @@ class Trainer {
   int64_t per_worker_batch_ = 0;
   int64_t max_iterations_ = 0;
   int64_t test_batch_ = 100;
+  MemoryEstimate memory_;  // measured before the workers were built
   int64_t state_averaged_at_ = -1;  // the iteration whose statistics were last averaged
 };
 

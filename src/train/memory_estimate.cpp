@@ -1,0 +1,174 @@
+// The up-front memory check: measure one worker's nets on a MeasuringDevice, scale to the run,
+// and compare with free memory before the first real allocation.
+#include "cgdp/train/memory_estimate.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/device/devices.hpp"
+#include "cgdp/device/measuring_device.hpp"
+#include "cgdp/net/net.hpp"
+
+namespace cgdp {
+
+namespace {
+
+int64_t unique_top_bytes(const Net<float>& net) {
+  std::set<const Blob<float>*> tops;
+  for (int i = 0; i < net.num_layers(); ++i)
+    for (const Blob<float>* top : net.tops(i)) tops.insert(top);
+  int64_t bytes = 0;
+  for (const Blob<float>* top : tops) bytes += 2 * top->bytes();  // data and gradient
+  return bytes;
+}
+
+// Children of worker w in ps0's reduction tree: at strides 1, 2, 4, ... w is a parent when it is
+// a multiple of twice the stride and w + stride is a worker (ps0_sync.cpp's reduction_edges).
+int ps0_children(int w, int workers) {
+  int children = 0;
+  for (int stride = 1; stride < workers; stride *= 2)
+    if (w % (2 * stride) == 0 && w + stride < workers) ++children;
+  return children;
+}
+
+// /proc/meminfo's MemAvailable, in bytes; -1 when it cannot be read.
+int64_t mem_available() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return -1;
+}
+
+// The cgroup v2 memory limit less what the group already uses; -1 when there is none.
+int64_t cgroup_room() {
+  std::ifstream max_file("/sys/fs/cgroup/memory.max"), current_file("/sys/fs/cgroup/memory.current");
+  std::string max_text;
+  int64_t current = 0;
+  if (!(max_file >> max_text) || max_text == "max" || !(current_file >> current)) return -1;
+  try {
+    return std::max<int64_t>(std::stoll(max_text) - current, 0);
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+struct Part {
+  const char* name;
+  int64_t bytes;
+  const char* shrink;  // what makes it smaller
+};
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::string& source,
+                               int64_t batch, int64_t test_batch, int workers, SyncKind sync) {
+  MemoryEstimate m;
+  m.workers = workers;
+  m.batch = batch;
+  m.test_batch = test_batch;
+  MeasuringDevice train_device, test_device;
+  Net<float> net(model, Phase::Train, train_device, batch, /*seed=*/1, source);
+  m.sync = sync;
+  const int64_t flat = net.learnable_count() * static_cast<int64_t>(sizeof(float));
+  m.parameters = m.gradients = m.history = flat;  // SGD keeps one momentum buffer
+  m.activations = unique_top_bytes(net);
+  m.scratch = std::max<int64_t>(
+      train_device.memory_stats().device_bytes - m.parameters - m.gradients - m.activations, 0);
+  Net<float> test(model, Phase::Test, test_device, test_batch, /*seed=*/1, source);
+  test.share_params_from(net);
+  m.test_net = test_device.memory_stats().device_bytes;
+  if (sync == SyncKind::Cgdp) m.pinned = (workers + 1) * m.gradients;  // receive per worker + sum
+  return m;
+}
+
+int64_t MemoryEstimate::receive_bytes(int w) const {
+  return sync == SyncKind::Ps0 ? ps0_children(w, workers) * gradients : 0;
+}
+
+int64_t MemoryEstimate::worker_bytes(int w) const {
+  const bool updates = sync != SyncKind::Ps0 || w == 0;  // ps0: worker 0 updates, then broadcasts
+  return replica() + (updates ? history : 0) + (w == 0 ? test_net : 0) + receive_bytes(w);
+}
+
+int64_t MemoryEstimate::device_total() const {
+  int64_t total = 0;
+  for (int w = 0; w < workers; ++w) total += worker_bytes(w);
+  return total;
+}
+
+int64_t MemoryEstimate::fullest_gpu(int gpus) const {
+  std::vector<int64_t> per_gpu(std::max(gpus, 1), 0);
+  for (int w = 0; w < workers; ++w) per_gpu[w % per_gpu.size()] += worker_bytes(w);
+  return *std::max_element(per_gpu.begin(), per_gpu.end());
+}
+
+std::string format_bytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 6) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+  return text;
+}
+
+int64_t free_memory_bytes(DeviceKind kind) {
+  if (kind == DeviceKind::Cuda) return cuda_free_memory();
+  const int64_t available = mem_available(), room = cgroup_room();
+  if (available < 0) return room;
+  return room < 0 ? available : std::min(available, room);
+}
+
+void check_memory_fits(const MemoryEstimate& m, DeviceKind kind, int gpus, int64_t budget,
+                       const std::string& budget_is) {
+  if (budget < 0) return;  // nothing known to check against
+  const bool cuda = kind == DeviceKind::Cuda;
+  const int64_t need = cuda ? m.fullest_gpu(gpus) : m.device_total() + m.pinned;
+  if (need <= budget) return;
+  // The parts, over the workers of the fullest GPU (CUDA: its first, which holds worker 0) or all.
+  const int step = cuda ? std::max(gpus, 1) : 1;
+  int n = 0, updating = 0;
+  int64_t receive = 0;
+  for (int w = 0; w < m.workers; w += step) {
+    ++n;
+    updating += m.sync != SyncKind::Ps0 || w == 0;
+    receive += m.receive_bytes(w);
+  }
+  const char* fewer = n > 1 ? "fewer --devices" : "a smaller model";  // one replica is too big
+  std::vector<Part> parts = {
+      {"activations", m.activations * n, "lower --batch"},
+      {"layer scratch", m.scratch * n, "lower --batch"},
+      {"parameters", m.parameters * n, fewer},
+      {"gradients", m.gradients * n, fewer},
+      {"momentum", m.history * updating, fewer},
+      {"test net", m.test_net, "lower --test-batch"},
+      {"ps0 receive buffers", receive, "--sync cgdp"},
+      {"host sums", cuda ? 0 : m.pinned, "fewer --devices"},
+  };
+  std::stable_sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.bytes > b.bytes; });
+  std::string largest, flags;
+  std::set<std::string> named;
+  for (size_t i = 0; i < 3 && parts[i].bytes > 0; ++i) {
+    largest += cat(i ? ", " : "", parts[i].name, " ", format_bytes(parts[i].bytes));
+    if (named.insert(parts[i].shrink).second) flags += cat(flags.empty() ? "" : ", ", parts[i].shrink);
+  }
+  const std::string where = cuda ? cat("the first GPU (", n, " worker", n > 1 ? "s" : "", ")")
+                                 : cat(m.workers, " worker", m.workers > 1 ? "s" : "", " on the CPU");
+  throw UsageError(cat("this run needs ", format_bytes(need), " on ", where, " but ", budget_is,
+                       " is ", format_bytes(budget), ": ", largest, " (batch ", m.batch,
+                       ", test batch ", m.test_batch, "); to fit: ", flags));
+}
+
+}  // namespace cgdp

@@ -1,0 +1,160 @@
+// The up-front memory check: the estimate equals what the workers then allocate, measuring a net
+// commits none of its memory, and a run that does not fit is refused in one line before any
+// allocation, naming its largest parts and the flags that shrink them.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "cgdp/net/model_file.hpp"
+#include "cgdp/train/memory_estimate.hpp"
+#include "cgdp/train/trainer.hpp"
+#include "support/run_command.hpp"
+
+namespace cgdp {
+namespace {
+
+namespace fs = std::filesystem;
+
+TrainConfig small_run(const std::string& model, int devices, const std::string& sync) {
+  TrainConfig c;
+  c.model = model;
+  c.data = "synthetic";
+  c.batch = 4;
+  c.test_batch = 6;
+  c.devices = devices;
+  c.sync = sync;
+  c.iterations = 1;
+  c.solver.set_base_lr(0.01f);
+  c.plain_output = true;
+  return c;
+}
+
+// The resident set of this process, from /proc/self/statm (pages).
+int64_t resident_bytes() {
+  std::ifstream in("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  in >> size >> resident;
+  return resident * ::sysconf(_SC_PAGESIZE);
+}
+
+struct Case {
+  const char* model;
+  int devices;
+  const char* sync;
+};
+
+class EstimateMatches : public ::testing::TestWithParam<Case> {};
+
+TEST_P(EstimateMatches, WhatTheWorkersAllocate) {
+  const Case k = GetParam();
+  FILE* sink = std::fopen("/dev/null", "w");
+  Trainer t(small_run(k.model, k.devices, k.sync), sink);
+  std::fclose(sink);
+  const proto::NetParameter model = load_model(find_model_file(k.model));
+  const MemoryEstimate m = estimate_memory(model, k.model, 4, 6, k.devices, parse_sync_kind(k.sync));
+  for (int w = 0; w < k.devices; ++w)
+    EXPECT_EQ(t.workers()[w].device->memory_stats().device_bytes, m.worker_bytes(w)) << "worker " << w;
+  EXPECT_EQ(m.parameters, t.net().learnable_count() * 4);
+  EXPECT_GT(m.activations, 0);
+  EXPECT_GT(m.test_net, 0);
+  if (std::string(k.sync) == "ps0") {  // worker 0 receives from 1 and 2, worker 2 from 3
+    EXPECT_EQ(m.receive_bytes(0), 2 * m.gradients);
+    EXPECT_EQ(m.receive_bytes(2), m.gradients);
+    EXPECT_EQ(m.receive_bytes(1), 0);
+  }
+  if (std::string(k.sync) == "cgdp") EXPECT_EQ(m.pinned, (k.devices + 1) * m.gradients);
+}
+
+INSTANTIATE_TEST_SUITE_P(Runs, EstimateMatches,
+                         ::testing::Values(Case{"fashion_cnn", 2, "cgdp"}, Case{"fashion_cnn", 4, "ps0"},
+                                           Case{"resnet_small", 3, "cgdp"}),
+                         [](const auto& info) {
+                           return cat(info.param.model, "_", info.param.devices, "_", info.param.sync);
+                         });
+
+// 10^10 parameters (40 GB of weights) on a 10^5-wide input.
+const char* kHugeNet = R"(name: "Huge"
+layer { name: "data" type: "Input" top: "data" top: "label"
+  input_param { shape { dim: 2 dim: 1 dim: 1 dim: 100000 } shape { dim: 2 } } }
+layer { name: "fc" type: "InnerProduct" bottom: "data" top: "fc"
+  inner_product_param { num_output: 100000 weight_filler { type: "gaussian" std: 0.01 } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc" bottom: "label" top: "loss" }
+)";
+
+class HugeNet : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / cat("cgdp_memory_", ::getpid());
+    fs::create_directories(dir_);
+    path_ = (dir_ / "huge.prototxt").string();
+    std::ofstream(path_) << kHugeNet;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+  std::string path_;
+};
+
+TEST_F(HugeNet, IsMeasuredWithoutCommittingItsMemory) {
+  const int64_t before = resident_bytes();
+  const MemoryEstimate m = estimate_memory(load_model(path_), path_, 2, 2, 4, SyncKind::Cgdp);
+  EXPECT_EQ(m.parameters, 40'000'400'000);  // weights and biases, 4 bytes each
+  EXPECT_EQ(m.device_total(), 4 * (m.replica() + m.history) + m.test_net);
+  EXPECT_EQ(m.fullest_gpu(2), 2 * (m.replica() + m.history) + m.test_net);
+  EXPECT_LT(resident_bytes() - before, 64 << 20) << "measuring touched the net's memory";
+}
+
+TEST_F(HugeNet, IsRefusedBeforeAnyAllocationNamingTheLargestParts) {
+  const std::string cmd = cat(CGDP_BINARY_DIR, "/cgdp train --model ", path_,
+                              " --data synthetic:1,1,100000,10 --iterations 1 2>&1");
+  const testing::CommandResult r = testing::run_command(cmd);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output.rfind("cgdp: error: this run needs ", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("parameters 37.3 GiB"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("to fit: a smaller model"), std::string::npos) << r.output;
+}
+
+TEST(MemoryBudget, TheBudgetFlagIsTheLimitAndTheLineNamesIt) {
+  TrainConfig c = small_run("fashion_cnn", 2, "cgdp");
+  c.device_memory_gb = 0.01;  // 10 MiB: fashion_cnn's two workers need about 50
+  try {
+    Trainer t(c, stderr);
+    FAIL() << "a run past --device-memory-gb was accepted";
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("--device-memory-gb 0.01 is 10.2 MiB"), std::string::npos) << what;
+    EXPECT_NE(what.find("2 workers on the CPU"), std::string::npos) << what;
+  }
+  c.device_memory_gb = 1;
+  EXPECT_NO_THROW(Trainer(c, std::fopen("/dev/null", "w")));
+}
+
+// Issue 18's command: ResNet-152 at batch 16 with an 80 GB budget is refused at start (the test
+// net at --test-batch 100 alone is 79 GiB), with the total `inspect --memory` gives.
+TEST(MemoryBudget, TrainRefusesWhatInspectReports) {
+  const std::string bin = cat(CGDP_BINARY_DIR, "/cgdp ");
+  const testing::CommandResult inspect =
+      testing::run_command(bin + "inspect --model resnet152 --memory --batch 16 --json 2>&1");
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.output;
+  const size_t at = inspect.output.find("\"total\": ");
+  ASSERT_NE(at, std::string::npos) << inspect.output;
+  const int64_t total = std::stoll(inspect.output.substr(at + 9));
+  const testing::CommandResult train = testing::run_command(
+      bin + "train --model resnet152 --data synthetic --batch 16 --device-memory-gb 80 2>&1");
+  EXPECT_EQ(train.exit_code, 1) << train.output;
+  EXPECT_NE(train.output.find(cat("needs ", format_bytes(total), " on 1 worker")), std::string::npos)
+      << train.output;
+  EXPECT_NE(train.output.find("test net 79.0 GiB"), std::string::npos) << train.output;
+  EXPECT_NE(train.output.find("lower --test-batch"), std::string::npos) << train.output;
+}
+
+TEST(MemoryBudget, BytesReadAsPeopleWriteThem) {
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(format_bytes(int64_t{3} << 30), "3.0 GiB");
+}
+
+}  // namespace
+}  // namespace cgdp
