@@ -415,11 +415,11 @@ TEST(OpenDataset, DispatchesOnTheScheme) {
 
 TEST(OpenDataset, BadSpecsAreUsageErrors) {
   try {
-    open_dataset("lmdb:/data", Split::Train);
+    open_dataset("hdf5:/data", Split::Train);
     FAIL() << "expected a UsageError";
   } catch (const UsageError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("unknown scheme 'lmdb'"));
-    EXPECT_THAT(e.what(), HasSubstr("idx:DIR, cifar10:DIR, synthetic"));
+    EXPECT_THAT(e.what(), HasSubstr("unknown scheme 'hdf5'"));
+    EXPECT_THAT(e.what(), HasSubstr("idx:DIR, cifar10:DIR, folder:DIR, list:FILE[,ROOT], synthetic"));
   }
   EXPECT_THROW(open_dataset("synthetic:3,32", Split::Train), UsageError);
   EXPECT_THROW(open_dataset("synthetic:3,32,32,10,1", Split::Train), UsageError);

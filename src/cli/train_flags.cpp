@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/device/devices.hpp"
@@ -45,7 +46,21 @@ int usable_cores() {
 void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
   TrainConfig& c = f.config;
   cmd->add_option("-m,--model", c.model, "Model file, or a name from models/")->capture_default_str();
-  cmd->add_option("-d,--data", c.data, "idx:DIR, cifar10:DIR or synthetic[:C,H,W,K]")->capture_default_str();
+  cmd->add_option("-d,--data", c.data,
+                  "idx:DIR, cifar10:DIR, folder:DIR (train/, val/ of class folders), "
+                  "list:FILE[,ROOT] (Caffe's 'path label' lines) or synthetic[:C,H,W,K]")
+      ->capture_default_str();
+  cmd->add_option("--test-data", c.test_data, "The test split's source (default: --data's)");
+  cmd->add_option("--resize", f.resize, "Images: resize to HxW first (Caffe's new_height/new_width)");
+  cmd->add_option("--crop", c.images.transform.crop_size,
+                  "Images: crop to NxN (random when training, centred when testing)")
+      ->check(kPositive);
+  cmd->add_flag("--mirror", c.images.transform.mirror, "Images: mirror half of them at random");
+  cmd->add_option("--mean-value", c.images.transform.mean_values,
+                  "Images: subtract one value, or one per channel (B,G,R for colour, as Caffe)")
+      ->delimiter(',');
+  cmd->add_option("--pixel-scale", c.images.transform.scale,
+                  "Images: multiply each (pixel - mean) by this (default 1/256, as the IDX reader)");
   cmd->add_option("-b,--batch", c.batch, "Batch size (default: the model's Input)")->check(kPositive);
   cmd->add_option("--global-batch", c.global_batch, "Batch over all workers, split evenly (instead of --batch)")
       ->excludes("--batch");
@@ -103,6 +118,14 @@ void check_worker_count(const TrainConfig& c, bool oversubscribe) {
 
 TrainConfig resolved_config(const TrainFlags& f, const CLI::App& cmd) {
   TrainConfig config = f.config;
+  if (!f.resize.empty()) {
+    int h = 0, w = 0;
+    char x = 0, extra = 0;
+    if (std::sscanf(f.resize.c_str(), "%d%c%d%c", &h, &x, &w, &extra) != 3 || x != 'x' || h <= 0 || w <= 0)
+      throw UsageError(cat("--resize: expected HxW with two positive integers, got '", f.resize, "'"));
+    config.images.resize_height = h;
+    config.images.resize_width = w;
+  }
   config.solver = solver_settings(f, cmd);
   return config;
 }

@@ -19,6 +19,7 @@ struct TrainFlags {
   int64_t stepsize = 0;
   std::vector<int64_t> stepvalues;
   bool oversubscribe = false;  // more workers than cores or GPUs
+  std::string resize;          // --resize HxW
 };
 
 // --model, --data, --batch, --global-batch, --devices, --device-kind, --host-threads, --threads,

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <span>
+#include <vector>
 
 #include "cgdp/core/error.hpp"
 
@@ -97,7 +98,13 @@ void BatchLoader::fill(Slot& slot, std::vector<int64_t>& indices) {
   float* labels = static_cast<float*>(slot.labels.get());
   const auto rows_of_slice =
       std::span<const int64_t>(indices).subspan(std::min(slice.begin, global), batch.valid);
-  read_samples(*dataset_, rows_of_slice, images, labels, options_.threads);
+  // Each row's epoch: the batch may run past the end of one (rows are taken in order).
+  std::vector<int64_t> epochs(rows_of_slice.size());
+  const int64_t first_row = std::min(slice.begin, global);
+  for (size_t r = 0; r < epochs.size(); ++r)
+    epochs[r] = batch.position.epoch +
+                (batch.position.offset + first_row + static_cast<int64_t>(r)) / dataset_->size();
+  read_samples(*dataset_, rows_of_slice, images, labels, options_.threads, epochs);
   const int64_t elements = dataset_->sample_elements();
   std::fill(images + batch.valid * elements, images + batch.rows * elements, 0.f);
   std::fill(labels + batch.valid, labels + batch.rows, 0.f);

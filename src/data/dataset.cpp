@@ -17,7 +17,7 @@ const char* to_string(Split split) {
 }
 
 void read_samples(const Dataset& dataset, std::span<const int64_t> indices, float* images,
-                  float* labels, int threads) {
+                  float* labels, int threads, std::span<const int64_t> epochs) {
   const int64_t elements = dataset.sample_elements();
   const int64_t rows = static_cast<int64_t>(indices.size());
   // An exception must not leave an OpenMP region, so it is kept and rethrown after it.
@@ -26,7 +26,8 @@ void read_samples(const Dataset& dataset, std::span<const int64_t> indices, floa
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t i = 0; i < rows; ++i) {
     try {
-      dataset.read(indices[i], images + i * elements, labels + i);
+      dataset.read_for_epoch(indices[i], epochs.empty() ? 0 : epochs[i], images + i * elements,
+                             labels + i);
     } catch (...) {
 #pragma omp critical(cgdp_read_samples)
       if (i < error_row) {

@@ -2,6 +2,7 @@
 #include "cgdp/data/open_dataset.hpp"
 
 #include <charconv>
+#include <filesystem>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/data/cifar10_dataset.hpp"
@@ -11,7 +12,8 @@ namespace cgdp {
 
 namespace {
 
-constexpr const char* kKnownSchemes = "idx:DIR, cifar10:DIR, synthetic, synthetic:C,H,W,CLASSES";
+constexpr const char* kKnownSchemes =
+    "idx:DIR, cifar10:DIR, folder:DIR, list:FILE[,ROOT], synthetic, synthetic:C,H,W,CLASSES";
 
 // Parses "C,H,W,CLASSES" into `spec`.
 void parse_synthetic_shape(const std::string& text, const std::string& whole, SyntheticSpec& spec) {
@@ -32,10 +34,37 @@ void parse_synthetic_shape(const std::string& text, const std::string& whole, Sy
   spec.num_classes = static_cast<int>(values[3]);
 }
 
+// folder:DIR: DIR/train and DIR/val, each a class-per-folder tree with the same classes.
+std::unique_ptr<Dataset> open_image_folder(const std::string& dir, Split split, ImageOptions images) {
+  const std::string train_dir = (std::filesystem::path(dir) / "train").string();
+  ImageList list = scan_image_folder(train_dir);
+  if (split == Split::Test) {
+    const std::vector<std::string> train_classes = list.classes;
+    list = scan_image_folder((std::filesystem::path(dir) / "val").string());
+    if (list.classes != train_classes)
+      throw DataError(cat(dir, "/val has ", list.classes.size(), " classes, ", dir, "/train ",
+                          train_classes.size(), "; the class folders must be the same"));
+  }
+  images.train = split == Split::Train;
+  const std::string description = cat("folder:", dir, " (", to_string(split), ")");
+  return std::make_unique<ImageDataset>(std::move(list), std::move(images), description);
+}
+
+// list:FILE[,ROOT]: one Caffe ImageData list; the same for both splits unless --test-data.
+std::unique_ptr<Dataset> open_image_list(const std::string& argument, Split split, ImageOptions images) {
+  const size_t comma = argument.find(',');
+  const std::string file = argument.substr(0, comma);
+  const std::string root = comma == std::string::npos ? "" : argument.substr(comma + 1);
+  images.train = split == Split::Train;
+  const std::string description = cat("list:", argument, " (", to_string(split), ")");
+  return std::make_unique<ImageDataset>(read_image_list(file, root), std::move(images), description);
+}
+
 }  // namespace
 
 std::unique_ptr<Dataset> open_dataset(const std::string& spec, Split split,
-                                      const SyntheticSpec& synthetic_defaults) {
+                                      const SyntheticSpec& synthetic_defaults,
+                                      const ImageOptions& images) {
   const size_t colon = spec.find(':');
   const std::string scheme = spec.substr(0, colon);
   const std::string argument = colon == std::string::npos ? "" : spec.substr(colon + 1);
@@ -47,11 +76,15 @@ std::unique_ptr<Dataset> open_dataset(const std::string& spec, Split split,
     if (split == Split::Test) synthetic.seed += 1;
     return std::make_unique<SyntheticDataset>(synthetic);
   }
-  if ((scheme == "idx" || scheme == "cifar10") && argument.empty())
-    throw UsageError(cat("data source '", spec, "': expected ", scheme, ":DIR"));
+  if ((scheme == "idx" || scheme == "cifar10" || scheme == "folder" || scheme == "list") &&
+      argument.empty())
+    throw UsageError(cat("data source '", spec, "': expected ",
+                         scheme == "list" ? "list:FILE[,ROOT]" : scheme + ":DIR"));
   if (scheme == "idx") return std::make_unique<InMemoryDataset>(load_idx_dataset(argument, split));
   if (scheme == "cifar10")
     return std::make_unique<InMemoryDataset>(load_cifar10_dataset(argument, split));
+  if (scheme == "folder") return open_image_folder(argument, split, images);
+  if (scheme == "list") return open_image_list(argument, split, images);
   throw UsageError(
       cat("data source '", spec, "': unknown scheme '", scheme, "'; known: ", kKnownSchemes));
 }

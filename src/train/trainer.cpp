@@ -141,8 +141,14 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
     throw ModelError(cat(model_path_, ": the Input's data top must be N x C x H x W, got ", shape_string(in)));
   const int classes = model_classes(net0, model_path_);
   SyntheticSpec synthetic{in[1], in[2], in[3], classes, 60000, config.seed};
-  train_data_ = open_dataset(config.data, Split::Train, synthetic);
-  test_data_ = open_dataset(config.data, Split::Test, synthetic);
+  ImageOptions images = config.images;
+  images.channels = static_cast<int>(in[1]);
+  images.height = static_cast<int>(in[2]);
+  images.width = static_cast<int>(in[3]);
+  images.seed = config.seed;
+  train_data_ = open_dataset(config.data, Split::Train, synthetic, images);
+  test_data_ = open_dataset(config.test_data.empty() ? config.data : config.test_data, Split::Test,
+                            synthetic, images);
   check_data_fits_model();
   const int64_t per_update = per_worker_batch_ * total_workers() * config.accumulate;
   max_iterations_ = config.iterations > 0

@@ -30,6 +30,11 @@ class Dataset {
   // Writes sample `index`'s C*H*W pixels and its class (as a float) to `label_out`.
   // Thread-safe: loaders of several workers may read at once.
   virtual void read(int64_t index, float* image_out, float* label_out) const = 0;
+  // The same for epoch `epoch`: datasets with random transforms draw them from (seed, epoch,
+  // index), so a sample's crop does not depend on which thread, worker or run reads it.
+  virtual void read_for_epoch(int64_t index, int64_t epoch, float* image_out, float* label_out) const {
+    read(index, image_out, label_out);
+  }
 
   // C*H*W: floats per image.
   int64_t sample_elements() const { return count_of(sample_shape()); }
@@ -40,8 +45,9 @@ class Dataset {
 std::string content_summary(const Dataset& dataset, int64_t samples = 16);
 
 // Reads samples `indices` into consecutive rows of `images` ([n, C, H, W]) and `labels` ([n]),
-// on `threads` OpenMP threads. If reads throw, the error of the lowest row is rethrown.
+// on `threads` OpenMP threads; `epochs` (empty: epoch 0) gives each row's epoch. If reads throw,
+// the error of the lowest row is rethrown.
 void read_samples(const Dataset& dataset, std::span<const int64_t> indices, float* images,
-                  float* labels, int threads = 1);
+                  float* labels, int threads = 1, std::span<const int64_t> epochs = {});
 
 }  // namespace cgdp

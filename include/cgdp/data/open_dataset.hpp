@@ -1,10 +1,12 @@
-// Opens the dataset a command line names: "idx:DIR", "cifar10:DIR" or "synthetic[:C,H,W,K]".
+// Opens the dataset a command line names: "idx:DIR", "cifar10:DIR", "synthetic[:C,H,W,K]",
+// "folder:DIR" (DIR/train/<class>/*, DIR/val/<class>/*) or "list:FILE[,ROOT]" (Caffe ImageData).
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "cgdp/data/dataset.hpp"
+#include "cgdp/data/image/image_dataset.hpp"
 #include "cgdp/data/synthetic_dataset.hpp"
 
 namespace cgdp {
@@ -14,7 +16,10 @@ namespace cgdp {
 // test split of synthetic data uses seed + 1, so it differs from the training split.
 // Throws UsageError for an unknown scheme (listing the known ones) or a malformed spec, and the
 // readers' DataError for bad files.
+// Image sources take their sample shape and transforms from `images` (channels, H x W, crop...),
+// with random crops and mirrors in the train split.
 std::unique_ptr<Dataset> open_dataset(const std::string& spec, Split split,
-                                      const SyntheticSpec& synthetic_defaults = {});
+                                      const SyntheticSpec& synthetic_defaults = {},
+                                      const ImageOptions& images = {});
 
 }  // namespace cgdp

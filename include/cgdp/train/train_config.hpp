@@ -7,12 +7,21 @@
 
 #include "cgdp.pb.h"
 #include "cgdp/cost/chunk_search.hpp"
+#include "cgdp/data/image/image_dataset.hpp"
 
 namespace cgdp {
 
 struct TrainConfig {
   std::string model = "fashion_cnn";  // a path, or a name in models/
   std::string data = "idx:/usr/share/datasets/fashion-mnist";
+  std::string test_data;  // the test split's source; empty: --data's own test split
+  // Image sources (folder:, list:): resize, crop, mirror, mean and scale. The trainer fills the
+  // channels and size from the model's Input. The scale defaults to the IDX reader's 1/256.
+  ImageOptions images = [] {
+    ImageOptions o;
+    o.transform.scale = kPixelScale;
+    return o;
+  }();
   int64_t batch = 0;         // per worker; 0: the Input layer's first dimension
   int64_t global_batch = 0;  // alternatively: split over the workers (must divide evenly)
   int64_t test_batch = 0;    // 0: 100

@@ -1,0 +1,19 @@
+// The format halves behind decode_image (image.hpp): one file per library.
+#pragma once
+
+#include <span>
+#include <utility>
+
+#include "cgdp/data/image/image.hpp"
+
+namespace cgdp {
+
+bool is_jpeg(std::span<const uint8_t> bytes);
+std::pair<int, int> jpeg_size(std::span<const uint8_t> bytes);
+Image decode_jpeg(std::span<const uint8_t> bytes, int channels, int min_height, int min_width);
+
+bool is_png(std::span<const uint8_t> bytes);
+std::pair<int, int> png_size(std::span<const uint8_t> bytes);
+Image decode_png(std::span<const uint8_t> bytes, int channels);
+
+}  // namespace cgdp

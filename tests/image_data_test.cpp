@@ -1,0 +1,319 @@
+// Image data: JPEG/PNG decoding against Pillow's decode of the same bytes, Caffe's transforms on
+// hand-checked cases, folder and list sources reading the same samples, draws that depend only on
+// (seed, epoch, sample), and bad input named in one line. The data sets are made here.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/data/idx_dataset.hpp"
+#include "cgdp/data/image/caffe_transform.hpp"
+#include "cgdp/data/image/image.hpp"
+#include "cgdp/data/image/image_dataset.hpp"
+#include "cgdp/data/in_memory_dataset.hpp"
+#include "cgdp/data/open_dataset.hpp"
+#include "support/run_command.hpp"
+
+namespace cgdp {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A smooth picture with edges (gradients and a disc), closer to a photo than noise is.
+Image picture(int height, int width, int channels, int seed = 0) {
+  Image im{height, width, channels, std::vector<uint8_t>(static_cast<size_t>(height) * width * channels)};
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) {
+      const bool disc = (x - width / 2) * (x - width / 2) + (y - height / 3) * (y - height / 3) <
+                        height * width / 16;
+      for (int c = 0; c < channels; ++c)
+        im.pixels[(static_cast<size_t>(y) * width + x) * channels + c] = static_cast<uint8_t>(
+            (disc ? 200 : 30) + (x * 40 / width) + c * 10 + (y * 17 / height) + seed * 3);
+    }
+  return im;
+}
+
+class ImageFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / cat("cgdp_image_", ::getpid(), "_",
+                                           ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const std::string& name, const std::vector<uint8_t>& bytes) {
+    const fs::path p = dir_ / name;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    return p.string();
+  }
+  std::vector<uint8_t> read(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+  // Pillow's decode of `path` (mode L or RGB), drafted (DCT-scaled) to at least h x w when given.
+  std::vector<uint8_t> pillow_decode(const std::string& path, const char* mode, int h = 0, int w = 0) {
+    const std::string out = (dir_ / "pillow.raw").string();
+    const std::string script =
+        cat("from PIL import Image; im = Image.open('", path, "'); ",
+            h > 0 ? cat("im.draft('", mode, "', (", w, ", ", h, ")); ") : std::string(),
+            "open('", out, "', 'wb').write(im.convert('", mode, "').tobytes()); print(im.size)");
+    const testing::CommandResult r = testing::run_command(cat("/usr/bin/python3 -c \"", script, "\" 2>&1"));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return read(out);
+  }
+  fs::path dir_;
+};
+
+TEST_F(ImageFiles, PngRoundTripsExactly) {
+  for (int channels : {1, 3}) {
+    const Image im = picture(13, 21, channels);
+    const Image back = decode_image(encode_png(im), channels);
+    EXPECT_EQ(back.height, 13);
+    EXPECT_EQ(back.width, 21);
+    EXPECT_EQ(back.pixels, im.pixels) << channels << " channels";
+  }
+  // A colour PNG read as gray, and a gray one as colour, convert instead of failing.
+  EXPECT_EQ(decode_image(encode_png(picture(4, 4, 3)), 1).pixels.size(), 16u);
+  EXPECT_EQ(decode_image(encode_png(picture(4, 4, 1)), 3).pixels.size(), 48u);
+}
+
+TEST_F(ImageFiles, JpegDecodeMatchesPillowAndDctScalingMatchesItsDraft) {
+  const std::string colour = write("c.jpg", encode_jpeg(picture(96, 128, 3), 90));
+  const Image full = decode_image(read(colour), 3);
+  EXPECT_EQ(full.height, 96);
+  EXPECT_EQ(full.width, 128);
+  EXPECT_EQ(full.pixels, pillow_decode(colour, "RGB"));
+  // At most half the size asked for: decoded at 1/2 or 1/4 in the DCT domain, as Pillow's draft.
+  for (auto [h, w, scaled_h] : {std::tuple{48, 64, 48}, std::tuple{30, 40, 48}, std::tuple{20, 30, 24}}) {
+    const Image small = decode_image(read(colour), 3, h, w);
+    EXPECT_EQ(small.height, scaled_h) << h << "x" << w;
+    EXPECT_EQ(small.pixels, pillow_decode(colour, "RGB", h, w)) << h << "x" << w;
+  }
+  const std::string gray = write("g.jpg", encode_jpeg(picture(40, 24, 1), 75));
+  EXPECT_EQ(decode_image(read(gray), 1).pixels, pillow_decode(gray, "L"));
+}
+
+TEST_F(ImageFiles, DamagedFilesAreErrorsSayingWhat) {
+  std::vector<uint8_t> jpeg = encode_jpeg(picture(64, 64, 3), 90);
+  jpeg.resize(jpeg.size() / 2);
+  EXPECT_THROW(decode_image(jpeg, 3), DataError);
+  std::vector<uint8_t> png = encode_png(picture(64, 64, 3));
+  png.resize(png.size() / 2);
+  EXPECT_THROW(decode_image(png, 3), DataError);
+  try {
+    decode_image(std::vector<uint8_t>{'G', 'I', 'F', '8'}, 3);
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_STREQ(e.what(), "neither JPEG nor PNG (by its first bytes)");
+  }
+}
+
+TEST(ResizeBilinear, SamplesAtPixelCentresAsOpenCv) {
+  const Image row{1, 2, 1, {0, 100}};
+  EXPECT_EQ(resize_bilinear(row, 1, 4).pixels, (std::vector<uint8_t>{0, 25, 75, 100}));
+  const Image square{2, 2, 1, {0, 10, 20, 30}};
+  EXPECT_EQ(resize_bilinear(square, 1, 1).pixels, (std::vector<uint8_t>{15}));
+}
+
+// A 4x4 gray image of 0..15.
+Image counting() {
+  Image im{4, 4, 1, {}};
+  for (int i = 0; i < 16; ++i) im.pixels.push_back(static_cast<uint8_t>(i));
+  return im;
+}
+
+TEST(CaffeTransform, CentreCropMeanAndScaleByHand) {
+  CaffeTransform t;
+  t.crop_size = 2;
+  t.mean_values = {1};
+  t.scale = 0.5f;
+  const CropDraw d = draw_crop(t, 4, 4, /*train=*/false, CounterRng{1});
+  EXPECT_EQ(d.top, 1);
+  EXPECT_EQ(d.left, 1);
+  EXPECT_FALSE(d.mirror);
+  float out[4];
+  apply_caffe_transform(counting(), t, d, out);  // pixels 5 6 / 9 10
+  EXPECT_EQ(std::vector<float>(out, out + 4), (std::vector<float>{2, 2.5f, 4, 4.5f}));
+  apply_caffe_transform(counting(), t, CropDraw{0, 2, true}, out);  // 2 3 / 6 7, mirrored
+  EXPECT_EQ(std::vector<float>(out, out + 4), (std::vector<float>{1, 0.5f, 3, 2.5f}));
+}
+
+TEST(CaffeTransform, ColourComesOutBgrWithPerChannelMeans) {
+  const Image pixel{1, 1, 3, {10, 20, 30}};
+  CaffeTransform t;
+  t.mean_values = {1, 2, 3};  // B, G, R
+  float out[3];
+  apply_caffe_transform(pixel, t, CropDraw{}, out);
+  EXPECT_EQ(std::vector<float>(out, out + 3), (std::vector<float>{29, 18, 7}));
+}
+
+TEST(CaffeTransform, MeanImageIsReadAtTheCropsPlace) {
+  CaffeTransform t;
+  t.crop_size = 2;
+  t.mean_height = t.mean_width = 4;
+  for (int i = 0; i < 16; ++i) t.mean_image.push_back(static_cast<float>(i % 4));  // the column
+  float out[4];
+  apply_caffe_transform(counting(), t, CropDraw{2, 1, false}, out);  // pixels 9 10 / 13 14
+  EXPECT_EQ(std::vector<float>(out, out + 4), (std::vector<float>{8, 8, 12, 12}));
+  t.mean_width = 5;
+  EXPECT_THROW(apply_caffe_transform(counting(), t, CropDraw{}, out), DataError);
+}
+
+TEST(CaffeTransform, TrainingDrawsCoverEveryPlaceAndDependOnlyOnTheKey) {
+  CaffeTransform t;
+  t.crop_size = 2;
+  t.mirror = true;
+  std::set<std::tuple<int, int, bool>> seen;
+  for (uint64_t k = 0; k < 4000; ++k) {
+    const CropDraw d = draw_crop(t, 5, 4, true, CounterRng{7, k});
+    ASSERT_TRUE(d.top >= 0 && d.top <= 3 && d.left >= 0 && d.left <= 2) << d.top << "," << d.left;
+    seen.insert({d.top, d.left, d.mirror});
+    const CropDraw again = draw_crop(t, 5, 4, true, CounterRng{7, k});
+    ASSERT_EQ(std::tie(d.top, d.left, d.mirror), std::tie(again.top, again.left, again.mirror));
+  }
+  EXPECT_EQ(seen.size(), 4u * 3u * 2u);
+}
+
+// Three classes named out of order, PNG and JPEG files, 10x12 colour pictures.
+class ImageSources : public ImageFiles {
+ protected:
+  void make_split(const std::string& split, int per_class) {
+    int seed = 0;
+    for (const char* name : {"cat", "ant", "bee"})
+      for (int i = 0; i < per_class; ++i) {
+        const Image im = picture(10, 12, 3, ++seed);
+        if (i % 2) write(cat(split, "/", name, "/", i, ".png"), encode_png(im));
+        else write(cat(split, "/", name, "/", i, ".JPG"), encode_jpeg(im, 95));
+      }
+  }
+  ImageOptions options(int crop = 8) {
+    ImageOptions o;
+    o.channels = 3;
+    o.height = o.width = crop;
+    o.transform.crop_size = crop;
+    o.transform.mirror = true;
+    o.seed = 5;
+    return o;
+  }
+  static std::vector<float> all(const Dataset& d, int threads = 1, int64_t epoch = 0) {
+    std::vector<int64_t> idx(d.size()), epochs(d.size(), epoch);
+    for (int64_t i = 0; i < d.size(); ++i) idx[i] = i;
+    std::vector<float> values(d.size() * (d.sample_elements() + 1));
+    read_samples(d, idx, values.data(), values.data() + d.size() * d.sample_elements(), threads, epochs);
+    return values;
+  }
+};
+
+TEST_F(ImageSources, FolderClassesAreSortedAndAListOfTheSameFilesReadsTheSame) {
+  make_split("train", 3);
+  make_split("val", 2);
+  const auto folder = open_dataset(cat("folder:", dir_.string()), Split::Train, {}, options());
+  const auto& list = dynamic_cast<const ImageDataset&>(*folder).list();
+  EXPECT_EQ(list.classes, (std::vector<std::string>{"ant", "bee", "cat"}));
+  EXPECT_EQ(folder->size(), 9);
+  EXPECT_EQ(folder->num_classes(), 3);
+  EXPECT_EQ(folder->sample_shape(), (Shape{3, 8, 8}));
+  std::string lines;
+  for (const ImageEntry& e : list.entries)
+    lines += cat(fs::relative(e.path, dir_ / "train").string(), " ", e.label, "\n");
+  std::ofstream(dir_ / "train.txt") << lines;
+  const auto listed = open_dataset(cat("list:", (dir_ / "train.txt").string(), ",", (dir_ / "train").string()),
+                                   Split::Train, {}, options());
+  EXPECT_EQ(all(*folder), all(*listed));
+  EXPECT_EQ(open_dataset(cat("folder:", dir_.string()), Split::Test, {}, options())->size(), 6);
+}
+
+TEST_F(ImageSources, ThreadsDrawTheSameCropsAndEpochsDrawNewOnes) {
+  make_split("train", 4);
+  make_split("val", 1);
+  const auto d = open_dataset(cat("folder:", dir_.string()), Split::Train, {}, options(6));
+  EXPECT_EQ(all(*d, 1, 3), all(*d, 2, 3));
+  EXPECT_NE(all(*d, 1, 3), all(*d, 1, 4));
+  // The test split takes the centre, unmirrored, in every epoch.
+  ImageOptions o = options(6);
+  o.transform.mirror = false;
+  const auto test = open_dataset(cat("folder:", dir_.string()), Split::Test, {}, o);
+  EXPECT_EQ(all(*test, 1, 3), all(*test, 1, 4));
+}
+
+TEST_F(ImageSources, BadInputIsOneLineNamingWhere) {
+  make_split("train", 1);
+  auto message = [&](auto f) {
+    try {
+      f();
+    } catch (const DataError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  fs::create_directories(dir_ / "train" / "dog");
+  EXPECT_EQ(message([&] { open_dataset(cat("folder:", dir_.string()), Split::Train, {}, options()); }),
+            cat((dir_ / "train" / "dog").string(), ": class folder without .jpg, .jpeg or .png files"));
+  fs::remove(dir_ / "train" / "dog");
+  std::ofstream(dir_ / "bad.txt") << "cat/0.JPG 0\n\nant/0.JPG -1\n";
+  EXPECT_NE(message([&] { read_image_list((dir_ / "bad.txt").string(), (dir_ / "train").string()); })
+                .find("bad.txt:3: expected 'relative/path label' with a label >= 0, got 'ant/0.JPG -1'"),
+            std::string::npos);
+  write("train/cat/0.JPG", {0xFF, 0xD8, 0xFF, 0xE0, 1, 2, 3});  // a JPEG cut short
+  const auto d = open_dataset(cat("folder:", dir_.string()), Split::Train, {}, options());
+  float image[3 * 8 * 8], label;
+  const std::string what = message([&] { d->read(2, image, &label); });
+  EXPECT_EQ(what.rfind((dir_ / "train" / "cat" / "0.JPG").string() + ": ", 0), 0u) << what;
+  EXPECT_NE(message([&] { open_dataset(cat("folder:", dir_.string()), Split::Test, {}, options()); })
+                .find("no such folder"),
+            std::string::npos);
+}
+
+// Training from a folder with random crops and mirrors, stopped mid-epoch (3 iterations an epoch,
+// a snapshot at 2) and resumed, ends with the same parameters as the run that never stopped.
+TEST_F(ImageFiles, TrainingFromAFolderResumesExactlyMidEpoch) {
+  for (const char* split : {"train", "val"})
+    for (int k = 0; k < 2; ++k)
+      for (int i = 0; i < 6; ++i) write(cat(split, "/c", k, "/", i, ".png"), encode_png(picture(32, 32, 1, 10 * k + i)));
+  const std::string run = cat(CGDP_BINARY_DIR, "/cgdp train --data folder:", dir_.string(),
+                              " --crop 28 --mirror --batch 4 --test-batch 4 --test-samples 4 --plain"
+                              " --lr 0.05 --lr-policy fixed ");  // poly would decay over each run
+  const std::string a = (dir_ / "a.safetensors").string(), b = (dir_ / "b.safetensors").string();
+  const std::string prefix = (dir_ / "ck").string();
+  testing::CommandResult r = testing::run_command(run + "--iterations 5 --save " + a + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("on folder:"), std::string::npos) << r.output;
+  r = testing::run_command(cat(run, "--iterations 2 --snapshot-every 2 --snapshot-prefix ", prefix, " 2>&1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = testing::run_command(cat(run, "--iterations 5 --resume ", prefix, "_iter_2.ckpt --save ", b, " 2>&1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read(a), read(b));
+  EXPECT_FALSE(read(a).empty());
+}
+
+// tools/fashion_to_folder.py writes lossless PNGs: the folder reads the IDX files' pixels.
+TEST_F(ImageFiles, FashionMnistAsAPngFolderReadsAsTheIdxFiles) {
+  const testing::CommandResult r = testing::run_command(
+      cat(CGDP_SOURCE_DIR, "/tools/fashion_to_folder.py ", dir_.string(), " --limit 40 2>&1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ImageOptions o;
+  o.channels = 1;
+  o.height = o.width = 28;
+  o.transform.scale = kPixelScale;
+  const auto folder = open_dataset(cat("folder:", dir_.string()), Split::Test, {}, o);
+  const auto idx = open_dataset("idx:/usr/share/datasets/fashion-mnist", Split::Test);
+  ASSERT_EQ(folder->size(), 40);
+  // The folder holds the first 40 test images grouped by class; find each by its file name.
+  const auto& entries = dynamic_cast<const ImageDataset&>(*folder).list().entries;
+  std::vector<float> a(784), b(784);
+  float la, lb;
+  for (int64_t i = 0; i < folder->size(); ++i) {
+    const int64_t original = std::stoll(fs::path(entries[i].path).stem().string());
+    folder->read(i, a.data(), &la);
+    idx->read(original, b.data(), &lb);
+    ASSERT_EQ(a, b) << entries[i].path;
+    ASSERT_EQ(la, lb) << entries[i].path;
+  }
+}
+
+}  // namespace
+}  // namespace cgdp
