@@ -419,7 +419,8 @@ TEST(OpenDataset, BadSpecsAreUsageErrors) {
     FAIL() << "expected a UsageError";
   } catch (const UsageError& e) {
     EXPECT_THAT(e.what(), HasSubstr("unknown scheme 'hdf5'"));
-    EXPECT_THAT(e.what(), HasSubstr("idx:DIR, cifar10:DIR, folder:DIR, list:FILE[,ROOT], synthetic"));
+    EXPECT_THAT(e.what(), HasSubstr("idx:DIR, cifar10:DIR, folder:DIR, list:FILE[,ROOT], "
+                                    "lmdb:DIR|TRAIN,VAL, synthetic"));
   }
   EXPECT_THROW(open_dataset("synthetic:3,32", Split::Train), UsageError);
   EXPECT_THROW(open_dataset("synthetic:3,32,32,10,1", Split::Train), UsageError);

@@ -11,6 +11,8 @@
 #include "cgdp/core/error.hpp"
 #include "cgdp/data/idx_dataset.hpp"
 #include "cgdp/data/image/caffe_transform.hpp"
+#include "cgdp/data/image/convert_images.hpp"
+#include "cgdp/data/image/lmdb_dataset.hpp"
 #include "cgdp/data/image/image.hpp"
 #include "cgdp/data/image/image_dataset.hpp"
 #include "cgdp/data/in_memory_dataset.hpp"
@@ -288,6 +290,79 @@ TEST_F(ImageFiles, TrainingFromAFolderResumesExactlyMidEpoch) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(read(a), read(b));
   EXPECT_FALSE(read(a).empty());
+}
+
+// Caffe's Datum field numbers, from bytes written by hand: channels 1, height 2, width 3, data 4,
+// label 5, encoded 7.
+TEST(Datum, ReadsCaffesFieldNumbers) {
+  const std::string wire = std::string("\x08\x03\x10\x01\x18\x02\x22\x06", 8) + "ABCDEF" +
+                           std::string("\x28\x07\x38\x00", 4);
+  proto::Datum d;
+  ASSERT_TRUE(d.ParseFromString(wire));
+  EXPECT_EQ(d.channels(), 3);
+  EXPECT_EQ(d.height(), 1);
+  EXPECT_EQ(d.width(), 2);
+  EXPECT_EQ(d.label(), 7);
+  EXPECT_FALSE(d.encoded());
+  // Planes B = "AB", G = "CD", R = "EF": pixel 0 is RGB (E, C, A).
+  const Image im = datum_image(d, 3);
+  EXPECT_EQ(im.pixels, (std::vector<uint8_t>{'E', 'C', 'A', 'F', 'D', 'B'}));
+  EXPECT_EQ(raw_datum(im, 7).data(), "ABCDEF");
+}
+
+TEST_F(ImageSources, ConvertedLmdbsReadAsTheFolderRawOrEncoded) {
+  make_split("train", 3);
+  make_split("val", 2);
+  const auto folder = open_dataset(cat("folder:", dir_.string()), Split::Train, {}, options());
+  ImageOptions o = options();
+  o.classes = 3;
+  for (bool encoded : {false, true}) {
+    ConvertOptions c;
+    c.from = cat("folder:", dir_.string());
+    c.to = cat("lmdb:", (dir_ / (encoded ? "enc" : "raw")).string());
+    c.encoded = encoded;
+    const std::vector<ConvertedDatabase> dbs = convert_images(c);
+    ASSERT_EQ(dbs.size(), 2u);
+    EXPECT_EQ(dbs[0].records, 9);
+    EXPECT_EQ(dbs[1].records, 6);
+    const auto lmdb = open_dataset(c.to, Split::Train, {}, o);
+    EXPECT_EQ(lmdb->size(), 9);
+    EXPECT_EQ(all(*lmdb), all(*folder)) << (encoded ? "encoded" : "raw");
+    EXPECT_EQ(open_dataset(c.to, Split::Test, {}, o)->size(), 6);
+    EXPECT_THROW(convert_images(c), UsageError);  // never overwritten
+  }
+}
+
+TEST_F(ImageSources, LmdbProblemsAreOneLineNamingTheDatabaseOrKey) {
+  ImageOptions o = options();
+  o.classes = 2;
+  auto message = [&](const std::string& spec) {
+    try {
+      const auto d = open_dataset(spec, Split::Train, {}, o);
+      std::vector<float> image(3 * 8 * 8);
+      float label;
+      for (int64_t i = 0; i < d->size(); ++i) d->read(i, image.data(), &label);
+    } catch (const DataError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string missing = (dir_ / "none").string();
+  EXPECT_EQ(message("lmdb:" + missing), missing + ": no such LMDB folder (a database is never created by reading)");
+  EXPECT_FALSE(fs::exists(missing));
+  {
+    LmdbWriter w((dir_ / "other").string());
+    w.put("k1", "\xff\xff not a protobuf");
+  }
+  EXPECT_NE(message("lmdb:" + (dir_ / "other").string()).find("key 'k1': not a Caffe Datum record"),
+            std::string::npos);
+  make_split("train", 1);  // labels 0, 1, 2 against a model of 2 classes
+  ConvertOptions c;
+  c.from = cat("folder:", dir_.string());
+  c.to = cat("lmdb:", (dir_ / "db").string());
+  convert_images(c);
+  EXPECT_NE(message(c.to).find("train_lmdb: key '00000002_cat/0.JPG': label 2 is outside the model's 2 classes"),
+            std::string::npos) << message(c.to);
 }
 
 // tools/fashion_to_folder.py writes lossless PNGs: the folder reads the IDX files' pixels.

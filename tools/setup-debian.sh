@@ -14,6 +14,8 @@ packages=(
   libzmq3-dev cppzmq-dev libsodium-dev libgtest-dev libgmock-dev libbenchmark-dev
   # images: JPEG (libjpeg-turbo's TurboJPEG API) and PNG
   libturbojpeg0-dev libpng-dev
+  # Caffe's LMDB databases
+  liblmdb-dev
   # oneDNN; its CMake config requires OpenCL, which libdnnl-dev only recommends
   libdnnl-dev ocl-icd-opencl-dev
   # tests and tools/run.sh: the default data set; python3 for tools/read_safetensors.py and

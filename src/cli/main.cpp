@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   add(&cgdp::cli::add_profile_command);
   add(&cgdp::cli::add_predict_command);
   add(&cgdp::cli::add_launch_command);
+  add(&cgdp::cli::add_convert_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

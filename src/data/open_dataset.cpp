@@ -7,13 +7,15 @@
 #include "cgdp/core/error.hpp"
 #include "cgdp/data/cifar10_dataset.hpp"
 #include "cgdp/data/idx_dataset.hpp"
+#include "cgdp/data/image/lmdb_dataset.hpp"
 
 namespace cgdp {
 
 namespace {
 
 constexpr const char* kKnownSchemes =
-    "idx:DIR, cifar10:DIR, folder:DIR, list:FILE[,ROOT], synthetic, synthetic:C,H,W,CLASSES";
+    "idx:DIR, cifar10:DIR, folder:DIR, list:FILE[,ROOT], lmdb:DIR|TRAIN,VAL, synthetic, "
+    "synthetic:C,H,W,CLASSES";
 
 // Parses "C,H,W,CLASSES" into `spec`.
 void parse_synthetic_shape(const std::string& text, const std::string& whole, SyntheticSpec& spec) {
@@ -60,6 +62,22 @@ std::unique_ptr<Dataset> open_image_list(const std::string& argument, Split spli
   return std::make_unique<ImageDataset>(read_image_list(file, root), std::move(images), description);
 }
 
+// lmdb:DIR (DIR/train_lmdb and DIR/val_lmdb, or DIR itself for both), or lmdb:TRAIN,VAL.
+std::unique_ptr<Dataset> open_lmdb(const std::string& argument, Split split, ImageOptions images) {
+  namespace fs = std::filesystem;
+  std::string path;
+  if (const size_t comma = argument.find(','); comma != std::string::npos) {
+    path = split == Split::Train ? argument.substr(0, comma) : argument.substr(comma + 1);
+  } else {
+    const fs::path side = fs::path(argument) / (split == Split::Train ? "train_lmdb" : "val_lmdb");
+    std::error_code ec;
+    path = fs::is_directory(side, ec) ? side.string() : argument;
+  }
+  images.train = split == Split::Train;
+  const std::string description = cat("lmdb:", path, " (", to_string(split), ")");
+  return std::make_unique<LmdbDataset>(path, std::move(images), description);
+}
+
 }  // namespace
 
 std::unique_ptr<Dataset> open_dataset(const std::string& spec, Split split,
@@ -76,7 +94,8 @@ std::unique_ptr<Dataset> open_dataset(const std::string& spec, Split split,
     if (split == Split::Test) synthetic.seed += 1;
     return std::make_unique<SyntheticDataset>(synthetic);
   }
-  if ((scheme == "idx" || scheme == "cifar10" || scheme == "folder" || scheme == "list") &&
+  if ((scheme == "idx" || scheme == "cifar10" || scheme == "folder" || scheme == "list" ||
+       scheme == "lmdb") &&
       argument.empty())
     throw UsageError(cat("data source '", spec, "': expected ",
                          scheme == "list" ? "list:FILE[,ROOT]" : scheme + ":DIR"));
@@ -85,6 +104,7 @@ std::unique_ptr<Dataset> open_dataset(const std::string& spec, Split split,
     return std::make_unique<InMemoryDataset>(load_cifar10_dataset(argument, split));
   if (scheme == "folder") return open_image_folder(argument, split, images);
   if (scheme == "list") return open_image_list(argument, split, images);
+  if (scheme == "lmdb") return open_lmdb(argument, split, images);
   throw UsageError(
       cat("data source '", spec, "': unknown scheme '", scheme, "'; known: ", kKnownSchemes));
 }

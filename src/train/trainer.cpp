@@ -146,6 +146,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   images.height = static_cast<int>(in[2]);
   images.width = static_cast<int>(in[3]);
   images.seed = config.seed;
+  images.classes = classes;
   train_data_ = open_dataset(config.data, Split::Train, synthetic, images);
   test_data_ = open_dataset(config.test_data.empty() ? config.data : config.test_data, Split::Test,
                             synthetic, images);

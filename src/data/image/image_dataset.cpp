@@ -1,7 +1,9 @@
 // Reading one image sample: file -> decode (DCT-scaled when it may) -> resize -> Caffe transform.
 #include "cgdp/data/image/image_dataset.hpp"
 
+#include <algorithm>
 #include <fstream>
+#include <tuple>
 #include <iterator>
 #include <vector>
 
@@ -21,11 +23,30 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
 
 }  // namespace
 
+std::pair<int, int> sample_size(const ImageOptions& o) {
+  const int crop = o.transform.crop_size;
+  return {crop > 0 ? crop : o.resize_height > 0 ? o.resize_height : o.height,
+          crop > 0 ? crop : o.resize_width > 0 ? o.resize_width : o.width};
+}
+
+void transform_sample(Image image, const ImageOptions& options, int64_t index, int64_t epoch,
+                      float* out) {
+  const int rh = options.resize_height, rw = options.resize_width;
+  if (rh > 0 && rw > 0) image = resize_bilinear(image, rh, rw);
+  const CaffeTransform& t = options.transform;
+  const auto [out_height, out_width] = sample_size(options);
+  if (t.crop_size == 0 && (image.height != out_height || image.width != out_width))
+    throw DataError(cat("image of ", image.height, "x", image.width, " where the model takes ",
+                        out_height, "x", out_width, " (give --resize ", out_height, "x", out_width,
+                        " or --crop ", std::min(out_height, out_width), ")"));
+  const CounterRng rng{options.seed, hash_name("image-transform"), static_cast<uint64_t>(epoch),
+                       static_cast<uint64_t>(index)};
+  apply_caffe_transform(image, t, draw_crop(t, image.height, image.width, options.train, rng), out);
+}
+
 ImageDataset::ImageDataset(ImageList list, ImageOptions options, std::string description)
     : list_(std::move(list)), options_(std::move(options)), description_(std::move(description)) {
-  const CaffeTransform& t = options_.transform;
-  out_height_ = t.crop_size > 0 ? t.crop_size : options_.resize_height > 0 ? options_.resize_height : options_.height;
-  out_width_ = t.crop_size > 0 ? t.crop_size : options_.resize_width > 0 ? options_.resize_width : options_.width;
+  std::tie(out_height_, out_width_) = sample_size(options_);
   if (options_.channels != 1 && options_.channels != 3)
     throw DataError(cat(description_, ": the model's input has ", options_.channels,
                         " channels; image data gives 1 (gray) or 3 (colour)"));
@@ -37,18 +58,8 @@ void ImageDataset::read_for_epoch(int64_t index, int64_t epoch, float* image_out
   const ImageEntry& entry = list_.entries.at(static_cast<size_t>(index));
   try {
     const std::vector<uint8_t> bytes = read_bytes(entry.path);
-    const int rh = options_.resize_height, rw = options_.resize_width;
-    Image image = decode_image(bytes, options_.channels, rh, rw);
-    if (rh > 0 && rw > 0) image = resize_bilinear(image, rh, rw);
-    const CaffeTransform& t = options_.transform;
-    if (t.crop_size == 0 && (image.height != out_height_ || image.width != out_width_))
-      throw DataError(cat("image of ", image.height, "x", image.width, " where the model takes ",
-                          out_height_, "x", out_width_, " (give --resize ", out_height_, "x",
-                          out_width_, " or --crop ", std::min(out_height_, out_width_), ")"));
-    const CounterRng rng{options_.seed, hash_name("image-transform"), static_cast<uint64_t>(epoch),
-                         static_cast<uint64_t>(index)};
-    const CropDraw draw = draw_crop(t, image.height, image.width, options_.train, rng);
-    apply_caffe_transform(image, t, draw, image_out);
+    transform_sample(decode_image(bytes, options_.channels, options_.resize_height, options_.resize_width),
+                     options_, index, epoch, image_out);
   } catch (const DataError& e) {
     throw DataError(cat(entry.path, ": ", e.what()));
   }

@@ -15,9 +15,18 @@ struct ImageOptions {
   // Filled by whoever opens the data (the trainer, from the model's Input):
   int channels = 0;            // 1: gray, 3: colour (BGR out, as Caffe)
   int height = 0, width = 0;   // the model's input: what every sample must come out as
+  int classes = 0;             // the model's classes: LMDB labels must lie below
   bool train = true;           // random crops and mirrors; the test split takes the centre
   uint64_t seed = 1;
 };
+
+// The sample shape `options` give: the crop, else the resize, else the model's input.
+std::pair<int, int> sample_size(const ImageOptions& options);
+
+// Resizes (when asked), checks the size and applies the transform with the draw of (seed, epoch,
+// index): the part every image source shares. `image` is as decoded (HWC, RGB or gray).
+void transform_sample(Image image, const ImageOptions& options, int64_t index, int64_t epoch,
+                      float* out);
 
 class ImageDataset final : public Dataset {
  public:
