@@ -241,7 +241,10 @@ void PsClient::Impl::hello_all() {
     auto done = [&] {
       return std::all_of(welcomed.begin(), welcomed.end(), [](char w) { return w; });
     };
-    if (!poll_until(links, which, deadline, on_message, done, "while saying hello")) {
+    // A shard that vanishes mid-hello: usually its host stopped on an error of its own.
+    const char* during =
+        "while saying hello (its host may have stopped on an error of its own: see that host's output)";
+    if (!poll_until(links, which, deadline, on_message, done, during)) {
       std::string missing;
       for (ShardLink* l : links)
         if (!welcomed[l->index]) missing += (missing.empty() ? "" : ", ") + l->name();
