@@ -204,6 +204,15 @@ TEST_F(Cli, MoreWorkersThanCoresNeedOversubscribe) {
   EXPECT_NE(over.output.find("cgdp: done: 1 iterations"), std::string::npos) << over.output;
 }
 
+TEST_F(Cli, ImageFlagsAndConvertRefuseBadInputInOneLine) {
+  expect_error("train --data synthetic --resize 0x4", {"--resize: expected HxW with two positive integers, got '0x4'"});
+  expect_error("convert --from bogus:x --to lmdb:" + (dir_ / "db").string(),
+               {"--from 'bogus:x': expected folder:DIR or list:FILE[,ROOT]"});
+  expect_error("convert --from folder:" + dir_.string() + " --to leveldb:x", {"--to 'leveldb:x': expected lmdb:PATH"});
+  expect_error("train --data folder:" + (dir_ / "none").string(), {"none/train: no such folder"});
+  EXPECT_FALSE(fs::exists(dir_ / "db"));
+}
+
 TEST_F(Cli, DivergenceNamesIterationAndLayer) {
   const Result r = run("train --data synthetic --iterations 30 --lr 1e12 --plain --display 1");
   EXPECT_EQ(r.exit_code, 1) << r.output;

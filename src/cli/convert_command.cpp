@@ -1,9 +1,11 @@
 // `cgdp convert`: image folders or lists into Caffe LMDBs (convert_imageset's job).
 #include <cstdio>
+#include <tuple>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/data/image/convert_images.hpp"
 #include "cli/commands.hpp"
+#include "cli/number_checks.hpp"
 
 namespace cgdp::cli {
 
@@ -22,12 +24,7 @@ Runner add_convert_command(CLI::App& app) {
   cmd->add_flag("--shuffle", o->shuffle, "Store the records in a seeded random order");
   cmd->add_option("--seed", o->seed, "Seed for --shuffle")->capture_default_str();
   return [o, resize] {
-    if (!resize->empty()) {
-      char x = 0, extra = 0;
-      if (std::sscanf(resize->c_str(), "%d%c%d%c", &o->resize_height, &x, &o->resize_width, &extra) != 3 ||
-          x != 'x' || o->resize_height <= 0 || o->resize_width <= 0)
-        throw UsageError(cat("--resize: expected HxW with two positive integers, got '", *resize, "'"));
-    }
+    if (!resize->empty()) std::tie(o->resize_height, o->resize_width) = parse_size(*resize, "--resize");
     for (const ConvertedDatabase& db : convert_images(*o))
       std::printf("cgdp: wrote %s: %lld records\n", db.path.c_str(), static_cast<long long>(db.records));
     return 0;

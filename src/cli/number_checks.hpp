@@ -3,7 +3,11 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <string>
+#include <utility>
+
+#include "cgdp/core/error.hpp"
 
 namespace cgdp::cli {
 
@@ -20,5 +24,14 @@ inline CLI::Validator number_check(bool allow_zero) {
 
 inline const CLI::Validator kPositive = number_check(false);
 inline const CLI::Validator kNonNegative = number_check(true);
+
+// "HxW" (e.g. --resize 256x256) as {H, W}; a UsageError naming `flag` otherwise.
+inline std::pair<int, int> parse_size(const std::string& text, const char* flag) {
+  int h = 0, w = 0;
+  char x = 0, extra = 0;
+  if (std::sscanf(text.c_str(), "%d%c%d%c", &h, &x, &w, &extra) != 3 || x != 'x' || h <= 0 || w <= 0)
+    throw UsageError(cat(flag, ": expected HxW with two positive integers, got '", text, "'"));
+  return {h, w};
+}
 
 }  // namespace cgdp::cli

@@ -4,7 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <cstdio>
+#include <tuple>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/device/devices.hpp"
@@ -118,14 +118,8 @@ void check_worker_count(const TrainConfig& c, bool oversubscribe) {
 
 TrainConfig resolved_config(const TrainFlags& f, const CLI::App& cmd) {
   TrainConfig config = f.config;
-  if (!f.resize.empty()) {
-    int h = 0, w = 0;
-    char x = 0, extra = 0;
-    if (std::sscanf(f.resize.c_str(), "%d%c%d%c", &h, &x, &w, &extra) != 3 || x != 'x' || h <= 0 || w <= 0)
-      throw UsageError(cat("--resize: expected HxW with two positive integers, got '", f.resize, "'"));
-    config.images.resize_height = h;
-    config.images.resize_width = w;
-  }
+  if (!f.resize.empty())
+    std::tie(config.images.resize_height, config.images.resize_width) = parse_size(f.resize, "--resize");
   config.solver = solver_settings(f, cmd);
   return config;
 }
