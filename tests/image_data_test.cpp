@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -13,6 +14,7 @@
 #include "cgdp/data/image/caffe_transform.hpp"
 #include "cgdp/data/image/convert_images.hpp"
 #include "cgdp/data/image/lmdb_dataset.hpp"
+#include "cgdp/data/image/mean_file.hpp"
 #include "cgdp/data/image/image.hpp"
 #include "cgdp/data/image/image_dataset.hpp"
 #include "cgdp/data/in_memory_dataset.hpp"
@@ -308,6 +310,37 @@ TEST(Datum, ReadsCaffesFieldNumbers) {
   const Image im = datum_image(d, 3);
   EXPECT_EQ(im.pixels, (std::vector<uint8_t>{'E', 'C', 'A', 'F', 'D', 'B'}));
   EXPECT_EQ(raw_datum(im, 7).data(), "ABCDEF");
+}
+
+// A mean file written byte by byte as Caffe's BlobProto: num 1 (field 1), channels 1 (2),
+// height 1 (3), width 2 (4), packed float data 3.5, -1 (5).
+TEST_F(ImageFiles, MeanFilesAreCaffesBlobProto) {
+  std::vector<uint8_t> wire = {0x08, 1, 0x10, 1, 0x18, 1, 0x20, 2, 0x2A, 8};
+  for (float v : {3.5f, -1.f}) {
+    uint8_t b[4];
+    std::memcpy(b, &v, 4);
+    wire.insert(wire.end(), b, b + 4);
+  }
+  CaffeTransform t;
+  load_mean_file(write("mean.binaryproto", wire), t);
+  EXPECT_EQ(t.mean_image, (std::vector<float>{3.5f, -1.f}));
+  EXPECT_EQ(t.mean_height, 1);
+  EXPECT_EQ(t.mean_width, 2);
+  float out[2];
+  apply_caffe_transform(Image{1, 2, 1, {10, 20}}, t, CropDraw{}, out);
+  EXPECT_EQ(std::vector<float>(out, out + 2), (std::vector<float>{6.5f, 21.f}));
+  // The wrong shape for the images, a count that disagrees, and not a BlobProto: one line each.
+  EXPECT_THROW(apply_caffe_transform(Image{2, 2, 1, {1, 2, 3, 4}}, t, CropDraw{}, out), DataError);
+  wire[7] = 3;  // width 3, but two values
+  CaffeTransform u;
+  try {
+    load_mean_file(write("bad.binaryproto", wire), u);
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.binaryproto: mean blob of 1x1x1x3 holds 2 values"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(load_mean_file(write("junk.binaryproto", {0xFF, 0xFF, 0xFF}), u), DataError);
 }
 
 TEST_F(ImageSources, ConvertedLmdbsReadAsTheFolderRawOrEncoded) {

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/data/image/mean_file.hpp"
 #include "cgdp/device/devices.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cli/number_checks.hpp"
@@ -59,6 +60,9 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--mean-value", c.images.transform.mean_values,
                   "Images: subtract one value, or one per channel (B,G,R for colour, as Caffe)")
       ->delimiter(',');
+  cmd->add_option("--mean-file", f.mean_file,
+                  "Images: subtract this mean image (Caffe .binaryproto, 1 x C x H x W, before the crop)")
+      ->excludes("--mean-value");
   cmd->add_option("--pixel-scale", c.images.transform.scale,
                   "Images: multiply each (pixel - mean) by this (default 1/256, as the IDX reader)");
   cmd->add_option("-b,--batch", c.batch, "Batch size (default: the model's Input)")->check(kPositive);
@@ -120,6 +124,7 @@ TrainConfig resolved_config(const TrainFlags& f, const CLI::App& cmd) {
   TrainConfig config = f.config;
   if (!f.resize.empty())
     std::tie(config.images.resize_height, config.images.resize_width) = parse_size(f.resize, "--resize");
+  if (!f.mean_file.empty()) load_mean_file(f.mean_file, config.images.transform);
   config.solver = solver_settings(f, cmd);
   return config;
 }

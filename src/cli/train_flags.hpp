@@ -20,6 +20,7 @@ struct TrainFlags {
   std::vector<int64_t> stepvalues;
   bool oversubscribe = false;  // more workers than cores or GPUs
   std::string resize;          // --resize HxW
+  std::string mean_file;       // --mean-file F.binaryproto
 };
 
 // --model, --data, --batch, --global-batch, --devices, --device-kind, --host-threads, --threads,
