@@ -343,6 +343,42 @@ TEST_F(ImageFiles, MeanFilesAreCaffesBlobProto) {
   EXPECT_THROW(load_mean_file(write("junk.binaryproto", {0xFF, 0xFF, 0xFF}), u), DataError);
 }
 
+TEST_F(ImageSources, SkipBadImagesReplacesThemByTheNextSampleAndCounts) {
+  make_split("train", 2);  // ant/0.JPG ant/1.png bee/0.JPG bee/1.png cat/0.JPG cat/1.png
+  write("train/ant/1.png", {0x89, 'P', 'N', 'G', 1, 2});
+  const std::string spec = cat("folder:", dir_.string());
+  std::vector<float> a(3 * 8 * 8), b(3 * 8 * 8);
+  float la = -1, lb = -2;
+  EXPECT_THROW(open_dataset(spec, Split::Train, {}, options())->read(1, a.data(), &la), DataError);
+  ImageOptions o = options();
+  o.skip_bad = true;
+  const auto d = open_dataset(spec, Split::Train, {}, o);
+  EXPECT_EQ(d->skipped_summary(), "");
+  d->read(1, a.data(), &la);
+  d->read(2, b.data(), &lb);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(la, lb);
+  const std::string summary = d->skipped_summary();
+  EXPECT_NE(summary.find("--skip-bad-images replaced 1 read of unreadable images by the next sample (first: " +
+                         (dir_ / "train" / "ant" / "1.png").string() + ": "),
+            std::string::npos)
+      << summary;
+}
+
+TEST_F(ImageFiles, TrainingWithSkipBadImagesReportsThemAtTheEnd) {
+  for (const char* split : {"train", "val"})
+    for (int i = 0; i < 4; ++i) write(cat(split, "/c", i % 2, "/", i, ".png"), encode_png(picture(28, 28, 1, i)));
+  write("train/c0/2.png", {'n', 'o', 't'});
+  const std::string run = cat(CGDP_BINARY_DIR, "/cgdp train --data folder:", dir_.string(),
+                              " --batch 4 --test-batch 4 --iterations 2 --plain");
+  testing::CommandResult r = testing::run_command(run + " 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("2.png: neither JPEG nor PNG"), std::string::npos) << r.output;
+  r = testing::run_command(run + " --skip-bad-images 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(train): --skip-bad-images replaced "), std::string::npos) << r.output;
+}
+
 TEST_F(ImageSources, ConvertedLmdbsReadAsTheFolderRawOrEncoded) {
   make_split("train", 3);
   make_split("val", 2);

@@ -63,6 +63,8 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--mean-file", f.mean_file,
                   "Images: subtract this mean image (Caffe .binaryproto, 1 x C x H x W, before the crop)")
       ->excludes("--mean-value");
+  cmd->add_flag("--skip-bad-images", c.images.skip_bad,
+                "Images: replace an unreadable one by the next sample and report the count at the end");
   cmd->add_option("--pixel-scale", c.images.transform.scale,
                   "Images: multiply each (pixel - mean) by this (default 1/256, as the IDX reader)");
   cmd->add_option("-b,--batch", c.batch, "Batch size (default: the model's Input)")->check(kPositive);

@@ -539,6 +539,9 @@ void Trainer::finish(ProgressReporter& progress, const TrainResult& result) {
     progress.message(phases_.format(cat("phases (", to_string(scheme_->kind()), ", ", num_workers(), " workers)")));
   if (config_.phase_table || num_workers() > 1) progress.message(memory_report());
   if (const std::string note = scheme_->placement_note(); !note.empty()) progress.message(cat("cgdp: ", note));
+  for (const Dataset* data : {train_data_.get(), test_data_.get()})
+    if (const std::string skipped = data->skipped_summary(); !skipped.empty())
+      progress.message(cat("cgdp: ", skipped));
   progress.message(cat("cgdp: done: ", result.iterations, " iterations in ",
                        format_duration(result.train_seconds), ", test accuracy ", result.test_accuracy));
 }

@@ -36,6 +36,9 @@ class Dataset {
     read(index, image_out, label_out);
   }
 
+  // What the reader skipped (with --skip-bad-images), for the end of a run; "" when nothing.
+  virtual std::string skipped_summary() const { return ""; }
+
   // C*H*W: floats per image.
   int64_t sample_elements() const { return count_of(sample_shape()); }
 };

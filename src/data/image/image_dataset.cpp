@@ -54,7 +54,24 @@ ImageDataset::ImageDataset(ImageList list, ImageOptions options, std::string des
     throw DataError(cat(description_, ": no sample size (give the model's input, --resize or --crop)"));
 }
 
+void SkippedImages::note(const std::string& why) {
+  std::lock_guard lock(mutex_);
+  if (count_++ == 0) first_ = why;
+}
+
+std::string SkippedImages::summary(const std::string& source) const {
+  std::lock_guard lock(mutex_);
+  if (count_ == 0) return "";
+  return cat(source, ": --skip-bad-images replaced ", count_, " read", count_ > 1 ? "s" : "",
+             " of unreadable images by the next sample (first: ", first_, ")");
+}
+
 void ImageDataset::read_for_epoch(int64_t index, int64_t epoch, float* image_out, float* label_out) const {
+  read_or_skip(index, size(), options_.skip_bad, *skipped_,
+               [&](int64_t i) { read_one(i, epoch, image_out, label_out); });
+}
+
+void ImageDataset::read_one(int64_t index, int64_t epoch, float* image_out, float* label_out) const {
   const ImageEntry& entry = list_.entries.at(static_cast<size_t>(index));
   try {
     const std::vector<uint8_t> bytes = read_bytes(entry.path);

@@ -75,6 +75,11 @@ proto::Datum LmdbDataset::datum(int64_t index) const {
 }
 
 void LmdbDataset::read_for_epoch(int64_t index, int64_t epoch, float* image_out, float* label_out) const {
+  read_or_skip(index, size(), options_.skip_bad, *skipped_,
+               [&](int64_t i) { read_one(i, epoch, image_out, label_out); });
+}
+
+void LmdbDataset::read_one(int64_t index, int64_t epoch, float* image_out, float* label_out) const {
   const proto::Datum d = datum(index);
   try {
     transform_sample(datum_image(d, options_.channels, options_.resize_height, options_.resize_width),

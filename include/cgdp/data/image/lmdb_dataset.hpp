@@ -28,14 +28,17 @@ class LmdbDataset final : public Dataset {
     read_for_epoch(index, 0, image_out, label_out);
   }
   void read_for_epoch(int64_t index, int64_t epoch, float* image_out, float* label_out) const override;
+  std::string skipped_summary() const override { return skipped_->summary(description_); }
 
  private:
   proto::Datum datum(int64_t index) const;
+  void read_one(int64_t index, int64_t epoch, float* image_out, float* label_out) const;
 
   LmdbReader db_;
   ImageOptions options_;
   std::string description_;
   int num_classes_ = 0;
+  std::unique_ptr<SkippedImages> skipped_ = std::make_unique<SkippedImages>();
 };
 
 }  // namespace cgdp
