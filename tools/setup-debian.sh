@@ -12,20 +12,20 @@ packages=(
   # libraries
   libopenblas-openmp-dev libprotobuf-dev libhwloc-dev zlib1g-dev libcli11-dev nlohmann-json3-dev
   libzmq3-dev cppzmq-dev libsodium-dev libgtest-dev libgmock-dev libbenchmark-dev
-  # images: JPEG (libjpeg-turbo's TurboJPEG API) and PNG
+  # images: JPEG (the TurboJPEG API of libjpeg-turbo) and PNG
   libturbojpeg0-dev libpng-dev
-  # Caffe's LMDB databases
+  # the LMDB image databases of Caffe
   liblmdb-dev
-  # oneDNN; its CMake config requires OpenCL, which libdnnl-dev only recommends
+  # oneDNN, whose CMake config requires OpenCL, which libdnnl-dev only recommends
   libdnnl-dev ocl-icd-opencl-dev
-  # tests and tools/run.sh: the default data set; python3 for tools/read_safetensors.py and
-  # tools/check_setup_deps.py; chunk_tuner's plots; the network-namespace launch test
+  # tests and tools/run.sh: the default data set, python3 for tools/read_safetensors.py and
+  # tools/check_setup_deps.py, the plots of chunk_tuner, the network-namespace launch test
   dataset-fashion-mnist python3 gnuplot-nox iproute2
-  # tools/fashion_to_folder.py writes PNG/JPEG folders; the image tests' reference decoder
+  # tools/fashion_to_folder.py writes PNG/JPEG folders, and the image tests decode with it
   python3-pil
   # cgdp launch reaches other hosts over ssh
   openssh-client
-  # the bench scripts: awk, jq; bench/gpu/run.sh prepare: git, tar -J
+  # the bench scripts: awk, jq, and for bench/gpu/run.sh prepare: git, tar -J
   mawk jq git xz-utils
 )
 bench_packages=(

@@ -3,26 +3,19 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "cgdp/core/counter_rng.hpp"
 #include "cgdp/core/error.hpp"
 #include "cgdp/data/image/image_list.hpp"
 #include "cgdp/data/image/lmdb_database.hpp"
 #include "cgdp/data/image/lmdb_dataset.hpp"
+#include "cgdp/io/file.hpp"
 
 namespace cgdp {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(cat(path, ": cannot open the image file"));
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 void shuffle(std::vector<ImageEntry>& entries, uint64_t seed) {
   const CounterRng rng{seed, hash_name("convert-shuffle")};
@@ -31,7 +24,7 @@ void shuffle(std::vector<ImageEntry>& entries, uint64_t seed) {
 }
 
 std::string record(const ImageEntry& e, const ConvertOptions& o) {
-  const std::string bytes = file_bytes(e.path);
+  const std::string bytes = read_file(e.path);  // an IoError names the path itself
   const std::span<const uint8_t> view(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   const bool resize = o.resize_height > 0 && o.resize_width > 0;
   proto::Datum d;

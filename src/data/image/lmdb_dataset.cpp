@@ -53,44 +53,30 @@ proto::Datum raw_datum(const Image& image, int label) {
 }
 
 LmdbDataset::LmdbDataset(const std::string& path, ImageOptions options, std::string description)
-    : db_(path), options_(std::move(options)), description_(std::move(description)) {
-  // Labels are checked as records are read: scanning a million records here would read them all.
-  num_classes_ = options_.classes;
-  if (num_classes_ <= 0) throw DataError(cat(path, ": no class count for the labels (the model gives it)"));
-  (void)datum(0);  // a database that is not Caffe's fails now, not at the first batch
-}
-
-Shape LmdbDataset::sample_shape() const {
-  const auto [h, w] = sample_size(options_);
-  return {options_.channels, h, w};
+    : ImageSourceDataset(std::move(options), std::move(description)), db_(path) {
+  if (options_.classes <= 0)
+    throw DataError(cat(path, ": no class count for the labels (the model gives it)"));
+  try {
+    (void)datum(0);  // a database that is not Caffe's fails now, not at the first batch
+  } catch (const DataError& e) {
+    throw DataError(cat(where(0), ": ", e.what()));
+  }
 }
 
 proto::Datum LmdbDataset::datum(int64_t index) const {
   proto::Datum d;
-  const std::string value = db_.value(static_cast<size_t>(index));
-  if (!d.ParseFromString(value) || (!d.has_data() && d.float_data_size() == 0))
-    throw DataError(cat(db_.path(), ": key '", db_.keys()[index],
-                        "': not a Caffe Datum record (is this a Caffe LMDB?)"));
+  if (!d.ParseFromString(db_.value(static_cast<size_t>(index))) ||
+      (!d.has_data() && d.float_data_size() == 0))
+    throw DataError("not a Caffe Datum record (is this a Caffe LMDB?)");
   return d;
 }
 
-void LmdbDataset::read_for_epoch(int64_t index, int64_t epoch, float* image_out, float* label_out) const {
-  read_or_skip(index, size(), options_.skip_bad, *skipped_,
-               [&](int64_t i) { read_one(i, epoch, image_out, label_out); });
-}
-
-void LmdbDataset::read_one(int64_t index, int64_t epoch, float* image_out, float* label_out) const {
+Image LmdbDataset::load(int64_t index, int& label) const {
   const proto::Datum d = datum(index);
-  try {
-    transform_sample(datum_image(d, options_.channels, options_.resize_height, options_.resize_width),
-                     options_, index, epoch, image_out);
-  } catch (const DataError& e) {
-    throw DataError(cat(db_.path(), ": key '", db_.keys()[index], "': ", e.what()));
-  }
-  if (d.label() < 0 || d.label() >= num_classes_)
-    throw DataError(cat(db_.path(), ": key '", db_.keys()[index], "': label ", d.label(),
-                        " is outside the model's ", num_classes_, " classes"));
-  *label_out = static_cast<float>(d.label());
+  if (d.label() < 0 || d.label() >= options_.classes)
+    throw DataError(cat("label ", d.label(), " is outside the model's ", options_.classes, " classes"));
+  label = d.label();
+  return datum_image(d, options_.channels, options_.resize_height, options_.resize_width);
 }
 
 }  // namespace cgdp

@@ -1,22 +1,17 @@
 // Reading .binaryproto mean images (float or double data, new or legacy shape fields).
 #include "cgdp/data/image/mean_file.hpp"
 
-#include <fstream>
-#include <iterator>
-
 #include "cgdp.pb.h"
 #include "cgdp/core/error.hpp"
+#include "cgdp/io/file.hpp"
 
 namespace cgdp {
 
 void load_mean_file(const std::string& path, CaffeTransform& t) {
   if (!t.mean_values.empty())
     throw UsageError(cat(path, ": give a mean file or mean values, not both (as Caffe)"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(cat(path, ": cannot open the mean file"));
-  const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   proto::BlobProto blob;
-  if (!blob.ParseFromString(bytes))
+  if (!blob.ParseFromString(read_file(path)))
     throw DataError(cat(path, ": not a Caffe BlobProto (.binaryproto) mean file"));
   int64_t num = blob.num(), c = blob.channels(), h = blob.height(), w = blob.width();
   if (blob.has_shape()) {

@@ -1,11 +1,10 @@
-// A Dataset of image files (a folder tree or a list file), decoded and transformed as it is read.
+// Datasets of images decoded and transformed as they are read: files (a folder tree or a list
+// file) here, Caffe LMDB records in lmdb_dataset.hpp; both share ImageSourceDataset.
 #pragma once
 
 #include <memory>
 #include <mutex>
 #include <string>
-
-#include "cgdp/core/error.hpp"
 
 #include "cgdp/data/dataset.hpp"
 #include "cgdp/data/image/caffe_transform.hpp"
@@ -28,11 +27,6 @@ struct ImageOptions {
 // The sample shape `options` give: the crop, else the resize, else the model's input.
 std::pair<int, int> sample_size(const ImageOptions& options);
 
-// Resizes (when asked), checks the size and applies the transform with the draw of (seed, epoch,
-// index): the part every image source shares. `image` is as decoded (HWC, RGB or gray).
-void transform_sample(Image image, const ImageOptions& options, int64_t index, int64_t epoch,
-                      float* out);
-
 // Counts the reads --skip-bad-images replaced, keeping the first reason; thread-safe.
 class SkippedImages {
  public:
@@ -46,45 +40,49 @@ class SkippedImages {
   std::string first_;
 };
 
-// Reads sample `index` through `read_one`; with `skip_bad`, an unreadable sample is replaced by
-// the next one that reads (noted in `skipped`), so a batch keeps its size and its order.
-template <typename ReadOne>
-void read_or_skip(int64_t index, int64_t size, bool skip_bad, SkippedImages& skipped, ReadOne read_one) {
-  for (int64_t tries = 0;; ++tries) {
-    try {
-      read_one((index + tries) % size);
-      return;
-    } catch (const DataError& e) {
-      if (!skip_bad || tries + 1 >= size) throw;
-      skipped.note(e.what());
-    }
-  }
-}
-
-class ImageDataset final : public Dataset {
+// One image sample per index: load (decode), then resize and transform with the draw of
+// (seed, epoch, index). Errors name where the sample lies; with skip_bad, an unreadable sample
+// (DataError or IoError) is replaced by the next one that reads, so a batch keeps its size.
+class ImageSourceDataset : public Dataset {
  public:
-  ImageDataset(ImageList list, ImageOptions options, std::string description);
+  ImageSourceDataset(ImageOptions options, std::string description);
 
   std::string describe() const override { return description_; }
-  int64_t size() const override { return static_cast<int64_t>(list_.entries.size()); }
-  Shape sample_shape() const override { return {options_.channels, out_height_, out_width_}; }
-  int num_classes() const override { return list_.num_classes; }
+  Shape sample_shape() const override;
   void read(int64_t index, float* image_out, float* label_out) const override {
     read_for_epoch(index, 0, image_out, label_out);
   }
   void read_for_epoch(int64_t index, int64_t epoch, float* image_out, float* label_out) const override;
   std::string skipped_summary() const override { return skipped_->summary(description_); }
 
-  const ImageList& list() const { return list_; }
+ protected:
+  // Sample `index` as decoded (HWC, RGB or gray; decode_image's DCT scaling allowed) and its label.
+  virtual Image load(int64_t index, int& label) const = 0;
+  // Where sample `index` lies, to begin its error messages (a path, a database key).
+  virtual std::string where(int64_t index) const = 0;
+
+  const ImageOptions options_;
 
  private:
   void read_one(int64_t index, int64_t epoch, float* image_out, float* label_out) const;
 
-  ImageList list_;
-  ImageOptions options_;
   std::string description_;
-  int out_height_ = 0, out_width_ = 0;
   std::unique_ptr<SkippedImages> skipped_ = std::make_unique<SkippedImages>();
+};
+
+class ImageDataset final : public ImageSourceDataset {
+ public:
+  ImageDataset(ImageList list, ImageOptions options, std::string description);
+
+  int64_t size() const override { return static_cast<int64_t>(list_.entries.size()); }
+  int num_classes() const override { return list_.num_classes; }
+  const ImageList& list() const { return list_; }
+
+ private:
+  Image load(int64_t index, int& label) const override;
+  std::string where(int64_t index) const override { return list_.entries.at(index).path; }
+
+  ImageList list_;
 };
 
 }  // namespace cgdp

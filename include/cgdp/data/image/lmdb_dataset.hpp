@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cgdp.pb.h"
+#include "cgdp/core/error.hpp"
 #include "cgdp/data/image/image_dataset.hpp"
 #include "cgdp/data/image/lmdb_database.hpp"
 
@@ -16,29 +17,23 @@ Image datum_image(const proto::Datum& datum, int channels, int min_height = 0, i
 // Raw pixels of `image` (HWC RGB or gray) as Caffe stores them: C x H x W, BGR.
 proto::Datum raw_datum(const Image& image, int label);
 
-class LmdbDataset final : public Dataset {
+class LmdbDataset final : public ImageSourceDataset {
  public:
+  // `options.classes` bounds the labels (checked as records are read: a scan at open would read
+  // every record).
   LmdbDataset(const std::string& path, ImageOptions options, std::string description);
 
-  std::string describe() const override { return description_; }
   int64_t size() const override { return static_cast<int64_t>(db_.keys().size()); }
-  Shape sample_shape() const override;
-  int num_classes() const override { return num_classes_; }
-  void read(int64_t index, float* image_out, float* label_out) const override {
-    read_for_epoch(index, 0, image_out, label_out);
-  }
-  void read_for_epoch(int64_t index, int64_t epoch, float* image_out, float* label_out) const override;
-  std::string skipped_summary() const override { return skipped_->summary(description_); }
+  int num_classes() const override { return options_.classes; }
 
  private:
+  Image load(int64_t index, int& label) const override;
+  std::string where(int64_t index) const override {
+    return cat(db_.path(), ": key '", db_.keys().at(index), "'");
+  }
   proto::Datum datum(int64_t index) const;
-  void read_one(int64_t index, int64_t epoch, float* image_out, float* label_out) const;
 
   LmdbReader db_;
-  ImageOptions options_;
-  std::string description_;
-  int num_classes_ = 0;
-  std::unique_ptr<SkippedImages> skipped_ = std::make_unique<SkippedImages>();
 };
 
 }  // namespace cgdp
