@@ -30,6 +30,8 @@ packages=(
 )
 bench_packages=(
   python3-torch python3-numpy
+  # bench/loader_peer.py: torchvision transforms and the photos of scikit-image
+  python3-torchvision python3-skimage
 )
 print_only=0
 for arg in "$@"; do

@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <tuple>
 
 #include "cgdp/core/error.hpp"
@@ -57,8 +58,18 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
                   "Images: crop to NxN (random when training, centred when testing)")
       ->check(kPositive);
   cmd->add_flag("--mirror", c.images.transform.mirror, "Images: mirror half of them at random");
+  cmd->add_option("--augment", f.augment,
+                  "Images: rrc:N for torchvision's recipe instead of Caffe's: RandomResizedCrop(N) "
+                  "(scale 0.08-1, ratio 3/4-4/3, bilinear), flip with --mirror, RGB out; "
+                  "the test split takes Resize(N*256/224) + CenterCrop(N)")
+      ->excludes("--crop", "--resize");
   cmd->add_option("--mean-value", c.images.transform.mean_values,
-                  "Images: subtract one value, or one per channel (B,G,R for colour, as Caffe)")
+                  "Images: subtract one value, or one per channel (B,G,R for colour, as Caffe; "
+                  "R,G,B with --augment)")
+      ->delimiter(',');
+  cmd->add_option("--std", c.images.transform.std_values,
+                  "Images: then divide by one value, or one per channel, as torchvision's Normalize "
+                  "in pixel units (e.g. 58.395,57.12,57.375); --pixel-scale then defaults to 1")
       ->delimiter(',');
   cmd->add_option("--mean-file", f.mean_file,
                   "Images: subtract this mean image (Caffe .binaryproto, 1 x C x H x W, before the crop)")
@@ -106,6 +117,16 @@ void add_solver_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--weight-decay", f.weight_decay, "L2 weight decay")->capture_default_str();
 }
 
+RandomResizedCrop parse_augment(const std::string& text) {
+  int size = 0;
+  char extra = 0;
+  if (std::sscanf(text.c_str(), "rrc:%d%c", &size, &extra) != 1 || size <= 0)
+    throw UsageError(cat("--augment: expected rrc:N with N > 0 (RandomResizedCrop to NxN), got '", text, "'"));
+  RandomResizedCrop rrc;
+  rrc.size = size;
+  return rrc;
+}
+
 void check_worker_count(const TrainConfig& c, bool oversubscribe) {
   if (oversubscribe) return;
   if (c.device_kind == "cpu") {
@@ -127,6 +148,11 @@ TrainConfig resolved_config(const TrainFlags& f, const CLI::App& cmd) {
   if (!f.resize.empty())
     std::tie(config.images.resize_height, config.images.resize_width) = parse_size(f.resize, "--resize");
   if (!f.mean_file.empty()) load_mean_file(f.mean_file, config.images.transform);
+  if (!f.augment.empty()) config.images.random_resized_crop = parse_augment(f.augment);
+  for (float s : config.images.transform.std_values)
+    if (!(s > 0)) throw UsageError(cat("--std: expected values > 0, got ", s));
+  if (!config.images.transform.std_values.empty() && cmd.count("--pixel-scale") == 0)
+    config.images.transform.scale = 1.f;
   config.solver = solver_settings(f, cmd);
   return config;
 }

@@ -21,6 +21,7 @@ struct TrainFlags {
   bool oversubscribe = false;  // more workers than cores or GPUs
   std::string resize;          // --resize HxW
   std::string mean_file;       // --mean-file F.binaryproto
+  std::string augment;         // --augment rrc:N
 };
 
 // --model, --data, --batch, --global-batch, --devices, --device-kind, --host-threads, --threads,
@@ -32,6 +33,8 @@ void add_solver_flags(CLI::App* cmd, TrainFlags& f);
 // Refuses more workers than cores (cpu) or GPUs (cuda) unless `oversubscribe`: one line, no work.
 // Commands that build workers call it (train, profile, chunk_tuner when it measures).
 void check_worker_count(const TrainConfig& config, bool oversubscribe);
+// --augment's value: "rrc:N" (torchvision's RandomResizedCrop to N x N, its defaults otherwise).
+RandomResizedCrop parse_augment(const std::string& text);
 // The config with its solver settings: the solver file's (if any), overridden by the flags given,
 // and the flags' defaults for the rest (also for commands without solver flags).
 TrainConfig resolved_config(const TrainFlags& f, const CLI::App& cmd);

@@ -23,9 +23,11 @@ void check_fits(const Image& image, const CaffeTransform& t) {
     throw DataError(cat("the mean image is ", t.mean_image.size() / std::max(1, t.mean_height * t.mean_width),
                         "x", t.mean_height, "x", t.mean_width, ", the image ", image.channels, "x",
                         image.height, "x", image.width, " (resize the images or recompute the mean)"));
-  if (t.mean_values.size() > 1 && t.mean_values.size() != static_cast<size_t>(image.channels))
-    throw DataError(cat(t.mean_values.size(), " mean values for an image of ", image.channels,
-                        " channels; give one, or one per channel"));
+  for (const auto* values : {&t.mean_values, &t.std_values})
+    if (values->size() > 1 && values->size() != static_cast<size_t>(image.channels))
+      throw DataError(cat(values->size(), values == &t.std_values ? " std" : " mean",
+                          " values for an image of ", image.channels,
+                          " channels; give one, or one per channel"));
 }
 
 }  // namespace
@@ -55,6 +57,8 @@ void apply_caffe_transform(const Image& image, const CaffeTransform& t, const Cr
     const int source_c = C == 3 ? 2 - c : c;  // BGR, as Caffe's OpenCV-decoded images
     const float mean_value =
         t.mean_values.empty() ? 0.f : t.mean_values[t.mean_values.size() == 1 ? 0 : c];
+    const float gain =
+        t.scale / (t.std_values.empty() ? 1.f : t.std_values[t.std_values.size() == 1 ? 0 : c]);
     for (int h = 0; h < out_h; ++h) {
       const int y = h + draw.top;
       for (int w = 0; w < out_w; ++w) {
@@ -64,7 +68,7 @@ void apply_caffe_transform(const Image& image, const CaffeTransform& t, const Cr
                                ? mean_value
                                : t.mean_image[(static_cast<size_t>(c) * H + y) * W + x];
         const int column = draw.mirror ? out_w - 1 - w : w;
-        out[(static_cast<size_t>(c) * out_h + h) * out_w + column] = (pixel - mean) * t.scale;
+        out[(static_cast<size_t>(c) * out_h + h) * out_w + column] = (pixel - mean) * gain;
       }
     }
   }

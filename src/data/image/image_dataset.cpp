@@ -11,6 +11,8 @@
 namespace cgdp {
 
 std::pair<int, int> sample_size(const ImageOptions& o) {
+  const int rrc = o.random_resized_crop.size;
+  if (rrc > 0) return {rrc, rrc};
   const int crop = o.transform.crop_size;
   return {crop > 0 ? crop : o.resize_height > 0 ? o.resize_height : o.height,
           crop > 0 ? crop : o.resize_width > 0 ? o.resize_width : o.width};
@@ -36,6 +38,9 @@ ImageSourceDataset::ImageSourceDataset(ImageOptions options, std::string descrip
   const auto [h, w] = sample_size(options_);
   if (h <= 0 || w <= 0)
     throw DataError(cat(description_, ": no sample size (give the model's input, --resize or --crop)"));
+  if (options_.random_resized_crop.size > 0 &&
+      (options_.resize_height > 0 || options_.transform.crop_size > 0 || !options_.transform.mean_image.empty()))
+    throw UsageError("the random resized crop sets the size itself: leave out --resize, --crop and --mean-file");
 }
 
 Shape ImageSourceDataset::sample_shape() const {
@@ -58,36 +63,60 @@ void ImageSourceDataset::read_for_epoch(int64_t index, int64_t epoch, float* ima
 }
 
 void ImageSourceDataset::read_one(int64_t index, int64_t epoch, float* image_out, float* label_out) const {
+  const CounterRng rng{options_.seed, hash_name("image-transform"), static_cast<uint64_t>(epoch),
+                       static_cast<uint64_t>(index)};
+  const RandomResizedCrop& rrc = options_.random_resized_crop;
   int label = 0;
   try {
-    Image image = load(index, label);
-    const int rh = options_.resize_height, rw = options_.resize_width;
-    if (rh > 0 && rw > 0) image = resize_bilinear(image, rh, rw);
-    const CaffeTransform& t = options_.transform;
-    const auto [out_height, out_width] = sample_size(options_);
-    if (t.crop_size == 0 && (image.height != out_height || image.width != out_width))
-      throw DataError(cat("image of ", image.height, "x", image.width, " where the model takes ",
-                          out_height, "x", out_width, " (give --resize ", out_height, "x", out_width,
-                          " or --crop ", std::min(out_height, out_width), ")"));
-    const CounterRng rng{options_.seed, hash_name("image-transform"), static_cast<uint64_t>(epoch),
-                         static_cast<uint64_t>(index)};
-    apply_caffe_transform(image, t, draw_crop(t, image.height, image.width, options_.train, rng),
-                          image_out);
+    if (rrc.size == 0) {
+      const int rh = options_.resize_height, rw = options_.resize_width;
+      caffe_recipe(load(index, label, [&](int, int) { return std::pair{rh, rw}; }), rng, image_out);
+    } else {
+      // The box is drawn on the stored size, before decoding, so a JPEG decodes only as large
+      // as the box needs.
+      int full_height = 0, full_width = 0;
+      CropBox box;
+      const DecodeSize draw_box = [&](int height, int width) {
+        full_height = height, full_width = width;
+        box = options_.train ? draw_resized_crop(rrc, height, width, rng) : centre_crop_box(height, width);
+        return least_decode_size(box, height, width, rrc.size);
+      };
+      const Image image = load(index, label, draw_box);
+      if (full_height == 0) draw_box(image.height, image.width);  // stored undecoded
+      apply_resized_crop(image, full_height, full_width, box,
+                         options_.train && draw_flip(options_.transform.mirror, rng), rrc.size,
+                         options_.transform, image_out);
+    }
   } catch (const DataError& e) {
     throw DataError(cat(where(index), ": ", e.what()));
   }
   *label_out = static_cast<float>(label);
 }
 
+void ImageSourceDataset::caffe_recipe(Image image, const CounterRng& rng, float* image_out) const {
+  const int rh = options_.resize_height, rw = options_.resize_width;
+  if (rh > 0 && rw > 0) image = resize_bilinear(image, rh, rw);
+  const CaffeTransform& t = options_.transform;
+  const auto [out_height, out_width] = sample_size(options_);
+  if (t.crop_size == 0 && (image.height != out_height || image.width != out_width))
+    throw DataError(cat("image of ", image.height, "x", image.width, " where the model takes ",
+                        out_height, "x", out_width, " (give --resize ", out_height, "x", out_width,
+                        " or --crop ", std::min(out_height, out_width), ")"));
+  apply_caffe_transform(image, t, draw_crop(t, image.height, image.width, options_.train, rng),
+                        image_out);
+}
+
 ImageDataset::ImageDataset(ImageList list, ImageOptions options, std::string description)
     : ImageSourceDataset(std::move(options), std::move(description)), list_(std::move(list)) {}
 
-Image ImageDataset::load(int64_t index, int& label) const {
+Image ImageDataset::load(int64_t index, int& label, const DecodeSize& decode_size) const {
   const ImageEntry& entry = list_.entries.at(static_cast<size_t>(index));
-  const std::string bytes = read_file(entry.path);  // an IoError names the path itself
+  const std::string file = read_file(entry.path);  // an IoError names the path itself
   label = entry.label;
-  return decode_image({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()},
-                      options_.channels, options_.resize_height, options_.resize_width);
+  const std::span<const uint8_t> bytes{reinterpret_cast<const uint8_t*>(file.data()), file.size()};
+  const auto [stored_height, stored_width] = image_size(bytes);
+  const auto [height, width] = decode_size(stored_height, stored_width);
+  return decode_image(bytes, options_.channels, height, width);
 }
 
 }  // namespace cgdp

@@ -16,10 +16,11 @@ struct TjFree {
 };
 using TjHandle = std::unique_ptr<void, TjFree>;
 
-TjHandle decompressor() {
-  TjHandle h(tjInitDecompress());
+// One decoder per thread, kept: a handle is not thread-safe, and making one per image costs time.
+void* decompressor() {
+  thread_local TjHandle h(tjInitDecompress());
   if (!h) throw DataError(cat("cannot start a JPEG decoder: ", tjGetErrorStr2(nullptr)));
-  return h;
+  return h.get();
 }
 
 struct Header {
@@ -52,14 +53,13 @@ bool is_jpeg(std::span<const uint8_t> bytes) {
 }
 
 std::pair<int, int> jpeg_size(std::span<const uint8_t> bytes) {
-  TjHandle handle = decompressor();
-  const Header h = read_header(handle.get(), bytes);
+  const Header h = read_header(decompressor(), bytes);
   return {h.height, h.width};
 }
 
 Image decode_jpeg(std::span<const uint8_t> bytes, int channels, int min_height, int min_width) {
-  TjHandle handle = decompressor();
-  const Header h = read_header(handle.get(), bytes);
+  void* handle = decompressor();
+  const Header h = read_header(handle, bytes);
   const tjscalingfactor scale = dct_scale(h, min_height, min_width);
   Image image;
   image.width = TJSCALED(h.width, scale);
@@ -67,10 +67,10 @@ Image decode_jpeg(std::span<const uint8_t> bytes, int channels, int min_height, 
   image.channels = channels;
   image.pixels.resize(static_cast<size_t>(image.width) * image.height * channels);
   // TJFLAG_STOPONWARNING: a truncated or damaged file is an error, not a grey bottom half.
-  if (tjDecompress2(handle.get(), bytes.data(), bytes.size(), image.pixels.data(), image.width, 0,
+  if (tjDecompress2(handle, bytes.data(), bytes.size(), image.pixels.data(), image.width, 0,
                     image.height, channels == 1 ? TJPF_GRAY : TJPF_RGB,
                     TJFLAG_STOPONWARNING) != 0)
-    throw DataError(cat("JPEG decoding failed: ", tjGetErrorStr2(handle.get())));
+    throw DataError(cat("JPEG decoding failed: ", tjGetErrorStr2(handle)));
   return image;
 }
 

@@ -71,12 +71,17 @@ proto::Datum LmdbDataset::datum(int64_t index) const {
   return d;
 }
 
-Image LmdbDataset::load(int64_t index, int& label) const {
+Image LmdbDataset::load(int64_t index, int& label, const DecodeSize& decode_size) const {
   const proto::Datum d = datum(index);
   if (d.label() < 0 || d.label() >= options_.classes)
     throw DataError(cat("label ", d.label(), " is outside the model's ", options_.classes, " classes"));
   label = d.label();
-  return datum_image(d, options_.channels, options_.resize_height, options_.resize_width);
+  if (!d.encoded()) return datum_image(d, options_.channels);
+  const std::string& data = d.data();  // Caffe leaves an encoded Datum's sizes unset: read the header
+  const auto [stored_height, stored_width] =
+      image_size({reinterpret_cast<const uint8_t*>(data.data()), data.size()});
+  const auto [height, width] = decode_size(stored_height, stored_width);
+  return datum_image(d, options_.channels, height, width);
 }
 
 }  // namespace cgdp

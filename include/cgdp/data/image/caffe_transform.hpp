@@ -18,6 +18,8 @@ struct CaffeTransform {
   bool mirror = false;
   int crop_size = 0;               // 0: no crop
   std::vector<float> mean_values;  // none, one for every channel, or one per channel (BGR)
+  // cgdp's addition for the torchvision recipe: (pixel - mean) / std * scale; none, one or per channel
+  std::vector<float> std_values;
   std::vector<float> mean_image;   // C x H x W of the uncropped image (a mean.binaryproto), or none
   int mean_height = 0, mean_width = 0;
 };

@@ -2,6 +2,7 @@
 // file) here, Caffe LMDB records in lmdb_dataset.hpp; both share ImageSourceDataset.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -9,12 +10,16 @@
 #include "cgdp/data/dataset.hpp"
 #include "cgdp/data/image/caffe_transform.hpp"
 #include "cgdp/data/image/image_list.hpp"
+#include "cgdp/data/image/random_resized_crop.hpp"
 
 namespace cgdp {
 
 struct ImageOptions {
   int resize_height = 0, resize_width = 0;  // Caffe's new_height/new_width; 0: as stored
-  CaffeTransform transform;                 // crop, mirror, mean, scale
+  CaffeTransform transform;                 // crop, mirror, mean, scale (std: cgdp's)
+  // torchvision's recipe instead of Caffe's crop (size > 0): RGB out, transform's mirror,
+  // mean_values, std_values and scale apply; resize and crop_size must be unset.
+  RandomResizedCrop random_resized_crop;
   // Filled by whoever opens the data (the trainer, from the model's Input):
   int channels = 0;            // 1: gray, 3: colour (BGR out, as Caffe)
   int height = 0, width = 0;   // the model's input: what every sample must come out as
@@ -24,7 +29,8 @@ struct ImageOptions {
   uint64_t seed = 1;
 };
 
-// The sample shape `options` give: the crop, else the resize, else the model's input.
+// The sample shape `options` give: the random resized crop or the crop, else the resize, else the
+// model's input.
 std::pair<int, int> sample_size(const ImageOptions& options);
 
 // Counts the reads --skip-bad-images replaced, keeping the first reason; thread-safe.
@@ -56,8 +62,11 @@ class ImageSourceDataset : public Dataset {
   std::string skipped_summary() const override { return skipped_->summary(description_); }
 
  protected:
-  // Sample `index` as decoded (HWC, RGB or gray; decode_image's DCT scaling allowed) and its label.
-  virtual Image load(int64_t index, int& label) const = 0;
+  // Given the stored image's {height, width}, the least {height, width} to decode it at.
+  using DecodeSize = std::function<std::pair<int, int>(int height, int width)>;
+  // Sample `index` (HWC, RGB or gray) and its label. A stored JPEG is decoded DCT-scaled down to
+  // decode_size(its size) when that is half its size or less; other images are decoded whole.
+  virtual Image load(int64_t index, int& label, const DecodeSize& decode_size) const = 0;
   // Where sample `index` lies, to begin its error messages (a path, a database key).
   virtual std::string where(int64_t index) const = 0;
 
@@ -65,6 +74,7 @@ class ImageSourceDataset : public Dataset {
 
  private:
   void read_one(int64_t index, int64_t epoch, float* image_out, float* label_out) const;
+  void caffe_recipe(Image image, const CounterRng& rng, float* image_out) const;
 
   std::string description_;
   std::unique_ptr<SkippedImages> skipped_ = std::make_unique<SkippedImages>();
@@ -79,7 +89,7 @@ class ImageDataset final : public ImageSourceDataset {
   const ImageList& list() const { return list_; }
 
  private:
-  Image load(int64_t index, int& label) const override;
+  Image load(int64_t index, int& label, const DecodeSize& decode_size) const override;
   std::string where(int64_t index) const override { return list_.entries.at(index).path; }
 
   ImageList list_;

@@ -27,7 +27,7 @@ class LmdbDataset final : public ImageSourceDataset {
   int num_classes() const override { return options_.classes; }
 
  private:
-  Image load(int64_t index, int& label) const override;
+  Image load(int64_t index, int& label, const DecodeSize& decode_size) const override;
   std::string where(int64_t index) const override {
     return cat(db_.path(), ": key '", db_.keys().at(index), "'");
   }

@@ -1,0 +1,116 @@
+// RandomResizedCrop's box (torchvision's get_params, draw for draw) and the fused
+// crop + bilinear resize + flip + normalise that writes a sample straight into the batch.
+#include "cgdp/data/image/random_resized_crop.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "cgdp/core/error.hpp"
+
+namespace cgdp {
+
+namespace {
+
+// Python's round() on a double: halves go to the even neighbour, as nearbyint does by default.
+int round_half_even(double v) { return static_cast<int>(std::nearbyint(v)); }
+
+// Uniform integer in [0, n).
+int uniform_below(const CounterRng& rng, uint64_t i, int n) {
+  return std::min(n - 1, static_cast<int>(rng.uniform(i) * n));
+}
+
+// One output coordinate's two source taps and the weight of the second (pixel centres aligned).
+struct Tap {
+  int i0 = 0, i1 = 0;
+  float frac = 0;
+};
+
+std::vector<Tap> taps(double start, double step, int count, int limit) {
+  std::vector<Tap> out(static_cast<size_t>(count));
+  for (int o = 0; o < count; ++o) {
+    const double pos = std::clamp(start + (o + 0.5) * step - 0.5, 0.0, limit - 1.0);
+    Tap& t = out[static_cast<size_t>(o)];
+    t.i0 = static_cast<int>(pos);
+    t.i1 = std::min(t.i0 + 1, limit - 1);
+    t.frac = static_cast<float>(pos - t.i0);
+  }
+  return out;
+}
+
+float channel_value(const std::vector<float>& values, int c, float otherwise) {
+  return values.empty() ? otherwise : values[values.size() == 1 ? 0 : static_cast<size_t>(c)];
+}
+
+}  // namespace
+
+CropBox draw_resized_crop(const RandomResizedCrop& rrc, int height, int width, const CounterRng& rng) {
+  const double area = static_cast<double>(height) * width;
+  const double log_min = std::log(rrc.ratio_min), log_max = std::log(rrc.ratio_max);
+  for (uint64_t attempt = 0; attempt < 10; ++attempt) {
+    const uint64_t d = attempt * 4;
+    const double target = area * (rrc.scale_min + (rrc.scale_max - rrc.scale_min) * rng.uniform(d));
+    const double aspect = std::exp(log_min + (log_max - log_min) * rng.uniform(d + 1));
+    const int w = round_half_even(std::sqrt(target * aspect));
+    const int h = round_half_even(std::sqrt(target / aspect));
+    if (0 < w && w <= width && 0 < h && h <= height)
+      return {uniform_below(rng, d + 2, height - h + 1), uniform_below(rng, d + 3, width - w + 1), h, w};
+  }
+  const double in_ratio = static_cast<double>(width) / height;
+  int w = width, h = height;
+  if (in_ratio < rrc.ratio_min)
+    h = round_half_even(w / rrc.ratio_min);
+  else if (in_ratio > rrc.ratio_max)
+    w = round_half_even(h * rrc.ratio_max);
+  return {(height - h) / 2, (width - w) / 2, h, w};
+}
+
+CropBox centre_crop_box(int height, int width) {
+  // Resize(size*256/224) scales the shorter side; CenterCrop(size) keeps 224/256 of it.
+  const int side = std::max(1, round_half_even(std::min(height, width) * 224.0 / 256.0));
+  return {(height - side) / 2, (width - side) / 2, side, side};
+}
+
+bool draw_flip(bool mirror, const CounterRng& rng) { return mirror && rng.uniform(40) >= 0.5; }
+
+std::pair<int, int> least_decode_size(const CropBox& box, int height, int width, int size) {
+  auto least = [size](int full, int part) {
+    return std::min(full, static_cast<int>(std::ceil(static_cast<double>(full) * size / part)));
+  };
+  return {least(height, box.height), least(width, box.width)};
+}
+
+void apply_resized_crop(const Image& image, int full_height, int full_width, const CropBox& box,
+                        bool flip, int size, const CaffeTransform& t, float* out) {
+  const int C = image.channels;
+  for (const auto* values : {&t.mean_values, &t.std_values})
+    if (values->size() > 1 && values->size() != static_cast<size_t>(C))
+      throw DataError(cat(values->size(), values == &t.std_values ? " std" : " mean",
+                          " values for an image of ", C, " channels; give one, or one per channel"));
+  // The box in the decoded image's pixels (a DCT-scaled decode is smaller than the file's size).
+  const double fy = static_cast<double>(image.height) / full_height;
+  const double fx = static_cast<double>(image.width) / full_width;
+  const std::vector<Tap> rows = taps(box.top * fy, box.height * fy / size, size, image.height);
+  const std::vector<Tap> cols = taps(box.left * fx, box.width * fx / size, size, image.width);
+  const size_t stride = static_cast<size_t>(image.width) * C;
+  for (int c = 0; c < C; ++c) {
+    const float mean = channel_value(t.mean_values, c, 0.f);
+    const float gain = t.scale / channel_value(t.std_values, c, 1.f);
+    float* plane = out + static_cast<size_t>(c) * size * size;
+    for (int y = 0; y < size; ++y) {
+      const Tap& r = rows[static_cast<size_t>(y)];
+      const uint8_t* top = image.pixels.data() + r.i0 * stride + c;
+      const uint8_t* bottom = image.pixels.data() + r.i1 * stride + c;
+      float* line = plane + static_cast<size_t>(y) * size;
+      for (int x = 0; x < size; ++x) {
+        const Tap& k = cols[static_cast<size_t>(x)];
+        const float upper = top[k.i0 * C] + (top[k.i1 * C] - top[k.i0 * C]) * k.frac;
+        const float lower = bottom[k.i0 * C] + (bottom[k.i1 * C] - bottom[k.i0 * C]) * k.frac;
+        const float v = upper + (lower - upper) * r.frac;
+        line[flip ? size - 1 - x : x] = (v - mean) * gain;
+      }
+    }
+  }
+}
+
+}  // namespace cgdp
