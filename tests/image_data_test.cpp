@@ -14,6 +14,7 @@
 #include "cgdp/data/image/caffe_transform.hpp"
 #include "cgdp/data/image/convert_images.hpp"
 #include "cgdp/data/image/lmdb_dataset.hpp"
+#include "cgdp/data/image/image_mean.hpp"
 #include "cgdp/data/image/mean_file.hpp"
 #include "cgdp/data/image/image.hpp"
 #include "cgdp/data/image/image_dataset.hpp"
@@ -400,6 +401,50 @@ TEST_F(ImageSources, ConvertedLmdbsReadAsTheFolderRawOrEncoded) {
     EXPECT_EQ(open_dataset(c.to, Split::Test, {}, o)->size(), 6);
     EXPECT_THROW(convert_images(c), UsageError);  // never overwritten
   }
+}
+
+// cgdp mean: each value is the average of the images' pixel there, in Caffe's BGR planes, whether
+// read from the folder or from the LMDB made of it; images of two sizes need --resize.
+TEST_F(ImageSources, MeanImageIsThePixelAverageInBgrPlanes) {
+  std::vector<Image> pictures;
+  for (int i = 0; i < 3; ++i) {
+    pictures.push_back(picture(4, 6, 3, 5 * i));
+    write(cat("train/c", i % 2, "/", i, ".png"), encode_png(pictures.back()));
+  }
+  write("val/c0/0.png", encode_png(pictures[0]));
+  write("val/c1/0.png", encode_png(pictures[1]));
+  const std::string out = (dir_ / "mean.binaryproto").string();
+  const std::string mean = cat(CGDP_BINARY_DIR, "/cgdp mean --data folder:", dir_.string(), " --out ", out);
+  testing::CommandResult r = testing::run_command(mean + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("the 3x4x6 mean of 3 images"), std::string::npos) << r.output;
+  CaffeTransform t;
+  load_mean_file(out, t);
+  ASSERT_EQ(t.mean_image.size(), 3u * 4 * 6);
+  for (int c : {0, 2})
+    for (int y : {0, 3})
+      for (int x : {1, 5}) {
+        double sum = 0;
+        for (const Image& p : pictures) sum += p.at(y, x, 2 - c);  // plane 0 is blue
+        EXPECT_FLOAT_EQ(t.mean_image[(c * 4 + y) * 6 + x], static_cast<float>(sum / 3));
+      }
+  ConvertOptions c;
+  c.from = cat("folder:", dir_.string());
+  c.to = cat("lmdb:", (dir_ / "db").string());
+  convert_images(c);
+  ImageOptions o;
+  o.channels = 3;
+  o.classes = 2;
+  const auto lmdb = open_dataset(c.to, Split::Train, {}, o);
+  EXPECT_EQ(compute_image_mean(dynamic_cast<const ImageSourceDataset&>(*lmdb), 2).values, t.mean_image);
+  write("train/c1/9.png", encode_png(picture(5, 6, 3)));
+  r = testing::run_command(mean + " 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("9.png: image of 5x6 where "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("give --resize HxW"), std::string::npos) << r.output;
+  r = testing::run_command(mean + " --resize 8x8 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("the 3x8x8 mean of 4 images"), std::string::npos) << r.output;
 }
 
 TEST_F(ImageSources, LmdbProblemsAreOneLineNamingTheDatabaseOrKey) {

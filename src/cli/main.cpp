@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   add(&cgdp::cli::add_predict_command);
   add(&cgdp::cli::add_launch_command);
   add(&cgdp::cli::add_convert_command);
+  add(&cgdp::cli::add_mean_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

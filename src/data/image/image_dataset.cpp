@@ -35,9 +35,6 @@ ImageSourceDataset::ImageSourceDataset(ImageOptions options, std::string descrip
   if (options_.channels != 1 && options_.channels != 3)
     throw DataError(cat(description_, ": the model's input has ", options_.channels,
                         " channels; image data gives 1 (gray) or 3 (colour)"));
-  const auto [h, w] = sample_size(options_);
-  if (h <= 0 || w <= 0)
-    throw DataError(cat(description_, ": no sample size (give the model's input, --resize or --crop)"));
   if (options_.random_resized_crop.size > 0 &&
       (options_.resize_height > 0 || options_.transform.crop_size > 0 || !options_.transform.mean_image.empty()))
     throw UsageError("the random resized crop sets the size itself: leave out --resize, --crop and --mean-file");
@@ -45,7 +42,24 @@ ImageSourceDataset::ImageSourceDataset(ImageOptions options, std::string descrip
 
 Shape ImageSourceDataset::sample_shape() const {
   const auto [h, w] = sample_size(options_);
+  if (h <= 0 || w <= 0)
+    throw DataError(cat(description_, ": no sample size (give the model's input, --resize or --crop)"));
   return {options_.channels, h, w};
+}
+
+Image ImageSourceDataset::decoded(int64_t index) const {
+  try {
+    int label = 0;
+    return load_resized(index, label);
+  } catch (const DataError& e) {
+    throw DataError(cat(where(index), ": ", e.what()));
+  }
+}
+
+Image ImageSourceDataset::load_resized(int64_t index, int& label) const {
+  const int rh = options_.resize_height, rw = options_.resize_width;
+  Image image = load(index, label, [&](int, int) { return std::pair{rh, rw}; });
+  return rh > 0 && rw > 0 ? resize_bilinear(image, rh, rw) : image;
 }
 
 void ImageSourceDataset::read_for_epoch(int64_t index, int64_t epoch, float* image_out,
@@ -69,8 +83,7 @@ void ImageSourceDataset::read_one(int64_t index, int64_t epoch, float* image_out
   int label = 0;
   try {
     if (rrc.size == 0) {
-      const int rh = options_.resize_height, rw = options_.resize_width;
-      caffe_recipe(load(index, label, [&](int, int) { return std::pair{rh, rw}; }), rng, image_out);
+      caffe_recipe(load_resized(index, label), rng, image_out);
     } else {
       // The box is drawn on the stored size, before decoding, so a JPEG decodes only as large
       // as the box needs.
@@ -93,9 +106,7 @@ void ImageSourceDataset::read_one(int64_t index, int64_t epoch, float* image_out
   *label_out = static_cast<float>(label);
 }
 
-void ImageSourceDataset::caffe_recipe(Image image, const CounterRng& rng, float* image_out) const {
-  const int rh = options_.resize_height, rw = options_.resize_width;
-  if (rh > 0 && rw > 0) image = resize_bilinear(image, rh, rw);
+void ImageSourceDataset::caffe_recipe(const Image& image, const CounterRng& rng, float* image_out) const {
   const CaffeTransform& t = options_.transform;
   const auto [out_height, out_width] = sample_size(options_);
   if (t.crop_size == 0 && (image.height != out_height || image.width != out_width))

@@ -32,4 +32,14 @@ void load_mean_file(const std::string& path, CaffeTransform& t) {
   t.mean_width = static_cast<int>(w);
 }
 
+void write_mean_file(const MeanImage& mean, const std::string& path) {
+  proto::BlobProto blob;
+  blob.set_num(1);
+  blob.set_channels(mean.channels);
+  blob.set_height(mean.height);
+  blob.set_width(mean.width);
+  blob.mutable_data()->Add(mean.values.begin(), mean.values.end());
+  write_file_atomically(path, blob.SerializeAsString());
+}
+
 }  // namespace cgdp

@@ -60,6 +60,11 @@ class ImageSourceDataset : public Dataset {
   }
   void read_for_epoch(int64_t index, int64_t epoch, float* image_out, float* label_out) const override;
   std::string skipped_summary() const override { return skipped_->summary(description_); }
+  // Sample `index` decoded and resized as options say (HWC, RGB or gray), before any crop, flip
+  // or mean: what cgdp mean averages. DataError names where it lies.
+  Image decoded(int64_t index) const;
+  // Where sample `index` lies, to begin its error messages (a path, a database key).
+  virtual std::string where(int64_t index) const = 0;
 
  protected:
   // Given the stored image's {height, width}, the least {height, width} to decode it at.
@@ -67,14 +72,13 @@ class ImageSourceDataset : public Dataset {
   // Sample `index` (HWC, RGB or gray) and its label. A stored JPEG is decoded DCT-scaled down to
   // decode_size(its size) when that is half its size or less; other images are decoded whole.
   virtual Image load(int64_t index, int& label, const DecodeSize& decode_size) const = 0;
-  // Where sample `index` lies, to begin its error messages (a path, a database key).
-  virtual std::string where(int64_t index) const = 0;
 
   const ImageOptions options_;
 
  private:
   void read_one(int64_t index, int64_t epoch, float* image_out, float* label_out) const;
-  void caffe_recipe(Image image, const CounterRng& rng, float* image_out) const;
+  Image load_resized(int64_t index, int& label) const;  // Caffe's new_height/new_width
+  void caffe_recipe(const Image& image, const CounterRng& rng, float* image_out) const;
 
   std::string description_;
   std::unique_ptr<SkippedImages> skipped_ = std::make_unique<SkippedImages>();
@@ -87,10 +91,10 @@ class ImageDataset final : public ImageSourceDataset {
   int64_t size() const override { return static_cast<int64_t>(list_.entries.size()); }
   int num_classes() const override { return list_.num_classes; }
   const ImageList& list() const { return list_; }
+  std::string where(int64_t index) const override { return list_.entries.at(index).path; }
 
  private:
   Image load(int64_t index, int& label, const DecodeSize& decode_size) const override;
-  std::string where(int64_t index) const override { return list_.entries.at(index).path; }
 
   ImageList list_;
 };

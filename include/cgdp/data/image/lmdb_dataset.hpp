@@ -25,12 +25,12 @@ class LmdbDataset final : public ImageSourceDataset {
 
   int64_t size() const override { return static_cast<int64_t>(db_.keys().size()); }
   int num_classes() const override { return options_.classes; }
-
- private:
-  Image load(int64_t index, int& label, const DecodeSize& decode_size) const override;
   std::string where(int64_t index) const override {
     return cat(db_.path(), ": key '", db_.keys().at(index), "'");
   }
+
+ private:
+  Image load(int64_t index, int& label, const DecodeSize& decode_size) const override;
   proto::Datum datum(int64_t index) const;
 
   LmdbReader db_;
