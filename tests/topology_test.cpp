@@ -118,6 +118,31 @@ TEST(Placement, AggregatorStaysNearTheGpusItServes) {
   EXPECT_EQ(cpu_plan.aggregator_cpus(), range(0, 8));  // no GPU: every core serves
 }
 
+TEST(Placement, TheLoaderTakesTheCoresNearTheGpusLeftAfterWorkersAndAggregator) {
+  const Topology t = two_node_machine();
+  // cuda:0 is on node 1 (4 cores): one goes to its worker, three decode.
+  Placement plan = plan_placement(t, {{DeviceKind::Cuda, 0}}, 0);
+  EXPECT_EQ(plan.loader_threads, 3);
+  EXPECT_EQ(plan.loader_cpus, range(4, 4));
+  EXPECT_EQ(plan.loader_reason, "4 cores near the GPUs - 1 worker");
+  // Aggregator threads asked for are taken out too; the loader keeps at least one thread.
+  EXPECT_EQ(plan_placement(t, {{DeviceKind::Cuda, 0}}, 2).loader_threads, 1);
+  plan = plan_placement(t, {{DeviceKind::Cuda, 0}}, 4);
+  EXPECT_EQ(plan.loader_threads, 1);
+  EXPECT_EQ(plan.loader_reason, "4 cores near the GPUs - 1 worker - 4 aggregator threads, at least 1");
+  // GPUs on both nodes: the loader spans both. CPU workers: every core serves.
+  plan = plan_placement(t, {{DeviceKind::Cuda, 0}, {DeviceKind::Cuda, 1}}, 0);
+  EXPECT_EQ(plan.loader_threads, 6);
+  EXPECT_EQ(plan.loader_cpus, range(0, 8));
+  plan = plan_placement(t, {{DeviceKind::Cpu, 0}, {DeviceKind::Cpu, 1}}, 0);
+  EXPECT_EQ(plan.loader_threads, 6);
+  EXPECT_EQ(plan.loader_reason, "8 cores - 2 workers");
+  // Asked for: as asked, on the same cores.
+  plan = plan_placement(t, {{DeviceKind::Cuda, 0}}, 0, 9);
+  EXPECT_EQ(plan.loader_threads, 9);
+  EXPECT_EQ(plan.loader_cpus, range(4, 4));
+}
+
 TEST(Placement, IsDeterministicAndCoversEveryWorkerOnThisMachine) {
   const Topology t = Topology::discover();
   std::vector<DeviceRef> workers;
@@ -218,6 +243,7 @@ TEST(TopoCommand, ReportsNodesAndPlacement) {
   EXPECT_EQ(d["gpus"].size(), t.gpus.size());
   EXPECT_EQ(d["placement"]["workers"].size(), std::max<size_t>(t.gpus.size(), 1));
   EXPECT_FALSE(d["placement"]["aggregator_threads"].empty());
+  EXPECT_GE(d["placement"]["loader"]["threads"].get<int>(), 1);
 }
 
 // hwloc describing a two-node machine as if it were this one: the plan spreads CPU workers over

@@ -1,5 +1,5 @@
-// `cgdp topo`: the NUMA nodes, cores and GPUs hwloc finds, and where cgdp would place workers and
-// aggregator threads on them, as text or JSON.
+// `cgdp topo`: the NUMA nodes, cores and GPUs hwloc finds, and where cgdp would place workers,
+// aggregator threads and the loader's decode threads on them, as text or JSON.
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -18,6 +18,7 @@ struct TopoOptions {
   int devices = 0;  // 0: one per GPU, or 1
   bool cpu = false;
   int aggregator_threads = 0;
+  int loader_threads = 0;
   bool json = false;
 };
 
@@ -76,7 +77,10 @@ nlohmann::json describe(const Topology& topo, const Placement& plan,
       {"gpu_note", topo.gpu_note},
       {"memory_binding", binding},
       {"placement",
-       {{"workers", workers}, {"aggregator_threads", threads}, {"single_node", plan.single_node}}}};
+       {{"workers", workers},
+        {"aggregator_threads", threads},
+        {"loader", {{"threads", plan.loader_threads}, {"cpus", plan.loader_cpus.to_string()}, {"reason", plan.loader_reason}}},
+        {"single_node", plan.single_node}}}};
 }
 
 void print_report(const Topology& topo, const Placement& plan,
@@ -111,6 +115,9 @@ void print_report(const Topology& topo, const Placement& plan,
   for (const auto& cpus : plan.aggregator_threads)
     threads += cat(threads.empty() ? "" : " | ", cpus.to_string());
   std::printf("  aggregator threads (thread 0 first), one core each: CPUs %s\n", threads.c_str());
+  std::printf("  loader: %d decode thread%s on CPUs %s (%s)\n", plan.loader_threads,
+              plan.loader_threads == 1 ? "" : "s", plan.loader_cpus.to_string().c_str(),
+              plan.loader_reason.c_str());
   if (plan.single_node)
     std::printf("single NUMA node: all workers and aggregator threads share node %d\n",
                 topo.numa_nodes.front().os_index);
@@ -128,11 +135,14 @@ Runner add_topo_command(CLI::App& app) {
   cmd->add_option("--aggregator-threads", opt->aggregator_threads,
                   "Aggregator threads to place (default: one per core near the GPUs)")
       ->check(kPositive);
+  cmd->add_option("--loader-threads", opt->loader_threads,
+                  "Loader threads to place (default: the cores left after workers and --aggregator-threads)")
+      ->check(kPositive);
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   return [opt] {
     const Topology topo = Topology::discover();
     const Placement plan =
-        plan_placement(topo, workers_to_plan(*opt, topo), opt->aggregator_threads);
+        plan_placement(topo, workers_to_plan(*opt, topo), opt->aggregator_threads, opt->loader_threads);
     const auto membind = probe_memory_binding(plan);
     if (opt->json)
       std::cout << describe(topo, plan, membind).dump(2) << "\n";

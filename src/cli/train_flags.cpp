@@ -90,7 +90,11 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--device-kind", c.device_kind, "cpu, or cuda (workers share GPUs round-robin)")
       ->capture_default_str();
   cmd->add_option("--host-threads", c.host_threads, "Threads that sum gradients on the host (default: all)");
-  cmd->add_option("--loader-threads", c.loader_threads, "Threads that fill each batch")
+  cmd->add_option("--loader-threads", c.loader_threads,
+                  "Threads that decode each batch (default: the cores near the GPUs left after "
+                  "one per worker and --host-threads; cgdp topo shows them)")
+      ->check(kPositive);
+  cmd->add_option("--prefetch", c.prefetch, "Batches the loader prepares ahead of the one in use")
       ->capture_default_str()->check(kPositive);
   cmd->add_flag("--gemm-conv", c.gemm_convolutions,
                 "CPU: run convolutions on im2col + OpenBLAS instead of oneDNN");

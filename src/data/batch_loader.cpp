@@ -56,6 +56,7 @@ BatchLoader::~BatchLoader() {
 }
 
 void BatchLoader::produce() {
+  if (options_.thread_start) options_.thread_start();
   std::vector<int64_t> indices;
   const int64_t buffers = static_cast<int64_t>(slots_.size());
   try {

@@ -1,5 +1,6 @@
 // The placement plan: which NUMA node each worker uses and which core each aggregator thread
 // runs on. Pure planning over a Topology, so tests can plan for machines they do not have.
+#include <algorithm>
 #include <map>
 
 #include "cgdp/core/error.hpp"
@@ -24,15 +25,22 @@ std::vector<const NumaNode*> nodes_with_cpus(const Topology& topology) {
   return nodes;
 }
 
+// The cores that serve the GPUs, by node: those near them, or every core when no GPU is located
+// (or only CPU workers run).
+std::map<int, std::vector<const CpuCore*>> serving_cores(const Topology& topology, const CoreSet& near_gpus) {
+  std::map<int, std::vector<const CpuCore*>> by_node;
+  for (const auto& core : topology.cores)
+    if (near_gpus.includes(core.cpus)) by_node[core.numa_node].push_back(&core);
+  if (by_node.empty())
+    for (const auto& core : topology.cores) by_node[core.numa_node].push_back(&core);
+  return by_node;
+}
+
 // Aggregator threads sum what the GPUs send, so they sit on the cores near those GPUs, spread
 // over the GPUs' nodes: thread t goes to node t mod k, then to that node's cores in turn.
 std::vector<CoreSet> place_aggregator(const Topology& topology, const CoreSet& near_gpus,
                                       int threads) {
-  std::map<int, std::vector<const CpuCore*>> by_node;
-  for (const auto& core : topology.cores)
-    if (near_gpus.includes(core.cpus)) by_node[core.numa_node].push_back(&core);
-  if (by_node.empty())  // no GPU located (or only CPU workers): every core serves
-    for (const auto& core : topology.cores) by_node[core.numa_node].push_back(&core);
+  const std::map<int, std::vector<const CpuCore*>> by_node = serving_cores(topology, near_gpus);
   std::vector<const std::vector<const CpuCore*>*> groups;
   size_t candidates = 0;
   for (const auto& [node, cores] : by_node) {
@@ -48,6 +56,28 @@ std::vector<CoreSet> place_aggregator(const Topology& topology, const CoreSet& n
   return placed;
 }
 
+// The loader decodes into the pinned batches the GPUs copy from: on the cores that serve them.
+void place_loader(const Topology& topology, const CoreSet& near_gpus, int aggregator_threads,
+                  int loader_threads, Placement& plan) {
+  int cores = 0;
+  for (const auto& [node, list] : serving_cores(topology, near_gpus)) {
+    cores += static_cast<int>(list.size());
+    for (const CpuCore* core : list) plan.loader_cpus = plan.loader_cpus | core->cpus;
+  }
+  if (loader_threads > 0) {
+    plan.loader_threads = loader_threads;
+    plan.loader_reason = "as asked";
+    return;
+  }
+  const int workers = static_cast<int>(plan.workers.size());
+  const int left = cores - workers - aggregator_threads;
+  plan.loader_threads = std::max(1, left);
+  plan.loader_reason = cat(cores, " cores", near_gpus.empty() ? "" : " near the GPUs", " - ", workers,
+                           " worker", workers == 1 ? "" : "s",
+                           aggregator_threads > 0 ? cat(" - ", aggregator_threads, " aggregator thread", aggregator_threads == 1 ? "" : "s") : "",
+                           left < 1 ? ", at least 1" : "");
+}
+
 }  // namespace
 
 CoreSet Placement::aggregator_cpus() const {
@@ -57,7 +87,7 @@ CoreSet Placement::aggregator_cpus() const {
 }
 
 Placement plan_placement(const Topology& topology, const std::vector<DeviceRef>& workers,
-                         int aggregator_threads) {
+                         int aggregator_threads, int loader_threads) {
   if (workers.empty()) throw UsageError("placement: no workers to place");
   if (aggregator_threads < 0)
     throw UsageError(cat("placement: aggregator threads must be >= 0, not ", aggregator_threads));
@@ -84,6 +114,7 @@ Placement plan_placement(const Topology& topology, const std::vector<DeviceRef>&
     plan.workers.push_back({device, node.os_index, node.cpus, prefix + round_robin});
   }
   plan.aggregator_threads = place_aggregator(topology, near_gpus, aggregator_threads);
+  place_loader(topology, near_gpus, aggregator_threads, loader_threads, plan);
   return plan;
 }
 

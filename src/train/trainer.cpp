@@ -165,8 +165,11 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   lo.slice = host_slice(rank(), num_hosts(), num_workers(), per_worker_batch_);
   lo.seed = config_.seed;
   lo.start = start_position_;
-  if (config.loader_threads < 1) throw UsageError("--loader-threads must be at least 1");
-  lo.threads = config.loader_threads;
+  if (config.loader_threads < 0) throw UsageError("--loader-threads must be at least 1 (0: from the topology)");
+  if (config.prefetch < 1) throw UsageError("--prefetch must be at least 1");
+  lo.threads = placement_.loader_threads;
+  lo.buffers = config.prefetch + 1;
+  lo.thread_start = loader_binding();
   loader_ = std::make_unique<BatchLoader>(train_data_, lo, *workers_[0].device);  // pinned for GPUs
 }
 
@@ -221,14 +224,17 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
     join_cluster(options.plan);
     options.reducer = cluster_.get();
   }
+  std::vector<DeviceRef> refs;
+  for (const Worker& w : workers_) refs.push_back({w.device->kind(), w.device->index()});
+  placement_ = plan_placement(Topology::discover(), refs, config_.host_threads, config_.loader_threads);
+  placement_summary_ = cat(placement_.single_node ? "single NUMA node" : "several NUMA nodes");
   if (kind == SyncKind::Cgdp) {
-    std::vector<DeviceRef> refs;
-    for (const Worker& w : workers_) refs.push_back({w.device->kind(), w.device->index()});
-    const Placement placement = plan_placement(Topology::discover(), refs, config_.host_threads);
-    options.aggregator_cpus = placement.aggregator_cpus();
-    placement_summary_ = cat(placement.single_node ? "single NUMA node" : "several NUMA nodes",
-                             ", aggregator on cpus ", options.aggregator_cpus.to_string());
+    options.aggregator_cpus = placement_.aggregator_cpus();
+    placement_summary_ += cat(", aggregator on cpus ", options.aggregator_cpus.to_string());
   }
+  placement_summary_ += cat(", loader: ", placement_.loader_threads, " thread",
+                            placement_.loader_threads == 1 ? "" : "s", " on cpus ",
+                            placement_.loader_cpus.to_string(), " (", placement_.loader_reason, ")");
   proto::SolverParameter solver = config_.solver;
   if (!solver.has_max_iter()) solver.set_max_iter(static_cast<int32_t>(max_iterations_));  // poly's horizon
   options.lr = make_lr_policy(solver, "solver settings");
@@ -387,6 +393,11 @@ void Trainer::average_state() {
   }
 }
 
+// The loader's threads decode on the cores near the GPUs, into buffers on their node.
+std::function<void()> Trainer::loader_binding() const {
+  return [cpus = placement_.loader_cpus] { (void)bind_current_thread(cpus); };  // unbound: runs anyway
+}
+
 Trainer::Evaluation Trainer::evaluate() {
   average_state();
   Worker& w = workers_[0];
@@ -394,6 +405,8 @@ Trainer::Evaluation Trainer::evaluate() {
   lo.global_batch = test_batch_;
   lo.order = Order::Sequential;
   lo.epoch_end = EpochEnd::PadLastBatch;
+  lo.threads = placement_.loader_threads;
+  lo.thread_start = loader_binding();
   BatchLoader loader(test_data_, lo, *w.device);
   const int64_t samples = config_.test_samples > 0 ? std::min(config_.test_samples, test_data_->size())
                                                    : test_data_->size();

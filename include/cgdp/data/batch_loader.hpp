@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -30,7 +31,10 @@ struct LoaderOptions {
   uint64_t seed = 0;
   SamplerPosition start;  // a saved position() to resume from
   int buffers = 2;        // host buffers: one is consumed while the others fill
-  int threads = 1;        // threads filling one batch (more for large synthetic images)
+  int threads = 1;        // threads filling one batch (an OpenMP team of the loader's thread)
+  // Runs first on the loader's thread, e.g. to bind it to cores: its team's threads, made by
+  // it, inherit the binding.
+  std::function<void()> thread_start;
 };
 
 // One batch (this loader's slice of a global batch), in host memory owned by the loader.

@@ -79,6 +79,10 @@ struct Placement {
   std::vector<WorkerPlacement> workers;     // one per worker, in the order given
   std::vector<CoreSet> aggregator_threads;  // thread t runs on the CPUs of one core
   bool single_node = false;
+  // The data loader's decode threads and the CPUs they may run on (the GPUs' nodes).
+  int loader_threads = 1;
+  CoreSet loader_cpus;
+  std::string loader_reason;  // how the count was reached, for the report
 
   CoreSet aggregator_cpus() const;  // the union of aggregator_threads
 };
@@ -86,10 +90,13 @@ struct Placement {
 // Places each worker on a NUMA node (a GPU's own node; CPU workers, and GPUs whose locality is
 // unknown, round-robin over the nodes) and each aggregator thread on one core near the GPUs it
 // serves (all cores when no GPU is located), spreading threads over those nodes. Deterministic.
-// `aggregator_threads` 0: one per candidate core. Throws UsageError for no workers and
-// DeviceError for a CUDA worker the topology has no GPU for.
+// `aggregator_threads` 0: one per candidate core. The loader's threads run on the same candidate
+// cores; `loader_threads` 0 gives it the cores left after one per worker (its issuing or compute
+// thread) and the aggregator threads asked for (none when the aggregator takes its default: it
+// then shares, as it only runs between chunk arrivals), and at least one. Throws UsageError for no
+// workers and DeviceError for a CUDA worker the topology has no GPU for.
 Placement plan_placement(const Topology& topology, const std::vector<DeviceRef>& workers,
-                         int aggregator_threads);
+                         int aggregator_threads, int loader_threads = 0);
 
 // Whether a binding took effect; when not, `note` says why (e.g. the OS refuses memory binding
 // in this container), so the caller can say so once instead of running unbound silently.

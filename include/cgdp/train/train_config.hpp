@@ -40,7 +40,8 @@ struct TrainConfig {
   std::string resume_path;
   bool plain_output = false;        // never use the live terminal line
   int threads = 0;                  // 0: OpenMP's default
-  int loader_threads = 1;           // threads that fill each batch (large synthetic images)
+  int loader_threads = 0;           // threads that decode each batch; 0: from the topology
+  int prefetch = 1;                 // batches the loader prepares ahead of the one in use
   // CPU: every Convolution on im2col + GEMM (engine: CAFFE), not oneDNN. GEMM sums each image's
   // gradient in order, whatever the batch; oneDNN's blocking (and so its rounding) follows it.
   bool gemm_convolutions = false;

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 
 #include "cgdp/data/batch_loader.hpp"
 #include "cgdp/sync/cluster.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
+#include "cgdp/sync/topology.hpp"
 #include "cgdp/train/chunk_autotuner.hpp"
 #include "cgdp/train/memory_estimate.hpp"
 #include "cgdp/train/phase_table.hpp"
@@ -56,6 +58,7 @@ class Trainer {
   std::vector<Worker>& workers() { return workers_; }
 
  private:
+  std::function<void()> loader_binding() const;
   // `profile`: --chunk auto's, else null.
   void make_scheme(SyncKind kind, const Profile* profile);
   void join_cluster(const ChunkPlan& plan);
@@ -95,6 +98,7 @@ class Trainer {
   PhaseTable phases_;
   std::vector<ParamLayer> param_layers_;
   std::string plan_description_;
+  Placement placement_;
   std::string placement_summary_;
   int64_t per_worker_batch_ = 0;
   int64_t max_iterations_ = 0;
