@@ -91,8 +91,8 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
       ->capture_default_str();
   cmd->add_option("--host-threads", c.host_threads, "Threads that sum gradients on the host (default: all)");
   cmd->add_option("--loader-threads", c.loader_threads,
-                  "Threads that decode each batch (default: the cores near the GPUs left after "
-                  "one per worker and --host-threads; cgdp topo shows them)")
+                  "Threads that decode each batch (default for image files: the cores near the GPUs "
+                  "left after one per worker and --host-threads, as cgdp topo shows; 1 for data in memory)")
       ->check(kPositive);
   cmd->add_option("--prefetch", c.prefetch, "Batches the loader prepares ahead of the one in use")
       ->capture_default_str()->check(kPositive);

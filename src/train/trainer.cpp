@@ -167,7 +167,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   lo.start = start_position_;
   if (config.loader_threads < 0) throw UsageError("--loader-threads must be at least 1 (0: from the topology)");
   if (config.prefetch < 1) throw UsageError("--prefetch must be at least 1");
-  lo.threads = placement_.loader_threads;
+  lo.threads = loader_threads(*train_data_);
   lo.buffers = config.prefetch + 1;
   lo.thread_start = loader_binding();
   loader_ = std::make_unique<BatchLoader>(train_data_, lo, *workers_[0].device);  // pinned for GPUs
@@ -232,9 +232,12 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
     options.aggregator_cpus = placement_.aggregator_cpus();
     placement_summary_ += cat(", aggregator on cpus ", options.aggregator_cpus.to_string());
   }
-  placement_summary_ += cat(", loader: ", placement_.loader_threads, " thread",
-                            placement_.loader_threads == 1 ? "" : "s", " on cpus ",
-                            placement_.loader_cpus.to_string(), " (", placement_.loader_reason, ")");
+  const int loaders = loader_threads(*train_data_);
+  placement_summary_ += cat(", loader: ", loaders, " thread", loaders == 1 ? "" : "s", " on cpus ",
+                            placement_.loader_cpus.to_string(), " (",
+                            loaders == placement_.loader_threads ? placement_.loader_reason
+                                                                  : "data in memory: one copies it",
+                            ")");
   proto::SolverParameter solver = config_.solver;
   if (!solver.has_max_iter()) solver.set_max_iter(static_cast<int32_t>(max_iterations_));  // poly's horizon
   options.lr = make_lr_policy(solver, "solver settings");
@@ -393,6 +396,10 @@ void Trainer::average_state() {
   }
 }
 
+int Trainer::loader_threads(const Dataset& data) const {
+  return config_.loader_threads > 0 || data.decodes() ? placement_.loader_threads : 1;
+}
+
 // The loader's threads decode on the cores near the GPUs, into buffers on their node.
 std::function<void()> Trainer::loader_binding() const {
   return [cpus = placement_.loader_cpus] { (void)bind_current_thread(cpus); };  // unbound: runs anyway
@@ -405,7 +412,7 @@ Trainer::Evaluation Trainer::evaluate() {
   lo.global_batch = test_batch_;
   lo.order = Order::Sequential;
   lo.epoch_end = EpochEnd::PadLastBatch;
-  lo.threads = placement_.loader_threads;
+  lo.threads = loader_threads(*test_data_);
   lo.thread_start = loader_binding();
   BatchLoader loader(test_data_, lo, *w.device);
   const int64_t samples = config_.test_samples > 0 ? std::min(config_.test_samples, test_data_->size())

@@ -38,6 +38,9 @@ class Dataset {
 
   // What the reader skipped (with --skip-bad-images), for the end of a run; "" when nothing.
   virtual std::string skipped_summary() const { return ""; }
+  // Whether a read decodes an image file (worth the loader's whole thread pool) rather than
+  // copying bytes already in memory (one thread keeps up).
+  virtual bool decodes() const { return false; }
 
   // C*H*W: floats per image.
   int64_t sample_elements() const { return count_of(sample_shape()); }

@@ -59,6 +59,7 @@ class Trainer {
 
  private:
   std::function<void()> loader_binding() const;
+  int loader_threads(const Dataset& data) const;  // --loader-threads, the topology's, or 1
   // `profile`: --chunk auto's, else null.
   void make_scheme(SyncKind kind, const Profile* profile);
   void join_cluster(const ChunkPlan& plan);

@@ -60,6 +60,7 @@ class ImageSourceDataset : public Dataset {
   }
   void read_for_epoch(int64_t index, int64_t epoch, float* image_out, float* label_out) const override;
   std::string skipped_summary() const override { return skipped_->summary(description_); }
+  bool decodes() const override { return true; }
   // Sample `index` decoded and resized as options say (HWC, RGB or gray), before any crop, flip
   // or mean: what cgdp mean averages. DataError names where it lies.
   Image decoded(int64_t index) const;
