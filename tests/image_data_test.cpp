@@ -102,6 +102,30 @@ TEST_F(ImageFiles, JpegDecodeMatchesPillowAndDctScalingMatchesItsDraft) {
   EXPECT_EQ(decode_image(read(gray), 1).pixels, pillow_decode(gray, "L"));
 }
 
+// A region's decode covers the region (plus a pixel, the left edge on a DCT block's) and its
+// pixels are the full decode's there, at full and at half scale.
+TEST_F(ImageFiles, JpegRegionsDecodeTheFullDecodesPixels) {
+  const std::vector<uint8_t> jpeg = encode_jpeg(picture(96, 128, 3), 90);
+  const CropBox region{21, 37, 40, 50};
+  for (int scale : {1, 2}) {
+    const Image full = decode_image(jpeg, 3, 96 / scale, 128 / scale);
+    Image part;
+    decode_image(jpeg, 3, 96 / scale, 128 / scale, part, region);
+    EXPECT_EQ(part.whole_height, 96 / scale);
+    EXPECT_EQ(part.whole_width, 128 / scale);
+    EXPECT_LE(part.top, region.top / scale);
+    EXPECT_LE(part.left, region.left / scale);
+    EXPECT_GE(part.top + part.height, (region.top + region.height) / scale);
+    EXPECT_GE(part.left + part.width, (region.left + region.width) / scale);
+    EXPECT_LT(part.height * part.width, full.height * full.width / 2) << "scale 1/" << scale;
+    for (int y = 0; y < part.height; ++y)
+      for (int x = 0; x < part.width; ++x)
+        for (int c = 0; c < 3; ++c)
+          ASSERT_EQ(part.at(y, x, c), full.at(part.top + y, part.left + x, c))
+              << "scale 1/" << scale << " at " << y << "," << x << "," << c;
+  }
+}
+
 TEST_F(ImageFiles, DamagedFilesAreErrorsSayingWhat) {
   std::vector<uint8_t> jpeg = encode_jpeg(picture(64, 64, 3), 90);
   jpeg.resize(jpeg.size() / 2);
@@ -154,6 +178,21 @@ TEST(CaffeTransform, ColourComesOutBgrWithPerChannelMeans) {
   float out[3];
   apply_caffe_transform(pixel, t, CropDraw{}, out);
   EXPECT_EQ(std::vector<float>(out, out + 3), (std::vector<float>{29, 18, 7}));
+  // A 2x2 crop at (1, 1) of a 3x3 colour image, mirrored: out[c][h][w] is source pixel
+  // (1 + h, 1 + 1 - w), channel 2 - c, minus the mean, times the scale.
+  Image im{3, 3, 3, {}};
+  for (int i = 0; i < 27; ++i) im.pixels.push_back(static_cast<uint8_t>(i * 5));
+  t.crop_size = 2;
+  t.scale = 0.5f;
+  float crop[12];
+  apply_caffe_transform(im, t, CropDraw{1, 1, true}, crop);
+  for (int c = 0; c < 3; ++c)
+    for (int h = 0; h < 2; ++h)
+      for (int w = 0; w < 2; ++w)
+        EXPECT_EQ(crop[(c * 2 + h) * 2 + w], (im.at(1 + h, 2 - w, 2 - c) - t.mean_values[c]) * 0.5f)
+            << c << h << w;
+  EXPECT_EQ(crop[0], (im.at(1, 2, 2) - 1) * 0.5f);  // B of the top right pixel: (5*(3*5+2) - 1)/2
+  EXPECT_EQ(crop[0], 42.f);
 }
 
 TEST(CaffeTransform, MeanImageIsReadAtTheCropsPlace) {

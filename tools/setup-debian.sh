@@ -12,8 +12,8 @@ packages=(
   # libraries
   libopenblas-openmp-dev libprotobuf-dev libhwloc-dev zlib1g-dev libcli11-dev nlohmann-json3-dev
   libzmq3-dev cppzmq-dev libsodium-dev libgtest-dev libgmock-dev libbenchmark-dev
-  # images: JPEG (the TurboJPEG API of libjpeg-turbo) and PNG
-  libturbojpeg0-dev libpng-dev
+  # images: JPEG (the TurboJPEG and libjpeg APIs of libjpeg-turbo) and PNG
+  libturbojpeg0-dev libjpeg-dev libpng-dev
   # the LMDB image databases of Caffe
   liblmdb-dev
   # oneDNN, whose CMake config requires OpenCL, which libdnnl-dev only recommends

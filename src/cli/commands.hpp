@@ -17,5 +17,6 @@ Runner add_predict_command(CLI::App& app);
 Runner add_launch_command(CLI::App& app);
 Runner add_convert_command(CLI::App& app);
 Runner add_mean_command(CLI::App& app);
+Runner add_loader_command(CLI::App& app);
 
 }  // namespace cgdp::cli

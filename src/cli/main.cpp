@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   add(&cgdp::cli::add_launch_command);
   add(&cgdp::cli::add_convert_command);
   add(&cgdp::cli::add_mean_command);
+  add(&cgdp::cli::add_loader_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

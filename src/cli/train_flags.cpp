@@ -45,14 +45,8 @@ int usable_cores() {
 
 }  // namespace
 
-void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
+void add_image_flags(CLI::App* cmd, TrainFlags& f) {
   TrainConfig& c = f.config;
-  cmd->add_option("-m,--model", c.model, "Model file, or a name from models/")->capture_default_str();
-  cmd->add_option("-d,--data", c.data,
-                  "idx:DIR, cifar10:DIR, folder:DIR (train/, val/ of class folders), "
-                  "list:FILE[,ROOT] (Caffe's 'path label' lines) or synthetic[:C,H,W,K]")
-      ->capture_default_str();
-  cmd->add_option("--test-data", c.test_data, "The test split's source (default: --data's)");
   cmd->add_option("--resize", f.resize, "Images: resize to HxW first (Caffe's new_height/new_width)");
   cmd->add_option("--crop", c.images.transform.crop_size,
                   "Images: crop to NxN (random when training, centred when testing)")
@@ -78,6 +72,21 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
                 "Images: replace an unreadable one by the next sample and report the count at the end");
   cmd->add_option("--pixel-scale", c.images.transform.scale,
                   "Images: multiply each (pixel - mean) by this (default 1/256, as the IDX reader)");
+  cmd->add_option("--loader-threads", c.loader_threads,
+                  "Threads that decode each batch (default for image files: the cores near the GPUs "
+                  "left after one per worker and --host-threads, as cgdp topo shows; 1 for data in memory)")
+      ->check(kPositive);
+}
+
+void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
+  TrainConfig& c = f.config;
+  cmd->add_option("-m,--model", c.model, "Model file, or a name from models/")->capture_default_str();
+  cmd->add_option("-d,--data", c.data,
+                  "idx:DIR, cifar10:DIR, folder:DIR (train/, val/ of class folders), "
+                  "list:FILE[,ROOT] (Caffe's 'path label' lines) or synthetic[:C,H,W,K]")
+      ->capture_default_str();
+  cmd->add_option("--test-data", c.test_data, "The test split's source (default: --data's)");
+  add_image_flags(cmd, f);
   cmd->add_option("-b,--batch", c.batch, "Batch size (default: the model's Input)")->check(kPositive);
   cmd->add_option("--global-batch", c.global_batch, "Batch over all workers, split evenly (instead of --batch)")
       ->excludes("--batch");
@@ -90,10 +99,6 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--device-kind", c.device_kind, "cpu, or cuda (workers share GPUs round-robin)")
       ->capture_default_str();
   cmd->add_option("--host-threads", c.host_threads, "Threads that sum gradients on the host (default: all)");
-  cmd->add_option("--loader-threads", c.loader_threads,
-                  "Threads that decode each batch (default for image files: the cores near the GPUs "
-                  "left after one per worker and --host-threads, as cgdp topo shows; 1 for data in memory)")
-      ->check(kPositive);
   cmd->add_option("--prefetch", c.prefetch, "Batches the loader prepares ahead of the one in use")
       ->capture_default_str()->check(kPositive);
   cmd->add_flag("--gemm-conv", c.gemm_convolutions,
@@ -147,8 +152,7 @@ void check_worker_count(const TrainConfig& c, bool oversubscribe) {
   }
 }
 
-TrainConfig resolved_config(const TrainFlags& f, const CLI::App& cmd) {
-  TrainConfig config = f.config;
+void resolve_image_flags(const TrainFlags& f, const CLI::App& cmd, TrainConfig& config) {
   if (!f.resize.empty())
     std::tie(config.images.resize_height, config.images.resize_width) = parse_size(f.resize, "--resize");
   if (!f.mean_file.empty()) load_mean_file(f.mean_file, config.images.transform);
@@ -157,6 +161,11 @@ TrainConfig resolved_config(const TrainFlags& f, const CLI::App& cmd) {
     if (!(s > 0)) throw UsageError(cat("--std: expected values > 0, got ", s));
   if (!config.images.transform.std_values.empty() && cmd.count("--pixel-scale") == 0)
     config.images.transform.scale = 1.f;
+}
+
+TrainConfig resolved_config(const TrainFlags& f, const CLI::App& cmd) {
+  TrainConfig config = f.config;
+  resolve_image_flags(f, cmd, config);
   config.solver = solver_settings(f, cmd);
   return config;
 }

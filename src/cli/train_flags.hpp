@@ -27,6 +27,11 @@ struct TrainFlags {
 // --model, --data, --batch, --global-batch, --devices, --device-kind, --host-threads, --threads,
 // --seed.
 void add_workload_flags(CLI::App* cmd, TrainFlags& f);
+// The image source's flags, part of add_workload_flags: --resize, --crop, --mirror, --augment,
+// --mean-value, --std, --mean-file, --skip-bad-images, --pixel-scale, --loader-threads.
+void add_image_flags(CLI::App* cmd, TrainFlags& f);
+// Parses what add_image_flags left as text (--resize, --mean-file, --augment) into `config`.
+void resolve_image_flags(const TrainFlags& f, const CLI::App& cmd, TrainConfig& config);
 // --solver, --lr, --lr-policy, --gamma, --stepsize, --stepvalues, --power, --momentum,
 // --weight-decay.
 void add_solver_flags(CLI::App* cmd, TrainFlags& f);

@@ -2,6 +2,7 @@
 #include "cgdp/io/file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -83,19 +84,36 @@ void sync_directory(const std::filesystem::path& target) {
 }  // namespace
 
 std::string read_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw IoError(cat(path.string(), ": no such file"));
-  if (std::filesystem::is_directory(path, ec))
-    throw IoError(cat(path.string(), ": is a directory, not a file"));
-  const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec) throw IoError(cat(path.string(), ": cannot get the size: ", ec.message()));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(cat(path.string(), ": cannot open for reading"));
-  std::string bytes(size, '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(size));
-  if (static_cast<std::uintmax_t>(in.gcount()) != size)
-    throw IoError(cat(path.string(), ": read error after ", in.gcount(), " of ", size, " bytes"));
+  std::string bytes;
+  read_file(path, bytes);
   return bytes;
+}
+
+void read_file(const std::filesystem::path& path, std::string& bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int error = errno;
+    throw IoError(error == ENOENT ? cat(path.string(), ": no such file")
+                                  : cat(path.string(), ": cannot open for reading: ", errno_text(error)));
+  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw IoError(cat(path.string(), ": cannot get the size: ", errno_text(errno)));
+  if (S_ISDIR(st.st_mode)) throw IoError(cat(path.string(), ": is a directory, not a file"));
+  const size_t size = static_cast<size_t>(st.st_size);
+  bytes.resize(size);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::read(fd, bytes.data() + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw IoError(cat(path.string(), ": read error after ", done, " of ", size, " bytes",
+                        n < 0 ? cat(": ", errno_text(errno)) : std::string()));
+    done += static_cast<size_t>(n);
+  }
 }
 
 void write_file_atomically(const std::filesystem::path& path,

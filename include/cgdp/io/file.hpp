@@ -10,6 +10,8 @@ namespace cgdp {
 
 // The file's bytes; throws IoError naming the file when it is missing or unreadable.
 std::string read_file(const std::filesystem::path& path);
+// The same into `bytes`, whose capacity is kept: a loader thread reads file after file into one.
+void read_file(const std::filesystem::path& path, std::string& bytes);
 
 // Writes `pieces`, concatenated, to `path` so that a reader (or a crash) sees either the old file
 // or the complete new one: the bytes go to `path.tmp.<pid>` in the same directory, are fsynced,

@@ -30,6 +30,43 @@ void check_fits(const Image& image, const CaffeTransform& t) {
                           " channels; give one, or one per channel"));
 }
 
+float value_for(const std::vector<float>& values, int c, float otherwise) {
+  return values.empty() ? otherwise : values[values.size() == 1 ? 0 : static_cast<size_t>(c)];
+}
+
+// The common case, colour with mean values: each source row is read once, its RGB triplets
+// going to the three BGR planes (the general loop reads it once per channel, at stride 3).
+void colour_rows(const Image& image, const CaffeTransform& t, const CropDraw& draw, int out_h,
+                 int out_w, float* out) {
+  float mean[3], gain[3];
+  for (int c = 0; c < 3; ++c) {
+    mean[c] = value_for(t.mean_values, c, 0.f);
+    gain[c] = t.scale / value_for(t.std_values, c, 1.f);
+  }
+  const size_t plane = static_cast<size_t>(out_h) * out_w;
+  for (int h = 0; h < out_h; ++h) {
+    const uint8_t* row = &image.pixels[(static_cast<size_t>(h + draw.top) * image.width + draw.left) * 3];
+    float* b = out + static_cast<size_t>(h) * out_w;
+    float* g = b + plane;
+    float* r = g + plane;
+    if (draw.mirror) {
+      for (int w = 0; w < out_w; ++w) {
+        const uint8_t* px = row + static_cast<size_t>(out_w - 1 - w) * 3;
+        b[w] = (px[2] - mean[0]) * gain[0];
+        g[w] = (px[1] - mean[1]) * gain[1];
+        r[w] = (px[0] - mean[2]) * gain[2];
+      }
+    } else {
+      for (int w = 0; w < out_w; ++w) {
+        const uint8_t* px = row + static_cast<size_t>(w) * 3;
+        b[w] = (px[2] - mean[0]) * gain[0];
+        g[w] = (px[1] - mean[1]) * gain[1];
+        r[w] = (px[0] - mean[2]) * gain[2];
+      }
+    }
+  }
+}
+
 }  // namespace
 
 CropDraw draw_crop(const CaffeTransform& t, int height, int width, bool train, const CounterRng& rng) {
@@ -53,6 +90,9 @@ void apply_caffe_transform(const Image& image, const CaffeTransform& t, const Cr
   const int C = image.channels, H = image.height, W = image.width;
   const int out_h = t.crop_size > 0 ? t.crop_size : H;
   const int out_w = t.crop_size > 0 ? t.crop_size : W;
+  if (C == 3 && t.mean_image.empty()) return colour_rows(image, t, draw, out_h, out_w, out);
+  // A mirrored row is written right to left: start at its last column and step back.
+  const ptrdiff_t step = draw.mirror ? -1 : 1;
   for (int c = 0; c < C; ++c) {
     const int source_c = C == 3 ? 2 - c : c;  // BGR, as Caffe's OpenCV-decoded images
     const float mean_value =
@@ -61,14 +101,13 @@ void apply_caffe_transform(const Image& image, const CaffeTransform& t, const Cr
         t.scale / (t.std_values.empty() ? 1.f : t.std_values[t.std_values.size() == 1 ? 0 : c]);
     for (int h = 0; h < out_h; ++h) {
       const int y = h + draw.top;
-      for (int w = 0; w < out_w; ++w) {
-        const int x = w + draw.left;
-        const float pixel = image.at(y, x, source_c);
-        const float mean = t.mean_image.empty()
-                               ? mean_value
-                               : t.mean_image[(static_cast<size_t>(c) * H + y) * W + x];
-        const int column = draw.mirror ? out_w - 1 - w : w;
-        out[(static_cast<size_t>(c) * out_h + h) * out_w + column] = (pixel - mean) * gain;
+      const uint8_t* pixel = &image.pixels[(static_cast<size_t>(y) * W + draw.left) * C + source_c];
+      float* o = out + (static_cast<size_t>(c) * out_h + h) * out_w + (draw.mirror ? out_w - 1 : 0);
+      if (t.mean_image.empty()) {
+        for (int w = 0; w < out_w; ++w, o += step) *o = (pixel[w * C] - mean_value) * gain;
+      } else {
+        const float* mean = &t.mean_image[(static_cast<size_t>(c) * H + y) * W + draw.left];
+        for (int w = 0; w < out_w; ++w, o += step) *o = (pixel[w * C] - mean[w]) * gain;
       }
     }
   }

@@ -18,9 +18,17 @@ void check_channels(int channels) {
 }  // namespace
 
 Image decode_image(std::span<const uint8_t> bytes, int channels, int min_height, int min_width) {
+  Image image;
+  decode_image(bytes, channels, min_height, min_width, image);
+  return image;
+}
+
+void decode_image(std::span<const uint8_t> bytes, int channels, int min_height, int min_width,
+                  Image& out, const CropBox& region) {
   check_channels(channels);
-  if (is_jpeg(bytes)) return decode_jpeg(bytes, channels, min_height, min_width);
-  if (is_png(bytes)) return decode_png(bytes, channels);
+  if (is_jpeg(bytes)) return decode_jpeg(bytes, channels, min_height, min_width, region, out);
+  out.top = out.left = out.whole_height = out.whole_width = 0;
+  if (is_png(bytes)) return decode_png(bytes, channels, out);
   throw DataError(bytes.empty() ? std::string("empty file; expected a JPEG or PNG image")
                                 : "neither JPEG nor PNG (by its first bytes)");
 }

@@ -50,16 +50,19 @@ Shape ImageSourceDataset::sample_shape() const {
 Image ImageSourceDataset::decoded(int64_t index) const {
   try {
     int label = 0;
-    return load_resized(index, label);
+    Image image, resized;
+    return load_resized(index, label, image, resized);
   } catch (const DataError& e) {
     throw DataError(cat(where(index), ": ", e.what()));
   }
 }
 
-Image ImageSourceDataset::load_resized(int64_t index, int& label) const {
+const Image& ImageSourceDataset::load_resized(int64_t index, int& label, Image& out, Image& resized) const {
   const int rh = options_.resize_height, rw = options_.resize_width;
-  Image image = load(index, label, [&](int, int) { return std::pair{rh, rw}; });
-  return rh > 0 && rw > 0 ? resize_bilinear(image, rh, rw) : image;
+  load(index, label, [&](int, int) { return DecodeRequest{rh, rw, {}}; }, out);
+  if (rh <= 0 || rw <= 0 || (out.height == rh && out.width == rw)) return out;
+  resized = resize_bilinear(out, rh, rw);
+  return resized;
 }
 
 void ImageSourceDataset::read_for_epoch(int64_t index, int64_t epoch, float* image_out,
@@ -79,31 +82,42 @@ void ImageSourceDataset::read_for_epoch(int64_t index, int64_t epoch, float* ima
 void ImageSourceDataset::read_one(int64_t index, int64_t epoch, float* image_out, float* label_out) const {
   const CounterRng rng{options_.seed, hash_name("image-transform"), static_cast<uint64_t>(epoch),
                        static_cast<uint64_t>(index)};
-  const RandomResizedCrop& rrc = options_.random_resized_crop;
   int label = 0;
   try {
-    if (rrc.size == 0) {
-      caffe_recipe(load_resized(index, label), rng, image_out);
-    } else {
-      // The box is drawn on the stored size, before decoding, so a JPEG decodes only as large
-      // as the box needs.
-      int full_height = 0, full_width = 0;
-      CropBox box;
-      const DecodeSize draw_box = [&](int height, int width) {
-        full_height = height, full_width = width;
-        box = options_.train ? draw_resized_crop(rrc, height, width, rng) : centre_crop_box(height, width);
-        return least_decode_size(box, height, width, rrc.size);
-      };
-      const Image image = load(index, label, draw_box);
-      if (full_height == 0) draw_box(image.height, image.width);  // stored undecoded
-      apply_resized_crop(image, full_height, full_width, box,
-                         options_.train && draw_flip(options_.transform.mirror, rng), rrc.size,
-                         options_.transform, image_out);
-    }
+    if (options_.random_resized_crop.size > 0)
+      torchvision_sample(index, label, rng, image_out);
+    else
+      caffe_sample(index, label, rng, image_out);
   } catch (const DataError& e) {
     throw DataError(cat(where(index), ": ", e.what()));
   }
   *label_out = static_cast<float>(label);
+}
+
+namespace {
+// Kept per loader thread: fresh pixel buffers would fault in page by page, image after image.
+thread_local Image scratch, resized;
+}  // namespace
+
+void ImageSourceDataset::caffe_sample(int64_t index, int& label, const CounterRng& rng,
+                                      float* image_out) const {
+  const CaffeTransform& t = options_.transform;
+  if (t.crop_size == 0 || options_.resize_height > 0 || !t.mean_image.empty())
+    return caffe_recipe(load_resized(index, label, scratch, resized), rng, image_out);
+  // The crop is drawn on the stored size, before decoding, so a JPEG decodes only the crop.
+  CropDraw draw;
+  bool drawn = false;
+  const DecodePlan plan = [&](int height, int width) {
+    if (height < t.crop_size || width < t.crop_size) return DecodeRequest{};  // refused below
+    draw = draw_crop(t, height, width, options_.train, rng);
+    drawn = true;
+    return DecodeRequest{0, 0, {draw.top, draw.left, t.crop_size, t.crop_size}};
+  };
+  load(index, label, plan, scratch);
+  if (!drawn) return caffe_recipe(scratch, rng, image_out);  // a raw record, or too small
+  draw.top -= scratch.top;
+  draw.left -= scratch.left;
+  apply_caffe_transform(scratch, t, draw, image_out);
 }
 
 void ImageSourceDataset::caffe_recipe(const Image& image, const CounterRng& rng, float* image_out) const {
@@ -117,17 +131,38 @@ void ImageSourceDataset::caffe_recipe(const Image& image, const CounterRng& rng,
                         image_out);
 }
 
+void ImageSourceDataset::torchvision_sample(int64_t index, int& label, const CounterRng& rng,
+                                            float* image_out) const {
+  const RandomResizedCrop& rrc = options_.random_resized_crop;
+  // The box is drawn on the stored size, before decoding, so a JPEG decodes only the box, and
+  // DCT-scaled as far as the box still covers the output.
+  int full_height = 0, full_width = 0;
+  CropBox box;
+  const DecodePlan plan = [&](int height, int width) {
+    full_height = height, full_width = width;
+    box = options_.train ? draw_resized_crop(rrc, height, width, rng) : centre_crop_box(height, width);
+    const auto [min_height, min_width] = least_decode_size(box, height, width, rrc.size);
+    return DecodeRequest{min_height, min_width, box};
+  };
+  load(index, label, plan, scratch);
+  if (full_height == 0) plan(scratch.height, scratch.width);  // a raw record
+  apply_resized_crop(scratch, full_height, full_width, box,
+                     options_.train && draw_flip(options_.transform.mirror, rng), rrc.size,
+                     options_.transform, image_out);
+}
+
 ImageDataset::ImageDataset(ImageList list, ImageOptions options, std::string description)
     : ImageSourceDataset(std::move(options), std::move(description)), list_(std::move(list)) {}
 
-Image ImageDataset::load(int64_t index, int& label, const DecodeSize& decode_size) const {
+void ImageDataset::load(int64_t index, int& label, const DecodePlan& plan, Image& out) const {
   const ImageEntry& entry = list_.entries.at(static_cast<size_t>(index));
-  const std::string file = read_file(entry.path);  // an IoError names the path itself
+  thread_local std::string file;
+  read_file(entry.path, file);  // an IoError names the path itself
   label = entry.label;
   const std::span<const uint8_t> bytes{reinterpret_cast<const uint8_t*>(file.data()), file.size()};
   const auto [stored_height, stored_width] = image_size(bytes);
-  const auto [height, width] = decode_size(stored_height, stored_width);
-  return decode_image(bytes, options_.channels, height, width);
+  const DecodeRequest request = plan(stored_height, stored_width);
+  decode_image(bytes, options_.channels, request.min_height, request.min_width, out, request.region);
 }
 
 }  // namespace cgdp

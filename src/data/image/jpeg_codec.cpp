@@ -1,5 +1,14 @@
-// JPEG through libjpeg-turbo's TurboJPEG API, with DCT-domain downscaling.
+// JPEG through libjpeg-turbo: headers and encoding by its TurboJPEG API; decoding by its libjpeg
+// API, which can scale in the DCT domain and decode only the rows and columns a crop needs.
 #include <turbojpeg.h>
+
+// jpeglib.h needs FILE and size_t declared first.
+#include <cstdio>
+#include <csetjmp>
+#include <jpeglib.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include <memory>
 
@@ -46,6 +55,39 @@ tjscalingfactor dct_scale(const Header& h, int min_height, int min_width) {
   return best;
 }
 
+// libjpeg reports errors through error_exit, which must not return: it jumps back to the decoder,
+// which throws. Warnings (corrupt or missing data) are errors here, as TJFLAG_STOPONWARNING.
+struct JpegError {
+  jpeg_error_mgr manager;
+  jmp_buf jump;
+  char message[JMSG_LENGTH_MAX] = "";
+};
+
+void jump_on_error(j_common_ptr info) {
+  auto* error = reinterpret_cast<JpegError*>(info->err);
+  (*info->err->format_message)(info, error->message);
+  std::longjmp(error->jump, 1);
+}
+
+void jump_on_warning(j_common_ptr info, int level) {
+  if (level < 0) jump_on_error(info);
+}
+
+// The libjpeg decompressor with the error handling above; released however the decode ends.
+struct JpegDecoder {
+  jpeg_decompress_struct info{};
+  JpegError error;
+  JpegDecoder() {
+    info.err = jpeg_std_error(&error.manager);
+    error.manager.error_exit = jump_on_error;
+    error.manager.emit_message = jump_on_warning;
+    jpeg_create_decompress(&info);
+  }
+  ~JpegDecoder() { jpeg_destroy_decompress(&info); }
+  JpegDecoder(const JpegDecoder&) = delete;
+  JpegDecoder& operator=(const JpegDecoder&) = delete;
+};
+
 }  // namespace
 
 bool is_jpeg(std::span<const uint8_t> bytes) {
@@ -57,21 +99,49 @@ std::pair<int, int> jpeg_size(std::span<const uint8_t> bytes) {
   return {h.height, h.width};
 }
 
-Image decode_jpeg(std::span<const uint8_t> bytes, int channels, int min_height, int min_width) {
-  void* handle = decompressor();
-  const Header h = read_header(handle, bytes);
-  const tjscalingfactor scale = dct_scale(h, min_height, min_width);
-  Image image;
-  image.width = TJSCALED(h.width, scale);
-  image.height = TJSCALED(h.height, scale);
+void decode_jpeg(std::span<const uint8_t> bytes, int channels, int min_height, int min_width,
+                 const CropBox& region, Image& image) {
+  const Header h = read_header(decompressor(), bytes);
+  const int denom = dct_scale(h, min_height, min_width).denom;
+  JpegDecoder d;
+  if (setjmp(d.error.jump)) throw DataError(cat("JPEG decoding failed: ", d.error.message));
+  jpeg_mem_src(&d.info, bytes.data(), static_cast<unsigned long>(bytes.size()));
+  jpeg_read_header(&d.info, TRUE);
+  d.info.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  d.info.scale_num = 1;
+  d.info.scale_denom = static_cast<unsigned>(denom);
+  jpeg_start_decompress(&d.info);
+  const int whole_height = static_cast<int>(d.info.output_height);
+  const int whole_width = static_cast<int>(d.info.output_width);
+  // The region at this scale, one pixel wider each way for the bilinear taps at its edges.
+  int y0 = 0, y1 = whole_height;
+  JDIMENSION x0 = 0, width = static_cast<JDIMENSION>(whole_width);
+  if (region.height > 0 && region.width > 0) {
+    const double sy = static_cast<double>(whole_height) / h.height;
+    const double sx = static_cast<double>(whole_width) / h.width;
+    y0 = std::max(0, static_cast<int>(std::floor(region.top * sy)) - 1);
+    y1 = std::min(whole_height, static_cast<int>(std::ceil((region.top + region.height) * sy)) + 1);
+    const int left = std::max(0, static_cast<int>(std::floor(region.left * sx)) - 1);
+    const int right = std::min(whole_width, static_cast<int>(std::ceil((region.left + region.width) * sx)) + 1);
+    x0 = static_cast<JDIMENSION>(left);
+    width = static_cast<JDIMENSION>(right - left);
+    if (width < d.info.output_width) jpeg_crop_scanline(&d.info, &x0, &width);  // x0 to an iMCU edge
+  }
+  image.height = y1 - y0;
+  image.width = static_cast<int>(width);
   image.channels = channels;
+  image.top = y0;
+  image.left = static_cast<int>(x0);
+  image.whole_height = whole_height;
+  image.whole_width = whole_width;
   image.pixels.resize(static_cast<size_t>(image.width) * image.height * channels);
-  // TJFLAG_STOPONWARNING: a truncated or damaged file is an error, not a grey bottom half.
-  if (tjDecompress2(handle, bytes.data(), bytes.size(), image.pixels.data(), image.width, 0,
-                    image.height, channels == 1 ? TJPF_GRAY : TJPF_RGB,
-                    TJFLAG_STOPONWARNING) != 0)
-    throw DataError(cat("JPEG decoding failed: ", tjGetErrorStr2(handle)));
-  return image;
+  if (y0 > 0) jpeg_skip_scanlines(&d.info, static_cast<JDIMENSION>(y0));
+  for (int row = 0; row < image.height; ++row) {
+    JSAMPROW line = image.pixels.data() + static_cast<size_t>(row) * image.width * channels;
+    jpeg_read_scanlines(&d.info, &line, 1);
+  }
+  // A whole decode reads to the end marker, so damage after the last row is found too.
+  if (y1 == whole_height && image.width == whole_width) jpeg_finish_decompress(&d.info);
 }
 
 std::vector<uint8_t> encode_jpeg(const Image& image, int quality) {

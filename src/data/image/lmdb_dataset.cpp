@@ -8,17 +8,26 @@
 namespace cgdp {
 
 Image datum_image(const proto::Datum& d, int channels, int min_height, int min_width) {
+  Image image;
+  datum_image(d, channels, min_height, min_width, image);
+  return image;
+}
+
+void datum_image(const proto::Datum& d, int channels, int min_height, int min_width, Image& image) {
   const std::string& bytes = d.data();
   if (d.encoded())
     return decode_image({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, channels,
-                        min_height, min_width);
+                        min_height, min_width, image);
   const int64_t C = d.channels(), H = d.height(), W = d.width();
   if (C <= 0 || H <= 0 || W <= 0 || C * H * W != static_cast<int64_t>(bytes.size()))
     throw DataError(cat("raw Datum of ", C, "x", H, "x", W, " holds ", bytes.size(),
                         " bytes (float_data is not read)"));
   if (C != 1 && C != 3) throw DataError(cat("raw Datum of ", C, " channels; expected 1 or 3"));
-  Image image{static_cast<int>(H), static_cast<int>(W), channels,
-              std::vector<uint8_t>(static_cast<size_t>(H * W * channels))};
+  image.height = static_cast<int>(H);
+  image.width = static_cast<int>(W);
+  image.channels = channels;
+  image.top = image.left = image.whole_height = image.whole_width = 0;
+  image.pixels.resize(static_cast<size_t>(H * W * channels));
   for (int64_t y = 0; y < H; ++y)
     for (int64_t x = 0; x < W; ++x) {
       auto plane = [&](int64_t c) { return static_cast<uint8_t>(bytes[(c * H + y) * W + x]); };
@@ -31,7 +40,6 @@ Image datum_image(const proto::Datum& d, int channels, int min_height, int min_w
         px[0] = static_cast<uint8_t>((299 * plane(2) + 587 * plane(1) + 114 * plane(0) + 500) / 1000);
       }
     }
-  return image;
 }
 
 proto::Datum raw_datum(const Image& image, int label) {
@@ -71,17 +79,18 @@ proto::Datum LmdbDataset::datum(int64_t index) const {
   return d;
 }
 
-Image LmdbDataset::load(int64_t index, int& label, const DecodeSize& decode_size) const {
+void LmdbDataset::load(int64_t index, int& label, const DecodePlan& plan, Image& out) const {
   const proto::Datum d = datum(index);
   if (d.label() < 0 || d.label() >= options_.classes)
     throw DataError(cat("label ", d.label(), " is outside the model's ", options_.classes, " classes"));
   label = d.label();
-  if (!d.encoded()) return datum_image(d, options_.channels);
+  if (!d.encoded()) return datum_image(d, options_.channels, 0, 0, out);
   const std::string& data = d.data();  // Caffe leaves an encoded Datum's sizes unset: read the header
   const auto [stored_height, stored_width] =
       image_size({reinterpret_cast<const uint8_t*>(data.data()), data.size()});
-  const auto [height, width] = decode_size(stored_height, stored_width);
-  return datum_image(d, options_.channels, height, width);
+  const DecodeRequest request = plan(stored_height, stored_width);
+  decode_image({reinterpret_cast<const uint8_t*>(data.data()), data.size()}, options_.channels,
+               request.min_height, request.min_width, out, request.region);
 }
 
 }  // namespace cgdp

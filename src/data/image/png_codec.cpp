@@ -39,18 +39,16 @@ std::pair<int, int> png_size(std::span<const uint8_t> bytes) {
   return {static_cast<int>(png.image.height), static_cast<int>(png.image.width)};
 }
 
-Image decode_png(std::span<const uint8_t> bytes, int channels) {
+void decode_png(std::span<const uint8_t> bytes, int channels, Image& image) {
   PngImage png;
   begin_read(png, bytes);
   png.image.format = channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
-  Image image;
   image.height = static_cast<int>(png.image.height);
   image.width = static_cast<int>(png.image.width);
   image.channels = channels;
   image.pixels.resize(PNG_IMAGE_SIZE(png.image));
   if (!png_image_finish_read(&png.image, nullptr, image.pixels.data(), 0, nullptr))
     throw DataError(cat("PNG decoding failed: ", png.image.message));
-  return image;
 }
 
 std::vector<uint8_t> encode_png(const Image& image) {

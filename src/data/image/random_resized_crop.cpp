@@ -42,6 +42,36 @@ float channel_value(const std::vector<float>& values, int c, float otherwise) {
   return values.empty() ? otherwise : values[values.size() == 1 ? 0 : static_cast<size_t>(c)];
 }
 
+// Separable bilinear: for each output row, the two source rows are blended down over the box's
+// columns (contiguous, so it vectorises), then that one row is sampled across and normalised
+// into the C planes.
+template <int C>
+void resample(const Image& image, const std::vector<Tap>& rows, const std::vector<Tap>& cols,
+              bool flip, int size, const float* mean, const float* gain, float* out) {
+  const int first = cols.front().i0, last = cols.back().i1;  // taps rise with x
+  const size_t span = static_cast<size_t>(last - first + 1) * C;
+  const size_t stride = static_cast<size_t>(image.width) * C, plane = static_cast<size_t>(size) * size;
+  thread_local std::vector<float> blended;
+  blended.resize(span);
+  for (int y = 0; y < size; ++y) {
+    const Tap& r = rows[static_cast<size_t>(y)];
+    const uint8_t* a = image.pixels.data() + r.i0 * stride + static_cast<size_t>(first) * C;
+    const uint8_t* b = image.pixels.data() + r.i1 * stride + static_cast<size_t>(first) * C;
+    const float f = r.frac;
+    float* row = blended.data();
+    for (size_t i = 0; i < span; ++i) row[i] = a[i] + (static_cast<float>(b[i]) - a[i]) * f;
+    float* o = out + static_cast<size_t>(y) * size;
+    for (int x = 0; x < size; ++x) {
+      const Tap& k = cols[static_cast<size_t>(x)];
+      const float* p0 = row + static_cast<size_t>(k.i0 - first) * C;
+      const float* p1 = row + static_cast<size_t>(k.i1 - first) * C;
+      const int column = flip ? size - 1 - x : x;
+      for (int c = 0; c < C; ++c)
+        o[c * plane + column] = (p0[c] + (p1[c] - p0[c]) * k.frac - mean[c]) * gain[c];
+    }
+  }
+}
+
 }  // namespace
 
 CropBox draw_resized_crop(const RandomResizedCrop& rrc, int height, int width, const CounterRng& rng) {
@@ -87,30 +117,21 @@ void apply_resized_crop(const Image& image, int full_height, int full_width, con
     if (values->size() > 1 && values->size() != static_cast<size_t>(C))
       throw DataError(cat(values->size(), values == &t.std_values ? " std" : " mean",
                           " values for an image of ", C, " channels; give one, or one per channel"));
-  // The box in the decoded image's pixels (a DCT-scaled decode is smaller than the file's size).
-  const double fy = static_cast<double>(image.height) / full_height;
-  const double fx = static_cast<double>(image.width) / full_width;
-  const std::vector<Tap> rows = taps(box.top * fy, box.height * fy / size, size, image.height);
-  const std::vector<Tap> cols = taps(box.left * fx, box.width * fx / size, size, image.width);
-  const size_t stride = static_cast<size_t>(image.width) * C;
+  // The box in the decoded pixels: a DCT-scaled decode is smaller than the stored image, and a
+  // region's decode starts at (image.top, image.left) of it.
+  const double fy = static_cast<double>(image.whole_height > 0 ? image.whole_height : image.height) / full_height;
+  const double fx = static_cast<double>(image.whole_width > 0 ? image.whole_width : image.width) / full_width;
+  const std::vector<Tap> rows = taps(box.top * fy - image.top, box.height * fy / size, size, image.height);
+  const std::vector<Tap> cols = taps(box.left * fx - image.left, box.width * fx / size, size, image.width);
+  std::vector<float> mean(static_cast<size_t>(C)), gain(static_cast<size_t>(C));
   for (int c = 0; c < C; ++c) {
-    const float mean = channel_value(t.mean_values, c, 0.f);
-    const float gain = t.scale / channel_value(t.std_values, c, 1.f);
-    float* plane = out + static_cast<size_t>(c) * size * size;
-    for (int y = 0; y < size; ++y) {
-      const Tap& r = rows[static_cast<size_t>(y)];
-      const uint8_t* top = image.pixels.data() + r.i0 * stride + c;
-      const uint8_t* bottom = image.pixels.data() + r.i1 * stride + c;
-      float* line = plane + static_cast<size_t>(y) * size;
-      for (int x = 0; x < size; ++x) {
-        const Tap& k = cols[static_cast<size_t>(x)];
-        const float upper = top[k.i0 * C] + (top[k.i1 * C] - top[k.i0 * C]) * k.frac;
-        const float lower = bottom[k.i0 * C] + (bottom[k.i1 * C] - bottom[k.i0 * C]) * k.frac;
-        const float v = upper + (lower - upper) * r.frac;
-        line[flip ? size - 1 - x : x] = (v - mean) * gain;
-      }
-    }
+    mean[c] = channel_value(t.mean_values, c, 0.f);
+    gain[c] = t.scale / channel_value(t.std_values, c, 1.f);
   }
+  if (C == 3)
+    resample<3>(image, rows, cols, flip, size, mean.data(), gain.data(), out);
+  else
+    resample<1>(image, rows, cols, flip, size, mean.data(), gain.data(), out);
 }
 
 }  // namespace cgdp

@@ -11,10 +11,20 @@ namespace cgdp {
 struct Image {
   int height = 0, width = 0, channels = 0;
   std::vector<uint8_t> pixels;  // height * width * channels
+  // A decode may be DCT-scaled and cover only a region: these pixels then sit at (top, left) of a
+  // whole_height x whole_width picture (the stored image at the decode's scale). 0: all of it.
+  int top = 0, left = 0;
+  int whole_height = 0, whole_width = 0;
 
   uint8_t at(int y, int x, int c) const {
     return pixels[(static_cast<size_t>(y) * width + x) * channels + c];
   }
+};
+
+// A region of an image, in its own pixels; empty (0 x 0) stands for all of it.
+struct CropBox {
+  int top = 0, left = 0, height = 0, width = 0;
+  bool operator==(const CropBox&) const = default;
 };
 
 // Decodes a JPEG or PNG (told apart by their first bytes) to `channels` (1: gray, 3: RGB).
@@ -23,6 +33,11 @@ struct Image {
 // Throws DataError saying what is wrong with the bytes; the caller names the file.
 Image decode_image(std::span<const uint8_t> bytes, int channels, int min_height = 0,
                    int min_width = 0);
+// The same into `out`, whose pixel buffer is reused: a loader thread decodes image after image.
+// A JPEG is decoded only over `region` (of the stored image, plus a pixel's margin, the left edge
+// moved to a DCT block's): `out`'s top/left/whole_* say where it lies. Other images decode whole.
+void decode_image(std::span<const uint8_t> bytes, int channels, int min_height, int min_width,
+                  Image& out, const CropBox& region = {});
 
 // The header's size without decoding: {height, width}.
 std::pair<int, int> image_size(std::span<const uint8_t> bytes);

@@ -68,18 +68,27 @@ class ImageSourceDataset : public Dataset {
   virtual std::string where(int64_t index) const = 0;
 
  protected:
-  // Given the stored image's {height, width}, the least {height, width} to decode it at.
-  using DecodeSize = std::function<std::pair<int, int>(int height, int width)>;
-  // Sample `index` (HWC, RGB or gray) and its label. A stored JPEG is decoded DCT-scaled down to
-  // decode_size(its size) when that is half its size or less; other images are decoded whole.
-  virtual Image load(int64_t index, int& label, const DecodeSize& decode_size) const = 0;
+  // How to decode a stored image: the least size to decode it at, and the region needed (empty: all).
+  struct DecodeRequest {
+    int min_height = 0, min_width = 0;
+    CropBox region;
+  };
+  // Given the stored image's height and width, what to decode of it.
+  using DecodePlan = std::function<DecodeRequest(int height, int width)>;
+  // Sample `index` (HWC, RGB or gray) into `out` (its buffer reused) and its label, decoded as
+  // plan(its stored size) asks: a JPEG DCT-scaled and only over the region (decode_image),
+  // other images whole.
+  virtual void load(int64_t index, int& label, const DecodePlan& plan, Image& out) const = 0;
 
   const ImageOptions options_;
 
  private:
   void read_one(int64_t index, int64_t epoch, float* image_out, float* label_out) const;
-  Image load_resized(int64_t index, int& label) const;  // Caffe's new_height/new_width
+  // Caffe's new_height/new_width: `out` or the resized copy it returns a reference to.
+  const Image& load_resized(int64_t index, int& label, Image& out, Image& resized) const;
+  void caffe_sample(int64_t index, int& label, const CounterRng& rng, float* image_out) const;
   void caffe_recipe(const Image& image, const CounterRng& rng, float* image_out) const;
+  void torchvision_sample(int64_t index, int& label, const CounterRng& rng, float* image_out) const;
 
   std::string description_;
   std::unique_ptr<SkippedImages> skipped_ = std::make_unique<SkippedImages>();
@@ -95,7 +104,7 @@ class ImageDataset final : public ImageSourceDataset {
   std::string where(int64_t index) const override { return list_.entries.at(index).path; }
 
  private:
-  Image load(int64_t index, int& label, const DecodeSize& decode_size) const override;
+  void load(int64_t index, int& label, const DecodePlan& plan, Image& out) const override;
 
   ImageList list_;
 };

@@ -14,6 +14,7 @@ namespace cgdp {
 // A Datum's picture as decode_image gives it (HWC, RGB or gray), to `channels`; DataError when
 // the record is not a Caffe Datum or its sizes disagree with its bytes.
 Image datum_image(const proto::Datum& datum, int channels, int min_height = 0, int min_width = 0);
+void datum_image(const proto::Datum& datum, int channels, int min_height, int min_width, Image& out);
 // Raw pixels of `image` (HWC RGB or gray) as Caffe stores them: C x H x W, BGR.
 proto::Datum raw_datum(const Image& image, int label);
 
@@ -30,7 +31,7 @@ class LmdbDataset final : public ImageSourceDataset {
   }
 
  private:
-  Image load(int64_t index, int& label, const DecodeSize& decode_size) const override;
+  void load(int64_t index, int& label, const DecodePlan& plan, Image& out) const override;
   proto::Datum datum(int64_t index) const;
 
   LmdbReader db_;

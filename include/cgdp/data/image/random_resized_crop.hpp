@@ -18,12 +18,6 @@ struct RandomResizedCrop {
   double ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;  // width / height
 };
 
-// A region of the source image, in its own pixels.
-struct CropBox {
-  int top = 0, left = 0, height = 0, width = 0;
-  bool operator==(const CropBox&) const = default;
-};
-
 // torchvision's RandomResizedCrop.get_params on an H x W image: ten tries of an area fraction
 // uniform in [scale_min, scale_max] and a log-uniform aspect ratio; the first box that fits, at a
 // uniform position; else the whole image clamped to the ratio range, centred. Uses draws 0-39.
@@ -40,7 +34,7 @@ bool draw_flip(bool mirror, const CounterRng& rng);
 std::pair<int, int> least_decode_size(const CropBox& box, int height, int width, int size);
 
 // Samples `box` (in the coordinates of a full_height x full_width image, of which `image` may be
-// a scaled decode) bilinearly to size x size, flips it when `flip`, and writes
+// a scaled decode of a region: see Image::top) bilinearly to size x size, flips it when `flip`, and writes
 // ((pixel - mean[c]) / std[c]) * scale as C x size x size floats, channels in RGB order.
 // `t` gives mean_values, std_values and scale; its crop, mirror and mean image are not used.
 void apply_resized_crop(const Image& image, int full_height, int full_width, const CropBox& box,
