@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "cgdp/core/error.hpp"
@@ -20,6 +21,7 @@
 #include "cgdp/data/image/image_dataset.hpp"
 #include "cgdp/data/in_memory_dataset.hpp"
 #include "cgdp/data/open_dataset.hpp"
+#include "cgdp/io/file.hpp"
 #include "support/run_command.hpp"
 
 namespace cgdp {
@@ -484,6 +486,35 @@ TEST_F(ImageSources, MeanImageIsThePixelAverageInBgrPlanes) {
   r = testing::run_command(mean + " --resize 8x8 2>&1");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("the 3x8x8 mean of 4 images"), std::string::npos) << r.output;
+}
+
+// cgdp loader times the loader alone; cgdp profile on image data records its rate per thread,
+// which cgdp predict reads.
+TEST_F(ImageSources, LoaderRatesAreMeasuredAloneAndInProfiles) {
+  for (const char* split : {"train", "val"})
+    for (int k = 0; k < 2; ++k)
+      for (int i = 0; i < 4; ++i) write(cat(split, "/c", k, "/", i, ".png"), encode_png(picture(30, 30, 1, i)));
+  const std::string data = cat(" --data folder:", dir_.string());
+  testing::CommandResult r = testing::run_command(
+      cat(CGDP_BINARY_DIR, "/cgdp loader", data, " --crop 28 --channels 1 --batch 4 --seconds 0.1 --batches 3 "
+          "--loader-threads 2 --json 2>&1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto rate = nlohmann::json::parse(r.output);
+  EXPECT_EQ(rate["threads"], 2);
+  EXPECT_GE(rate["images"].get<int>(), 12);  // at least 3 batches of 4
+  EXPECT_GT(rate["images_per_s"].get<double>(), 0);
+  EXPECT_EQ(rate["sample_shape"], "1x28x28");
+  r = testing::run_command(cat(CGDP_BINARY_DIR, "/cgdp loader --data synthetic 2>&1"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("the loader decodes images"), std::string::npos) << r.output;
+  const std::string profile = (dir_ / "p.json").string();
+  r = testing::run_command(cat(CGDP_BINARY_DIR, "/cgdp profile", data, " --crop 28 --batch 4 --iterations 2 "
+                               "--warmup 1 --loader-threads 1 -o ", profile, " 2>&1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto written = nlohmann::json::parse(read_file(profile));
+  EXPECT_GT(written["loader"]["images_per_s_per_thread"].get<double>(), 0);
+  EXPECT_EQ(written["loader"]["threads"], 1);
+  EXPECT_NE(written["loader"]["data"].get<std::string>().find("1x28x28"), std::string::npos);
 }
 
 TEST_F(ImageSources, LmdbProblemsAreOneLineNamingTheDatabaseOrKey) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/cost/loader_stage.hpp"
 #include "cgdp/cost/profile.hpp"
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/io/file.hpp"
@@ -185,6 +186,47 @@ TEST_F(PredictCli, BadPlansAndWhatIfValuesAreOneLine) {
   expect_error("--profile " + profile_ + " --chunk halves", {"--chunk 'halves'"});
   expect_error("--profile " + profile_ + " --d2h-gbps 0", {"--d2h-gbps", "expected a number > 0"});
   expect_error("--profile " + profile_ + " --host-threads 0", {"--host-threads", ">= 1"});
+}
+
+// 64 samples in 10 ms are 6400 images/s: 64 threads of 100 keep up; 8 give 800, so 80 ms.
+TEST(LoaderStage, ThreadsAddUpAgainstWhatTheWorkersTake) {
+  const LoaderCost cost{100, 1, "test"};
+  LoaderPrediction p = predict_loader(cost, 64, 10e3, 8);
+  EXPECT_DOUBLE_EQ(p.needed_images_per_s, 6400);
+  EXPECT_EQ(p.threads_needed, 64);
+  EXPECT_DOUBLE_EQ(p.images_per_s, 800);
+  EXPECT_TRUE(p.loader_bound);
+  EXPECT_DOUBLE_EQ(p.iteration_us, 80e3);
+  p = predict_loader(cost, 64, 10e3, 64);
+  EXPECT_FALSE(p.loader_bound);
+  EXPECT_DOUBLE_EQ(p.iteration_us, 10e3);
+  EXPECT_EQ(predict_loader(cost, 64, 10e3, 65).iteration_us, 10e3);
+}
+
+TEST_F(PredictCli, ALoaderRateInTheProfileSaysWhenTheLoaderBinds) {
+  Profile p = make_profile();
+  p.loader = LoaderCost{50, 2, "folder:x (train), 1x8x8"};
+  const std::string with_loader = (dir_ / "loader.json").string();
+  write_profile(p, with_loader);
+  EXPECT_EQ(read_profile(with_loader).loader->images_per_s_per_thread, 50);
+  const Json j = run_json("--profile " + with_loader);
+  const double compute_us = j["cgdp"]["simulated"]["iteration_us"];
+  const double samples = 2.0 * p.batch;  // 2 workers
+  EXPECT_EQ(j["loader"]["threads"], 2);
+  EXPECT_EQ(j["loader"]["loader_bound"], samples / 100.0 > compute_us * 1e-6);
+  EXPECT_NEAR(j["loader"]["iteration_us"].get<double>(), std::max(compute_us, samples / 100.0 * 1e6), 1e-6);
+  // One thread of a rate far below what the workers take: loader-bound, and said so.
+  p.loader->images_per_s_per_thread = samples / (compute_us * 1e-6) / 10;
+  write_profile(p, with_loader);
+  testing::CommandResult r = run("--profile " + with_loader + " --loader-threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: loader-bound: 1 loader thread decode"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("give --loader-threads 10"), std::string::npos) << r.output;
+  r = run("--profile " + with_loader + " --loader-threads 10");
+  EXPECT_NE(r.output.find("it keeps up"), std::string::npos) << r.output;
+  expect_error("--profile " + profile_ + " --loader-threads 2", {"has no loader rate"});
+  const std::string zero = edited([](Json& j) { j["loader"] = {{"images_per_s_per_thread", 0}, {"threads", 1}, {"data", ""}}; });
+  expect_error("--profile " + zero, {zero + ": loader.images_per_s_per_thread: expected a number > 0"});
 }
 
 TEST_F(PredictCli, HostsShowTheNetworkStagePerChunk) {

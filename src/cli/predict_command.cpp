@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cgdp/cost/formulas.hpp"
+#include "cgdp/cost/loader_stage.hpp"
 #include "cgdp/cost/plan_search.hpp"
 #include "cgdp/cost/profile_match.hpp"
 #include "cgdp/cost/simulator.hpp"
@@ -29,6 +30,7 @@ struct PredictOptions {
   std::string chunk = "layer";
   bool formula = false;
   bool json = false;
+  int loader_threads = 0;  // 0: the profile's
   WhatIf what_if;
 };
 
@@ -40,11 +42,16 @@ struct Prediction {
   IterationPrediction cgdp, ps0;
   FormulaPrediction cgdp_formula, ps0_formula;
   PlanSearchResult search;
+  std::optional<LoaderPrediction> loader;  // when the profile measured the loader
   // ps0 runs on one host only: `cgdp train --sync ps0 --hosts` is refused (trainer.cpp).
   bool has_ps0() const { return inputs.hosts == 1; }
 };
 
 constexpr const char* kNoPs0 = "not predicted: --hosts needs --sync cgdp (cgdp train refuses ps0)";
+
+double ms(double us) {
+  return us / 1e3;
+}
 
 Prediction predict(const PredictOptions& opt) {
   const std::string path = find_model_file(opt.model);
@@ -63,7 +70,42 @@ Prediction predict(const PredictOptions& opt) {
     p.ps0_formula = formula_ps0(p.inputs);
   }
   p.search = best_plan(p.inputs);
+  if (opt.loader_threads > 0 && !p.profile.loader)
+    throw UsageError(cat("--loader-threads: ", opt.profile, " has no loader rate (profile with image "
+                         "data: --data folder:, list: or lmdb:)"));
+  if (p.profile.loader) {
+    const int64_t samples = static_cast<int64_t>(p.inputs.devices) * opt.what_if.batch.value_or(p.profile.batch);
+    p.loader = predict_loader(*p.profile.loader, samples, p.cgdp.iteration_us,
+                              opt.loader_threads > 0 ? opt.loader_threads : p.profile.loader->threads);
+  }
   return p;
+}
+
+Json loader_json(const LoaderPrediction& l, const LoaderCost& cost) {
+  return {{"images_per_s_per_thread", cost.images_per_s_per_thread},
+          {"measured_on", cost.data},
+          {"needed_images_per_s", l.needed_images_per_s},
+          {"threads_needed", l.threads_needed},
+          {"threads", l.threads},
+          {"images_per_s", l.images_per_s},
+          {"loader_bound", l.loader_bound},
+          {"iteration_us", l.iteration_us}};
+}
+
+void print_loader(const LoaderPrediction& l, const LoaderCost& cost, double compute_us) {
+  std::printf("loader: %.0f images/s per thread (measured on %s); the workers take %.0f images/s, "
+              "which needs %d thread%s\n",
+              cost.images_per_s_per_thread, cost.data.c_str(), l.needed_images_per_s,
+              l.threads_needed, l.threads_needed == 1 ? "" : "s");
+  if (l.loader_bound)
+    std::printf("warning: loader-bound: %d loader thread%s decode %.0f images/s, so an iteration "
+                "takes %.3f ms, not %.3f ms (give --loader-threads %d, or fewer decodes: "
+                "smaller stored images, an LMDB of raw pixels)\n",
+                l.threads, l.threads == 1 ? "" : "s", l.images_per_s, ms(l.iteration_us),
+                ms(compute_us), l.threads_needed);
+  else
+    std::printf("  with %d thread%s it decodes %.0f images/s: it keeps up\n", l.threads,
+                l.threads == 1 ? "" : "s", l.images_per_s);
 }
 
 // Chunk of each layer of the net (forward order), -1 for layers without parameters.
@@ -151,11 +193,8 @@ Json to_json(const Prediction& p, const PredictOptions& opt) {
       {"best_equal_size", choice_json(p.search.best_equal_size)},
       {"equal_size", equal}};
   if (!p.has_ps0()) add_hosts_json(j, p);
+  if (p.loader) j["loader"] = loader_json(*p.loader, *p.profile.loader);
   return j;
-}
-
-double ms(double us) {
-  return us / 1e3;
 }
 
 void print_layers(const Prediction& p) {
@@ -233,6 +272,7 @@ void print_report(const Prediction& p, const PredictOptions& opt) {
               best.spec.c_str(), ms(best.iteration_us), describe(best.plan, p.params).c_str());
   std::printf("best equal-size plan (paper, K = 1..%d): --chunk %s  %.3f ms per iteration\n",
               p.inputs.num_params(), equal.spec.c_str(), ms(equal.iteration_us));
+  if (p.loader) print_loader(*p.loader, *p.profile.loader, p.cgdp.iteration_us);
 }
 
 }  // namespace
@@ -250,6 +290,9 @@ Runner add_predict_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--formula", opt->formula, "Also print the paper's closed-form predictions");
   cmd->add_flag("--json", opt->json, "Print JSON instead of tables");
+  cmd->add_option("--loader-threads", opt->loader_threads,
+                  "What if: loader threads (default: the profile's); needs a profile with a loader")
+      ->check(kPositive);
   WhatIf& w = opt->what_if;
   cmd->add_option("-b,--batch", w.batch, "What if: samples per worker (compute scales linearly)");
   cmd->add_option("--d2h-gbps", w.d2h_gbps, "What if: device-to-host bandwidth, GB/s");

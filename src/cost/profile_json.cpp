@@ -86,6 +86,15 @@ class ObjectReader {
     return network;
   }
 
+  std::optional<LoaderCost> loader(const std::string& key) {
+    if (get(key, /*optional=*/true).is_null()) return std::nullopt;
+    ObjectReader r(get(key), field(key), file_);
+    LoaderCost loader{r.number("images_per_s_per_thread", 0, true),
+                      static_cast<int>(r.integer("threads", 1)), r.string("data")};
+    r.finish();
+    return loader;
+  }
+
   void finish() const {
     for (const auto& [key, value] : object_.items())
       if (!seen_.contains(key)) throw error(field(key), "unknown field");
@@ -167,6 +176,7 @@ Profile parse_profile(const json& root, const std::string& file) {
   p.shared_cores = static_cast<int>(r.integer("shared_cores", 0, /*optional=*/true));
   if (r.has("contention_factor")) p.contention_factor = r.number("contention_factor", 0, false);
   p.network = r.network("network");
+  p.loader = r.loader("loader");
   r.finish();
   p.source = file;
   return p;
@@ -222,6 +232,10 @@ void write_profile(const Profile& p, const std::string& path) {
   if (p.contention_factor != 1) root["contention_factor"] = p.contention_factor;
   if (p.network)
     root["network"] = {{"gbit_per_s", p.network->gbps}, {"latency_us", p.network->latency_us}};
+  if (p.loader)
+    root["loader"] = {{"images_per_s_per_thread", p.loader->images_per_s_per_thread},
+                      {"threads", p.loader->threads},
+                      {"data", p.loader->data}};
   write_file_atomically(path, root.dump(2) + "\n");
 }
 

@@ -1,7 +1,7 @@
 // The profiler: training iterations of the trainer's own workers give the per-layer, update and
 // sync figures (from the timeline's stream-order spans); on the CPU backend as many again with
 // per-layer chunks give the contention factor; then copies, host sums and device sums are timed
-// on the same workers, all N of them at once.
+// on the same workers, all N of them at once; on image data, the loader alone at the end.
 #include "cgdp/cost/profiler.hpp"
 
 #include <omp.h>
@@ -16,6 +16,7 @@
 #include "cgdp/core/error.hpp"
 #include "cgdp/cost/chunk_stages.hpp"
 #include "cgdp/cost/cost_inputs.hpp"
+#include "cgdp/data/loader_rate.hpp"
 #include "cgdp/sync/chunk_plan.hpp"
 #include "cgdp/sync/device_sum.hpp"
 #include "cgdp/sync/host_sum.hpp"
@@ -425,6 +426,15 @@ double fit_gbps(std::span<const TimedBytes> points) {
   return bytes / std::max(us, 1e-3) / 1e3;
 }
 
+// The loader alone, on the trainer's training split and threads: a rate per thread.
+LoaderCost measure_loader(const Trainer& trainer, int64_t samples) {
+  const int threads = trainer.train_loader_threads();
+  const LoaderRate rate = measure_loader_rate(trainer.train_data(), samples, threads, 2.0, 4,
+                                              /*seed=*/1, trainer.loader_binding());
+  return {rate.images_per_s / threads, threads,
+          cat(trainer.train_data()->describe(), ", ", shape_string(trainer.train_data()->sample_shape()))};
+}
+
 Profile measure_profile(const TrainConfig& config, const ProfileOptions& options) {
   check_options(options);
   Trainer trainer(profiling_config(config, options));
@@ -455,6 +465,7 @@ Profile measure_profile(const TrainConfig& config, const ProfileOptions& options
   p.host_sum =
       measure_host_sums(workers, sizes, config.host_threads, options.repeats, &p.host_threads);
   p.device_sum_gbps = measure_device_sum(workers, sizes.back(), options.repeats);
+  if (trainer.train_data()->decodes()) p.loader = measure_loader(trainer, p.batch * n);
   if (shared) {
     p.shared_cores = omp_get_num_procs();
     if (calibrate)

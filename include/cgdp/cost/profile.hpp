@@ -40,6 +40,13 @@ struct NetworkCost {
   double latency_us = 0;  // >= 0, per message (a piece of at most 1 MiB, src/shard/)
 };
 
+// The data loader on its own (cgdp profile on image data): what one decode thread fills.
+struct LoaderCost {
+  double images_per_s_per_thread = 0;  // > 0
+  int threads = 1;                      // threads it was measured with (the rate is their mean)
+  std::string data;                     // informative: the source and sample shape measured
+};
+
 struct Profile {
   int version = 1;
   std::string model;     // informative: the model file it was measured on
@@ -69,6 +76,8 @@ struct Profile {
   double contention_factor = 1;
   // Optional: the network, for predicting a run over several hosts (flags override it).
   std::optional<NetworkCost> network;
+  // Optional: the loader's decode rate, measured when the profile's data are image files.
+  std::optional<LoaderCost> loader;
   // Not in the file: where read_profile read it from, so that later errors can name it.
   std::string source = "profile";
 };

@@ -37,6 +37,10 @@ class Trainer {
   Net<float>& net() { return *workers_[0].net; }
   // This host's workers, and the workers of all hosts together.
   int num_workers() const { return static_cast<int>(workers_.size()); }
+  // The training split and the loader threads it is read with (the profiler times the loader).
+  std::shared_ptr<const Dataset> train_data() const { return train_data_; }
+  int train_loader_threads() const { return loader_threads(*train_data_); }
+  std::function<void()> loader_binding() const;
   int total_workers() const { return num_workers() * num_hosts(); }
   int num_hosts() const { return config_.hosts.empty() ? 1 : static_cast<int>(config_.hosts.size()); }
   int rank() const { return config_.rank; }
@@ -58,7 +62,6 @@ class Trainer {
   std::vector<Worker>& workers() { return workers_; }
 
  private:
-  std::function<void()> loader_binding() const;
   int loader_threads(const Dataset& data) const;  // --loader-threads, the topology's, or 1
   // `profile`: --chunk auto's, else null.
   void make_scheme(SyncKind kind, const Profile* profile);
