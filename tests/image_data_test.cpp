@@ -517,6 +517,25 @@ TEST_F(ImageSources, LoaderRatesAreMeasuredAloneAndInProfiles) {
   EXPECT_NE(written["loader"]["data"].get<std::string>().find("1x28x28"), std::string::npos);
 }
 
+// Crops of 48x64 JPEGs decode only the crop's rows and columns (from a DCT block's edge); the raw
+// records of the same files decode whole. Crops, mirrors and the mean image's place agree.
+TEST_F(ImageSources, CropOnlyDecodesReadTheMeanImageAtTheWholeImagesPlace) {
+  for (const char* split : {"train", "val"})
+    for (int i = 0; i < 6; ++i) write(cat(split, "/c", i % 2, "/", i, ".jpg"), encode_jpeg(picture(48, 64, 3, i), 95));
+  ConvertOptions c;
+  c.from = cat("folder:", dir_.string());
+  c.to = cat("lmdb:", (dir_ / "raw").string());
+  convert_images(c);
+  ImageOptions o = options(16);
+  o.classes = 2;
+  for (int i = 0; i < 3 * 48 * 64; ++i) o.transform.mean_image.push_back(static_cast<float>(i % 97));
+  o.transform.mean_height = 48;
+  o.transform.mean_width = 64;
+  const auto folder = open_dataset(c.from, Split::Train, {}, o);
+  const auto raw = open_dataset(c.to, Split::Train, {}, o);
+  for (int64_t epoch : {0, 1, 2}) EXPECT_EQ(all(*folder, 1, epoch), all(*raw, 1, epoch)) << epoch;
+}
+
 TEST_F(ImageSources, LmdbProblemsAreOneLineNamingTheDatabaseOrKey) {
   ImageOptions o = options();
   o.classes = 2;

@@ -7,6 +7,9 @@ namespace cgdp {
 
 namespace {
 
+int whole_height(const Image& image) { return image.whole_height > 0 ? image.whole_height : image.height; }
+int whole_width(const Image& image) { return image.whole_width > 0 ? image.whole_width : image.width; }
+
 // Uniform integer in [0, n) from draw i of `rng` (n is small: the bias of a multiply-shift of 53
 // random bits is far below anything a crop could show).
 int uniform_below(const CounterRng& rng, uint64_t i, int n) {
@@ -17,12 +20,14 @@ void check_fits(const Image& image, const CaffeTransform& t) {
   if (t.crop_size > 0 && (image.height < t.crop_size || image.width < t.crop_size))
     throw DataError(cat("image of ", image.height, "x", image.width, " is smaller than crop_size ",
                         t.crop_size));
+  // A decode of a region is checked as the whole image it is part of.
+  const int H = whole_height(image), W = whole_width(image);
   if (!t.mean_image.empty() &&
-      (t.mean_height != image.height || t.mean_width != image.width ||
-       t.mean_image.size() != static_cast<size_t>(image.channels) * image.height * image.width))
+      (t.mean_height != H || t.mean_width != W ||
+       t.mean_image.size() != static_cast<size_t>(image.channels) * H * W))
     throw DataError(cat("the mean image is ", t.mean_image.size() / std::max(1, t.mean_height * t.mean_width),
                         "x", t.mean_height, "x", t.mean_width, ", the image ", image.channels, "x",
-                        image.height, "x", image.width, " (resize the images or recompute the mean)"));
+                        H, "x", W, " (resize the images or recompute the mean)"));
   for (const auto* values : {&t.mean_values, &t.std_values})
     if (values->size() > 1 && values->size() != static_cast<size_t>(image.channels))
       throw DataError(cat(values->size(), values == &t.std_values ? " std" : " mean",
@@ -106,7 +111,10 @@ void apply_caffe_transform(const Image& image, const CaffeTransform& t, const Cr
       if (t.mean_image.empty()) {
         for (int w = 0; w < out_w; ++w, o += step) *o = (pixel[w * C] - mean_value) * gain;
       } else {
-        const float* mean = &t.mean_image[(static_cast<size_t>(c) * H + y) * W + draw.left];
+        // The mean image covers the whole image, of which this decode may be a region.
+        const size_t whole_w = static_cast<size_t>(whole_width(image));
+        const float* mean = &t.mean_image[(static_cast<size_t>(c) * whole_height(image) + y + image.top) * whole_w +
+                                          draw.left + image.left];
         for (int w = 0; w < out_w; ++w, o += step) *o = (pixel[w * C] - mean[w]) * gain;
       }
     }

@@ -102,7 +102,7 @@ thread_local Image scratch, resized;
 void ImageSourceDataset::caffe_sample(int64_t index, int& label, const CounterRng& rng,
                                       float* image_out) const {
   const CaffeTransform& t = options_.transform;
-  if (t.crop_size == 0 || options_.resize_height > 0 || !t.mean_image.empty())
+  if (t.crop_size == 0 || options_.resize_height > 0)
     return caffe_recipe(load_resized(index, label, scratch, resized), rng, image_out);
   // The crop is drawn on the stored size, before decoding, so a JPEG decodes only the crop.
   CropDraw draw;
