@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/data/batch_loader.hpp"
 #include "cgdp/data/image/image_dataset.hpp"
 #include "cgdp/data/image/random_resized_crop.hpp"
 #include "cgdp/data/open_dataset.hpp"
@@ -168,6 +169,30 @@ TEST_F(RrcFolder, DrawsDependOnlyOnSeedEpochAndSample) {
   EXPECT_NE(read_all(*d, 1, 2), read_all(*d, 1, 3));
   const auto test = open_dataset(cat("folder:", dir_.string()), Split::Test, {}, options(64));
   EXPECT_EQ(read_all(*test, 1, 2), read_all(*test, 1, 3));  // the centre, every epoch
+}
+
+// N workers (or hosts) each load their slice of a global batch: together the rows are those one
+// loader of the whole batch fills, for every batch of two epochs.
+TEST_F(RrcFolder, SlicesOfAGlobalBatchAreTheWholeBatchsRows) {
+  const std::shared_ptr<const Dataset> d = open_dataset(cat("folder:", dir_.string()), Split::Train, {}, options(16));
+  const int64_t elements = d->sample_elements();
+  LoaderOptions whole{.global_batch = 4, .seed = 9};
+  BatchLoader one(d, whole);
+  std::vector<std::unique_ptr<BatchLoader>> slices;
+  for (int64_t begin : {0, 2}) {
+    LoaderOptions o = whole;
+    o.slice = {begin, 2};
+    slices.push_back(std::make_unique<BatchLoader>(d, o));
+  }
+  for (int batch = 0; batch < 3; ++batch) {  // 6 images: the third batch runs into epoch 1
+    const Batch& all = one.next();
+    for (int s = 0; s < 2; ++s) {
+      const Batch& part = slices[s]->next();
+      ASSERT_TRUE(std::equal(part.images, part.images + 2 * elements, all.images + s * 2 * elements))
+          << "batch " << batch << " slice " << s;
+      ASSERT_TRUE(std::equal(part.labels, part.labels + 2, all.labels + s * 2));
+    }
+  }
 }
 
 // A 240 x 320 JPEG cropped to 32 x 32: the decode is DCT-scaled (the box needs a quarter of the

@@ -25,7 +25,7 @@ case "$kind" in
   address)
     flags=address,undefined
     suites=(model_file_test wiring_check_test data_test checkpoint_test safetensors_test file_test
-            shard_test shard_fault_test cli_test models_test image_data_test memory_estimate_test)
+            shard_test shard_fault_test cli_test models_test image_data_test random_resized_crop_test memory_estimate_test)
     skip=
     export ASAN_OPTIONS="detect_leaks=1 abort_on_error=1"
     export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1"

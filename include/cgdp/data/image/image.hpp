@@ -36,6 +36,8 @@ Image decode_image(std::span<const uint8_t> bytes, int channels, int min_height 
 // The same into `out`, whose pixel buffer is reused: a loader thread decodes image after image.
 // A JPEG is decoded only over `region` (of the stored image, plus a pixel's margin, the left edge
 // moved to a DCT block's): `out`'s top/left/whole_* say where it lies. Other images decode whole.
+// A region's decode stops after its last row, so damage further down the file goes unnoticed;
+// a whole decode reads to the end marker and reports it.
 void decode_image(std::span<const uint8_t> bytes, int channels, int min_height, int min_width,
                   Image& out, const CropBox& region = {});
 
