@@ -320,20 +320,23 @@ TEST_F(ImageFiles, TrainingFromAFolderResumesExactlyMidEpoch) {
   for (const char* split : {"train", "val"})
     for (int k = 0; k < 2; ++k)
       for (int i = 0; i < 6; ++i) write(cat(split, "/c", k, "/", i, ".png"), encode_png(picture(32, 32, 1, 10 * k + i)));
-  const std::string run = cat(CGDP_BINARY_DIR, "/cgdp train --data folder:", dir_.string(),
-                              " --crop 28 --mirror --batch 4 --test-batch 4 --test-samples 4 --plain"
-                              " --lr 0.05 --lr-policy fixed ");  // poly would decay over each run
-  const std::string a = (dir_ / "a.safetensors").string(), b = (dir_ / "b.safetensors").string();
-  const std::string prefix = (dir_ / "ck").string();
-  testing::CommandResult r = testing::run_command(run + "--iterations 5 --save " + a + " 2>&1");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("on folder:"), std::string::npos) << r.output;
-  r = testing::run_command(cat(run, "--iterations 2 --snapshot-every 2 --snapshot-prefix ", prefix, " 2>&1"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = testing::run_command(cat(run, "--iterations 5 --resume ", prefix, "_iter_2.ckpt --save ", b, " 2>&1"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(read(a), read(b));
-  EXPECT_FALSE(read(a).empty());
+  // Caffe's recipe, then torchvision's.
+  for (const char* recipe : {" --crop 28 --mirror", " --augment rrc:28 --mirror --mean-value 100 --std 60"}) {
+    const std::string run = cat(CGDP_BINARY_DIR, "/cgdp train --data folder:", dir_.string(), recipe,
+                                " --batch 4 --test-batch 4 --test-samples 4 --plain"
+                                " --lr 0.05 --lr-policy fixed ");  // poly would decay over each run
+    const std::string a = (dir_ / "a.safetensors").string(), b = (dir_ / "b.safetensors").string();
+    const std::string prefix = (dir_ / "ck").string();
+    testing::CommandResult r = testing::run_command(run + "--iterations 5 --save " + a + " 2>&1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("on folder:"), std::string::npos) << r.output;
+    r = testing::run_command(cat(run, "--iterations 2 --snapshot-every 2 --snapshot-prefix ", prefix, " 2>&1"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    r = testing::run_command(cat(run, "--iterations 5 --resume ", prefix, "_iter_2.ckpt --save ", b, " 2>&1"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(read(a), read(b)) << recipe;
+    EXPECT_FALSE(read(a).empty());
+  }
 }
 
 // Caffe's Datum field numbers, from bytes written by hand: channels 1, height 2, width 3, data 4,
