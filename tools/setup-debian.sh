@@ -23,8 +23,8 @@ packages=(
   dataset-fashion-mnist python3 gnuplot-nox iproute2
   # tools/fashion_to_folder.py writes PNG/JPEG folders, and the image tests decode with it
   python3-pil
-  # cgdp launch reaches other hosts over ssh
-  openssh-client
+  # cgdp launch reaches other hosts over ssh; the launcher tests start ranks with mpirun
+  openssh-client openmpi-bin
   # the bench scripts: awk, jq, and for bench/gpu/run.sh prepare: git, tar -J
   mawk jq git xz-utils
 )

@@ -1,5 +1,8 @@
 // `cgdp train`: flags -> TrainConfig -> Trainer. With no flags it trains the default model on
 // Fashion-MNIST from Debian's dataset-fashion-mnist package.
+#include <cstdlib>
+
+#include "cgdp/launchers/launched_hosts.hpp"
 #include "cgdp/train/trainer.hpp"
 #include "cli/commands.hpp"
 #include "cli/launcher_link.hpp"
@@ -72,10 +75,18 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--token-file", c.token_file, "Cluster token file (default: $CGDP_CLUSTER_TOKEN)");
   cmd->add_option("--timeout-s", c.timeout_s, "Stop when a host or shard is silent this long")
       ->capture_default_str()->check(kPositive);
+  cmd->add_option("--master", c.master,
+                  "Under mpirun without --hosts: HOST:PORT where rank 0 tells the ranks each other's "
+                  "addresses (default: $CGDP_MASTER_ADDR); srun needs none");
+  cmd->add_option("--shard-port", c.shard_port,
+                  "Under mpirun or srun: the port of a host's first rank's shard (the k-th: + k)")
+      ->capture_default_str()->check(CLI::Range(1, 65535));
   return [f, cmd] {
     end_with_launcher();
     check_worker_count(f->config, f->oversubscribe);
-    Trainer trainer(resolved_config(*f, *cmd));
+    TrainConfig config = resolved_config(*f, *cmd);
+    take_hosts_from_launcher(config, [](const char* name) { return std::getenv(name); }, stdout);
+    Trainer trainer(config);
     trainer.run();
     return 0;
   };

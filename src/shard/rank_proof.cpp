@@ -17,9 +17,10 @@ constexpr int kMaxRank = 1 << 20;  // far above any cluster; bounds what a user 
 
 std::string rank_user(int rank) { return cat("host-", rank); }
 
-std::string rank_proof(const std::string& token, int rank) {
+std::string rank_proof(const std::string& token, int rank) { return token_hmac(token, cat("cgdp host ", rank)); }
+
+std::string token_hmac(const std::string& token, const std::string& message) {
   if (sodium_init() < 0) throw Error("libsodium failed to initialise");
-  const std::string message = cat("cgdp host ", rank);
   unsigned char mac[crypto_auth_hmacsha256_BYTES];
   crypto_auth_hmacsha256_state state;
   crypto_auth_hmacsha256_init(&state, reinterpret_cast<const unsigned char*>(token.data()), token.size());

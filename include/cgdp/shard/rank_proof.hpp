@@ -11,6 +11,9 @@ namespace cgdp {
 // The PLAIN user name a host connects with: "host-<rank>".
 std::string rank_user(int rank);
 
+// Hex HMAC-SHA256 of `message` under `token` (64 characters).
+std::string token_hmac(const std::string& token, const std::string& message);
+
 // Hex HMAC-SHA256 of "cgdp host <rank>" under `token` (64 characters).
 std::string rank_proof(const std::string& token, int rank);
 

@@ -73,6 +73,11 @@ struct TrainConfig {
   int rank = 0;
   std::string token_file;  // the cluster token; empty: $CGDP_CLUSTER_TOKEN
   double timeout_s = 30;   // a host or shard silent this long stops the run
+  // Started by mpirun or srun without --hosts (launchers/launched_hosts.hpp): rank 0's
+  // rendezvous address ("host:port"; empty: $CGDP_MASTER_ADDR), and the shard port of a host's
+  // first rank (the k-th rank on a host listens at shard_port + k).
+  std::string master;
+  int shard_port = 29500;
   // Test knob (CPU backend): worker `fail_worker`'s device fails its copies after `fail_after_copies`.
   int fail_worker = -1;
   int64_t fail_after_copies = 0;

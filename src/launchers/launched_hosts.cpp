@@ -1,0 +1,69 @@
+// From a launcher's environment to --hosts and --rank.
+#include "cgdp/launchers/launched_hosts.hpp"
+
+#include <chrono>
+#include <cmath>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/launchers/rendezvous.hpp"
+#include "cgdp/shard/cluster_token.hpp"
+#include "cgdp/sync/host_list.hpp"
+
+namespace cgdp {
+
+namespace {
+
+// Slurm: each rank's node, the k-th rank on a node at shard_port + k.
+std::vector<std::string> slurm_host_list(const LauncherRank& l, int shard_port) {
+  std::vector<std::string> hosts;
+  for (size_t r = 0; r < l.hosts.size(); ++r) {
+    int earlier = 0;
+    for (size_t q = 0; q < r; ++q) earlier += l.hosts[q] == l.hosts[r];
+    hosts.push_back(cat(l.hosts[r], ":", shard_port + earlier));
+  }
+  return hosts;
+}
+
+HostPort master_address(const TrainConfig& config, const GetEnv& getenv, const LauncherRank& l) {
+  std::string text = config.master;
+  if (text.empty() && getenv(kMasterAddrEnv)) text = getenv(kMasterAddrEnv);
+  if (text.empty())
+    throw UsageError(cat(l.launcher, " started rank ", l.rank, " of ", l.size, " without --hosts: give --master "
+                         "HOST:PORT (or ", kMasterAddrEnv, "), where rank 0 tells the ranks each other's addresses"));
+  const std::vector<HostPort> parsed = parse_host_list({text});
+  if (l.rank == 0 && !is_local_host(parsed[0].host))
+    throw UsageError(cat("--master ", text, ": rank 0 runs on this host, which is not ", parsed[0].host,
+                         " (give rank 0's host)"));
+  return parsed[0];
+}
+
+}  // namespace
+
+void take_hosts_from_launcher(TrainConfig& config, const GetEnv& getenv, FILE* log) {
+  if (!config.hosts.empty()) return;
+  const std::optional<LauncherRank> l = detect_launcher(getenv);
+  if (!l || l->size == 1) return;
+  if (config.device_kind == "cuda" && l->local_size > 1)
+    throw UsageError(cat(l->launcher, " put ", l->local_size, " ranks on this host; with --device-kind cuda cgdp "
+                         "runs one rank per host with its --devices GPUs (srun --ntasks-per-node=1, "
+                         "mpirun --map-by ppr:1:node)"));
+  const int shard_port = config.shard_port + l->local_rank;
+  if (!l->hosts.empty()) {
+    config.hosts = slurm_host_list(*l, config.shard_port);
+  } else {
+    RendezvousConfig r;
+    r.master = master_address(config, getenv, *l);
+    r.rank = l->rank;
+    r.size = l->size;
+    r.shard_port = shard_port;
+    r.token = load_cluster_token(config.token_file);
+    r.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(config.timeout_s * 1000)));
+    config.hosts = rendezvous(r);
+  }
+  config.rank = l->rank;
+  std::fprintf(log, "cgdp: %s rank %d of %d (local %d of %d): shard at %s\n", l->launcher.c_str(),
+               l->rank, l->size, l->local_rank, l->local_size, config.hosts[l->rank].c_str());
+  std::fflush(log);
+}
+
+}  // namespace cgdp
