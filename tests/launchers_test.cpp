@@ -13,7 +13,9 @@
 #include "cgdp/launchers/launcher_env.hpp"
 #include "cgdp/launchers/rendezvous.hpp"
 #include "cgdp/launchers/slurm_lists.hpp"
+#include "cgdp/shard/cluster_token.hpp"
 #include "support/loopback_job.hpp"
+#include "support/temp_dir.hpp"
 
 namespace cgdp {
 namespace {
@@ -213,11 +215,13 @@ TEST_F(LaunchedJob, MpirunOfTwoAndThreeRanksEqualsTheHostsRun) {
 TEST_F(LaunchedJob, SimulatedSrunEqualsTheHostsRun) {
   const std::vector<uint8_t> want = with_hosts(2);
   const int port = testing::free_ports(2, /*consecutive=*/true)[0];
+  // No token yet: rank 0 makes the file, rank 1 waits for it.
+  const std::string token = (dir_ / "token").string();
   std::string script;
   for (int r = 0; r < 2; ++r)
     script += cat("{ SLURM_PROCID=", r, " SLURM_LOCALID=", r, " SLURM_NTASKS=2 SLURM_STEP_NODELIST=localhost "
-                  "SLURM_STEP_TASKS_PER_NODE=2 CGDP_CLUSTER_TOKEN=", testing::kJobToken, " timeout -s KILL 120 ",
-                  testing::kCgdp, " train ", kJob, " --shard-port ", port,
+                  "SLURM_STEP_TASKS_PER_NODE=2 timeout -s KILL 120 ",
+                  testing::kCgdp, " train ", kJob, " --shard-port ", port, " --token-file ", token,
                   r == 0 ? cat(" --save ", (dir_ / "srun.safetensors").string()) : std::string(), " > ",
                   (dir_ / cat("srun", r, ".log")).string(), " 2>&1; echo $? > ", (dir_ / cat("srun", r, ".rc")).string(),
                   "; } & ");
@@ -227,6 +231,22 @@ TEST_F(LaunchedJob, SimulatedSrunEqualsTheHostsRun) {
     EXPECT_NE(testing::read_text(dir_ / cat("srun", r, ".log")).find(cat("cgdp: Slurm rank ", r, " of 2")), std::string::npos);
   }
   EXPECT_EQ(bytes("srun.safetensors"), want);
+  EXPECT_NE(testing::read_text(dir_ / "srun0.log").find("made the cluster token"), std::string::npos);
+  EXPECT_EQ(load_cluster_token(token).size(), 64u);
+}
+
+TEST(ClusterTokenFile, IsMadeOnceOwnerOnly) {
+  testing::TempDir dir;
+  const std::string path = (dir / "t").string();
+  ASSERT_TRUE(create_cluster_token_file(path));
+  const std::string first = load_cluster_token(path);  // refuses a file others may read
+  EXPECT_EQ(first.size(), 64u);
+  EXPECT_EQ(first.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_FALSE(create_cluster_token_file(path));
+  EXPECT_EQ(load_cluster_token(path), first);
+  const std::string other = (dir / "u").string();
+  ASSERT_TRUE(create_cluster_token_file(other));
+  EXPECT_NE(load_cluster_token(other), first);
 }
 
 TEST_F(LaunchedJob, ARankKilledUnderMpirunStopsTheJobNamingIt) {

@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <thread>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/launchers/rendezvous.hpp"
@@ -37,6 +39,25 @@ HostPort master_address(const TrainConfig& config, const GetEnv& getenv, const L
   return parsed[0];
 }
 
+// --token-file on a shared file system that does not exist yet: rank 0 makes it, the others wait
+// for it (up to the timeout) before anything reads it.
+void share_token_file(const TrainConfig& config, const LauncherRank& l, FILE* log) {
+  if (config.token_file.empty()) return;
+  if (l.rank == 0) {
+    if (create_cluster_token_file(config.token_file))
+      std::fprintf(log, "cgdp: made the cluster token %s for the job's ranks\n", config.token_file.c_str());
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(std::ceil(config.timeout_s * 1000)));
+  while (!std::filesystem::exists(config.token_file)) {
+    if (std::chrono::steady_clock::now() > deadline)
+      throw UsageError(cat("--token-file ", config.token_file, ": not there after ", config.timeout_s,
+                           " s (rank 0 makes it when missing: is the path on a file system every rank shares?)"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 }  // namespace
 
 void take_hosts_from_launcher(TrainConfig& config, const GetEnv& getenv, FILE* log) {
@@ -48,6 +69,7 @@ void take_hosts_from_launcher(TrainConfig& config, const GetEnv& getenv, FILE* l
                          "runs one rank per host with its --devices GPUs (srun --ntasks-per-node=1, "
                          "mpirun --map-by ppr:1:node)"));
   const int shard_port = config.shard_port + l->local_rank;
+  share_token_file(config, *l, log);
   if (!l->hosts.empty()) {
     config.hosts = slurm_host_list(*l, config.shard_port);
   } else {

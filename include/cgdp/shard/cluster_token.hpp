@@ -15,4 +15,9 @@ inline constexpr const char* kClusterTokenEnv = "CGDP_CLUSTER_TOKEN";
 std::string load_cluster_token(const std::string& token_file,
                                const char* env_var = kClusterTokenEnv);
 
+// Creates `path` with a new random token (64 hex characters), owner-only (mode 600), whole or not
+// at all (written beside it, then renamed): rank 0 makes it on a shared file system for a job's
+// ranks. Returns false, creating nothing, when `path` exists. IoError names the path on failure.
+bool create_cluster_token_file(const std::string& path);
+
 }  // namespace cgdp
