@@ -235,6 +235,29 @@ TEST_F(LaunchedJob, SimulatedSrunEqualsTheHostsRun) {
   EXPECT_EQ(load_cluster_token(token).size(), 64u);
 }
 
+// A task of a step scancel'ed or killed while srun lets the others run (no --kill-on-bad-exit):
+// they stop within --timeout-s, naming the host that went.
+TEST_F(LaunchedJob, ASimulatedSlurmTaskKilledStopsTheOthersNamingItsHost) {
+  const int port = testing::free_ports(3, /*consecutive=*/true)[0];
+  // The victim runs unguarded, so that $! is its own pid; the others are killed after 120 s.
+  auto task = [&](int r) {
+    return cat("SLURM_PROCID=", r, " SLURM_LOCALID=", r, " SLURM_NTASKS=3 SLURM_STEP_NODELIST=localhost "
+               "SLURM_STEP_TASKS_PER_NODE=3 CGDP_CLUSTER_TOKEN=", testing::kJobToken,
+               r == 1 ? " " : " timeout -s KILL 120 ",
+               testing::kCgdp, " train --data synthetic --batch 3 --lr 0.01 --devices 1 --iterations 100000000 "
+               "--threads 1 --oversubscribe --plain --display 1 --test-interval -1 --timeout-s 2 --shard-port ",
+               port, " > ", (dir_ / cat("task", r, ".log")).string(), " 2>&1");
+  };
+  const std::string victim_log = (dir_ / "task1.log").string();
+  testing::run_command(cat("{ ", task(0), "; } & { ", task(2), "; } & ", task(1), " & victim=$!; ",
+                           "for i in $(seq 600); do grep -q '^iter' ", victim_log, " && break; sleep 0.1; done; ",
+                           "kill -KILL $victim; wait"));
+  for (int r : {0, 2}) {
+    const std::string log = testing::read_text(dir_ / cat("task", r, ".log"));
+    EXPECT_NE(log.find(cat("cgdp: error: host 1 (localhost:", port + 1, ") is gone")), std::string::npos) << log.substr(log.size() > 2000 ? log.size() - 2000 : 0);
+  }
+}
+
 TEST(ClusterTokenFile, IsMadeOnceOwnerOnly) {
   testing::TempDir dir;
   const std::string path = (dir / "t").string();
