@@ -258,6 +258,19 @@ TEST_F(LaunchedJob, ASimulatedSlurmTaskKilledStopsTheOthersNamingItsHost) {
   }
 }
 
+// cgdp profile on every host of a job: each measures its own machine, rank r > 0 writing beside
+// rank 0's file.
+TEST_F(LaunchedJob, ProfilesOfSeveralRanksAreWrittenSideBySide) {
+  const std::string out = (dir_ / "p.json").string();
+  const testing::CommandResult r = testing::run_command(
+      cat("OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 ", testing::kCgdp, " profile --data synthetic "
+          "--batch 2 --iterations 2 --warmup 1 --repeats 1 -o ", out, " 2>&1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(cat("cgdp: wrote ", (dir_ / "p.rank1.json").string())), std::string::npos) << r.output;
+  EXPECT_EQ(testing::read_text(dir_ / "p.json"), "");  // rank 0's name is left to rank 0
+  EXPECT_NE(testing::read_text(dir_ / "p.rank1.json").find("\"layers\""), std::string::npos);
+}
+
 TEST(ClusterTokenFile, IsMadeOnceOwnerOnly) {
   testing::TempDir dir;
   const std::string path = (dir / "t").string();

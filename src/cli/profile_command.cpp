@@ -2,10 +2,13 @@
 // trainer's flags, prints a short summary and writes the profile as JSON.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/cost/profiler.hpp"
+#include "cgdp/io/file.hpp"
+#include "cgdp/launchers/launcher_env.hpp"
 #include "cli/commands.hpp"
 #include "cli/train_flags.hpp"
 
@@ -80,10 +83,14 @@ Runner add_profile_command(CLI::App& app) {
     if (!std::filesystem::is_directory(dir, ec))
       throw IoError(cat(f->out, ": no directory ", dir.string()));
     check_worker_count(f->train.config, f->train.oversubscribe);
+    // Started on several hosts by mpirun or srun: each profiles its own machine and rank r > 0
+    // writes beside rank 0's file, so that a shared directory keeps every host's.
+    const auto launched = detect_launcher([](const char* name) { return std::getenv(name); });
+    const std::string path = rank_file_path(f->out, launched ? launched->rank : 0);
     const Profile profile = measure_profile(resolved_config(f->train, *cmd), f->options);
     print_summary(profile, stdout);
-    write_profile(profile, f->out);
-    std::printf("cgdp: wrote %s\n", f->out.c_str());
+    write_profile(profile, path);
+    std::printf("cgdp: wrote %s\n", path.c_str());
     return 0;
   };
 }

@@ -83,6 +83,12 @@ void sync_directory(const std::filesystem::path& target) {
 
 }  // namespace
 
+std::string rank_file_path(const std::string& path, int rank) {
+  if (rank == 0 || path.empty()) return path;
+  std::filesystem::path p(path);
+  return (p.parent_path() / cat(p.stem().string(), ".rank", rank, p.extension().string())).string();
+}
+
 std::string read_file(const std::filesystem::path& path) {
   std::string bytes;
   read_file(path, bytes);

@@ -17,6 +17,7 @@
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/device/devices.hpp"
 #include "cgdp/device/cuda_options.hpp"
+#include "cgdp/io/file.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/shard/cluster_token.hpp"
 #include "cgdp/train/stream_trace.hpp"
@@ -72,13 +73,6 @@ int64_t declared_batch_size(const proto::NetParameter& model) {
   return 0;  // the net reports the missing Input
 }
 
-// Rank r > 0 writes its own timeline beside rank 0's: run.json -> run.rank1.json.
-std::string rank_path(const std::string& path, int rank) {
-  if (rank == 0 || path.empty()) return path;
-  std::filesystem::path p(path);
-  return (p.parent_path() / cat(p.stem().string(), ".rank", rank, p.extension().string())).string();
-}
-
 DeviceKind parse_device_kind(const std::string& name) {
   if (name == "cpu") return DeviceKind::Cpu;
   if (name == "cuda") return DeviceKind::Cuda;
@@ -101,7 +95,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
     throw UsageError(cat("--hosts needs --sync cgdp (the shards sum the hosts' chunks), not ", config.sync));
   if (config.rank < 0 || config.rank >= num_hosts())
     throw UsageError(cat("--rank ", config.rank, " is outside the ", num_hosts(), " hosts of --hosts"));
-  config_.timeline_path = rank_path(config.timeline_path, config.rank);
+  config_.timeline_path = rank_file_path(config.timeline_path, config.rank);
   if (config.rank != 0) config_.metrics_path.clear();  // the job's metrics come from rank 0
   const DeviceKind device_kind = parse_device_kind(config.device_kind);
   if (config.cudnn_workspace_mb < 0) throw UsageError("--cudnn-workspace-mb must be >= 0");

@@ -8,6 +8,10 @@
 
 namespace cgdp {
 
+// Where rank r of a multi-host job writes a file the job names once: rank 0 at `path`, rank r > 0
+// beside it (run.json -> run.rank1.json), so ranks sharing a file system do not overwrite it.
+std::string rank_file_path(const std::string& path, int rank);
+
 // The file's bytes; throws IoError naming the file when it is missing or unreadable.
 std::string read_file(const std::filesystem::path& path);
 // The same into `bytes`, whose capacity is kept: a loader thread reads file after file into one.
