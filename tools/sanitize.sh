@@ -15,7 +15,7 @@ case "$kind" in
   thread)
     flags=thread
     suites=(cpu_stream_test host_aggregator_test host_sum_test shard_test shard_fault_test
-            cgdp_pipeline_test data_test train_test scale_out_test)
+            cgdp_pipeline_test data_test train_test scale_out_test launchers_test)
     # The sanitizer builds' -O2 code (no -march=x86-64-v3: other FMA contraction) misses this
     # test's 1e-5 tolerance at 4.4e-5, in either sanitizer; the bit-for-bit ones still run here.
     skip=ScaleOut.TwoHostsOfThreeDevicesMatchOneHostOfSixOnFashionCnn
@@ -25,7 +25,8 @@ case "$kind" in
   address)
     flags=address,undefined
     suites=(model_file_test wiring_check_test data_test checkpoint_test safetensors_test file_test
-            shard_test shard_fault_test cli_test models_test image_data_test random_resized_crop_test memory_estimate_test)
+            shard_test shard_fault_test cli_test models_test image_data_test random_resized_crop_test memory_estimate_test
+            launchers_test)
     skip=
     export ASAN_OPTIONS="detect_leaks=1 abort_on_error=1"
     export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1"
