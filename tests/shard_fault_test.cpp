@@ -473,8 +473,8 @@ void exchange(PsClient& client, std::vector<float>& g, int64_t iteration) {
 
 TEST(ShardFailure, KilledShardFailsThePullNamingIt) {
   TwoShardsOneRemote shards({300, 500});  // chunk 0 on shard 0, chunk 1 on shard 1
+  std::vector<float> g(800, 1.f);  // before the client: a failed push may be read until it is gone
   PsClient client(shards.client());
-  std::vector<float> g(800, 1.f);
   exchange(client, g, 0);
   EXPECT_EQ(g[799], 1.f);
   shards.signal(SIGKILL);
@@ -484,8 +484,8 @@ TEST(ShardFailure, KilledShardFailsThePullNamingIt) {
 
 TEST(ShardFailure, FrozenShardTimesOutNamingIt) {
   TwoShardsOneRemote shards({300, 500});
+  std::vector<float> g(800, 1.f);  // before the client: a failed push may be read until it is gone
   PsClient client(shards.client());
-  std::vector<float> g(800, 1.f);
   exchange(client, g, 0);
   shards.signal(SIGSTOP);
   const std::string what = network_error([&] { exchange(client, g, 1); });
@@ -499,8 +499,8 @@ TEST(ShardFailure, FrozenShardIsDetectedWhileIdle) {
   TwoShardsOneRemote shards({300, 500});
   PsClientConfig config = shards.client();
   config.timeout = std::chrono::seconds(60);
+  std::vector<float> g(800, 1.f);  // before the client: a failed push may be read until it is gone
   PsClient client(config);
-  std::vector<float> g(800, 1.f);
   exchange(client, g, 0);
   shards.signal(SIGSTOP);
   std::string what;

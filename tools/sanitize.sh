@@ -28,8 +28,11 @@ case "$kind" in
             shard_test shard_fault_test cli_test models_test image_data_test random_resized_crop_test memory_estimate_test
             launchers_test)
     skip=
-    export ASAN_OPTIONS="detect_leaks=1 abort_on_error=1"
+    # Slow unwinding: the hwloc plugin frames have no frame pointers, and the suppression below
+    # must see hwloc_topology_load.
+    export ASAN_OPTIONS="detect_leaks=1 abort_on_error=1 fast_unwind_on_malloc=0"
     export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1"
+    export LSAN_OPTIONS="suppressions=$PWD/tools/lsan.supp print_suppressions=0"
     ;;
   *) echo "usage: tools/sanitize.sh thread|address" >&2; exit 2 ;;
 esac

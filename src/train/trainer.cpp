@@ -176,6 +176,9 @@ Trainer::~Trainer() {
         s->synchronize();
       } catch (...) {  // the failure was reported where it happened
       }
+  // After a shard failed, ZeroMQ may still hold a push that reads the scheme's sum buffer: close
+  // the cluster's sockets (its context waits for them) before the scheme frees that buffer.
+  cluster_.reset();
 }
 
 // Measures the run on a MeasuringDevice and refuses it, before any real allocation, when it does

@@ -43,7 +43,8 @@ class PsClient {
 
   // Sends chunk `chunk` of iteration `iteration` (count must be the chunk's size) to the shards
   // owning its pieces and returns at once. The floats are sent from `data` itself (no copy), so
-  // `data` must stay valid and unchanged until pull() of the same (iteration, chunk) returned.
+  // `data` must stay valid and unchanged until pull() of the same (iteration, chunk) returned;
+  // when that pull throws, until the client is destroyed (ZeroMQ may still hold the push, zero-copy).
   // Each chunk is pushed once per iteration, and every pushed chunk is pulled. Throws
   // NetworkError if a shard's connection is lost.
   void push(int64_t iteration, int chunk, const float* data, int64_t count);
