@@ -96,7 +96,7 @@ TEST(LauncherEnv, BadValuesAreOneLineNamingTheVariable) {
             "OMPI_COMM_WORLD_RANK='x': expected an integer >= 0");
   EXPECT_EQ(usage_error([] { detect_launcher(from({{"PMI_RANK", "3"}, {"PMI_SIZE", "3"}})); }),
             "PMI_RANK=3 is not below the 3 ranks");
-  EXPECT_EQ(usage_error([] { detect_launcher(from({{"PMI_RANK", "0"}})); }), "PMI set a rank but not PMI_SIZE");
+  EXPECT_EQ(usage_error([] { detect_launcher(from({{"PMI_RANK", "0"}})); }), "PMI (MPICH/Hydra) set a rank but not PMI_SIZE");
   Env slurm{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_NODELIST", "a,b"},
             {"SLURM_DISTRIBUTION", "cyclic"}};
   EXPECT_EQ(usage_error([&] { detect_launcher(from(slurm)); }),

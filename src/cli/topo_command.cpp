@@ -128,7 +128,7 @@ void print_report(const Topology& topo, const Placement& plan,
 Runner add_topo_command(CLI::App& app) {
   auto opt = std::make_shared<TopoOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "topo", "Print the NUMA nodes, cores and GPUs found, and where workers would be placed");
+      "topo", "Print the NUMA nodes, cores and GPUs found, and where workers, sums and loader threads go");
   cmd->add_option("--devices", opt->devices, "Workers to plan for (default: one per GPU, or 1)")
       ->check(kPositive);
   cmd->add_flag("--cpu", opt->cpu, "Plan CPU workers (the default when there is no GPU)");

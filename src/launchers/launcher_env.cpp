@@ -54,18 +54,41 @@ std::vector<std::string> slurm_hosts(const GetEnv& getenv, int size) {
   return hosts;
 }
 
+// The variables an MPI launcher sets for each rank.
+struct MpiVariables {
+  const char* launcher;
+  const char* rank;
+  const char* size;
+  const char* size_otherwise;  // read when `size` is unset (PMIx keeps the size in its server)
+  const char* local_rank;
+  const char* local_size;
+};
+constexpr MpiVariables kOpenMpi{"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", nullptr,
+                                "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"};
+constexpr MpiVariables kPmix{"PMIx", "PMIX_RANK", "PMIX_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_LOCAL_RANK",
+                             "PMIX_LOCAL_SIZE"};
+constexpr MpiVariables kPmi{"PMI (MPICH/Hydra)", "PMI_RANK", "PMI_SIZE", nullptr, "MPI_LOCALRANKID",
+                            "MPI_LOCALNRANKS"};
+
+LauncherRank read_mpi(const GetEnv& getenv, const MpiVariables& v) {
+  LauncherRank r;
+  r.launcher = v.launcher;
+  r.rank = required(getenv, v.rank, 0, v.launcher);
+  const std::optional<int> size = integer(getenv, v.size, 1);
+  r.size = size || !v.size_otherwise ? required(getenv, v.size, 1, v.launcher)
+                                     : required(getenv, v.size_otherwise, 1, v.launcher);
+  r.local_rank = integer(getenv, v.local_rank, 0).value_or(0);
+  r.local_size = integer(getenv, v.local_size, 1).value_or(1);
+  check_rank(r, v.rank);
+  return r;
+}
+
 }  // namespace
 
 std::optional<LauncherRank> detect_launcher(const GetEnv& getenv) {
-  LauncherRank r;
-  if (integer(getenv, "OMPI_COMM_WORLD_RANK", 0)) {
-    r.launcher = "Open MPI";
-    r.rank = required(getenv, "OMPI_COMM_WORLD_RANK", 0, "Open MPI");
-    r.size = required(getenv, "OMPI_COMM_WORLD_SIZE", 1, "Open MPI");
-    r.local_rank = integer(getenv, "OMPI_COMM_WORLD_LOCAL_RANK", 0).value_or(0);
-    r.local_size = integer(getenv, "OMPI_COMM_WORLD_LOCAL_SIZE", 1).value_or(1);
-    check_rank(r, "OMPI_COMM_WORLD_RANK");
-  } else if (integer(getenv, "SLURM_PROCID", 0)) {
+  if (integer(getenv, kOpenMpi.rank, 0)) return read_mpi(getenv, kOpenMpi);
+  if (integer(getenv, "SLURM_PROCID", 0)) {
+    LauncherRank r;
     r.launcher = "Slurm";
     r.rank = required(getenv, "SLURM_PROCID", 0, "Slurm");
     r.size = integer(getenv, "SLURM_STEP_NUM_TASKS", 1).value_or(required(getenv, "SLURM_NTASKS", 1, "Slurm"));
@@ -74,26 +97,11 @@ std::optional<LauncherRank> detect_launcher(const GetEnv& getenv) {
     r.hosts = slurm_hosts(getenv, r.size);
     r.local_size = 0;
     for (const std::string& h : r.hosts) r.local_size += h == r.hosts[r.rank];
-  } else if (integer(getenv, "PMIX_RANK", 0)) {
-    r.launcher = "PMIx";
-    r.rank = required(getenv, "PMIX_RANK", 0, "PMIx");
-    // PMIx puts the size in its server, not the environment; launchers built on it export these.
-    const std::optional<int> size = integer(getenv, "PMIX_SIZE", 1);
-    r.size = size ? *size : required(getenv, "OMPI_COMM_WORLD_SIZE", 1, "PMIx (PMIX_SIZE)");
-    r.local_rank = integer(getenv, "PMIX_LOCAL_RANK", 0).value_or(0);
-    r.local_size = integer(getenv, "PMIX_LOCAL_SIZE", 1).value_or(1);
-    check_rank(r, "PMIX_RANK");
-  } else if (integer(getenv, "PMI_RANK", 0)) {
-    r.launcher = "PMI (MPICH/Hydra)";
-    r.rank = required(getenv, "PMI_RANK", 0, "PMI");
-    r.size = required(getenv, "PMI_SIZE", 1, "PMI");
-    r.local_rank = integer(getenv, "MPI_LOCALRANKID", 0).value_or(0);
-    r.local_size = integer(getenv, "MPI_LOCALNRANKS", 1).value_or(1);
-    check_rank(r, "PMI_RANK");
-  } else {
-    return std::nullopt;
+    return r;
   }
-  return r;
+  if (integer(getenv, kPmix.rank, 0)) return read_mpi(getenv, kPmix);
+  if (integer(getenv, kPmi.rank, 0)) return read_mpi(getenv, kPmi);
+  return std::nullopt;
 }
 
 }  // namespace cgdp
