@@ -160,6 +160,20 @@ TEST(Rendezvous, AnotherTokenOrAMissingRankIsNamed) {
   }
   zero.join();
   EXPECT_NE(error.find("a rank's report is signed with another cluster token"), std::string::npos) << error;
+  // A master port already taken is named.
+  const int taken = testing::free_ports(1)[0];
+  std::thread holder([&] {
+    try {
+      rendezvous({{"127.0.0.1", taken}, 0, 2, 9000, testing::kJobToken, std::chrono::milliseconds(1500), {}});
+    } catch (const Error&) {  // nobody else reports: it times out
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_NE(usage_error([&] {
+              rendezvous({{"127.0.0.1", taken}, 0, 2, 9000, testing::kJobToken, std::chrono::milliseconds(300), {}});
+            }).find(cat("rank 0 cannot listen on port ", taken)),
+            std::string::npos);
+  holder.join();
   const int lonely = testing::free_ports(1)[0];
   try {
     rendezvous({{"127.0.0.1", lonely}, 0, 3, 9000, testing::kJobToken, std::chrono::milliseconds(300), {}});

@@ -53,7 +53,12 @@ std::vector<std::string> gather(const RendezvousConfig& c, const std::string& ow
   zmq::context_t context{1};
   zmq::socket_t router(context, zmq::socket_type::router);
   router.set(zmq::sockopt::linger, static_cast<int>(c.timeout.count()));
-  router.bind(cat("tcp://*:", c.master.port));
+  try {
+    router.bind(cat("tcp://*:", c.master.port));
+  } catch (const zmq::error_t& e) {
+    throw UsageError(cat("--master ", c.master.text(), ": rank 0 cannot listen on port ", c.master.port,
+                         ": ", e.what(), " (give a free port)"));
+  }
   std::vector<std::string> addresses(static_cast<size_t>(c.size));
   std::map<int, std::string> identities;
   addresses[0] = own;
