@@ -38,10 +38,6 @@ std::vector<Tap> taps(double start, double step, int count, int limit) {
   return out;
 }
 
-float channel_value(const std::vector<float>& values, int c, float otherwise) {
-  return values.empty() ? otherwise : values[values.size() == 1 ? 0 : static_cast<size_t>(c)];
-}
-
 // Separable bilinear: for each output row, the two source rows are blended down over the box's
 // columns (contiguous, so it vectorises), then that one row is sampled across and normalised
 // into the C planes.
@@ -112,26 +108,17 @@ std::pair<int, int> least_decode_size(const CropBox& box, int height, int width,
 
 void apply_resized_crop(const Image& image, int full_height, int full_width, const CropBox& box,
                         bool flip, int size, const CaffeTransform& t, float* out) {
-  const int C = image.channels;
-  for (const auto* values : {&t.mean_values, &t.std_values})
-    if (values->size() > 1 && values->size() != static_cast<size_t>(C))
-      throw DataError(cat(values->size(), values == &t.std_values ? " std" : " mean",
-                          " values for an image of ", C, " channels; give one, or one per channel"));
+  const ChannelNormalisation n = channel_normalisation(t, image.channels);
   // The box in the decoded pixels: a DCT-scaled decode is smaller than the stored image, and a
   // region's decode starts at (image.top, image.left) of it.
-  const double fy = static_cast<double>(image.whole_height > 0 ? image.whole_height : image.height) / full_height;
-  const double fx = static_cast<double>(image.whole_width > 0 ? image.whole_width : image.width) / full_width;
+  const double fy = static_cast<double>(image.picture_height()) / full_height;
+  const double fx = static_cast<double>(image.picture_width()) / full_width;
   const std::vector<Tap> rows = taps(box.top * fy - image.top, box.height * fy / size, size, image.height);
   const std::vector<Tap> cols = taps(box.left * fx - image.left, box.width * fx / size, size, image.width);
-  std::vector<float> mean(static_cast<size_t>(C)), gain(static_cast<size_t>(C));
-  for (int c = 0; c < C; ++c) {
-    mean[c] = channel_value(t.mean_values, c, 0.f);
-    gain[c] = t.scale / channel_value(t.std_values, c, 1.f);
-  }
-  if (C == 3)
-    resample<3>(image, rows, cols, flip, size, mean.data(), gain.data(), out);
+  if (image.channels == 3)
+    resample<3>(image, rows, cols, flip, size, n.mean.data(), n.gain.data(), out);
   else
-    resample<1>(image, rows, cols, flip, size, mean.data(), gain.data(), out);
+    resample<1>(image, rows, cols, flip, size, n.mean.data(), n.gain.data(), out);
 }
 
 }  // namespace cgdp

@@ -24,6 +24,13 @@ struct CaffeTransform {
   int mean_height = 0, mean_width = 0;
 };
 
+// out = (pixel - mean[c]) * gain[c] for output channel c, from mean_values, std_values and scale.
+struct ChannelNormalisation {
+  std::vector<float> mean, gain;
+};
+// Throws DataError when mean_values or std_values hold neither one value nor one per channel.
+ChannelNormalisation channel_normalisation(const CaffeTransform& t, int channels);
+
 // Where one image's crop sits and whether it is mirrored.
 struct CropDraw {
   int top = 0, left = 0;

@@ -15,6 +15,8 @@ struct Image {
   // whole_height x whole_width picture (the stored image at the decode's scale). 0: all of it.
   int top = 0, left = 0;
   int whole_height = 0, whole_width = 0;
+  int picture_height() const { return whole_height > 0 ? whole_height : height; }
+  int picture_width() const { return whole_width > 0 ? whole_width : width; }
 
   uint8_t at(int y, int x, int c) const {
     return pixels[(static_cast<size_t>(y) * width + x) * channels + c];
