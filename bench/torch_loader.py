@@ -4,6 +4,8 @@ of two recipes, measured as cgdp loader measures itself; prints one JSON line.
 
   caffe: RandomCrop(227) + RandomHorizontalFlip + ToTensor + Normalize (images stored 256x256)
   rrc:   RandomResizedCrop(224) + RandomHorizontalFlip + ToTensor + Normalize
+
+Set-up: tools/setup-debian.sh --bench (python3-torchvision, python3-pil).
 """
 import argparse
 import json
