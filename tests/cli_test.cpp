@@ -70,7 +70,8 @@ TEST_F(Cli, UnknownFillerNamesTheLayerAndLine) {
                 "layer { name: \"ip\" type: \"InnerProduct\" bottom: \"data\" top: \"ip\"\n"
                 "  inner_product_param { num_output: 2 weight_filler { type: \"xavierr\" } } }\n");
   expect_error("inspect --model " + m,
-               {m + ":3: layer 'ip' (InnerProduct): unknown filler type 'xavierr'"});
+               {m + ":4: layer 'ip' (InnerProduct): inner_product_param.weight_filler.type: filler "
+                    "'xavierr' is not implemented"});
 }
 
 TEST_F(Cli, ModelWithoutLossNamesTheFile) {

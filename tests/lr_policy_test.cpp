@@ -41,6 +41,31 @@ TEST(LrPolicy, MultistepMultipliesByGammaAtEachStepvalue) {
   EXPECT_DOUBLE_EQ(rate(s, 1000), 0.0625);
 }
 
+TEST(LrPolicy, ExpMultipliesByGammaEveryIteration) {
+  const std::string s = "base_lr: 2 lr_policy: 'exp' gamma: 0.5";
+  EXPECT_DOUBLE_EQ(rate(s, 0), 2.0);
+  EXPECT_DOUBLE_EQ(rate(s, 1), 1.0);
+  EXPECT_DOUBLE_EQ(rate(s, 4), 0.125);
+}
+
+// LeNet's published schedule: base_lr 0.01, inv with gamma 1e-4 and power 0.75.
+TEST(LrPolicy, InvIsLeNetsSchedule) {
+  const std::string s = "base_lr: 0.01 lr_policy: 'inv' gamma: 0.0001 power: 0.75";
+  EXPECT_NEAR(rate(s, 0), 0.01, 1e-9);
+  // gamma and power are floats in the solver file: the reference rounds them the same way.
+  const double gamma = 0.0001f, power = 0.75f, base = 0.01f;
+  EXPECT_DOUBLE_EQ(rate(s, 5000), base * std::pow(1 + gamma * 5000, -power));
+  EXPECT_NEAR(rate(s, 10000), 0.01 * std::pow(2.0, -0.75), 1e-9);  // halfway in 1 + gamma * iter
+}
+
+TEST(LrPolicy, SigmoidIsHalfTheBaseAtStepsize) {
+  const std::string s = "base_lr: 1 lr_policy: 'sigmoid' gamma: -0.5 stepsize: 10";
+  EXPECT_DOUBLE_EQ(rate(s, 10), 0.5);
+  EXPECT_DOUBLE_EQ(rate(s, 12), 1.0 / (1.0 + std::exp(-(-0.5f) * 2.0)));
+  EXPECT_GT(rate(s, 0), 0.99);  // decays from about base_lr
+  EXPECT_LT(rate(s, 40), 1e-6);
+}
+
 TEST(LrPolicy, PolyDecaysToZeroAtMaxIter) {
   const std::string s = "base_lr: 0.5 lr_policy: 'poly' power: 2 max_iter: 10";
   EXPECT_DOUBLE_EQ(rate(s, 0), 0.5);
@@ -77,8 +102,12 @@ TEST(LrPolicy, BadSettingsNameTheField) {
       {"stepvalue", "strictly increasing", "20 follows 20"});
   expect_usage_error("base_lr: 0.1 lr_policy: 'poly' power: 1", {"\"poly\"", "max_iter"});
   expect_usage_error("base_lr: 0.1 lr_policy: 'poly' max_iter: 100", {"\"poly\"", "power"});
-  expect_usage_error("base_lr: 0.1 lr_policy: 'exp'",
-                     {"unknown lr_policy \"exp\"", "fixed, step, multistep, poly"});
+  expect_usage_error("base_lr: 0.1 lr_policy: 'exp'", {"\"exp\"", "gamma"});
+  expect_usage_error("base_lr: 0.1 lr_policy: 'inv' gamma: 0.1", {"\"inv\"", "power"});
+  expect_usage_error("base_lr: 0.1 lr_policy: 'sigmoid' gamma: -0.1", {"\"sigmoid\"", "stepsize"});
+  expect_usage_error("base_lr: 0.1 lr_policy: 'sigmoid' stepsize: 5 gamma: 0", {"\"sigmoid\"", "gamma != 0"});
+  expect_usage_error("base_lr: 0.1 lr_policy: 'cosine'",
+                     {"unknown lr_policy \"cosine\"", "fixed, step, exp, inv, multistep, poly, sigmoid"});
 }
 
 }  // namespace

@@ -137,7 +137,7 @@ TEST_F(TrainTest, TrainingOnFashionMnistLowersTheTestLoss) {
   c.test_samples = 500;
   c.iterations = 1;
   Trainer untrained(c, sink_);
-  const double before = untrained.evaluate().loss;
+  const double before = untrained.evaluate().loss.value();
   c.iterations = 60;
   c.batch = 32;
   c.solver.set_lr_policy("fixed");

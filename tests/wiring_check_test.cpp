@@ -31,7 +31,8 @@ std::string build_error(const std::string& body, const std::string& input = kInp
 
 TEST(WiringCheck, ParsedLayersKnowTheirLines) {
   const auto net =
-      parse_model("name: \"n\"\n\nlayer {\n name: \"a\"\n}\nlayer { name: \"b\" }\n", "m.prototxt");
+      parse_model("name: \"n\"\n\nlayer {\n name: \"a\" type: \"ReLU\"\n}\nlayer { name: \"b\" type: \"ReLU\" }\n",
+                  "m.prototxt");
   ASSERT_EQ(net.layer_size(), 2);
   EXPECT_EQ(located("m.prototxt", net.layer(0)), "m.prototxt:3");
   EXPECT_EQ(located("m.prototxt", net.layer(1)), "m.prototxt:6");

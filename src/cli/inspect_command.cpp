@@ -6,6 +6,7 @@
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
+#include "cgdp/train/data_feeds.hpp"
 #include "cgdp/train/memory_estimate.hpp"
 #include "cli/commands.hpp"
 #include "cli/number_checks.hpp"
@@ -23,6 +24,7 @@ struct InspectOptions {
   int devices = 1;
   std::string sync;  // empty: cgdp for several devices, else local (as train)
   int64_t test_batch = 100;
+  std::string data;  // replaces the data layers' sources
 };
 
 nlohmann::json memory_json(const MemoryEstimate& m) {
@@ -113,9 +115,15 @@ Runner add_inspect_command(CLI::App& app) {
   cmd->add_option("--sync", opt->sync, "With --memory: cgdp, ps0 or local (default as train)");
   cmd->add_option("--test-batch", opt->test_batch, "With --memory: the test net's batch")
       ->capture_default_str()->check(kPositive);
+  cmd->add_option("-d,--data", opt->data,
+                  "For a model with data layers: read the sample shape from this source instead of "
+                  "theirs (synthetic:C,H,W,K gives a shape without data)");
   return [opt] {
     const std::string path = find_model_file(opt->model);
-    const auto param = load_model(path);
+    auto param = load_model(path);
+    TrainConfig feeds;
+    feeds.data = opt->data;
+    (void)plan_data_feeds(param, path, feeds);  // data layers become Inputs of their data's shape
     if (opt->memory) {
       const SyncKind sync = !opt->sync.empty() ? parse_sync_kind(opt->sync)
                                                : (opt->devices > 1 ? SyncKind::Cgdp : SyncKind::Local);

@@ -1,6 +1,8 @@
 // `cgdp`: the command-line entry point. Only here do errors become exit codes.
 #include <cstdio>
 #include <map>
+#include <sstream>
+#include <string>
 
 #include "cgdp/core/error.hpp"
 #include "cli/commands.hpp"
@@ -36,7 +38,9 @@ int main(int argc, char** argv) {
     for (auto& [sub, run] : runners)
       if (sub->parsed()) return run();
   } catch (const cgdp::Error& e) {
-    std::fprintf(stderr, "cgdp: error: %s\n", e.what());
+    // One line per problem: a file's problems are reported together (caffe_import/problems.hpp).
+    std::istringstream lines(e.what());
+    for (std::string line; std::getline(lines, line);) std::fprintf(stderr, "cgdp: error: %s\n", line.c_str());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cgdp: internal error: %s\n", e.what());

@@ -44,7 +44,7 @@ Runner add_train_command(CLI::App& app) {
   c.solver.set_lr_policy("fixed");
   CLI::App* cmd = app.add_subcommand("train", "Train a model (default: fashion_cnn on Fashion-MNIST)");
   add_workload_flags(cmd, *f);
-  cmd->add_option("--test-batch", c.test_batch, "Batch size for testing (default 100)")->check(kPositive);
+  cmd->add_option("--test-batch", c.test_batch, "Batch size for testing (default: the TEST data layer's batch_size, else 100)")->check(kPositive);
   auto* iters = cmd->add_option("-i,--iterations", c.iterations, "Iterations (SGD steps) to run")
                     ->check(kPositive);
   cmd->add_option("-e,--epochs", c.epochs, "Epochs to run, when --iterations is not given")
@@ -54,7 +54,13 @@ Runner add_train_command(CLI::App& app) {
   add_solver_flags(cmd, *f);
   cmd->add_option("--test-interval", c.test_interval, "Iterations between tests (default: each epoch; -1: end only)");
   cmd->add_option("--test-samples", c.test_samples, "Test on the first N test samples (default: all)");
-  cmd->add_option("--display", c.display, "Iterations between progress lines (default: ~20 per run)");
+  cmd->add_option("--test-iter", c.test_iter, "Test on N test batches (Caffe's test_iter; instead of --test-samples)")
+      ->excludes("--test-samples")->check(kPositive);
+  cmd->add_flag("--test-initialization", c.test_initialization, "Also test before the first iteration");
+  cmd->add_option("--display", c.display, "Iterations between progress lines (default: ~20 per run; -1: the last only)");
+  cmd->add_option("--average-loss", c.average_loss,
+                  "Progress lines show the mean loss of the last N iterations (default: since the last line)")
+      ->check(kPositive);
   cmd->add_option("--metrics", c.metrics_path, "Write one JSON object per line per display/test point");
   cmd->add_option("--save", c.save_path, "Write the final parameters here (safetensors)");
   cmd->add_option("--snapshot-every", c.snapshot_every, "Write a checkpoint every N iterations");

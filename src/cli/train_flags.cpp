@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
+#include <string>
 #include <tuple>
 
+#include "cgdp/caffe_import/solver_file.hpp"
 #include "cgdp/core/error.hpp"
 #include "cgdp/data/image/mean_file.hpp"
 #include "cgdp/device/devices.hpp"
@@ -17,17 +20,18 @@ namespace cgdp::cli {
 
 namespace {
 
-// Starts from the solver file (if any); flags the user typed override its fields.
+// Starts from the solver file (if any), whose missing fields keep Caffe's defaults (momentum 0,
+// no weight decay); flags the user typed override its fields. Without a file, the flags' values.
 proto::SolverParameter solver_settings(const TrainFlags& f, const CLI::App& cmd) {
   proto::SolverParameter s;
   if (!f.solver_file.empty()) s = load_solver(f.solver_file);
   auto given = [&](const char* flag) { return f.solver_file.empty() || cmd.count(flag) > 0; };
-  if (given("--lr") || !s.has_base_lr()) s.set_base_lr(static_cast<float>(f.lr));
-  if (given("--momentum") || !s.has_momentum()) s.set_momentum(static_cast<float>(f.momentum));
-  if (given("--weight-decay") || !s.has_weight_decay()) s.set_weight_decay(static_cast<float>(f.weight_decay));
+  if (given("--lr")) s.set_base_lr(static_cast<float>(f.lr));
+  if (given("--momentum")) s.set_momentum(static_cast<float>(f.momentum));
+  if (given("--weight-decay")) s.set_weight_decay(static_cast<float>(f.weight_decay));
   if (given("--lr-policy")) s.set_lr_policy(f.lr_policy);
-  if (given("--gamma") || !s.has_gamma()) s.set_gamma(static_cast<float>(f.gamma));
-  if (given("--power") || !s.has_power()) s.set_power(static_cast<float>(f.power));
+  if (given("--gamma")) s.set_gamma(static_cast<float>(f.gamma));
+  if (given("--power")) s.set_power(static_cast<float>(f.power));
   if (given("--stepsize") && f.stepsize > 0) s.set_stepsize(static_cast<int32_t>(f.stepsize));
   if (given("--stepvalues") && !f.stepvalues.empty()) {
     s.clear_stepvalue();
@@ -83,8 +87,9 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("-m,--model", c.model, "Model file, or a name from models/")->capture_default_str();
   cmd->add_option("-d,--data", c.data,
                   "idx:DIR, cifar10:DIR, folder:DIR (train/, val/ of class folders), "
-                  "list:FILE[,ROOT] (Caffe's 'path label' lines) or synthetic[:C,H,W,K]")
-      ->capture_default_str();
+                  "list:FILE[,ROOT] (Caffe's 'path label' lines), lmdb:DIR|TRAIN,VAL or "
+                  "synthetic[:C,H,W,K]; replaces a model's data layer source (default: the model's "
+                  "data layers, else idx:/usr/share/datasets/fashion-mnist)");
   cmd->add_option("--test-data", c.test_data, "The test split's source (default: --data's)");
   add_image_flags(cmd, f);
   cmd->add_option("-b,--batch", c.batch, "Batch size (default: the model's Input)")->check(kPositive);
@@ -114,14 +119,16 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
 }
 
 void add_solver_flags(CLI::App* cmd, TrainFlags& f) {
-  cmd->add_option("--solver", f.solver_file, "Solver settings file (prototxt); flags override it")
+  cmd->add_option("--solver", f.solver_file,
+                  "Caffe solver file: its net (relative to here, then to the file), schedule, "
+                  "iterations, tests and snapshots; flags override its fields")
       ->check(CLI::ExistingFile);
   cmd->add_option("--lr", f.lr, "Base learning rate")->capture_default_str()->check(kPositive);
-  cmd->add_option("--lr-policy", f.lr_policy, "fixed, step, multistep or poly")->capture_default_str();
-  cmd->add_option("--gamma", f.gamma, "Decay factor for step/multistep")->capture_default_str();
+  cmd->add_option("--lr-policy", f.lr_policy, "fixed, step, exp, inv, multistep, poly or sigmoid")->capture_default_str();
+  cmd->add_option("--gamma", f.gamma, "Decay factor for step, exp, inv, multistep; the slope for sigmoid")->capture_default_str();
   cmd->add_option("--stepsize", f.stepsize, "Iterations between decays (step)");
   cmd->add_option("--stepvalues", f.stepvalues, "Iterations at which to decay (multistep)")->delimiter(',');
-  cmd->add_option("--power", f.power, "Exponent for poly")->capture_default_str();
+  cmd->add_option("--power", f.power, "Exponent for inv and poly")->capture_default_str();
   cmd->add_option("--momentum", f.momentum, "SGD momentum")->capture_default_str();
   cmd->add_option("--weight-decay", f.weight_decay, "L2 weight decay")->capture_default_str();
 }
@@ -163,10 +170,23 @@ void resolve_image_flags(const TrainFlags& f, const CLI::App& cmd, TrainConfig& 
     config.images.transform.scale = 1.f;
 }
 
+// The long names of the flags the user typed ("--lr"): a solver file does not override them.
+std::set<std::string> given_flags(const CLI::App& cmd) {
+  std::set<std::string> given;
+  for (const CLI::Option* option : cmd.get_options())
+    if (option->count() > 0)
+      for (const std::string& name : option->get_lnames()) given.insert("--" + name);
+  return given;
+}
+
 TrainConfig resolved_config(const TrainFlags& f, const CLI::App& cmd) {
   TrainConfig config = f.config;
+  for (const char* flag : {"--resize", "--crop", "--mirror", "--augment", "--mean-value", "--std",
+                           "--mean-file", "--pixel-scale"})
+    if (cmd.count(flag) > 0) config.images_given = true;
   resolve_image_flags(f, cmd, config);
   config.solver = solver_settings(f, cmd);
+  if (!f.solver_file.empty()) apply_solver_file(config.solver, f.solver_file, given_flags(cmd), config);
   return config;
 }
 

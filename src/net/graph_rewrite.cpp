@@ -1,6 +1,7 @@
 // Phase filtering and Split insertion, on the protobuf description (as Caffe's insert_splits).
 #include "cgdp/net/graph_rewrite.hpp"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -10,19 +11,18 @@ namespace cgdp {
 
 namespace {
 
-bool rule_matches(const proto::NetStateRule& rule, Phase phase) {
-  if (!rule.has_phase()) return true;
-  return (rule.phase() == proto::TEST) == (phase == Phase::Test);
+bool has_stage(const proto::NetState& state, const std::string& stage) {
+  return std::find(state.stage().begin(), state.stage().end(), stage) != state.stage().end();
 }
 
-bool admitted(const proto::LayerParameter& layer, Phase phase) {
-  if (layer.include_size() > 0) {
-    for (const auto& rule : layer.include())
-      if (rule_matches(rule, phase)) return true;
-    return false;
-  }
-  for (const auto& rule : layer.exclude())
-    if (rule_matches(rule, phase)) return false;
+bool rule_matches(const proto::NetStateRule& rule, Phase phase, const proto::NetState& state) {
+  if (rule.has_phase() && (rule.phase() == proto::TEST) != (phase == Phase::Test)) return false;
+  if (rule.has_min_level() && state.level() < rule.min_level()) return false;
+  if (rule.has_max_level() && state.level() > rule.max_level()) return false;
+  for (const auto& stage : rule.stage())
+    if (!has_stage(state, stage)) return false;
+  for (const auto& stage : rule.not_stage())
+    if (has_stage(state, stage)) return false;
   return true;
 }
 
@@ -34,11 +34,22 @@ std::string split_blob_name(const std::string& layer, const std::string& blob, i
 
 }  // namespace
 
+bool layer_in_phase(const proto::LayerParameter& layer, Phase phase, const proto::NetState& state) {
+  if (layer.include_size() > 0) {  // the vocabulary check refuses include and exclude together
+    for (const auto& rule : layer.include())
+      if (rule_matches(rule, phase, state)) return true;
+    return false;
+  }
+  for (const auto& rule : layer.exclude())
+    if (rule_matches(rule, phase, state)) return false;
+  return true;
+}
+
 proto::NetParameter filter_phase(const proto::NetParameter& param, Phase phase) {
   proto::NetParameter out = param;
   out.clear_layer();
   for (const auto& layer : param.layer())
-    if (admitted(layer, phase)) *out.add_layer() = layer;
+    if (layer_in_phase(layer, phase, param.state())) *out.add_layer() = layer;
   return out;
 }
 

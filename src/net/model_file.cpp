@@ -1,55 +1,19 @@
-// Model files: protobuf's text-format parser with an error collector that keeps line:column.
+// Model and solver files by path or by name; reading them is caffe_import's.
 #include "cgdp/net/model_file.hpp"
-
-#include <google/protobuf/io/tokenizer.h>
-#include <google/protobuf/text_format.h>
 
 #include <cstdlib>
 #include <filesystem>
 
+#include "cgdp/caffe_import/net_import.hpp"
+#include "cgdp/caffe_import/text_reader.hpp"
+#include "cgdp/caffe_import/vocabulary.hpp"
 #include "cgdp/core/error.hpp"
 #include "cgdp/io/file.hpp"
 
 namespace cgdp {
 
-namespace {
-
-// Keeps the first error; protobuf reports 0-based line and column.
-class FirstError final : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, google::protobuf::io::ColumnNumber column,
-                const std::string& message) override {
-    if (message_.empty()) message_ = cat(line + 1, ":", column + 1, ": ", message);
-  }
-  void AddWarning(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
-  const std::string& message() const { return message_; }
-
- private:
-  std::string message_;
-};
-
-template <typename Message>
-Message parse_text(const std::string& text, const std::string& source_name,
-                   google::protobuf::TextFormat::ParseInfoTree* locations = nullptr) {
-  Message message;
-  FirstError errors;
-  google::protobuf::TextFormat::Parser parser;
-  parser.RecordErrorsTo(&errors);
-  parser.WriteLocationsTo(locations);
-  if (!parser.ParseFromString(text, &message))
-    throw ModelError(cat(source_name, ":", errors.message().empty() ? "1:1: cannot parse" : errors.message()));
-  return message;
-}
-
-}  // namespace
-
 proto::NetParameter parse_model(const std::string& text, const std::string& source_name) {
-  google::protobuf::TextFormat::ParseInfoTree locations;
-  auto net = parse_text<proto::NetParameter>(text, source_name, &locations);
-  const auto* layer_field = proto::NetParameter::descriptor()->FindFieldByName("layer");
-  for (int i = 0; i < net.layer_size(); ++i)
-    net.mutable_layer(i)->set_source_line(locations.GetLocation(layer_field, i).line + 1);
-  return net;
+  return import_net_text(text, source_name);
 }
 
 std::string located(const std::string& source, const proto::LayerParameter& layer) {
@@ -61,7 +25,13 @@ proto::NetParameter load_model(const std::string& path) {
 }
 
 proto::SolverParameter load_solver(const std::string& path) {
-  return parse_text<proto::SolverParameter>(read_file(path), path);
+  FileProblems problems(path);
+  proto::SolverParameter solver;
+  TextLocations where;
+  if (parse_caffe_text(read_file(path), solver, problems, &where))
+    check_solver_vocabulary(solver, &where, problems);
+  problems.throw_if_any();
+  return solver;
 }
 
 std::string find_model_file(const std::string& name_or_path) {

@@ -35,6 +35,10 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
     } catch (const DataError& e) {
       throw ModelError(cat(located(source, lp), ": ", e.what()));
     }
+    if (lp.param_size() > static_cast<int>(layers_[i]->params().size()))
+      throw ModelError(cat(located(source, lp), ": layer '", lp.name(), "' gives ", lp.param_size(),
+                           " param entries, but ", lp.type(), " learns ", layers_[i]->params().size(),
+                           " blob(s) here"));
     for (size_t j = 0; j < tops_[i].size(); ++j)
       if (loss_weights_[i][j] != 0.f) {
         if (tops_[i][j]->count() != 1)
@@ -46,6 +50,7 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
       }
   }
   if (!input_) throw ModelError(cat(source, ": the model has no Input layer"));
+  force_backward_ = param.force_backward();
   absorb_relus();
   mark_backward();
   gather_params();
@@ -55,6 +60,9 @@ template <typename T>
 void Net<T>::wire_layer(const proto::LayerParameter& lp, const std::string& source) {
   if (!lp.has_type())
     throw ModelError(cat(located(source, lp), ": layer '", lp.name(), "' has no type"));
+  if (lp.propagate_down_size() > 0 && lp.propagate_down_size() != lp.bottom_size())
+    throw ModelError(cat(located(source, lp), ": layer '", lp.name(), "' gives ", lp.propagate_down_size(),
+                         " propagate_down for ", lp.bottom_size(), " bottoms; give one per bottom"));
   auto layer = [&] {
     try {
       return create_layer<T>(lp, *device_);
@@ -115,39 +123,57 @@ void Net<T>::absorb_relus() {
 }
 
 // Caffe's rule: a layer runs backward if it has trainable parameters or a bottom that needs a
-// gradient, and only if some top contributes to the loss.
+// gradient, and only if some top contributes to the loss; propagate_down: false cuts a bottom off,
+// and force_backward runs every layer backward to every bottom it can.
 template <typename T>
 void Net<T>::mark_backward() {
   const int n = num_layers();
   std::set<const Blob<T>*> needs_grad, under_loss;
   std::vector<bool> learns(n, false);
+  auto may_propagate = [this](int i, size_t j) {
+    const auto& lp = layers_[i]->param();
+    return layers_[i]->can_backward_to(static_cast<int>(j)) &&
+           (lp.propagate_down_size() == 0 || lp.propagate_down(static_cast<int>(j)));
+  };
   for (int i = 0; i < n; ++i) {
     const auto& lp = layers_[i]->param();
     for (size_t p = 0; p < layers_[i]->params().size(); ++p)
       if (static_cast<int>(p) >= lp.param_size() || lp.param(p).lr_mult() != 0.f) learns[i] = true;
     bool any = learns[i];
     for (size_t j = 0; j < bottoms_[i].size(); ++j)
-      if (needs_grad.count(bottoms_[i][j]) && layers_[i]->can_backward_to(static_cast<int>(j)))
-        any = true;
+      if (needs_grad.count(bottoms_[i][j]) && may_propagate(i, j)) any = true;
     if (any && !layers_[i]->is_input())
       for (auto* top : tops_[i]) needs_grad.insert(top);
   }
   needs_backward_.assign(n, false);
   propagate_down_.assign(n, {});
+  std::set<const Blob<T>*> unread_grad;  // blobs whose consumer takes no gradient from them
   for (int i = n - 1; i >= 0; --i) {
     bool contributes = false;
-    for (size_t j = 0; j < tops_[i].size(); ++j)
+    bool all_tops_unread = !tops_[i].empty();  // then the layer's gradients would go nowhere
+    for (size_t j = 0; j < tops_[i].size(); ++j) {
       if (loss_weights_[i][j] != 0.f || under_loss.count(tops_[i][j])) contributes = true;
-    propagate_down_[i].assign(bottoms_[i].size(), false);
-    if (!contributes || layers_[i]->is_input()) continue;
-    for (size_t j = 0; j < bottoms_[i].size(); ++j) {
-      under_loss.insert(bottoms_[i][j]);
-      propagate_down_[i][j] =
-          needs_grad.count(bottoms_[i][j]) > 0 && layers_[i]->can_backward_to(static_cast<int>(j));
+      if (loss_weights_[i][j] != 0.f || !unread_grad.count(tops_[i][j])) all_tops_unread = false;
     }
-    needs_backward_[i] =
-        learns[i] || std::find(propagate_down_[i].begin(), propagate_down_[i].end(), true) !=
-                         propagate_down_[i].end();
+    propagate_down_[i].assign(bottoms_[i].size(), false);
+    if (contributes && !all_tops_unread && !layers_[i]->is_input()) {
+      for (size_t j = 0; j < bottoms_[i].size(); ++j)
+        propagate_down_[i][j] = needs_grad.count(bottoms_[i][j]) > 0 && may_propagate(i, j);
+      needs_backward_[i] =
+          learns[i] || std::find(propagate_down_[i].begin(), propagate_down_[i].end(), true) !=
+                           propagate_down_[i].end();
+    }
+    for (size_t j = 0; j < bottoms_[i].size(); ++j) {
+      if (contributes) under_loss.insert(bottoms_[i][j]);
+      if (!propagate_down_[i][j]) unread_grad.insert(bottoms_[i][j]);
+    }
+  }
+  if (!force_backward_) return;
+  for (int i = 0; i < n; ++i) {
+    if (layers_[i]->is_input()) continue;
+    needs_backward_[i] = true;
+    propagate_down_[i].assign(bottoms_[i].size(), false);
+    for (size_t j = 0; j < bottoms_[i].size(); ++j) propagate_down_[i][j] = may_propagate(i, j);
   }
 }
 

@@ -10,11 +10,14 @@ namespace cgdp {
 
 namespace {
 
-constexpr const char* kKnownPolicies = "fixed, step, multistep, poly";
+constexpr const char* kKnownPolicies = "fixed, step, exp, inv, multistep, poly, sigmoid";
 
 LrSchedule parse_schedule(const std::string& name, const std::string& source) {
   if (name == "fixed") return LrSchedule::kFixed;
   if (name == "step") return LrSchedule::kStep;
+  if (name == "exp") return LrSchedule::kExp;
+  if (name == "inv") return LrSchedule::kInv;
+  if (name == "sigmoid") return LrSchedule::kSigmoid;
   if (name == "multistep") return LrSchedule::kMultiStep;
   if (name == "poly") return LrSchedule::kPoly;
   throw UsageError(cat(source, ": unknown lr_policy \"", name, "\" (known: ", kKnownPolicies, ")"));
@@ -66,6 +69,22 @@ LrPolicy make_lr_policy(const proto::SolverParameter& solver, const std::string&
       p.stepsize = solver.stepsize();
       p.gamma = require_gamma(solver, source);
       break;
+    case LrSchedule::kExp:
+      p.gamma = require_gamma(solver, source);
+      break;
+    case LrSchedule::kInv:
+      p.gamma = require_gamma(solver, source);
+      require(solver.has_power() && std::isfinite(solver.power()), source, name,
+              cat("power (got ", solver.has_power() ? cat(solver.power()) : "none", ")"));
+      p.power = solver.power();
+      break;
+    case LrSchedule::kSigmoid:  // gamma < 0 decays, > 0 warms up: any finite value but 0
+      require(solver.has_gamma() && std::isfinite(solver.gamma()) && solver.gamma() != 0, source, name,
+              cat("gamma != 0 (got ", solver.has_gamma() ? cat(solver.gamma()) : "none", ")"));
+      p.gamma = solver.gamma();
+      require(solver.stepsize() > 0, source, name, cat("stepsize > 0 (got ", solver.stepsize(), ")"));
+      p.stepsize = solver.stepsize();
+      break;
     case LrSchedule::kMultiStep:
       p.stepvalues = require_stepvalues(solver, source);
       p.gamma = require_gamma(solver, source);
@@ -90,6 +109,12 @@ double learning_rate(const LrPolicy& p, int64_t iter) {
       return p.base_lr;
     case LrSchedule::kStep:
       return p.base_lr * std::pow(p.gamma, static_cast<double>(iter / p.stepsize));
+    case LrSchedule::kExp:
+      return p.base_lr * std::pow(p.gamma, static_cast<double>(iter));
+    case LrSchedule::kInv:
+      return p.base_lr * std::pow(1.0 + p.gamma * static_cast<double>(iter), -p.power);
+    case LrSchedule::kSigmoid:
+      return p.base_lr / (1.0 + std::exp(-p.gamma * static_cast<double>(iter - p.stepsize)));
     case LrSchedule::kMultiStep: {
       // Caffe advances a counter while iter >= stepvalue[counter]; the count is the same.
       const auto passed =

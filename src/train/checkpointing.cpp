@@ -42,7 +42,7 @@ void Trainer::check_outputs() {
   if (!config_.timeline_path.empty()) check_writable(config_.timeline_path, "the timeline");
   if (rank() != 0) return;  // rank 0 writes the parameters and the checkpoints
   if (!config_.save_path.empty()) check_writable(config_.save_path, "the parameters (--save)");
-  if (config_.snapshot_every <= 0) return;
+  if (config_.snapshot_every <= 0 && !config_.snapshot_after_train) return;
   const std::filesystem::path first = snapshot_path(0);
   const std::filesystem::path dir = first.parent_path();
   if (!dir.empty()) create_directories(dir, "checkpoints (--snapshot-prefix)");

@@ -10,6 +10,16 @@
 
 namespace cgdp {
 
+namespace {
+
+std::string fixed(double value, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
+  return buf;
+}
+
+}  // namespace
+
 std::string format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const auto s = static_cast<long long>(seconds + 0.5);
@@ -51,9 +61,11 @@ void ProgressReporter::train_point(const ProgressPoint& p) {
 
 void ProgressReporter::test_point(const ProgressPoint& p) {
   end_live_line();
-  std::fprintf(out_, "test  iter %lld  epoch %.2f  accuracy %.4f  loss %.4f\n",
-               static_cast<long long>(p.iteration), p.epoch, p.accuracy.value_or(NAN),
-               p.test_loss.value_or(NAN));
+  std::string line = cat("test  iter ", p.iteration, "  epoch ", fixed(p.epoch, 2), "  accuracy ",
+                         p.accuracy ? fixed(*p.accuracy, 4) : std::string("- (no Accuracy layer)"), "  loss ",
+                         p.test_loss ? fixed(*p.test_loss, 4) : std::string("- (no loss layer in the TEST net)"));
+  for (const auto& [name, value] : p.test_outputs) line += cat("  ", name, " ", fixed(value, 4));
+  std::fprintf(out_, "%s\n", line.c_str());
   std::fflush(out_);
   write_metrics("test", p);
 }
@@ -70,6 +82,7 @@ void ProgressReporter::write_metrics(const char* phase, const ProgressPoint& p) 
                       {"loss", p.loss},          {"images_per_s", p.images_per_s},
                       {"elapsed_s", p.elapsed_s}};
   if (p.accuracy) j["accuracy"] = *p.accuracy;
+  for (const auto& [name, value] : p.test_outputs) j["outputs"][name] = value;
   if (p.test_loss) j["loss"] = *p.test_loss;
   metrics_ << j.dump() << "\n";
   metrics_.flush();

@@ -8,8 +8,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
+#include <numeric>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <optional>
 
 #include "cgdp/cost/profile_match.hpp"
@@ -18,6 +21,7 @@
 #include "cgdp/device/devices.hpp"
 #include "cgdp/device/cuda_options.hpp"
 #include "cgdp/io/file.hpp"
+#include "cgdp/net/graph_rewrite.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/shard/cluster_token.hpp"
 #include "cgdp/train/stream_trace.hpp"
@@ -41,10 +45,16 @@ int model_classes(Net<float>& net, const std::string& path) {
                        "in its TRAIN phase"));
 }
 
-double accuracy_of(const Net<float>& net) {
-  for (const auto& [name, value] : net.scalar_outputs())
-    if (name.find("accuracy") != std::string::npos) return value;
-  return NAN;
+// The accuracy people quote, found by layer type: the last Accuracy layer with top_k 1 (GoogLeNet's
+// loss3/top-1), else the last Accuracy layer; none without one.
+std::optional<std::string> headline_accuracy(const Net<float>& net) {
+  std::optional<std::string> top1, any;
+  for (int i = 0; i < net.num_layers(); ++i) {
+    if (net.layer(i).type() != "Accuracy" || net.top_names(i).empty()) continue;
+    any = net.top_names(i)[0];
+    if (net.layer(i).param().accuracy_param().top_k() == 1) top1 = any;
+  }
+  return top1 ? top1 : any;
 }
 
 // Per-worker batch from --batch / --global-batch (over every device of every host), checked
@@ -64,9 +74,10 @@ int64_t per_worker_batch(const TrainConfig& c, int64_t model_batch) {
   return c.batch > 0 ? c.batch : model_batch;
 }
 
-// The first dimension of the model's Input data top (its default batch size).
-int64_t declared_batch_size(const proto::NetParameter& model) {
-  for (const auto& layer : model.layer())
+// The first dimension of the data top of the Input `phase` builds (its default batch size).
+int64_t declared_batch_size(const proto::NetParameter& model, Phase phase) {
+  const proto::NetParameter net = filter_phase(model, phase);
+  for (const auto& layer : net.layer())
     if (layer.type() == "Input" && layer.input_param().shape_size() > 0 &&
         layer.input_param().shape(0).dim_size() > 0)
       return layer.input_param().shape(0).dim(0);
@@ -103,6 +114,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
                     !config.nondeterministic});
   model_path_ = find_model_file(config.model);
   model_ = load_model(model_path_);
+  feeds_ = plan_data_feeds(model_, model_path_, config);
   check_outputs();
   std::optional<Profile> profile;  // --chunk auto's, measured before this trainer's workers exist
   if (config.chunk == "auto") {
@@ -120,8 +132,11 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
     for (proto::LayerParameter& layer : *model_.mutable_layer())
       if (layer.type() == "Convolution")
         layer.mutable_convolution_param()->set_engine(proto::ConvolutionParameter::CAFFE);
-  per_worker_batch_ = per_worker_batch(config, declared_batch_size(model_));
-  test_batch_ = config.test_batch > 0 ? config.test_batch : 100;
+  per_worker_batch_ = per_worker_batch(config, declared_batch_size(model_, Phase::Train));
+  // A test data layer's batch_size, else 100 (an Input's first dimension is the train batch).
+  test_batch_ = config.test_batch > 0 ? config.test_batch
+                : feeds_.test.layer   ? declared_batch_size(model_, Phase::Test)
+                                      : 100;
   check_memory(sync, device_kind);
   workers_ = make_workers(config.devices, device_kind, model_, per_worker_batch_, config.seed,
                           model_path_, config.accumulate);
@@ -135,15 +150,16 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
     throw ModelError(cat(model_path_, ": the Input's data top must be N x C x H x W, got ", shape_string(in)));
   const int classes = model_classes(net0, model_path_);
   SyntheticSpec synthetic{in[1], in[2], in[3], classes, 60000, config.seed};
-  ImageOptions images = config.images;
-  images.channels = static_cast<int>(in[1]);
-  images.height = static_cast<int>(in[2]);
-  images.width = static_cast<int>(in[3]);
-  images.seed = config.seed;
-  images.classes = classes;
-  train_data_ = open_dataset(config.data, Split::Train, synthetic, images);
-  test_data_ = open_dataset(config.test_data.empty() ? config.data : config.test_data, Split::Test,
-                            synthetic, images);
+  auto completed = [&](ImageOptions images) {
+    images.channels = static_cast<int>(in[1]);
+    images.height = static_cast<int>(in[2]);
+    images.width = static_cast<int>(in[3]);
+    images.seed = config.seed;
+    images.classes = classes;
+    return images;
+  };
+  train_data_ = open_feed(feeds_.train, Split::Train, synthetic, completed(feeds_.train.images), per_worker_batch_);
+  test_data_ = open_feed(feeds_.test, Split::Test, synthetic, completed(feeds_.test.images), test_batch_);
   check_data_fits_model();
   const int64_t per_update = per_worker_batch_ * total_workers() * config.accumulate;
   max_iterations_ = config.iterations > 0
@@ -412,9 +428,12 @@ Trainer::Evaluation Trainer::evaluate() {
   lo.threads = loader_threads(*test_data_);
   lo.thread_start = loader_binding();
   BatchLoader loader(test_data_, lo, *w.device);
-  const int64_t samples = config_.test_samples > 0 ? std::min(config_.test_samples, test_data_->size())
-                                                   : test_data_->size();
-  double correct = 0, loss = 0;
+  const int64_t asked = config_.test_iter > 0 ? config_.test_iter * test_batch_ : config_.test_samples;
+  const int64_t samples = asked > 0 ? std::min(asked, test_data_->size()) : test_data_->size();
+  const std::optional<std::string> headline = headline_accuracy(*test_net_);
+  const bool has_loss = !test_net_->loss_tops().empty();
+  std::map<std::string, double> sums;  // every scalar output, weighted by its batch's rows
+  double loss = 0;
   int64_t seen = 0;
   while (seen < samples) {
     const Batch& batch = loader.next();
@@ -425,12 +444,18 @@ Trainer::Evaluation Trainer::evaluate() {
     w.compute->copy_async(test_net_->input_label()->mutable_data(), batch.labels, test_net_->input_label()->bytes());
     test_net_->forward({Phase::Test, w.compute.get(), config_.seed, iteration(), seen});
     synchronize_stream(w, *w.compute, "compute", iteration());
-    correct += accuracy_of(*test_net_) * static_cast<double>(rows);
-    loss += test_net_->loss() * static_cast<double>(rows);
+    for (const auto& [name, value] : test_net_->scalar_outputs()) sums[name] += value * static_cast<double>(rows);
+    if (has_loss) loss += test_net_->loss() * static_cast<double>(rows);
     seen += rows;
   }
   test_net_->set_batch_size(test_batch_);
-  return {correct / static_cast<double>(seen), loss / static_cast<double>(seen)};
+  Evaluation e;
+  for (const auto& [name, sum] : sums) {
+    if (name == headline) e.accuracy = sum / static_cast<double>(seen);
+    else e.outputs.emplace_back(name, sum / static_cast<double>(seen));
+  }
+  if (has_loss) e.loss = loss / static_cast<double>(seen);
+  return e;
 }
 
 std::string Trainer::memory_report() const {
@@ -473,9 +498,10 @@ void Trainer::test_point(ProgressReporter& progress, ProgressPoint p, TrainResul
   const Evaluation e = evaluate();
   p.accuracy = e.accuracy;
   p.test_loss = e.loss;
+  p.test_outputs = e.outputs;
   progress.test_point(p);
-  result.test_accuracy = e.accuracy;
-  result.test_loss = e.loss;
+  result.test_accuracy = e.accuracy.value_or(NAN);
+  result.test_loss = e.loss.value_or(NAN);
 }
 
 TrainResult Trainer::run() {
@@ -484,7 +510,9 @@ TrainResult Trainer::run() {
   const double epoch_iters = static_cast<double>(train_data_->size()) / static_cast<double>(batch);
   const int64_t test_every = config_.test_interval != 0 ? config_.test_interval
                                                         : static_cast<int64_t>(std::ceil(epoch_iters));
-  const int64_t display = config_.display > 0 ? config_.display : std::max<int64_t>(1, max_iterations_ / 20);
+  const int64_t display = config_.display > 0   ? config_.display
+                          : config_.display < 0 ? max_iterations_ + 1  // only the last line
+                                                : std::max<int64_t>(1, max_iterations_ / 20);
   announce(progress, batch, epoch_iters);
   const auto start = Clock::now();
   auto window_start = start;
@@ -500,11 +528,19 @@ TrainResult Trainer::run() {
     p.elapsed_s = seconds_since(start);
     return p;
   };
+  std::deque<double> recent_losses;  // the last average_loss iterations' losses
+  if (config_.test_initialization && iteration() == 0) {
+    test_point(progress, point(0), result);
+    window_start = Clock::now();
+  }
   while (iteration() < max_iterations_) {
     if (chunk_tuner_)
       if (const ChunkPlan* plan = chunk_tuner_->plan_to_apply()) set_chunk_plan(*plan);
     const auto iteration_start = Clock::now();
-    window_loss += train_iteration();
+    const double loss = train_iteration();
+    window_loss += loss;
+    recent_losses.push_back(loss);
+    if (static_cast<int64_t>(recent_losses.size()) > config_.average_loss) recent_losses.pop_front();
     const double iteration_s = seconds_since(iteration_start);
     ++window_iters;
     const int64_t it = iteration();
@@ -515,16 +551,21 @@ TrainResult Trainer::run() {
         progress.message(line);
     if (it % display == 0 || it == max_iterations_) {
       ProgressPoint p = point(it);
-      p.loss = window_loss / static_cast<double>(window_iters);
+      p.loss = config_.average_loss > 0
+                   ? std::accumulate(recent_losses.begin(), recent_losses.end(), 0.0) /
+                         static_cast<double>(recent_losses.size())
+                   : window_loss / static_cast<double>(window_iters);
       p.images_per_s = static_cast<double>(window_iters * batch) / seconds_since(window_start);
       progress.train_point(p);
       window_loss = 0;
       window_iters = 0;
       window_start = Clock::now();
     }
-    if (config_.snapshot_every > 0 && it % config_.snapshot_every == 0)
+    if ((config_.snapshot_every > 0 && it % config_.snapshot_every == 0) ||
+        (config_.snapshot_after_train && it == max_iterations_)) {
       if (const std::string path = write_snapshot(); !path.empty())
         progress.message(cat("cgdp: wrote checkpoint ", path));
+    }
     if ((test_every > 0 && it % test_every == 0) || it == max_iterations_) {
       const auto test_start = Clock::now();
       test_point(progress, point(it), result);

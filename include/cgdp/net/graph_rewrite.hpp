@@ -6,7 +6,11 @@
 
 namespace cgdp {
 
-// Keeps the layers whose include/exclude rules admit `phase` (Caffe's NetStateRule semantics).
+// Whether `layer`'s include/exclude rules admit a net of `phase` whose level and stages `state`
+// gives (Caffe's StateMeetsRule and FilterNet; state's own phase is not read).
+bool layer_in_phase(const proto::LayerParameter& layer, Phase phase, const proto::NetState& state);
+
+// Keeps the layers admitted in `phase`, with the level and stages of the model's `state`.
 proto::NetParameter filter_phase(const proto::NetParameter& param, Phase phase);
 
 // Gives every blob read by more than one layer a Split layer, so each consumer gets its own

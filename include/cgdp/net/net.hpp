@@ -116,6 +116,7 @@ class Net {
   std::vector<std::vector<bool>> propagate_down_;
   std::vector<bool> needs_backward_;
   std::vector<bool> absorbed_;
+  bool force_backward_ = false;  // the model's force_backward: every layer runs backward
   std::vector<std::vector<float>> loss_weights_;  // per layer, per top
   std::map<std::string, std::unique_ptr<Blob<T>>> blobs_;
   std::map<std::string, Blob<T>*> latest_;   // blob name -> blob currently holding it

@@ -6,6 +6,9 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
+#include <string>
 
 namespace cgdp {
 
@@ -16,8 +19,11 @@ struct ProgressPoint {
   double loss = 0;                  // mean training loss since the last point
   double images_per_s = 0;
   double elapsed_s = 0;
-  std::optional<double> accuracy;   // set at test points
+  // Set at test points: the headline accuracy, the loss (none when the test net has no loss
+  // layer), and every other scalar output of the test net by top name (GoogLeNet's top-5s...).
+  std::optional<double> accuracy;
   std::optional<double> test_loss;
+  std::vector<std::pair<std::string, double>> test_outputs;
 };
 
 class ProgressReporter {

@@ -13,7 +13,9 @@ namespace cgdp {
 
 struct TrainConfig {
   std::string model = "fashion_cnn";  // a path, or a name in models/
-  std::string data = "idx:/usr/share/datasets/fashion-mnist";
+  // Empty: the model's data layers, else Fashion-MNIST (data_feeds.hpp). Given, it overrides the
+  // data layers' sources.
+  std::string data;
   std::string test_data;  // the test split's source; empty: --data's own test split
   // Image sources (folder:, list:): resize, crop, mirror, mean and scale. The trainer fills the
   // channels and size from the model's Input. The scale defaults to the IDX reader's 1/256.
@@ -22,6 +24,8 @@ struct TrainConfig {
     o.transform.scale = kPixelScale;
     return o;
   }();
+  // The image flags were given: they replace the model's transform_param (train_flags.cpp).
+  bool images_given = false;
   int64_t batch = 0;         // per worker; 0: the Input layer's first dimension
   int64_t global_batch = 0;  // alternatively: split over the workers (must divide evenly)
   int64_t test_batch = 0;    // 0: 100
@@ -32,11 +36,16 @@ struct TrainConfig {
   uint64_t seed = 1;
   int64_t test_interval = 0;  // 0: once per epoch; < 0: only at the end
   int64_t test_samples = 0;   // 0: the whole test set
-  int64_t display = 0;        // 0: about 20 plain lines per run (a terminal is live anyway)
+  int64_t test_iter = 0;      // > 0: test this many test batches (a solver's test_iter)
+  bool test_initialization = false;  // also test before the first iteration (Caffe's default)
+  int64_t display = 0;        // 0: about 20 plain lines per run (a terminal is live anyway); < 0: none
+  int64_t average_loss = 0;   // > 0: the displayed loss is the mean of the last N iterations'
+                              // (Caffe's average_loss); 0: the mean since the last line
   std::string metrics_path;
   std::string save_path;            // final parameters, safetensors
   int64_t snapshot_every = 0;       // 0: no checkpoints
   std::string snapshot_prefix;      // checkpoints go to <prefix>_iter_<N>.ckpt
+  bool snapshot_after_train = false;  // also write one after the last iteration
   std::string resume_path;
   bool plain_output = false;        // never use the live terminal line
   int threads = 0;                  // 0: OpenMP's default

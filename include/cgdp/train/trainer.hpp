@@ -5,12 +5,17 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cgdp/data/batch_loader.hpp"
 #include "cgdp/sync/cluster.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
 #include "cgdp/sync/topology.hpp"
 #include "cgdp/train/chunk_autotuner.hpp"
+#include "cgdp/train/data_feeds.hpp"
 #include "cgdp/train/memory_estimate.hpp"
 #include "cgdp/train/phase_table.hpp"
 #include "cgdp/train/progress.hpp"
@@ -51,8 +56,9 @@ class Trainer {
   int64_t iteration() const { return workers_[0].solver->iteration(); }
 
   struct Evaluation {
-    double accuracy = 0;
-    double loss = 0;
+    std::optional<double> accuracy;  // none without an Accuracy layer
+    std::optional<double> loss;      // none without a loss layer
+    std::vector<std::pair<std::string, double>> outputs;  // the other scalar outputs, by top name
   };
   Evaluation evaluate();
   // One iteration (load, forward, backward, exchange, update) on every worker; returns the loss.
@@ -87,7 +93,8 @@ class Trainer {
   TrainConfig config_;
   FILE* out_;
   std::string model_path_;
-  proto::NetParameter model_;
+  proto::NetParameter model_;  // data layers replaced by Inputs
+  DataFeeds feeds_;
   Timeline timeline_;
   std::vector<Worker> workers_;
   std::unique_ptr<Cluster> cluster_;  // with --hosts; outlives the scheme that pushes through it

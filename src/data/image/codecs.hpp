@@ -10,12 +10,14 @@ namespace cgdp {
 
 bool is_jpeg(std::span<const uint8_t> bytes);
 std::pair<int, int> jpeg_size(std::span<const uint8_t> bytes);
+int jpeg_channels(std::span<const uint8_t> bytes);  // 1 for gray, else 3
 // `region` (stored pixels; empty: all) is decoded, DCT-scaled, with a margin; see Image::top.
 void decode_jpeg(std::span<const uint8_t> bytes, int channels, int min_height, int min_width,
                  const CropBox& region, Image& out);
 
 bool is_png(std::span<const uint8_t> bytes);
 std::pair<int, int> png_size(std::span<const uint8_t> bytes);
+int png_channels(std::span<const uint8_t> bytes);  // 1 for gray (with or without alpha), else 3
 void decode_png(std::span<const uint8_t> bytes, int channels, Image& out);
 
 }  // namespace cgdp

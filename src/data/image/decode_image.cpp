@@ -39,6 +39,12 @@ std::pair<int, int> image_size(std::span<const uint8_t> bytes) {
   throw DataError("neither JPEG nor PNG (by its first bytes)");
 }
 
+int image_channels(std::span<const uint8_t> bytes) {
+  if (is_jpeg(bytes)) return jpeg_channels(bytes);
+  if (is_png(bytes)) return png_channels(bytes);
+  throw DataError("neither JPEG nor PNG (by its first bytes)");
+}
+
 Image resize_bilinear(const Image& src, int height, int width) {
   if (height == src.height && width == src.width) return src;
   Image dst;

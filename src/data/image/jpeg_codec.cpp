@@ -99,6 +99,10 @@ std::pair<int, int> jpeg_size(std::span<const uint8_t> bytes) {
   return {h.height, h.width};
 }
 
+int jpeg_channels(std::span<const uint8_t> bytes) {
+  return read_header(decompressor(), bytes).colorspace == TJCS_GRAY ? 1 : 3;
+}
+
 void decode_jpeg(std::span<const uint8_t> bytes, int channels, int min_height, int min_width,
                  const CropBox& region, Image& image) {
   const Header h = read_header(decompressor(), bytes);

@@ -39,6 +39,12 @@ std::pair<int, int> png_size(std::span<const uint8_t> bytes) {
   return {static_cast<int>(png.image.height), static_cast<int>(png.image.width)};
 }
 
+int png_channels(std::span<const uint8_t> bytes) {
+  PngImage png;
+  begin_read(png, bytes);
+  return (png.image.format & PNG_FORMAT_FLAG_COLOR) ? 3 : 1;
+}
+
 void decode_png(std::span<const uint8_t> bytes, int channels, Image& image) {
   PngImage png;
   begin_read(png, bytes);

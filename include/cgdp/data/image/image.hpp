@@ -45,6 +45,8 @@ void decode_image(std::span<const uint8_t> bytes, int channels, int min_height, 
 
 // The header's size without decoding: {height, width}.
 std::pair<int, int> image_size(std::span<const uint8_t> bytes);
+// The header's channel count as OpenCV's IMREAD_ANYCOLOR would decode it: 1 (gray) or 3.
+int image_channels(std::span<const uint8_t> bytes);
 
 // Encoders, for `cgdp convert`, tools and tests: baseline JPEG at `quality` (4:2:0), and PNG.
 std::vector<uint8_t> encode_jpeg(const Image& image, int quality = 90);

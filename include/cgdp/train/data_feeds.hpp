@@ -1,0 +1,40 @@
+// What feeds the train and the test net: --data and --test-data with the image flags, or the
+// model's own data layers (caffe_import/data_layers.hpp), which --data overrides.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cgdp.pb.h"
+#include "cgdp/caffe_import/data_layers.hpp"
+#include "cgdp/data/dataset.hpp"
+#include "cgdp/data/synthetic_dataset.hpp"
+#include "cgdp/train/train_config.hpp"
+
+namespace cgdp {
+
+// Where a run reads when neither the command line nor the model names data.
+inline constexpr const char* kDefaultData = "idx:/usr/share/datasets/fashion-mnist";
+
+struct DataFeed {
+  std::string spec;                 // for open_dataset; empty: the layer is DummyData
+  ImageOptions images;              // the layer's transform_param, or the image flags
+  std::optional<DataLayer> layer;   // the model's data layer of this phase, if any
+};
+
+struct DataFeeds {
+  DataFeed train, test;
+};
+
+// Finds the model's data layers and puts an Input in each one's place, shaped from its data (the
+// first record, as Caffe infers it) and its batch_size; returns what feeds each phase. A model
+// without data layers is fed --data (default kDefaultData), its test split --test-data.
+DataFeeds plan_data_feeds(proto::NetParameter& model, const std::string& model_path, const TrainConfig& config);
+
+// Opens a feed's dataset. `images` is the feed's, completed with the model's input (channels,
+// size, classes, seed); DummyData makes `batch` samples an epoch.
+std::unique_ptr<Dataset> open_feed(const DataFeed& feed, Split split, const SyntheticSpec& synthetic,
+                                   const ImageOptions& images, int64_t batch);
+
+}  // namespace cgdp

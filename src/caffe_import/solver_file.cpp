@@ -1,0 +1,43 @@
+// Solver fields to TrainConfig: one line per field, the flag that overrides it beside it.
+#include "cgdp/caffe_import/solver_file.hpp"
+
+#include <filesystem>
+
+#include "cgdp/core/error.hpp"
+
+namespace cgdp {
+
+std::string solver_net_path(const proto::SolverParameter& solver, const std::string& solver_path) {
+  namespace fs = std::filesystem;
+  const std::string& net = solver.has_net() ? solver.net() : solver.train_net();
+  if (net.empty()) throw UsageError(cat(solver_path, ": names no net (net: \"path\"); give --model"));
+  std::error_code ec;
+  if (fs::exists(net, ec)) return net;
+  const fs::path beside = fs::path(solver_path).parent_path() / net;
+  if (fs::exists(beside, ec)) return beside.string();
+  throw UsageError(cat(solver_path, ": net \"", net, "\" is neither in the working directory (",
+                       fs::current_path(ec).string(), ") nor beside the solver file; run from the "
+                       "folder it is relative to, or give --model"));
+}
+
+void apply_solver_file(const proto::SolverParameter& s, const std::string& path,
+                       const std::set<std::string>& given_flags, TrainConfig& c) {
+  auto unless = [&](const char* flag) { return !given_flags.count(flag); };
+  if (unless("--model")) c.model = solver_net_path(s, path);
+  if (s.has_max_iter() && unless("--iterations") && unless("--epochs")) c.iterations = s.max_iter();
+  if (s.has_display() && unless("--display")) c.display = s.display() > 0 ? s.display() : -1;
+  if (s.has_average_loss() && unless("--average-loss")) c.average_loss = s.average_loss();
+  // Caffe tests only when test_interval is set; cgdp then still tests once at the end.
+  if (unless("--test-interval")) c.test_interval = s.test_interval() > 0 ? s.test_interval() : -1;
+  if (s.test_iter_size() > 0 && unless("--test-samples") && unless("--test-iter")) c.test_iter = s.test_iter(0);
+  if (unless("--test-initialization")) c.test_initialization = s.test_initialization();
+  if (s.has_snapshot() && unless("--snapshot-every")) c.snapshot_every = s.snapshot();
+  if (s.has_snapshot_prefix() && unless("--snapshot-prefix")) c.snapshot_prefix = s.snapshot_prefix();
+  c.snapshot_after_train = s.snapshot_after_train() && (s.snapshot() > 0 || s.has_snapshot_prefix());
+  if (s.has_iter_size() && unless("--accumulate")) c.accumulate = s.iter_size();
+  if (s.has_random_seed() && s.random_seed() >= 0 && unless("--seed")) c.seed = static_cast<uint64_t>(s.random_seed());
+  if (unless("--device-kind")) c.device_kind = s.solver_mode() == proto::SolverParameter::CPU ? "cpu" : "cuda";
+  if (s.has_layer_wise_reduce() && !s.layer_wise_reduce() && unless("--chunk")) c.chunk = "all";
+}
+
+}  // namespace cgdp

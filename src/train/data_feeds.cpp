@@ -1,0 +1,67 @@
+// Data layers or flags to the specs and transforms the loader reads with.
+#include "cgdp/train/data_feeds.hpp"
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/data/open_dataset.hpp"
+
+namespace cgdp {
+
+namespace {
+
+bool decodes_images(const std::string& spec) {
+  return spec.starts_with("lmdb:") || spec.starts_with("list:") || spec.starts_with("folder:");
+}
+
+// A phase fed by the model's data layer: the layer's source (or `override_spec`), its transform
+// (or the image flags), and an Input of the sample's shape in the layer's place.
+void feed_from_layer(proto::NetParameter& model, const DataLayer& layer, const std::string& override_spec,
+                     const TrainConfig& config, DataFeed& feed) {
+  feed.layer = layer;
+  feed.images = config.images_given ? config.images : layer.images;
+  Shape sample;
+  if (layer.type == "DummyData" && override_spec.empty()) {
+    feed.spec.clear();
+    sample = dummy_sample_shape(layer);
+  } else {
+    feed.spec = data_layer_spec(layer, override_spec);
+    if (decodes_images(feed.spec)) {
+      if (!config.images_given) load_layer_mean(layer, feed.images);
+      probe_sample_geometry(layer, feed.spec, feed.images);
+      const auto [height, width] = sample_size(feed.images);
+      sample = {feed.images.channels, height, width};
+    } else {  // data in memory (idx:, cifar10:, synthetic) keeps its own shape
+      sample = open_dataset(feed.spec, Split::Train)->sample_shape();
+    }
+  }
+  replace_with_input(model, layer, sample, layer.batch_size > 0 ? layer.batch_size : 1);
+}
+
+}  // namespace
+
+DataFeeds plan_data_feeds(proto::NetParameter& model, const std::string& model_path, const TrainConfig& config) {
+  const std::optional<DataLayer> train_layer = find_data_layer(model, Phase::Train, model_path);
+  const std::optional<DataLayer> test_layer = find_data_layer(model, Phase::Test, model_path);
+  DataFeeds feeds;
+  const std::string train_spec = config.data.empty() ? kDefaultData : config.data;
+  feeds.train = {train_spec, config.images, std::nullopt};
+  feeds.test = {config.test_data.empty() ? train_spec : config.test_data, config.images, std::nullopt};
+  if (!train_layer && !test_layer) return feeds;
+  if (!train_layer || !test_layer)
+    throw ModelError(cat(model_path, ": layer '", (train_layer ? *train_layer : *test_layer).name,
+                         "' feeds only the ", train_layer ? "TRAIN" : "TEST",
+                         " phase: add a data layer for the other phase (or drop the layer's phase rule)"));
+  // The TEST layer first: both layers often share a name, and replacing one changes no index.
+  feed_from_layer(model, *test_layer, config.test_data.empty() ? config.data : config.test_data, config, feeds.test);
+  if (train_layer->index != test_layer->index) feed_from_layer(model, *train_layer, config.data, config, feeds.train);
+  else feeds.train = feeds.test;
+  return feeds;
+}
+
+std::unique_ptr<Dataset> open_feed(const DataFeed& feed, Split split, const SyntheticSpec& synthetic,
+                                   const ImageOptions& images, int64_t batch) {
+  if (feed.spec.empty())
+    return open_dummy_data(*feed.layer, batch, images.classes, images.seed + (split == Split::Test ? 1 : 0));
+  return open_dataset(feed.spec, split, synthetic, images);
+}
+
+}  // namespace cgdp

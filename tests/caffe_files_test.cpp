@@ -1,0 +1,165 @@
+// Caffe's own published files (tests/data/caffe-models), as a Caffe user brings them: every model
+// parses and builds with the published parameter totals, data layers read the LMDBs they name,
+// and the test net's figures are found by layer type.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "cgdp/caffe_import/data_layers.hpp"
+#include "cgdp/device/cpu_device.hpp"
+#include "cgdp/net/model_file.hpp"
+#include "cgdp/net/net.hpp"
+#include "cgdp/train/data_feeds.hpp"
+#include "support/caffe_tree.hpp"
+#include "support/run_command.hpp"
+
+namespace cgdp {
+namespace {
+
+using testing::CaffeTree;
+using testing::published_caffe_files;
+
+int64_t total_params(const proto::NetParameter& model, const std::string& path, Phase phase = Phase::Train) {
+  Net<float> net(model, phase, default_cpu_device(), 1, 1, path);
+  return net.learnable_count();
+}
+
+// Parameters of the layers whose names start with `prefix` (GoogLeNet's auxiliary heads).
+int64_t params_under(const proto::NetParameter& model, const std::string& path, const std::string& prefix) {
+  Net<float> net(model, Phase::Train, default_cpu_device(), 1, 1, path);
+  int64_t n = 0;
+  for (int i = 0; i < net.num_layers(); ++i)
+    if (net.layer(i).name().starts_with(prefix))
+      for (const auto& p : net.layer(i).params()) n += p->count();
+  return n;
+}
+
+struct Published {
+  const char* file;
+  int64_t params;
+};
+
+// Caffe's published totals (issue 17); GoogLeNet's train_val counts its two auxiliary heads.
+const Published kTrainFiles[] = {
+    {"examples/mnist/lenet_train_test.prototxt", 431080},
+    {"examples/cifar10/cifar10_quick_train_test.prototxt", 145578},
+    {"examples/cifar10/cifar10_full_train_test.prototxt", 89578},
+    {"models/bvlc_alexnet/train_val.prototxt", 60965224},
+    {"models/bvlc_reference_caffenet/train_val.prototxt", 60965224},
+    {"models/bvlc_googlenet/train_val.prototxt", 13378280},
+};
+
+const Published kDeployFiles[] = {
+    {"examples/mnist/lenet.prototxt", 431080},
+    {"examples/cifar10/cifar10_quick.prototxt", 145578},
+    {"models/bvlc_alexnet/deploy.prototxt", 60965224},
+    {"models/bvlc_reference_caffenet/deploy.prototxt", 60965224},
+};
+
+TEST(PublishedCaffeFiles, DeployFilesBuildWithThePublishedTotals) {
+  for (const Published& p : kDeployFiles) {
+    const std::string path = (published_caffe_files() / p.file).string();
+    EXPECT_EQ(total_params(load_model(path), path), p.params) << p.file;
+  }
+}
+
+// Each train_val file reads the LMDBs it names, from the folder its paths are relative to.
+TEST(PublishedCaffeFiles, TrainValFilesInspectAsPublishedFromTheirRoot) {
+  const CaffeTree tree;
+  for (const Published& p : kTrainFiles) {
+    const auto r = testing::run_command(cat("cd ", tree.root(), " && ", CGDP_BINARY_DIR,
+                                            "/cgdp inspect --model ", p.file, " 2>&1"));
+    EXPECT_EQ(r.exit_code, 0) << p.file << "\n" << r.output;
+    EXPECT_NE(r.output.find(cat("total learnable parameters: ", p.params, "\n")), std::string::npos)
+        << p.file << "\n" << r.output;
+  }
+}
+
+TEST(PublishedCaffeFiles, GoogLeNetDeployIsTrainValWithoutItsAuxiliaryHeads) {
+  const std::string train = (published_caffe_files() / "models/bvlc_googlenet/train_val.prototxt").string();
+  const std::string deploy = (published_caffe_files() / "models/bvlc_googlenet/deploy.prototxt").string();
+  proto::NetParameter model = load_model(train);
+  TrainConfig shape_only;
+  shape_only.data = "synthetic:3,224,224,1000";
+  (void)plan_data_feeds(model, train, shape_only);
+  const int64_t heads = params_under(model, train, "loss1/") + params_under(model, train, "loss2/");
+  EXPECT_GT(heads, 0);
+  EXPECT_EQ(total_params(load_model(deploy), deploy), total_params(model, train) - heads);
+}
+
+// The data layer's source, transform and batch_size: LeNet reads 1x28x28 records at batch 64 for
+// TRAIN and 100 for TEST, scaled by 1/256.
+TEST(PublishedCaffeFiles, DataLayersBecomeInputsShapedByTheirFirstRecord) {
+  const CaffeTree tree;
+  const auto path = (tree.root() / "examples/mnist/lenet_train_test.prototxt").string();
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(tree.root());
+  proto::NetParameter model = load_model(path);
+  const DataFeeds feeds = plan_data_feeds(model, path, TrainConfig{});
+  std::filesystem::current_path(cwd);
+  EXPECT_EQ(feeds.train.spec, "lmdb:examples/mnist/mnist_train_lmdb,examples/mnist/mnist_train_lmdb");
+  EXPECT_EQ(feeds.test.spec, "lmdb:examples/mnist/mnist_test_lmdb,examples/mnist/mnist_test_lmdb");
+  EXPECT_FLOAT_EQ(feeds.train.images.transform.scale, 0.00390625f);
+  EXPECT_EQ(feeds.train.images.channels, 1);
+  Net<float> train(model, Phase::Train, default_cpu_device(), 0, 1, path);
+  EXPECT_EQ(train.input_data().shape(), (Shape{64, 1, 28, 28}));
+  Net<float> test(model, Phase::Test, default_cpu_device(), 0, 1, path);
+  EXPECT_EQ(test.input_data().shape(), (Shape{100, 1, 28, 28}));
+  ASSERT_NE(test.input_label(), nullptr);
+  EXPECT_EQ(test.input_label()->shape(), (Shape{100}));
+}
+
+// AlexNet: a 256x256 record cropped to 227, its mean image read from the mean file it names.
+TEST(PublishedCaffeFiles, CropAndMeanFileComeFromTransformParam) {
+  const CaffeTree tree;
+  const auto path = (tree.root() / "models/bvlc_alexnet/train_val.prototxt").string();
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(tree.root());
+  proto::NetParameter model = load_model(path);
+  const DataFeeds feeds = plan_data_feeds(model, path, TrainConfig{});
+  std::filesystem::current_path(cwd);
+  EXPECT_EQ(feeds.train.images.transform.crop_size, 227);
+  EXPECT_TRUE(feeds.train.images.transform.mirror);
+  EXPECT_FALSE(feeds.test.images.transform.mirror);
+  EXPECT_EQ(feeds.train.images.transform.mean_image.size(), 3u * 256 * 256);
+  EXPECT_EQ(feeds.train.images.channels, 3);
+  EXPECT_EQ(model.layer(0).input_param().shape(0).dim(0), 256);  // the layer's batch_size
+  Net<float> net(model, Phase::Train, default_cpu_device(), 2, 1, path);
+  EXPECT_EQ(net.input_data().shape(), (Shape{2, 3, 227, 227}));
+}
+
+TEST(PublishedCaffeFiles, AMissingSourceNamesTheLayerTheFileAndTheFlag) {
+  const std::string path = (published_caffe_files() / "examples/mnist/lenet_train_test.prototxt").string();
+  proto::NetParameter model = load_model(path);
+  try {
+    (void)plan_data_feeds(model, path, TrainConfig{});
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("lenet_train_test.prototxt:"), std::string::npos) << m;
+    EXPECT_NE(m.find("layer 'mnist'"), std::string::npos) << m;
+    EXPECT_NE(m.find("examples/mnist/mnist_test_lmdb"), std::string::npos) << m;  // the TEST layer is read first
+    EXPECT_NE(m.find("--data lmdb:DIR"), std::string::npos) << m;
+  }
+}
+
+TEST(PublishedCaffeFiles, DataOverridesTheLayersSource) {
+  const CaffeTree tree;
+  const std::string path = (published_caffe_files() / "examples/mnist/lenet_train_test.prototxt").string();
+  proto::NetParameter model = load_model(path);
+  TrainConfig c;
+  c.data = cat("lmdb:", (tree.root() / "examples/mnist/mnist_train_lmdb").string());
+  const DataFeeds feeds = plan_data_feeds(model, path, c);
+  EXPECT_EQ(feeds.train.spec, c.data);
+  EXPECT_EQ(feeds.test.spec, c.data);
+}
+
+TEST(PublishedCaffeFiles, EverySolverParses) {
+  for (const char* file : {"examples/mnist/lenet_solver.prototxt", "examples/cifar10/cifar10_quick_solver.prototxt",
+                           "models/bvlc_alexnet/solver.prototxt", "models/bvlc_googlenet/solver.prototxt",
+                           "models/bvlc_googlenet/quick_solver.prototxt"})
+    EXPECT_NO_THROW(load_solver((published_caffe_files() / file).string())) << file;
+}
+
+}  // namespace
+}  // namespace cgdp

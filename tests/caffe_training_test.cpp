@@ -1,0 +1,176 @@
+// Caffe's solver files run as Caffe runs them: the net found where Caffe users expect it, every
+// field mapped (max_iter, display, test_interval, test_iter, snapshot...), flags overriding the
+// file; each published solver trains its net on small data; test figures by layer type.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+
+#include "cgdp/caffe_import/solver_file.hpp"
+#include "cgdp/net/model_file.hpp"
+#include "support/caffe_tree.hpp"
+#include "support/run_command.hpp"
+
+namespace cgdp {
+namespace {
+
+using testing::CaffeTree;
+using testing::published_caffe_files;
+
+testing::CommandResult cgdp_in(const std::filesystem::path& dir, const std::string& args) {
+  return testing::run_command(cat("cd ", dir, " && ", CGDP_BINARY_DIR, "/cgdp ", args, " 2>&1"));
+}
+
+int count_of(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+TEST(SolverFile, LeNetsSolverMapsEveryField) {
+  const CaffeTree tree;
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(tree.root());
+  const std::string path = "examples/mnist/lenet_solver.prototxt";
+  TrainConfig c;
+  c.solver = load_solver(path);
+  apply_solver_file(c.solver, path, {}, c);
+  std::filesystem::current_path(cwd);
+  EXPECT_EQ(c.model, "examples/mnist/lenet_train_test.prototxt");
+  EXPECT_EQ(c.iterations, 10000);
+  EXPECT_EQ(c.display, 100);
+  EXPECT_EQ(c.test_iter, 100);
+  EXPECT_EQ(c.test_interval, 500);
+  EXPECT_TRUE(c.test_initialization);
+  EXPECT_EQ(c.snapshot_every, 5000);
+  EXPECT_EQ(c.snapshot_prefix, "examples/mnist/lenet");
+  EXPECT_TRUE(c.snapshot_after_train);
+  EXPECT_EQ(c.device_kind, "cuda");  // solver_mode: GPU
+  EXPECT_EQ(c.solver.lr_policy(), "inv");
+  EXPECT_FLOAT_EQ(c.solver.gamma(), 0.0001f);
+  EXPECT_FLOAT_EQ(c.solver.momentum(), 0.9f);
+}
+
+TEST(SolverFile, FlagsTheUserGaveKeepTheirValues) {
+  const std::string path = (published_caffe_files() / "examples/mnist/lenet_solver.prototxt").string();
+  TrainConfig c;
+  c.model = "mine.prototxt";
+  c.iterations = 7;
+  c.device_kind = "cpu";
+  c.solver = load_solver(path);
+  apply_solver_file(c.solver, path, {"--model", "--iterations", "--device-kind"}, c);
+  EXPECT_EQ(c.model, "mine.prototxt");
+  EXPECT_EQ(c.iterations, 7);
+  EXPECT_EQ(c.device_kind, "cpu");
+  EXPECT_EQ(c.display, 100);  // not given: the file's
+}
+
+// From another folder, `net:` is found beside the solver file; neither place is one line.
+TEST(SolverFile, TheNetIsFoundBesideTheSolverFile) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir / "run");
+  std::ofstream(dir / "s.prototxt") << "net: \"lenet.prototxt\" base_lr: 0.01\n";
+  std::ofstream(dir / "lenet.prototxt") << "name: \"x\"\n";
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir / "run");
+  const proto::SolverParameter s = load_solver("../s.prototxt");
+  EXPECT_EQ(solver_net_path(s, "../s.prototxt"), "../lenet.prototxt");
+  std::ofstream("../t.prototxt") << "net: \"elsewhere.prototxt\"\n";
+  try {
+    (void)solver_net_path(load_solver("../t.prototxt"), "../t.prototxt");
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"elsewhere.prototxt\" is neither in the working directory"),
+              std::string::npos) << e.what();
+  }
+  std::filesystem::current_path(cwd);
+}
+
+TEST(SolverFile, UnimplementedFieldsAreNamedWithTheirLines) {
+  testing::TempDir dir;
+  std::ofstream(dir / "s.prototxt") << "net: \"n.prototxt\"\nbase_lr: 0.1\nregularization_type: \"L1\"\n"
+                                       "snapshot_format: HDF5\ntest_net: \"t.prototxt\"\nlr_polcy: \"step\"\n";
+  try {
+    (void)load_solver((dir / "s.prototxt").string());
+    ADD_FAILURE() << "no error";
+  } catch (const ModelError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("s.prototxt:3: regularization_type: cgdp regularises with L2 only"), std::string::npos) << m;
+    EXPECT_NE(m.find("s.prototxt:4: snapshot_format: cgdp writes no HDF5 snapshots"), std::string::npos) << m;
+    EXPECT_NE(m.find("s.prototxt:5: test_net: cgdp builds the test net from the same file"), std::string::npos) << m;
+    EXPECT_NE(m.find("s.prototxt:6:9: unknown field 'lr_polcy'"), std::string::npos) << m;
+  }
+}
+
+// max_iter, display, test_interval, test_iter and snapshot do what they say, from the file.
+TEST(SolverFile, ItsCountsDriveTheRun) {
+  const CaffeTree tree;
+  std::ofstream(tree.root() / "examples/mnist/short_solver.prototxt")
+      << "net: \"examples/mnist/lenet_train_test.prototxt\"\n"
+         "base_lr: 0.01 momentum: 0.9 weight_decay: 0.0005 lr_policy: \"inv\" gamma: 0.0001 power: 0.75\n"
+         "max_iter: 6 display: 2 test_iter: 1 test_interval: 3 snapshot: 3\n"
+         "snapshot_prefix: \"snaps/lenet\" solver_mode: CPU\n";
+  const auto r = cgdp_in(tree.root(), "train --solver examples/mnist/short_solver.prototxt --batch 4 "
+                                      "--test-batch 4 --plain");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* line : {"iter 2/6", "iter 4/6", "iter 6/6", "test  iter 0 ", "test  iter 3 ", "test  iter 6 "})
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+  EXPECT_EQ(count_of(r.output, "test  iter"), 3) << r.output;
+  EXPECT_EQ(count_of(r.output, "\niter "), 3) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(tree.root() / "snaps/lenet_iter_3.ckpt"));
+  EXPECT_TRUE(std::filesystem::exists(tree.root() / "snaps/lenet_iter_6.ckpt"));
+  EXPECT_NE(r.output.find("done: 6 iterations"), std::string::npos) << r.output;
+}
+
+// Each published solver trains its published net a few iterations on the tree's small data.
+TEST(SolverFile, EachPublishedSolverTrainsItsNet) {
+  const CaffeTree tree;
+  for (const char* solver : {"examples/mnist/lenet_solver.prototxt", "examples/cifar10/cifar10_quick_solver.prototxt",
+                             "models/bvlc_alexnet/solver.prototxt", "models/bvlc_googlenet/quick_solver.prototxt"}) {
+    const auto r = cgdp_in(tree.root(), cat("train --solver ", solver, " --device-kind cpu --iterations 2 --batch 2 "
+                                                                       "--test-batch 2 --test-iter 1 --plain"));
+    EXPECT_EQ(r.exit_code, 0) << solver << "\n" << r.output;
+    EXPECT_NE(r.output.find("done: 2 iterations"), std::string::npos) << solver << "\n" << r.output;
+    EXPECT_EQ(r.output.find("nan"), std::string::npos) << solver << "\n" << r.output;
+  }
+}
+
+// GoogLeNet names its accuracies loss3/top-1 and loss3/top-5: found by type, every one reported.
+TEST(TestFigures, AccuracyIsFoundByLayerTypeAndEveryOutputIsReported) {
+  testing::TempDir dir;
+  std::ofstream(dir / "m.prototxt") << R"(
+    layer { name: "data" type: "Input" top: "data" top: "label"
+            input_param { shape { dim: 4 dim: 1 dim: 4 dim: 4 } shape { dim: 4 } } }
+    layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 10 } }
+    layer { name: "loss3/loss3" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss3/loss3" }
+    layer { name: "loss3/top-1" type: "Accuracy" bottom: "ip" bottom: "label" top: "loss3/top-1" include { phase: TEST } }
+    layer { name: "loss3/top-5" type: "Accuracy" bottom: "ip" bottom: "label" top: "loss3/top-5" include { phase: TEST }
+            accuracy_param { top_k: 5 } }
+  )";
+  const auto r = cgdp_in(dir.path(), "train --model m.prototxt --data synthetic:1,4,4,10 --iterations 2 --plain "
+                                     "--test-samples 40 --metrics m.jsonl");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::regex line(R"(test  iter 2  epoch [0-9.]+  accuracy (0\.[0-9]{4}|1\.0000)  loss [0-9.]+  loss3/top-5 [0-9.]+)");
+  EXPECT_TRUE(std::regex_search(r.output, line)) << r.output;
+  std::ifstream metrics(dir / "m.jsonl");
+  const std::string json((std::istreambuf_iterator<char>(metrics)), {});
+  EXPECT_NE(json.find("\"loss3/top-5\""), std::string::npos) << json;
+}
+
+TEST(TestFigures, ATestNetWithoutALossSaysSo) {
+  testing::TempDir dir;
+  std::ofstream(dir / "m.prototxt") << R"(
+    layer { name: "data" type: "Input" top: "data" top: "label"
+            input_param { shape { dim: 4 dim: 1 dim: 4 dim: 4 } shape { dim: 4 } } }
+    layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 10 } }
+    layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" include { phase: TRAIN } }
+    layer { name: "acc" type: "Accuracy" bottom: "ip" bottom: "label" top: "acc" include { phase: TEST } }
+  )";
+  const auto r = cgdp_in(dir.path(), "train --model m.prototxt --data synthetic:1,4,4,10 --iterations 1 --plain "
+                                     "--test-samples 8");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("loss - (no loss layer in the TEST net)"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace cgdp
