@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "cgdp/solver/sgd.hpp"
+#include "cgdp/solver/update_rule.hpp"
 
 namespace {
 

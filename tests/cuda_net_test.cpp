@@ -68,6 +68,7 @@ class CudaNet : public ::testing::Test {
     return std::make_unique<Net<float>>(load_model(find_model_file(model)), Phase::Train, device,
                                         batch, 9);
   }
+  void expect_solver_matches(const std::string& type, float clip);
 
   CpuDevice cpu_;
   std::unique_ptr<Device> gpu_;
@@ -118,20 +119,32 @@ TEST_F(CudaNet, ResnetSmallMatchesTheCpu) {
   expect_net_matches(*gpu, *cpu, *stream_, *cpu_stream_, 10);
 }
 
-// Parameters are drawn on the host, so both backends start from the same bits; two SGD steps
-// (momentum, weight decay, lr/decay multipliers, a gradient scale) then agree to rounding.
+// Parameters are drawn on the host, so both backends start from the same bits; three steps of
+// each solver type (its histories, weight decay, lr/decay multipliers, a gradient scale, and for
+// SGD a clip that binds) then agree to rounding.
 TEST_F(CudaNet, SolverStepMatchesTheCpu) {
+  for (const char* type : {"SGD", "Nesterov", "AdaGrad", "RMSProp", "AdaDelta", "Adam"})
+    for (const float clip : {-1.f, 0.05f}) {
+      if (clip > 0 && std::string(type) != "SGD") continue;
+      SCOPED_TRACE(cat(type, clip > 0 ? " clipped" : ""));
+      expect_solver_matches(type, clip);
+    }
+}
+
+void CudaNet::expect_solver_matches(const std::string& type, float clip) {
   auto gpu = net("fashion_cnn", *gpu_, 2), cpu = net("fashion_cnn", cpu_, 2);
   const int64_t n = cpu->learnable_count();
   const auto start = to_host(cpu_, cpu->flat_data().data(), n);
   ASSERT_EQ(0, std::memcmp(to_host(*gpu_, gpu->flat_data().data(), n).data(), start.data(), n * 4));
   proto::SolverParameter settings;
-  settings.set_base_lr(0.1f);
-  settings.set_momentum(0.9f);
+  settings.set_type(type);
+  settings.set_base_lr(type == "AdaDelta" ? 1.f : 0.01f);
+  settings.set_momentum(type == "AdaGrad" || type == "RMSProp" ? 0.f : 0.9f);
   settings.set_weight_decay(5e-4f);
-  Solver<float> gpu_solver(*gpu, make_lr_policy(settings), make_sgd_settings(settings));
-  Solver<float> cpu_solver(*cpu, make_lr_policy(settings), make_sgd_settings(settings));
-  for (int step = 0; step < 2; ++step) {
+  settings.set_clip_gradients(clip);
+  Solver<float> gpu_solver(*gpu, make_lr_policy(settings), make_solver_settings(settings));
+  Solver<float> cpu_solver(*cpu, make_lr_policy(settings), make_solver_settings(settings));
+  for (int step = 0; step < 3; ++step) {
     const auto grads = random_values(static_cast<size_t>(n), 20 + step, -1, 1);
     upload(*gpu_, gpu->flat_diff().data(), grads);
     upload(cpu_, cpu->flat_diff().data(), grads);
@@ -140,9 +153,11 @@ TEST_F(CudaNet, SolverStepMatchesTheCpu) {
     stream_->synchronize();
     cpu_stream_->synchronize();
   }
-  EXPECT_EQ(gpu_solver.iteration(), 2);
+  EXPECT_EQ(gpu_solver.iteration(), 3);
   EXPECT_LE(relative_error(to_host(*gpu_, gpu->flat_data().data(), n), to_host(cpu_, cpu->flat_data().data(), n)), 1e-6);
-  EXPECT_LE(relative_error(to_host(*gpu_, gpu_solver.history().data(), n), to_host(cpu_, cpu_solver.history().data(), n)), 1e-6);
+  for (int h = 0; h < cpu_solver.settings().histories(); ++h)
+    EXPECT_LE(relative_error(to_host(*gpu_, gpu_solver.history(h).data(), n), to_host(cpu_, cpu_solver.history(h).data(), n)),
+              1e-5) << "history " << h;
 }
 
 proto::LayerParameter parse(const std::string& text) {

@@ -2,6 +2,7 @@
 // iteration and layer, and mismatched data, models or checkpoints are refused with clear errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -99,6 +100,80 @@ TEST_F(TrainTest, ResumeGivesIdenticalParametersWithDropout) {
   const auto straight = params_after(c);
   expect_resume_is_exact(small("fashion_cnn"), dir_, straight,
                          [this](const TrainConfig& x) { return params_after(x); });
+}
+
+// Adam and AdaDelta keep two histories per parameter: both go into the checkpoint and come back,
+// and Adam's bias correction continues from the resumed step.
+TEST_F(TrainTest, ResumeIsExactWithTheTwoHistorySolvers) {
+  for (const char* type : {"Adam", "AdaDelta"}) {
+    TrainConfig base = small("fashion_cnn");
+    base.solver.set_type(type);
+    base.solver.set_base_lr(std::string(type) == "Adam" ? 0.001f : 1.0f);
+    base.solver.set_weight_decay(0);
+    TrainConfig c = base;
+    c.iterations = 10;
+    const auto straight = params_after(c);
+    SCOPED_TRACE(type);
+    expect_resume_is_exact(base, dir_ / type, straight, [this](const TrainConfig& x) { return params_after(x); });
+  }
+}
+
+// An SGD checkpoint has one history: resuming it with Adam is refused, naming what is missing.
+TEST_F(TrainTest, ACheckpointOfAnotherSolverTypeIsNamed) {
+  TrainConfig first = small("fashion_cnn");
+  first.iterations = 2;
+  first.snapshot_every = 2;
+  first.snapshot_prefix = (dir_ / "sgd").string();
+  params_after(first);
+  TrainConfig adam = small("fashion_cnn");
+  adam.solver.set_type("Adam");
+  adam.iterations = 4;
+  adam.resume_path = (dir_ / "sgd_iter_2.ckpt").string();
+  const std::string msg = error_of(adam);
+  EXPECT_NE(msg.find("no tensor 'history2/"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("resume with the type that wrote it"), std::string::npos) << msg;
+}
+
+// clip_gradients: a threshold above the gradient's norm changes nothing; below it, the whole step
+// is the free step times clip / norm (Caffe scales every gradient by one factor).
+TEST_F(TrainTest, ClipGradientsScalesTheWholeGradientToTheNorm) {
+  TrainConfig c = small("fashion_cnn");
+  c.solver.set_momentum(0);
+  c.solver.set_weight_decay(0);
+  c.solver.set_lr_policy("fixed");
+  c.iterations = 1;
+  std::vector<float> before, mult;  // initial parameters (same seed every run), each one's lr_mult
+  {
+    Trainer start(c, sink_);
+    before.resize(static_cast<size_t>(start.net().learnable_count()));
+    start.net().device().copy(before.data(), start.net().flat_data().data(), before.size() * sizeof(float));
+    mult.resize(before.size());
+    for (const ParamSlot& s : start.net().param_slots())
+      std::fill_n(mult.begin() + s.offset, s.count, s.lr_mult);
+  }
+  auto step = [&](float clip) {
+    TrainConfig x = c;
+    if (clip > 0) x.solver.set_clip_gradients(clip);
+    std::vector<double> out(before.size());
+    const auto after = params_after(x);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(before[i]) - after[i];
+    return out;
+  };
+  const auto free_step = step(-1);
+  double norm = 0;  // of the gradient: each step is lr * lr_mult * g
+  for (size_t i = 0; i < free_step.size(); ++i) norm += std::pow(free_step[i] / (0.01f * mult[i]), 2);
+  norm = std::sqrt(norm);
+  ASSERT_GT(norm, 0.5);
+  EXPECT_EQ(step(static_cast<float>(norm * 2)), free_step);
+  const auto clipped = step(0.5f);
+  const double factor = 0.5 / norm;
+  // Each step is read back as a difference of floats (two ulps of the weight), and the scaled
+  // gradient is rounded to float once more than the free one.
+  size_t off = 0;
+  for (size_t i = 0; i < clipped.size(); ++i)
+    off += std::abs(clipped[i] - factor * free_step[i]) >
+           2.5e-7 * std::abs(before[i]) + 5e-7 * std::abs(factor * free_step[i]) + 1e-12;
+  EXPECT_EQ(off, 0u) << "of " << clipped.size() << " (factor " << factor << ")";
 }
 
 TEST_F(TrainTest, ResumeGivesIdenticalParametersAndBatchNormState) {

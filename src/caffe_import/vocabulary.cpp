@@ -137,7 +137,7 @@ const std::map<std::string, std::set<std::string>>& honoured_fields() {
          "display average_loss max_iter iter_size lr_policy gamma power momentum weight_decay "
          "regularization_type stepsize stepvalue snapshot snapshot_prefix snapshot_format "
          "snapshot_diff snapshot_after_train solver_mode device_id random_seed type solver_type "
-         "debug_info layer_wise_reduce"},
+         "debug_info layer_wise_reduce delta momentum2 rms_decay clip_gradients"},
     };
     std::map<std::string, std::set<std::string>> out;
     for (const auto& [message, fields] : lists) {
@@ -169,10 +169,6 @@ const std::map<std::string, std::string>& refused_field_advice() {
       {"SolverParameter.train_state", "not implemented yet: put the stages in the model's state { stage: ... }"},
       {"SolverParameter.test_state", "not implemented yet: put the stages in the model's state { stage: ... }"},
       {"SolverParameter.weights", "not implemented yet"},
-      {"SolverParameter.clip_gradients", "not implemented yet"},
-      {"SolverParameter.delta", "only the adaptive solvers read it, and cgdp implements SGD only so far"},
-      {"SolverParameter.momentum2", "only Adam reads it, and cgdp implements SGD only so far"},
-      {"SolverParameter.rms_decay", "only RMSProp reads it, and cgdp implements SGD only so far"},
   };
   return table;
 }
@@ -239,13 +235,10 @@ const std::map<std::string, ValueCheck>& value_checks() {
        }},
       {"SolverParameter.type",
        [](const Message& m) -> std::string {
+         static const std::set<std::string> known = {"SGD", "Nesterov", "AdaGrad", "RMSProp", "AdaDelta", "Adam"};
          const std::string& t = as<proto::SolverParameter>(m).type();
-         return t == "SGD" ? "" : cat("solver type \"", t, "\" is not implemented yet: cgdp has SGD");
-       }},
-      {"SolverParameter.solver_type",
-       [](const Message& m) -> std::string {
-         return as<proto::SolverParameter>(m).solver_type() == proto::SolverParameter::SGD
-                    ? "" : "this solver type is not implemented yet: cgdp has SGD";
+         return known.count(t) ? "" : cat("unknown solver type \"", t, "\" (Caffe's are SGD, Nesterov, AdaGrad, "
+                                          "RMSProp, AdaDelta and Adam)");
        }},
       {"DataParameter.backend",
        [](const Message& m) -> std::string {

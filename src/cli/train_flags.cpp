@@ -32,6 +32,19 @@ proto::SolverParameter solver_settings(const TrainFlags& f, const CLI::App& cmd)
   if (given("--lr-policy")) s.set_lr_policy(f.lr_policy);
   if (given("--gamma")) s.set_gamma(static_cast<float>(f.gamma));
   if (given("--power")) s.set_power(static_cast<float>(f.power));
+  // These have no default of their own: the file's value, or Caffe's default, unless typed.
+  auto typed = [&](const char* flag) {
+    const CLI::Option* option = cmd.get_option_no_throw(flag);
+    return option && option->count() > 0;
+  };
+  if (typed("--solver-type")) {
+    s.set_type(f.solver_type);
+    s.clear_solver_type();
+  }
+  if (typed("--clip-gradients")) s.set_clip_gradients(static_cast<float>(f.clip_gradients));
+  if (typed("--delta")) s.set_delta(static_cast<float>(f.delta));
+  if (typed("--momentum2")) s.set_momentum2(static_cast<float>(f.momentum2));
+  if (typed("--rms-decay")) s.set_rms_decay(static_cast<float>(f.rms_decay));
   if (given("--stepsize") && f.stepsize > 0) s.set_stepsize(static_cast<int32_t>(f.stepsize));
   if (given("--stepvalues") && !f.stepvalues.empty()) {
     s.clear_stepvalue();
@@ -131,6 +144,13 @@ void add_solver_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--power", f.power, "Exponent for inv and poly")->capture_default_str();
   cmd->add_option("--momentum", f.momentum, "SGD momentum")->capture_default_str();
   cmd->add_option("--weight-decay", f.weight_decay, "L2 weight decay")->capture_default_str();
+  cmd->add_option("--solver-type", f.solver_type,
+                  "SGD (default), Nesterov, AdaGrad, RMSProp, AdaDelta or Adam, with Caffe's update rules");
+  cmd->add_option("--clip-gradients", f.clip_gradients,
+                  "Scale the gradient down to this L2 norm when it is larger (Caffe's clip_gradients)");
+  cmd->add_option("--delta", f.delta, "AdaGrad, RMSProp, AdaDelta, Adam: the denominators' epsilon (default 1e-8)");
+  cmd->add_option("--momentum2", f.momentum2, "Adam: beta2 (default 0.999); --momentum is beta1");
+  cmd->add_option("--rms-decay", f.rms_decay, "RMSProp: the squared gradients' decay (default 0.99)");
 }
 
 RandomResizedCrop parse_augment(const std::string& text) {

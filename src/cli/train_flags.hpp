@@ -16,6 +16,8 @@ struct TrainFlags {
   std::string solver_file;
   double lr = 0.02, momentum = 0.9, weight_decay = 5e-4, gamma = 0.1, power = 1.0;
   std::string lr_policy = "poly";  // linear decay to 0 over the run: fits any run length
+  std::string solver_type = "SGD";
+  double clip_gradients = -1, delta = 1e-8, momentum2 = 0.999, rms_decay = 0.99;
   int64_t stepsize = 0;
   std::vector<int64_t> stepvalues;
   bool oversubscribe = false;  // more workers than cores or GPUs

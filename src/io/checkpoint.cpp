@@ -20,7 +20,7 @@ constexpr const char* kVersion = "2";
 constexpr const char* kDataOnlyVersion = "1";  // still read: its CRC leaves the header unchecked
 constexpr std::string_view kCrcKey = "crc32";
 constexpr std::string_view kCrcPlaceholder = "00000000";  // the CRC's own 8 digits while summed
-constexpr std::string_view kKinds[] = {"param/", "history/", "state/"};
+constexpr std::string_view kKinds[] = {"param/", "history/", "history2/", "state/"};
 
 // CRC-32 of the pieces in order, as 8 hex digits.
 std::string crc_hex(std::initializer_list<std::string_view> pieces) {
@@ -71,7 +71,7 @@ void check_tensor_name(const std::string& name, const std::string& source) {
   for (std::string_view kind : kKinds)
     if (name.starts_with(kind)) return;
   throw IoError(
-      cat(source, ": checkpoint tensor '", name, "' is not under param/, history/ or state/"));
+      cat(source, ": checkpoint tensor '", name, "' is not under param/, history/, history2/ or state/"));
 }
 
 }  // namespace
@@ -79,8 +79,8 @@ void check_tensor_name(const std::string& name, const std::string& source) {
 std::string param_key(std::string_view layer, int index) {
   return key("param/", layer, index);
 }
-std::string history_key(std::string_view layer, int index) {
-  return key("history/", layer, index);
+std::string history_key(std::string_view layer, int index, int buffer) {
+  return key(buffer == 0 ? "history/" : "history2/", layer, index);
 }
 std::string state_key(std::string_view layer, int index) {
   return key("state/", layer, index);

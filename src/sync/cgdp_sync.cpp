@@ -18,7 +18,7 @@ class CgdpSync final : public SyncScheme {
       : timeline_(timeline), plan_(o.plan), chunk_done_(workers.size()) {
     std::vector<AggregatorWorker> agg;
     for (Worker& w : workers) {
-      w.solver = std::make_unique<Solver<float>>(*w.net, o.lr, o.sgd);
+      w.solver = std::make_unique<Solver<float>>(*w.net, o.lr, o.solver);
       agg.push_back({w.device.get(), w.h2d.get(), w.net->flat_diff().data()});
       devices_.push_back(w.device.get());
     }

@@ -29,7 +29,7 @@ class Ps0Sync final : public SyncScheme {
  public:
   Ps0Sync(std::vector<Worker>& workers, const SyncOptions& o, Timeline& timeline)
       : timeline_(timeline), edges_(reduction_edges(static_cast<int>(workers.size()))) {
-    workers[0].solver = std::make_unique<Solver<float>>(*workers[0].net, o.lr, o.sgd);
+    workers[0].solver = std::make_unique<Solver<float>>(*workers[0].net, o.lr, o.solver);
     const size_t bytes = static_cast<size_t>(workers[0].net->learnable_count()) * sizeof(float);
     for (const TreeEdge& e : edges_) {
       // The parent's device holds a copy of each child's gradients: memory cgdp does not need.

@@ -23,7 +23,10 @@ CheckpointTensor read_tensor(Device& device, const Shape& shape, const float* va
 void write_tensor(const Checkpoint& c, const std::string& key, const Shape& shape, Device& device,
                   float* dst, const std::string& path) {
   auto it = c.tensors.find(key);
-  if (it == c.tensors.end()) throw IoError(cat(path, ": checkpoint has no tensor '", key, "'"));
+  if (it == c.tensors.end())
+    throw IoError(cat(path, ": checkpoint has no tensor '", key, "'",
+                      key.starts_with("history2/") ? " (it was written by a solver type with one history: "
+                                                     "resume with the type that wrote it)" : ""));
   if (it->second.shape != shape)
     throw IoError(cat(path, ": tensor '", key, "' has shape ", shape_string(it->second.shape),
                       ", the model expects ", shape_string(shape)));
@@ -65,12 +68,13 @@ std::string Trainer::write_snapshot() {
   c.epoch = pos.epoch;
   c.offset = pos.offset;
   c.seed = static_cast<int64_t>(config_.seed);
-  const float* history = w.solver->history().data();
   for (const ParamSlot& s : n.param_slots()) {
     const Blob<float>& blob = *n.layer(s.layer).params()[s.index];
     const std::string& layer = n.layer(s.layer).name();
     c.tensors[param_key(layer, s.index)] = read_tensor(*w.device, blob.shape(), blob.data());
-    c.tensors[history_key(layer, s.index)] = read_tensor(*w.device, blob.shape(), history + s.offset);
+    for (int h = 0; h < w.solver->settings().histories(); ++h)
+      c.tensors[history_key(layer, s.index, h)] =
+          read_tensor(*w.device, blob.shape(), w.solver->history(h).data() + s.offset);
   }
   for (int i = 0; i < n.num_layers(); ++i)
     for (size_t k = 0; k < n.layer(i).state().size(); ++k) {
@@ -94,9 +98,9 @@ void Trainer::resume(const std::string& path) {
       Blob<float>& blob = *n.layer(s.layer).params()[s.index];
       const std::string& layer = n.layer(s.layer).name();
       write_tensor(c, param_key(layer, s.index), blob.shape(), *w.device, blob.mutable_data(), path);
-      if (w.solver)
-        write_tensor(c, history_key(layer, s.index), blob.shape(), *w.device,
-                     w.solver->history().data() + s.offset, path);
+      for (int h = 0; w.solver && h < w.solver->settings().histories(); ++h)
+        write_tensor(c, history_key(layer, s.index, h), blob.shape(), *w.device,
+                     w.solver->history(h).data() + s.offset, path);
     }
     for (int i = 0; i < n.num_layers(); ++i)
       for (size_t k = 0; k < n.layer(i).state().size(); ++k) {

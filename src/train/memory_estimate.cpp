@@ -70,7 +70,8 @@ struct Part {
 }  // namespace
 
 MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::string& source,
-                               int64_t batch, int64_t test_batch, int workers, SyncKind sync) {
+                               int64_t batch, int64_t test_batch, int workers, SyncKind sync,
+                               int histories) {
   MemoryEstimate m;
   m.workers = workers;
   m.batch = batch;
@@ -79,7 +80,8 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   Net<float> net(model, Phase::Train, train_device, batch, /*seed=*/1, source);
   m.sync = sync;
   const int64_t flat = net.learnable_count() * static_cast<int64_t>(sizeof(float));
-  m.parameters = m.gradients = m.history = flat;  // SGD keeps one momentum buffer
+  m.parameters = m.gradients = flat;
+  m.history = flat * histories;  // SGD's momentum; Adam's two moments
   m.activations = unique_top_bytes(net);
   m.scratch = std::max<int64_t>(
       train_device.memory_stats().device_bytes - m.parameters - m.gradients - m.activations, 0);

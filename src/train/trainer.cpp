@@ -200,7 +200,8 @@ Trainer::~Trainer() {
 // Measures the run on a MeasuringDevice and refuses it, before any real allocation, when it does
 // not fit the free memory (or --device-memory-gb).
 void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
-  memory_ = estimate_memory(model_, model_path_, per_worker_batch_, test_batch_, config_.devices, sync);
+  memory_ = estimate_memory(model_, model_path_, per_worker_batch_, test_batch_, config_.devices, sync,
+                            make_solver_settings(config_.solver, "solver settings").histories());
   if (config_.device_memory_gb < 0)
     throw UsageError(cat("--device-memory-gb must be > 0, got ", config_.device_memory_gb));
   const bool given = config_.device_memory_gb > 0;
@@ -254,7 +255,8 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
   proto::SolverParameter solver = config_.solver;
   if (!solver.has_max_iter()) solver.set_max_iter(static_cast<int32_t>(max_iterations_));  // poly's horizon
   options.lr = make_lr_policy(solver, "solver settings");
-  options.sgd = make_sgd_settings(solver, "solver settings");
+  solver.set_iter_size(config_.accumulate);  // clip_gradients measures over the micro-batches
+  options.solver = make_solver_settings(solver, "solver settings");
   scheme_ = make_sync_scheme(kind, workers_, options, timeline_);
 }
 

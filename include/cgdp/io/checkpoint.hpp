@@ -33,7 +33,8 @@ struct Checkpoint {
 // "param/<layer>/<index>", "history/<layer>/<index>", "state/<layer>/<index>". Layer names may
 // hold '/', so look tensors up by building the key rather than by splitting one.
 std::string param_key(std::string_view layer, int index);
-std::string history_key(std::string_view layer, int index);
+// `buffer` 1 is the second history of AdaDelta and Adam: "history2/<layer>/<index>".
+std::string history_key(std::string_view layer, int index, int buffer = 0);
 std::string state_key(std::string_view layer, int index);
 
 // Writes atomically: a crash leaves the previous checkpoint in place.

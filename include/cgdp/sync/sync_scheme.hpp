@@ -53,7 +53,7 @@ struct SyncOptions {
   CoreSet aggregator_cpus;   // cgdp: where the aggregator runs (empty: anywhere)
   ChunkReducer* reducer = nullptr;  // cgdp across hosts: the parameter-server client
   LrPolicy lr;
-  SgdSettings sgd;
+  SolverSettings solver;
 };
 
 // Creates the scheme and gives solvers to the workers that update.
