@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <random>
 
 #include "cgdp/caffe_import/upgrade.hpp"
 #include "cgdp/caffe_import/vocabulary.hpp"
@@ -251,6 +252,80 @@ TEST(Backward, MoreParamEntriesThanBlobsAreRefused) {
     )", "p.prototxt"), Phase::Train, default_cpu_device(), 0, 1, "p.prototxt");
   });
   EXPECT_TRUE(has(msg, "layer 'a' gives 3 param entries, but InnerProduct learns 2 blob(s)")) << msg;
+}
+
+// Two towers read the same data through InnerProducts that share their weights by name (a
+// Siamese net's pattern), and their outputs are summed into the loss.
+const char* kSiamese = R"(
+  layer { name: "in" type: "Input" top: "data" top: "label"
+          input_param { shape { dim: 4 dim: 1 dim: 2 dim: 3 } shape { dim: 4 } } }
+  layer { name: "tower_a" type: "InnerProduct" bottom: "data" top: "a"
+          param { name: "shared_w" lr_mult: 1 } param { name: "shared_b" lr_mult: 2 }
+          inner_product_param { num_output: 3 weight_filler { type: "gaussian" std: 0.5 } bias_filler { type: "gaussian" std: 0.5 } } }
+  layer { name: "square" type: "Eltwise" bottom: "a" bottom: "a" top: "a2" eltwise_param { operation: PROD } }
+  layer { name: "tower_b" type: "InnerProduct" bottom: "data" top: "b"
+          param { name: "shared_w" lr_mult: 1 } param { name: "shared_b" lr_mult: 2 }
+          inner_product_param { num_output: 3 weight_filler { type: "gaussian" std: 0.5 } bias_filler { type: "gaussian" std: 0.5 } } }
+  layer { name: "sum" type: "Eltwise" bottom: "a2" bottom: "b" top: "s" }
+  layer { name: "loss" type: "SoftmaxWithLoss" bottom: "s" bottom: "label" top: "loss" }
+)";
+
+TEST(WeightSharing, OneBlobCountedOnce) {
+  Net<float> net(parse_model(kSiamese, "siamese.prototxt"), Phase::Train, default_cpu_device(), 0, 1, "siamese.prototxt");
+  EXPECT_EQ(net.learnable_count(), 6 * 3 + 3);
+  EXPECT_EQ(net.param_slots().size(), 2u);
+  const int a = layer_index(net, "tower_a"), b = layer_index(net, "tower_b");
+  EXPECT_EQ(net.layer(a).params()[0]->data(), net.layer(b).params()[0]->data());
+  EXPECT_EQ(net.layer(a).params()[1]->diff(), net.layer(b).params()[1]->diff());
+  // The owner is the first in forward order, so its slot is the last the backward pass completes.
+  EXPECT_EQ(net.param_slots().back().layer, a);
+}
+
+// The shared gradient is the sum of both towers' (the towers differ: one is squared), checked
+// against central differences of the loss in float64.
+TEST(WeightSharing, TheGradientIsTheSumOfTheSharersAndMatchesFiniteDifferences) {
+  Net<double> net(parse_model(kSiamese, "siamese.prototxt"), Phase::Train, default_cpu_device(), 0, 3, "siamese.prototxt");
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> uni(-1, 1);
+  for (double& x : net.input_data().mutable_data_span()) x = uni(rng);
+  for (int i = 0; i < 4; ++i) net.input_label()->mutable_data()[i] = i % 3;
+  const RunContext ctx;
+  auto loss = [&] {
+    net.forward(ctx);
+    return net.loss();
+  };
+  (void)loss();
+  for (double& g : net.flat_diff()) g = 0;
+  for (int i = net.num_layers() - 1; i >= 0; --i) net.backward_layer(i, ctx);
+  const std::vector<double> analytic(net.flat_diff().begin(), net.flat_diff().end());
+  for (size_t k = 0; k < analytic.size(); ++k) {
+    double& w = net.flat_data()[k];
+    const double saved = w, h = 1e-6;
+    w = saved + h;
+    const double plus = loss();
+    w = saved - h;
+    const double minus = loss();
+    w = saved;
+    EXPECT_NEAR(analytic[k], (plus - minus) / (2 * h), 1e-7 * std::max(1.0, std::abs(analytic[k]))) << "parameter " << k;
+  }
+}
+
+TEST(WeightSharing, SharersOfAnotherShapeOrRateAreRefused) {
+  std::string other = kSiamese;
+  other.replace(other.rfind("num_output: 3"), 13, "num_output: 4");
+  const std::string sum_of_both = "bottom: \"a2\" bottom: \"b\"";
+  other.replace(other.find(sum_of_both), sum_of_both.size(), "bottom: \"a2\" bottom: \"a2\"");  // b unused
+  const std::string msg = error_of([&] {
+    Net<float>(parse_model(other, "s.prototxt"), Phase::Train, default_cpu_device(), 0, 1, "s.prototxt");
+  });
+  EXPECT_TRUE(has(msg, "layer 'tower_b' shares parameter 'shared_w' of shape 4x6 with layer 'tower_a', whose is 3x6"))
+      << msg;
+  std::string rate = kSiamese;
+  rate.replace(rate.rfind("lr_mult: 2"), 10, "lr_mult: 3");
+  EXPECT_TRUE(has(error_of([&] {
+                    Net<float>(parse_model(rate, "s.prototxt"), Phase::Train, default_cpu_device(), 0, 1, "s.prototxt");
+                  }),
+                  "gives another lr_mult or decay_mult"));
 }
 
 }  // namespace

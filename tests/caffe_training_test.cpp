@@ -157,6 +157,35 @@ TEST(TestFigures, AccuracyIsFoundByLayerTypeAndEveryOutputIsReported) {
   EXPECT_NE(json.find("\"loss3/top-5\""), std::string::npos) << json;
 }
 
+// Two towers sharing their weights by name train on two workers: the shared blob is exchanged
+// once and the loss goes down.
+TEST(WeightSharing, ASiameseStyleNetTrainsOnTwoWorkers) {
+  testing::TempDir dir;
+  std::ofstream(dir / "m.prototxt") << R"(
+    layer { name: "data" type: "Input" top: "data" top: "label"
+            input_param { shape { dim: 8 dim: 1 dim: 28 dim: 28 } shape { dim: 8 } } }
+    layer { name: "a" type: "InnerProduct" bottom: "data" top: "a" param { name: "w" } param { name: "b" }
+            inner_product_param { num_output: 10 weight_filler { type: "xavier" } } }
+    layer { name: "b" type: "InnerProduct" bottom: "data" top: "b" param { name: "w" } param { name: "b" }
+            inner_product_param { num_output: 10 weight_filler { type: "xavier" } } }
+    layer { name: "sum" type: "Eltwise" bottom: "a" bottom: "b" top: "s" eltwise_param { coeff: 1 coeff: 0.5 } }
+    layer { name: "loss" type: "SoftmaxWithLoss" bottom: "s" bottom: "label" top: "loss" }
+  )";
+  const auto r = cgdp_in(dir.path(), "train --model m.prototxt --data idx:/usr/share/datasets/fashion-mnist --iterations 100 --devices 2 "
+                                     "--oversubscribe --lr 0.01 --display 20 --plain --test-samples 16 --metrics m.jsonl");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(" 7850 parameters)"), std::string::npos) << r.output;  // 784 x 10 + 10, once
+  std::ifstream metrics(dir / "m.jsonl");
+  std::vector<double> losses;
+  for (std::string line; std::getline(metrics, line);)
+    if (line.find("\"phase\":\"train\"") != std::string::npos) {
+      const size_t at = line.find("\"loss\":");
+      losses.push_back(std::stod(line.substr(at + 7)));
+    }
+  ASSERT_GE(losses.size(), 2u);
+  EXPECT_LT(losses.back(), losses.front() * 0.7) << r.output;
+}
+
 TEST(TestFigures, ATestNetWithoutALossSaysSo) {
   testing::TempDir dir;
   std::ofstream(dir / "m.prototxt") << R"(

@@ -38,6 +38,8 @@ void apply_solver_file(const proto::SolverParameter& s, const std::string& path,
   if (s.has_random_seed() && s.random_seed() >= 0 && unless("--seed")) c.seed = static_cast<uint64_t>(s.random_seed());
   if (unless("--device-kind")) c.device_kind = s.solver_mode() == proto::SolverParameter::CPU ? "cpu" : "cuda";
   if (s.has_layer_wise_reduce() && !s.layer_wise_reduce() && unless("--chunk")) c.chunk = "all";
+  if (s.weights_size() > 0 && unless("--weights") && unless("--resume"))
+    c.weights.assign(s.weights().begin(), s.weights().end());
 }
 
 }  // namespace cgdp

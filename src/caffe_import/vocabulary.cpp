@@ -107,7 +107,7 @@ const std::map<std::string, std::set<std::string>>& honoured_fields() {
         {"NetStateRule", "phase min_level max_level stage not_stage"},
         {"LayerParameter",
          "name type bottom top loss_weight param propagate_down include exclude source_line"},
-        {"ParamSpec", "lr_mult decay_mult share_mode"},
+        {"ParamSpec", "name lr_mult decay_mult share_mode"},
         {"BlobShape", "dim"},
         {"FillerParameter", "type value min max mean std variance_norm"},
         {"AccuracyParameter", "top_k axis ignore_label"},
@@ -137,7 +137,7 @@ const std::map<std::string, std::set<std::string>>& honoured_fields() {
          "display average_loss max_iter iter_size lr_policy gamma power momentum weight_decay "
          "regularization_type stepsize stepvalue snapshot snapshot_prefix snapshot_format "
          "snapshot_diff snapshot_after_train solver_mode device_id random_seed type solver_type "
-         "debug_info layer_wise_reduce delta momentum2 rms_decay clip_gradients"},
+         "debug_info layer_wise_reduce delta momentum2 rms_decay clip_gradients weights"},
     };
     std::map<std::string, std::set<std::string>> out;
     for (const auto& [message, fields] : lists) {
@@ -155,7 +155,6 @@ const std::map<std::string, std::string>& refused_field_advice() {
   static const std::map<std::string, std::string> table = {
       {"LayerParameter.blobs", "weights inside a model file: load them with --weights FILE"},
       {"LayerParameter.phase", "cgdp sets each net's phase itself: use include { phase: ... }"},
-      {"ParamSpec.name", "weight sharing by name is not implemented yet"},
       {"FillerParameter.sparse", "sparse gaussian fillers are not implemented yet"},
       {"DataParameter.rand_skip", "cgdp draws its own order from --seed: remove rand_skip"},
       {"DataParameter.force_encoded_color", "give transform_param { force_color: true } instead"},
@@ -168,7 +167,6 @@ const std::map<std::string, std::string>& refused_field_advice() {
                                    "name it with net:"},
       {"SolverParameter.train_state", "not implemented yet: put the stages in the model's state { stage: ... }"},
       {"SolverParameter.test_state", "not implemented yet: put the stages in the model's state { stage: ... }"},
-      {"SolverParameter.weights", "not implemented yet"},
   };
   return table;
 }

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   add(&cgdp::cli::add_convert_command);
   add(&cgdp::cli::add_mean_command);
   add(&cgdp::cli::add_loader_command);
+  add(&cgdp::cli::add_export_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -66,6 +66,15 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--snapshot-every", c.snapshot_every, "Write a checkpoint every N iterations");
   cmd->add_option("--snapshot-prefix", c.snapshot_prefix, "Checkpoints go to PREFIX_iter_N.ckpt (default: the model's name)");
   cmd->add_option("--resume", c.resume_path, "Continue from a checkpoint")->check(CLI::ExistingFile);
+  cmd->add_option("--weights", c.weights,
+                  "Start from trained weights, copied by layer name: .caffemodel, cgdp's --save or "
+                  "checkpoint, or other safetensors with --weights-map (several: later files win)")
+      ->delimiter(',')->check(CLI::ExistingFile)->excludes("--resume");
+  cmd->add_option("--weights-map", c.weights_map,
+                  "Lines 'tensor_name layer/index' naming another framework's safetensors tensors")
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--weights-allow-mismatch", c.weights_allow_mismatch,
+                "Re-initialise layers whose stored shapes differ (fine-tuning a changed last layer)");
   cmd->add_flag("--plain", c.plain_output, "Plain progress lines even on a terminal");
   cmd->add_option("--sync", c.sync, "cgdp (default for > 1 device), ps0 (worker 0 is the server) or local");
   cmd->add_option("--chunk", c.chunk,

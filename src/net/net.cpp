@@ -53,7 +53,7 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
   force_backward_ = param.force_backward();
   absorb_relus();
   mark_backward();
-  gather_params();
+  gather_params(source);
 }
 
 template <typename T>
@@ -178,13 +178,49 @@ void Net<T>::mark_backward() {
 }
 
 template <typename T>
-void Net<T>::gather_params() {
+std::map<std::pair<int, int>, std::pair<int, int>> Net<T>::shared_params(const std::string& source) const {
+  std::map<std::string, std::pair<int, int>> owner;  // name -> (layer, index)
+  std::map<std::pair<int, int>, std::pair<int, int>> sharers;
+  for (int i = 0; i < num_layers(); ++i) {
+    const auto& lp = layers_[i]->param();
+    for (int p = 0; p < static_cast<int>(layers_[i]->params().size()) && p < lp.param_size(); ++p) {
+      const proto::ParamSpec& spec = lp.param(p);
+      if (spec.name().empty()) continue;
+      const auto [it, first] = owner.emplace(spec.name(), std::pair{i, p});
+      if (first) continue;
+      const auto [oi, op] = it->second;
+      const Blob<T>& mine = *layers_[i]->params()[p];
+      const Blob<T>& theirs = *layers_[oi]->params()[op];
+      const proto::ParamSpec& owner_spec = layers_[oi]->param().param(op);
+      const bool permissive = spec.share_mode() == proto::ParamSpec::PERMISSIVE;
+      if (permissive ? mine.count() != theirs.count() : mine.shape() != theirs.shape())
+        throw ModelError(cat(located(source, lp), ": layer '", lp.name(), "' shares parameter '", spec.name(),
+                             "' of shape ", shape_string(mine.shape()), " with layer '", layers_[oi]->name(),
+                             "', whose is ", shape_string(theirs.shape()),
+                             permissive ? "" : " (share_mode: PERMISSIVE needs only equal counts)"));
+      if (spec.lr_mult() != owner_spec.lr_mult() || spec.decay_mult() != owner_spec.decay_mult())
+        throw ModelError(cat(located(source, lp), ": layer '", lp.name(), "' shares parameter '", spec.name(),
+                             "' with layer '", layers_[oi]->name(), "' but gives another lr_mult or decay_mult"));
+      sharers[{i, p}] = it->second;
+    }
+  }
+  return sharers;
+}
+
+// Weight sharing (ParamSpec.name): the first layer in forward order that names a parameter owns
+// it, and the others use its memory, so their gradients add into its own (layers accumulate into
+// parameter diffs) and it is counted and exchanged once. The owner's slot sits where its layer
+// puts it, the last in backward order: the chunk holding it completes after every sharer's backward.
+template <typename T>
+void Net<T>::gather_params(const std::string& source) {
+  const auto sharers = shared_params(source);
   layer_ranges_.assign(num_layers(), {0, 0});
   int64_t offset = 0;
   for (int i = num_layers() - 1; i >= 0; --i) {  // backward order
     const auto& lp = layers_[i]->param();
     const int64_t begin = offset;
     for (size_t p = 0; p < layers_[i]->params().size(); ++p) {
+      if (sharers.count({i, static_cast<int>(p)})) continue;
       ParamSlot slot;
       slot.layer = i;
       slot.index = static_cast<int>(p);
@@ -208,6 +244,8 @@ void Net<T>::gather_params() {
   for (const ParamSlot& s : slots_)
     layers_[s.layer]->params()[s.index]->bind_to(flat_data_ptr_ + s.offset,
                                                  flat_diff_ptr_ + s.offset);
+  for (const auto& [sharer, owner] : sharers)
+    layers_[sharer.first]->params()[sharer.second]->share_with(*layers_[owner.first]->params()[owner.second]);
 }
 
 template <typename T>

@@ -3,6 +3,7 @@
 // worker, and every host of a multi-host run loads the same checkpoint (each from its --resume).
 #include <filesystem>
 
+#include "cgdp/caffe_import/weights.hpp"
 #include "cgdp/io/checkpoint.hpp"
 #include "cgdp/io/file.hpp"
 #include "cgdp/io/safetensors.hpp"
@@ -123,22 +124,8 @@ void Trainer::resume(const std::string& path) {
 void Trainer::save_parameters(const std::string& path) {
   average_state();
   if (rank() != 0) return;
-  Worker& w = workers_[0];
-  Net<float>& n = *w.net;
-  std::map<std::string, CheckpointTensor> host;  // device memory read back first
-  for (const ParamSlot& s : n.param_slots()) {
-    const Blob<float>& blob = *n.layer(s.layer).params()[s.index];
-    host[s.name] = read_tensor(*w.device, blob.shape(), blob.data());
-  }
-  for (int i = 0; i < n.num_layers(); ++i)
-    for (size_t k = 0; k < n.layer(i).state().size(); ++k) {
-      const Blob<float>& blob = *n.layer(i).state()[k];
-      host[cat(n.layer(i).name(), "/state/", k)] = read_tensor(*w.device, blob.shape(), blob.data());
-    }
-  TensorRefs tensors;
-  for (const auto& [name, t] : host) tensors.emplace(name, TensorRef::of(t.values, t.shape));
-  save_safetensors(path, tensors, {{"format", "cgdp-parameters"}, {"model", n.name()},
-                                   {"iterations", std::to_string(iteration())}});
+  write_parameters_safetensors(*workers_[0].net, path, {{"format", "cgdp-parameters"}, {"model", net().name()},
+                                                        {"iterations", std::to_string(iteration())}});
 }
 
 }  // namespace cgdp

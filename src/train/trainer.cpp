@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 
+#include "cgdp/caffe_import/weights.hpp"
 #include "cgdp/cost/profile_match.hpp"
 #include "cgdp/data/open_dataset.hpp"
 #include "cgdp/device/cpu_device.hpp"
@@ -145,6 +146,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   test_net_ = std::make_unique<Net<float>>(model_, Phase::Test, net0.device(), test_batch_,
                                            config.seed, model_path_);
   test_net_->share_params_from(net0);
+  load_initial_weights();
   const Shape in = net0.input_data().shape();
   if (in.size() != 4)
     throw ModelError(cat(model_path_, ": the Input's data top must be N x C x H x W, got ", shape_string(in)));
@@ -181,6 +183,20 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   lo.buffers = config.prefetch + 1;
   lo.thread_start = loader_binding();
   loader_ = std::make_unique<BatchLoader>(train_data_, lo, *workers_[0].device);  // pinned for GPUs
+}
+
+// --weights: every worker starts from the files' blobs, copied by layer name.
+void Trainer::load_initial_weights() {
+  if (config_.weights.empty()) return;
+  if (!config_.resume_path.empty())
+    throw UsageError("give --weights or --resume, not both: a checkpoint holds its own parameters");
+  const std::map<std::string, std::string> names =
+      config_.weights_map.empty() ? std::map<std::string, std::string>{} : read_weights_map(config_.weights_map);
+  std::vector<StoredWeights> files;
+  for (const std::string& path : config_.weights) files.push_back(read_weights_file(path, names));
+  WeightsReport report;
+  for (Worker& w : workers_) report = load_weights(*w.net, files, config_.weights_allow_mismatch);
+  weights_note_ = cat("cgdp: ", report.summary());
 }
 
 // After a failure, streams may still hold work that refers to the scheme's events and buffers:
@@ -470,12 +486,13 @@ std::string Trainer::memory_report() const {
 }
 
 void Trainer::announce(ProgressReporter& progress, int64_t batch, double epoch_iters) {
-  progress.message(cat("cgdp: training ", net().name(), " (", model_path_, ", ", net().learnable_count(),
+  progress.message(cat("cgdp: training ", net().name(), net().name().empty() ? "" : " ", "(", model_path_, ", ", net().learnable_count(),
                        " parameters) on ", train_data_->describe(), ": ", train_data_->size(), " train / ",
                        test_data_->size(), " test samples, batch ", batch, ", ", max_iterations_,
                        " iterations (", static_cast<double>(max_iterations_) / epoch_iters, " epochs), ",
                        omp_get_max_threads(), " threads"));
   for (const std::string& note : device_notes(workers_)) progress.message("cgdp: " + note);
+  if (!weights_note_.empty()) progress.message(weights_note_);
   if (cluster_)
     progress.message(cat("cgdp: ", cluster_->host_name(rank()), " of ", num_hosts(), " hosts, ",
                          total_workers(), " workers in all; rows ", rank() * num_workers() * per_worker_batch_,

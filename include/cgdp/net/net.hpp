@@ -102,7 +102,10 @@ class Net {
   // Offers every in-place ReLU with negative_slope 0 to the layer right before it, whose top it
   // rewrites; marks those taken as absorbed.
   void absorb_relus();
-  void gather_params();
+  // (layer, index) of each parameter that uses another's memory -> (layer, index) of its owner;
+  // throws ModelError when sharers' shapes or multipliers differ.
+  std::map<std::pair<int, int>, std::pair<int, int>> shared_params(const std::string& source) const;
+  void gather_params(const std::string& source);
   // One value of a blob's data, copied from the device.
   T read_scalar(const Blob<T>& blob) const;
 

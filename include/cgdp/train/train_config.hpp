@@ -47,6 +47,11 @@ struct TrainConfig {
   std::string snapshot_prefix;      // checkpoints go to <prefix>_iter_<N>.ckpt
   bool snapshot_after_train = false;  // also write one after the last iteration
   std::string resume_path;
+  // Trained weights copied in by layer name before training (caffe_import/weights.hpp): Caffe's
+  // -weights. Later files win; a --weights-map renames another framework's safetensors tensors.
+  std::vector<std::string> weights;
+  std::string weights_map;
+  bool weights_allow_mismatch = false;  // re-initialise layers whose shapes differ (fine-tuning)
   bool plain_output = false;        // never use the live terminal line
   int threads = 0;                  // 0: OpenMP's default
   int loader_threads = 0;           // threads that decode each batch; 0: from the topology

@@ -75,6 +75,7 @@ class Trainer {
   void agree_with_other_hosts();
   void inject_fault(int worker, int64_t after_copies);
   void check_memory(SyncKind sync, DeviceKind kind);
+  void load_initial_weights();
   void check_data_fits_model();
   void announce(ProgressReporter& progress, int64_t batch, double epoch_iters);
   void test_point(ProgressReporter& progress, ProgressPoint p, TrainResult& result);
@@ -95,6 +96,7 @@ class Trainer {
   std::string model_path_;
   proto::NetParameter model_;  // data layers replaced by Inputs
   DataFeeds feeds_;
+  std::string weights_note_;  // what --weights loaded, for the first lines
   Timeline timeline_;
   std::vector<Worker> workers_;
   std::unique_ptr<Cluster> cluster_;  // with --hosts; outlives the scheme that pushes through it

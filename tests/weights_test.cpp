@@ -1,0 +1,221 @@
+// Weights in and out by layer name: a .caffemodel written by an independent writer (V2 and V1)
+// loads bit for bit; fine-tuning with a renamed or reshaped last layer; cgdp's own safetensors and
+// checkpoints; a PyTorch-named safetensors through a --weights-map; export back to .caffemodel.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cgdp/caffe_import/weights.hpp"
+#include "cgdp/device/cpu_device.hpp"
+#include "cgdp/io/file.hpp"
+#include "cgdp/io/safetensors.hpp"
+#include "cgdp/net/model_file.hpp"
+#include "support/caffe_tree.hpp"
+#include "support/run_command.hpp"
+#include "support/temp_dir.hpp"
+
+namespace cgdp {
+namespace {
+
+using testing::TempDir;
+
+std::string lenet_path() { return (testing::published_caffe_files() / "examples/mnist/lenet.prototxt").string(); }
+
+std::unique_ptr<Net<float>> lenet(uint64_t seed = 1, const std::string& path = lenet_path()) {
+  return std::make_unique<Net<float>>(load_model(path), Phase::Test, default_cpu_device(), 1, seed, path);
+}
+
+std::vector<float> values_of(const Blob<float>& b) { return {b.data(), b.data() + b.count()}; }
+
+int v1_type(const std::string& type) {
+  return type == "Convolution" ? 4 : type == "InnerProduct" ? 14 : 0;
+}
+
+// Writes the net's layers' blob shapes as a spec, runs the independent writer, and returns the
+// raw values it wrote, in file order.
+std::vector<float> write_independent(Net<float>& net, const std::string& format, const std::string& out) {
+  nlohmann::json spec = {{"format", format}, {"seed", 5}, {"layers", nlohmann::json::array()}};
+  for (int i = 0; i < net.num_layers(); ++i) {
+    if (net.layer(i).params().empty()) continue;
+    nlohmann::json blobs = nlohmann::json::array();
+    for (const auto& p : net.layer(i).params()) blobs.push_back(p->shape());
+    spec["layers"].push_back({{"name", net.layer(i).name()}, {"type", net.layer(i).type()},
+                              {"v1_type", v1_type(net.layer(i).type())}, {"blobs", blobs}});
+  }
+  std::ofstream(out + ".json") << spec.dump();
+  const auto r = testing::run_command(cat(CGDP_SOURCE_DIR, "/tests/support/write_caffemodel.py ", out, ".json ", out, " 2>&1"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const std::string raw = read_file(out + ".f32");
+  std::vector<float> values(raw.size() / 4);
+  std::memcpy(values.data(), raw.data(), raw.size());
+  return values;
+}
+
+void expect_holds(Net<float>& net, const std::vector<float>& raw) {
+  size_t at = 0;
+  for (int i = 0; i < net.num_layers(); ++i)
+    for (const auto& p : net.layer(i).params()) {
+      ASSERT_LE(at + p->count(), raw.size());
+      EXPECT_EQ(0, std::memcmp(p->data(), raw.data() + at, p->bytes())) << net.layer(i).name();
+      at += static_cast<size_t>(p->count());
+    }
+  EXPECT_EQ(at, raw.size());
+}
+
+TEST(Weights, AnIndependentlyWrittenCaffemodelLoadsBitForBit) {
+  for (const char* format : {"v2", "v1"}) {
+    SCOPED_TRACE(format);
+    TempDir dir;
+    auto net = lenet();
+    const std::string file = (dir / cat("lenet_", format, ".caffemodel")).string();
+    const auto raw = write_independent(*net, format, file);
+    const WeightsReport r = load_weights(*net, {read_weights_file(file)}, false);
+    EXPECT_EQ(r.loaded, 4);
+    EXPECT_TRUE(r.missing.empty());
+    expect_holds(*net, raw);
+  }
+}
+
+// Fine-tuning: the last layer renamed starts from its filler; reshaped under its old name, it is an
+// error naming both shapes unless the mismatch is allowed.
+TEST(Weights, FineTuningWithARenamedOrReshapedLastLayer) {
+  TempDir dir;
+  auto source = lenet();
+  const std::string file = (dir / "lenet.caffemodel").string();
+  const auto raw = write_independent(*source, "v2", file);
+  std::string text = read_file(lenet_path());
+  const size_t ip2 = text.find("name: \"ip2\"");
+  ASSERT_NE(ip2, std::string::npos);
+  std::string renamed = text;
+  renamed.replace(ip2, 11, "name: \"ip2_new\"");
+  std::ofstream(dir / "renamed.prototxt") << renamed;
+  auto tuned = lenet(1, (dir / "renamed.prototxt").string());
+  const WeightsReport r = load_weights(*tuned, {read_weights_file(file)}, false);
+  EXPECT_EQ(r.loaded, 3);
+  ASSERT_EQ(r.missing.size(), 1u);
+  EXPECT_EQ(r.missing[0], "ip2_new");
+  EXPECT_EQ(r.unused, std::vector<std::string>{"ip2"});
+  EXPECT_NE(r.summary().find("3 layers loaded, 1 initialised by their fillers (ip2_new), 1 in the files but not"),
+            std::string::npos) << r.summary();
+
+  std::string reshaped = text;
+  const size_t outputs = reshaped.find("num_output: 10");
+  ASSERT_NE(outputs, std::string::npos);
+  reshaped.replace(outputs, 14, "num_output: 7");
+  std::ofstream(dir / "reshaped.prototxt") << reshaped;
+  auto narrow = lenet(1, (dir / "reshaped.prototxt").string());
+  try {
+    load_weights(*narrow, {read_weights_file(file)}, false);
+    ADD_FAILURE() << "no error";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 'ip2' blob 0: " + file + " holds 10x500, the net has 7x500"),
+              std::string::npos) << e.what();
+  }
+  const std::vector<float> fresh = values_of(*narrow->layer(narrow->num_layers() - 2).params()[0]);
+  const WeightsReport allowed = load_weights(*narrow, {read_weights_file(file)}, true);
+  EXPECT_EQ(allowed.loaded, 3);
+  EXPECT_EQ(allowed.mismatched, 1);
+  EXPECT_EQ(values_of(*narrow->layer(narrow->num_layers() - 2).params()[0]), fresh);  // left as filled
+}
+
+TEST(Weights, ExportedCaffemodelAndSafetensorsReadBackExactly) {
+  TempDir dir;
+  auto trained = lenet(3);
+  auto fresh = lenet(4);
+  ASSERT_NE(values_of(*trained->layer(1).params()[0]), values_of(*fresh->layer(1).params()[0]));
+  write_caffemodel(*trained, (dir / "out.caffemodel").string());
+  write_parameters_safetensors(*trained, (dir / "out.safetensors").string(), {});
+  for (const char* name : {"out.caffemodel", "out.safetensors"}) {
+    auto loaded = lenet(4);
+    EXPECT_EQ(load_weights(*loaded, {read_weights_file((dir / name).string())}, false).loaded, 4) << name;
+    for (int i = 0; i < loaded->num_layers(); ++i)
+      for (size_t p = 0; p < loaded->layer(i).params().size(); ++p)
+        EXPECT_EQ(values_of(*loaded->layer(i).params()[p]), values_of(*trained->layer(i).params()[p])) << name;
+  }
+}
+
+// A PyTorch state_dict's names ("features.0.weight") need a map; an unmapped tensor is an error.
+TEST(Weights, ForeignSafetensorsLoadThroughAMap) {
+  TempDir dir;
+  auto source = lenet(3);
+  std::map<std::string, std::vector<float>> values;
+  TensorRefs tensors;
+  const std::map<std::string, std::string> torch_names = {
+      {"features.0.weight", "conv1/0"}, {"features.0.bias", "conv1/1"}, {"features.3.weight", "conv2/0"},
+      {"features.3.bias", "conv2/1"},   {"classifier.0.weight", "ip1/0"}, {"classifier.0.bias", "ip1/1"},
+      {"classifier.2.weight", "ip2/0"}, {"classifier.2.bias", "ip2/1"}};
+  std::ofstream map(dir / "map.txt");
+  map << "# torchvision-style names to LeNet's layers\n";
+  for (const auto& [torch, ours] : torch_names) {
+    const size_t slash = ours.rfind('/');
+    Net<float>& n = *source;
+    for (int i = 0; i < n.num_layers(); ++i)
+      if (n.layer(i).name() == ours.substr(0, slash)) {
+        const auto& blob = *n.layer(i).params()[std::stoi(ours.substr(slash + 1))];
+        values[torch] = values_of(blob);
+        tensors.emplace(torch, TensorRef::of(values[torch], blob.shape()));
+      }
+    map << torch << " " << ours << "\n";
+  }
+  map.close();
+  save_safetensors(dir / "torch.safetensors", tensors);
+  auto loaded = lenet(4);
+  const auto names = read_weights_map((dir / "map.txt").string());
+  EXPECT_EQ(load_weights(*loaded, {read_weights_file((dir / "torch.safetensors").string(), names)}, false).loaded, 4);
+  EXPECT_EQ(values_of(*loaded->layer(1).params()[0]), values_of(*source->layer(1).params()[0]));
+  std::ofstream(dir / "short_map.txt") << "features.0.weight conv1/0\n";
+  try {
+    read_weights_file((dir / "torch.safetensors").string(), read_weights_map((dir / "short_map.txt").string()));
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'classifier.0.bias' is not in the weights map"), std::string::npos)
+        << e.what();
+  }
+  std::ofstream(dir / "bad_map.txt") << "features.0.weight\n";
+  try {
+    read_weights_map((dir / "bad_map.txt").string());
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad_map.txt:1: expected \"tensor_name layer/index\""), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Weights, AFileThatIsNeitherIsNamed) {
+  TempDir dir;
+  std::ofstream(dir / "junk.caffemodel") << "\xff\xff\xff\xff not a model";
+  try {
+    read_weights_file((dir / "junk.caffemodel").string());
+    ADD_FAILURE() << "no error";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("junk.caffemodel: not a Caffe model"), std::string::npos) << e.what();
+  }
+}
+
+// The command line: train LeNet's published solver from a .caffemodel (the summary line says
+// what loaded), and export a net's weights back to one.
+TEST(Weights, TrainFromWeightsAndExportThem) {
+  const testing::CaffeTree tree;
+  auto net = lenet();
+  const std::string file = (tree.root() / "lenet.caffemodel").string();
+  const auto raw = write_independent(*net, "v2", file);
+  const auto trained = testing::run_command(
+      cat("cd ", tree.root(), " && ", CGDP_BINARY_DIR, "/cgdp train --solver examples/mnist/lenet_solver.prototxt "
+          "--device-kind cpu --iterations 1 --batch 2 --test-batch 2 --test-iter 1 --plain --weights ", file, " 2>&1"));
+  EXPECT_EQ(trained.exit_code, 0) << trained.output;
+  EXPECT_NE(trained.output.find("cgdp: weights: 4 layers loaded, 0 initialised by their fillers"), std::string::npos)
+      << trained.output;
+  TempDir dir;
+  const auto r = testing::run_command(cat(CGDP_BINARY_DIR, "/cgdp export --model ", lenet_path(), " --weights ", file,
+                                          " --to caffemodel --out ", dir / "back.caffemodel", " 2>&1"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("weights: 4 layers loaded, 0 initialised by their fillers"), std::string::npos) << r.output;
+  auto back = lenet(9);
+  EXPECT_EQ(load_weights(*back, {read_weights_file((dir / "back.caffemodel").string())}, false).loaded, 4);
+  expect_holds(*back, raw);
+}
+
+}  // namespace
+}  // namespace cgdp
