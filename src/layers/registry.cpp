@@ -13,6 +13,7 @@
 #include "cgdp/layers/inner_product_layer.hpp"
 #include "cgdp/layers/input_layer.hpp"
 #include "cgdp/layers/lrn_layer.hpp"
+#include "cgdp/layers/neuron_layer.hpp"
 #include "cgdp/layers/pooling_layer.hpp"
 #include "cgdp/layers/relu_layer.hpp"
 #include "cgdp/layers/scale_layer.hpp"
@@ -49,21 +50,30 @@ const std::vector<Entry>& table() {
   // One entry per line keeps additions from different branches apart.
   // clang-format off
   static const std::vector<Entry> entries = {
+      entry<AbsValLayer>("AbsVal"),
       entry<AccuracyLayer>("Accuracy"),
       entry<BatchNormLayer>("BatchNorm"),
+      entry<BNLLLayer>("BNLL"),
       entry<ConcatLayer>("Concat"),
       entry<ConvolutionLayer>("Convolution"),
       entry<DropoutLayer>("Dropout"),
       entry<EltwiseLayer>("Eltwise"),
+      entry<ELULayer>("ELU"),
+      entry<ExpLayer>("Exp"),
       entry<InnerProductLayer>("InnerProduct"),
       entry<InputLayer>("Input"),
+      entry<LogLayer>("Log"),
       entry<LRNLayer>("LRN"),
       entry<PoolingLayer>("Pooling"),
+      entry<PowerLayer>("Power"),
       entry<ReLULayer>("ReLU"),
       entry<ScaleLayer>("Scale"),
+      entry<SigmoidLayer>("Sigmoid"),
       entry<SoftmaxLayer>("Softmax"),
       entry<SoftmaxWithLossLayer>("SoftmaxWithLoss"),
       entry<SplitLayer>("Split"),
+      entry<TanHLayer>("TanH"),
+      entry<ThresholdLayer>("Threshold"),
   };
   // clang-format on
   return entries;
