@@ -5,20 +5,6 @@
 
 namespace cgdp {
 
-namespace {
-
-// Copies `rows` rows of `width` elements between pitches (in elements), in stream order.
-template <typename T>
-void copy_rows(Stream& stream, T* dst, int64_t dst_pitch, const T* src, int64_t src_pitch,
-               int64_t width, int64_t rows) {
-  if (width == 0 || rows == 0) return;
-  CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch * sizeof(T), src, src_pitch * sizeof(T),
-                               width * sizeof(T), rows, cudaMemcpyDeviceToDevice,
-                               native_stream(stream)));
-}
-
-}  // namespace
-
 template <typename T>
 void ConcatLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom,
                                   const BlobVec<T>& top) {

@@ -40,6 +40,16 @@ V* ensure_buffer(DeviceBuffer& buffer, Device& device, Stream& stream, int64_t c
   return static_cast<V*>(buffer.get());
 }
 
+// Copies `rows` rows of `width` elements between pitches (in elements), device to device, in
+// stream order: a slab of a blob along an axis (Concat, Slice).
+template <typename T>
+void copy_rows(Stream& stream, T* dst, int64_t dst_pitch, const T* src, int64_t src_pitch, int64_t width,
+               int64_t rows) {
+  if (width == 0 || rows == 0) return;
+  CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch * sizeof(T), src, src_pitch * sizeof(T), width * sizeof(T), rows,
+                               cudaMemcpyDeviceToDevice, native_stream(stream)));
+}
+
 // A fully packed NCHW tensor of `n` x `c` x `h` x `w` elements of T.
 template <typename T>
 void set_tensor(const Layer<T>& layer, TensorDescriptor& desc, int64_t n, int64_t c, int64_t h,

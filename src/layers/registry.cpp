@@ -16,7 +16,9 @@
 #include "cgdp/layers/neuron_layer.hpp"
 #include "cgdp/layers/pooling_layer.hpp"
 #include "cgdp/layers/relu_layer.hpp"
+#include "cgdp/layers/reshape_layer.hpp"
 #include "cgdp/layers/scale_layer.hpp"
+#include "cgdp/layers/slice_layer.hpp"
 #include "cgdp/layers/softmax_layer.hpp"
 #include "cgdp/layers/softmax_with_loss_layer.hpp"
 #include "cgdp/layers/split_layer.hpp"
@@ -60,6 +62,7 @@ const std::vector<Entry>& table() {
       entry<EltwiseLayer>("Eltwise"),
       entry<ELULayer>("ELU"),
       entry<ExpLayer>("Exp"),
+      entry<FlattenLayer>("Flatten"),
       entry<InnerProductLayer>("InnerProduct"),
       entry<InputLayer>("Input"),
       entry<LogLayer>("Log"),
@@ -67,8 +70,10 @@ const std::vector<Entry>& table() {
       entry<PoolingLayer>("Pooling"),
       entry<PowerLayer>("Power"),
       entry<ReLULayer>("ReLU"),
+      entry<ReshapeLayer>("Reshape"),
       entry<ScaleLayer>("Scale"),
       entry<SigmoidLayer>("Sigmoid"),
+      entry<SliceLayer>("Slice"),
       entry<SoftmaxLayer>("Softmax"),
       entry<SoftmaxWithLossLayer>("SoftmaxWithLoss"),
       entry<SplitLayer>("Split"),
