@@ -135,6 +135,20 @@ TEST(SolverFile, EachPublishedSolverTrainsItsNet) {
   }
 }
 
+// Caffe's Siamese example as published: pairs of digits as two channels, sliced into two towers
+// that share every weight by name, and a contrastive loss. One tower's parameters, counted once.
+TEST(WeightSharing, CaffesSiameseExampleTrains) {
+  const CaffeTree tree;
+  const auto r = cgdp_in(tree.root(), "train --solver examples/siamese/mnist_siamese_solver.prototxt --device-kind cpu "
+                                      "--iterations 20 --batch 4 --test-batch 4 --test-iter 1 --display 10 --plain");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // conv1 520 + conv2 25,050 + ip1 400,500 + ip2 5,010 + feat 22, shared by both towers.
+  EXPECT_NE(r.output.find(" 431102 parameters)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("done: 20 iterations"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(no Accuracy layer)"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("nan"), std::string::npos) << r.output;
+}
+
 // GoogLeNet names its accuracies loss3/top-1 and loss3/top-5: found by type, every one reported.
 TEST(TestFigures, AccuracyIsFoundByLayerTypeAndEveryOutputIsReported) {
   testing::TempDir dir;

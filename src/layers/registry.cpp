@@ -12,6 +12,7 @@
 #include "cgdp/layers/eltwise_layer.hpp"
 #include "cgdp/layers/inner_product_layer.hpp"
 #include "cgdp/layers/input_layer.hpp"
+#include "cgdp/layers/loss_layers.hpp"
 #include "cgdp/layers/lrn_layer.hpp"
 #include "cgdp/layers/neuron_layer.hpp"
 #include "cgdp/layers/pooling_layer.hpp"
@@ -57,12 +58,15 @@ const std::vector<Entry>& table() {
       entry<BatchNormLayer>("BatchNorm"),
       entry<BNLLLayer>("BNLL"),
       entry<ConcatLayer>("Concat"),
+      entry<ContrastiveLossLayer>("ContrastiveLoss"),
       entry<ConvolutionLayer>("Convolution"),
       entry<DropoutLayer>("Dropout"),
       entry<EltwiseLayer>("Eltwise"),
       entry<ELULayer>("ELU"),
+      entry<EuclideanLossLayer>("EuclideanLoss"),
       entry<ExpLayer>("Exp"),
       entry<FlattenLayer>("Flatten"),
+      entry<HingeLossLayer>("HingeLoss"),
       entry<InnerProductLayer>("InnerProduct"),
       entry<InputLayer>("Input"),
       entry<LogLayer>("Log"),
@@ -73,6 +77,7 @@ const std::vector<Entry>& table() {
       entry<ReshapeLayer>("Reshape"),
       entry<ScaleLayer>("Scale"),
       entry<SigmoidLayer>("Sigmoid"),
+      entry<SigmoidCrossEntropyLossLayer>("SigmoidCrossEntropyLoss"),
       entry<SliceLayer>("Slice"),
       entry<SoftmaxLayer>("Softmax"),
       entry<SoftmaxWithLossLayer>("SoftmaxWithLoss"),

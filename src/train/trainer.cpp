@@ -619,8 +619,11 @@ void Trainer::finish(ProgressReporter& progress, const TrainResult& result) {
   for (const Dataset* data : {train_data_.get(), test_data_.get()})
     if (const std::string skipped = data->skipped_summary(); !skipped.empty())
       progress.message(cat("cgdp: ", skipped));
-  progress.message(cat("cgdp: done: ", result.iterations, " iterations in ",
-                       format_duration(result.train_seconds), ", test accuracy ", result.test_accuracy));
+  const std::string figure = !std::isnan(result.test_accuracy) ? cat("test accuracy ", result.test_accuracy)
+                             : !std::isnan(result.test_loss)   ? cat("test loss ", result.test_loss, " (no Accuracy layer)")
+                                                               : std::string("no test figures (no Accuracy or loss layer)");
+  progress.message(cat("cgdp: done: ", result.iterations, " iterations in ", format_duration(result.train_seconds), ", ",
+                       figure));
 }
 
 }  // namespace cgdp

@@ -51,6 +51,9 @@ class CaffeTree {
     const auto& r = dir_.path();
     write_raw_lmdb(r / "examples/mnist/mnist_train_lmdb", 8, 1, 28, 28, 10);
     write_raw_lmdb(r / "examples/mnist/mnist_test_lmdb", 8, 1, 28, 28, 10);
+    // The Siamese example's pairs: two 28x28 channels, labels 1 (same digit) or 0.
+    write_raw_lmdb(r / "examples/siamese/mnist_siamese_train_leveldb", 8, 2, 28, 28, 2);
+    write_raw_lmdb(r / "examples/siamese/mnist_siamese_test_leveldb", 8, 2, 28, 28, 2);
     write_raw_lmdb(r / "examples/cifar10/cifar10_train_lmdb", 8, 3, 32, 32, 10);
     write_raw_lmdb(r / "examples/cifar10/cifar10_test_lmdb", 8, 3, 32, 32, 10);
     write_flat_mean(r / "examples/cifar10/mean.binaryproto", 3, 32, 32);

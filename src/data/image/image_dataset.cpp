@@ -32,9 +32,9 @@ std::string SkippedImages::summary(const std::string& source) const {
 
 ImageSourceDataset::ImageSourceDataset(ImageOptions options, std::string description)
     : options_(std::move(options)), description_(std::move(description)) {
-  if (options_.channels != 1 && options_.channels != 3)
-    throw DataError(cat(description_, ": the model's input has ", options_.channels,
-                        " channels; image data gives 1 (gray) or 3 (colour)"));
+  // Image files decode to 1 or 3 channels (decode_image says so); raw LMDB records may hold more.
+  if (options_.channels < 1)
+    throw DataError(cat(description_, ": the model's input has ", options_.channels, " channels"));
   if (options_.random_resized_crop.size > 0 &&
       (options_.resize_height > 0 || options_.transform.crop_size > 0 || !options_.transform.mean_image.empty()))
     throw UsageError("the random resized crop sets the size itself: leave out --resize, --crop and --mean-file");

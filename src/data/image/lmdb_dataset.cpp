@@ -22,7 +22,10 @@ void datum_image(const proto::Datum& d, int channels, int min_height, int min_wi
   if (C <= 0 || H <= 0 || W <= 0 || C * H * W != static_cast<int64_t>(bytes.size()))
     throw DataError(cat("raw Datum of ", C, "x", H, "x", W, " holds ", bytes.size(),
                         " bytes (float_data is not read)"));
-  if (C != 1 && C != 3) throw DataError(cat("raw Datum of ", C, " channels; expected 1 or 3"));
+  // Other channel counts (the Siamese example's pairs of gray digits) are planes kept in order.
+  const bool planes_in_order = C != 1 && C != 3;
+  if ((planes_in_order || (channels != 1 && channels != 3)) && channels != C)
+    throw DataError(cat("raw Datum of ", C, " channels, but the model takes ", channels));
   image.height = static_cast<int>(H);
   image.width = static_cast<int>(W);
   image.channels = channels;
@@ -32,7 +35,9 @@ void datum_image(const proto::Datum& d, int channels, int min_height, int min_wi
     for (int64_t x = 0; x < W; ++x) {
       auto plane = [&](int64_t c) { return static_cast<uint8_t>(bytes[(c * H + y) * W + x]); };
       uint8_t* px = &image.pixels[(y * W + x) * channels];
-      if (C == 1) {
+      if (planes_in_order) {
+        for (int c = 0; c < channels; ++c) px[c] = plane(c);
+      } else if (C == 1) {
         for (int c = 0; c < channels; ++c) px[c] = plane(0);
       } else if (channels == 3) {
         px[0] = plane(2), px[1] = plane(1), px[2] = plane(0);  // BGR planes to RGB
