@@ -230,6 +230,8 @@ std::vector<Spec> specs() {
       {"PoolMaxPadded", pool("pool: MAX kernel_size: 3 stride: 2 pad: 1"), {{2, 3, 9, 9}}, 1, false, true},
       {"PoolMax2x2", pool("pool: MAX kernel_size: 2 stride: 2"), {{2, 2, 8, 7}}, 1, false, true},
       {"PoolAveCeil", pool("pool: AVE kernel_size: 3 stride: 2"), {{2, 3, 8, 8}}},
+      {"PoolMaxFloor", pool("pool: MAX kernel_size: 3 stride: 2 round_mode: FLOOR"), {{2, 3, 8, 8}}, 1, false, true},
+      {"PoolAveFloorPadded", pool("pool: AVE kernel_size: 3 stride: 2 pad: 1 round_mode: FLOOR"), {{2, 3, 8, 9}}},
       {"PoolAvePadded", pool("pool: AVE kernel_size: 3 stride: 2 pad: 1"), {{2, 3, 9, 9}}},
       {"PoolGlobalAve", pool("pool: AVE global_pooling: true"), {{2, 5, 7, 7}}},
       {"InnerProduct", "name: 'ip' type: 'InnerProduct' inner_product_param { num_output: 5" + ip_fill + " }", {{4, 3, 2, 2}}},

@@ -484,6 +484,17 @@ TEST(Pooling, OutputShapesFollowCaffe) {
             (Shape{1, 1, 2, 2}));
   EXPECT_EQ(shape_of("pool: MAX kernel_h: 3 kernel_w: 2 stride_h: 2 stride_w: 1", {2, 1, 7, 5}),
             (Shape{2, 1, 3, 4}));
+  // round_mode FLOOR: (6 - 3) / 2 = 1.5 -> 1 window after the first.
+  EXPECT_EQ(shape_of("pool: MAX kernel_size: 3 stride: 2 round_mode: FLOOR", {1, 1, 6, 6}), (Shape{1, 1, 2, 2}));
+  EXPECT_EQ(shape_of("pool: AVE kernel_size: 3 stride: 2 round_mode: FLOOR", {1, 1, 7, 7}), (Shape{1, 1, 3, 3}));
+}
+
+TEST(Pooling, FloorRoundingGradientsMatchFiniteDifferences) {
+  for (const char* pool : {"MAX", "AVE"}) {
+    Harness<double> h(pool_text(cat("pool: ", pool, " kernel_size: 3 stride: 2 round_mode: FLOOR")), {2, 2, 6, 7});
+    fill_distinct(h.bottom, 5);
+    check_gradients(*h.layer, {&h.bottom}, {&h.top});
+  }
 }
 
 TEST(Pooling, AverageDividesByTheWindowClippedToThePaddedInput) {

@@ -109,7 +109,7 @@ const std::map<std::string, std::set<std::string>>& honoured_fields() {
          "name type bottom top loss_weight param propagate_down include exclude source_line"},
         {"ParamSpec", "name lr_mult decay_mult share_mode"},
         {"BlobShape", "dim"},
-        {"FillerParameter", "type value min max mean std variance_norm"},
+        {"FillerParameter", "type value min max mean std variance_norm sparse"},
         {"AccuracyParameter", "top_k axis ignore_label"},
         {"BatchNormParameter", "use_global_stats moving_average_fraction eps"},
         {"ConcatParameter", "axis"},
@@ -167,7 +167,6 @@ const std::map<std::string, std::string>& refused_field_advice() {
   static const std::map<std::string, std::string> table = {
       {"LayerParameter.blobs", "weights inside a model file: load them with --weights FILE"},
       {"LayerParameter.phase", "cgdp sets each net's phase itself: use include { phase: ... }"},
-      {"FillerParameter.sparse", "sparse gaussian fillers are not implemented yet"},
       {"DataParameter.rand_skip", "cgdp draws its own order from --seed: remove rand_skip"},
       {"DataParameter.force_encoded_color", "give transform_param { force_color: true } instead"},
       {"ImageDataParameter.rand_skip", "cgdp draws its own order from --seed: remove rand_skip"},
@@ -207,17 +206,13 @@ const std::map<std::string, ValueCheck>& value_checks() {
          return as<proto::PoolingParameter>(m).pool() == proto::PoolingParameter::STOCHASTIC
                     ? "stochastic pooling is not implemented yet: use MAX or AVE" : "";
        }},
-      {"PoolingParameter.round_mode",
-       [](const Message& m) -> std::string {
-         return as<proto::PoolingParameter>(m).round_mode() == proto::PoolingParameter::FLOOR
-                    ? "round_mode FLOOR is not implemented yet: cgdp rounds up, as Caffe's default" : "";
-       }},
       {"FillerParameter.type",
        [](const Message& m) -> std::string {
-         static const std::set<std::string> known = {"constant", "gaussian", "uniform", "xavier", "msra"};
+         static const std::set<std::string> known = {"constant", "gaussian", "uniform", "xavier", "msra",
+                                                     "bilinear", "positive_unitball"};
          const std::string& t = as<proto::FillerParameter>(m).type();
          return known.count(t) ? "" : cat("filler '", t, "' is not implemented (cgdp has constant, "
-                                          "gaussian, uniform, xavier and msra)");
+                                          "gaussian, uniform, xavier, msra, bilinear and positive_unitball)");
        }},
       {"SolverParameter.regularization_type",
        [](const Message& m) -> std::string {

@@ -63,9 +63,11 @@ void PoolingLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
   if (kernel_h_ > padded_h || kernel_w_ > padded_w)
     this->fail(cat("kernel ", kernel_h_, "x", kernel_w_, " is larger than the padded input ",
                    padded_h, "x", padded_w));
-  // Caffe rounds up, then drops a last window that would start inside the right/bottom padding.
-  pooled_h_ = (padded_h - kernel_h_ + stride_h_ - 1) / stride_h_ + 1;
-  pooled_w_ = (padded_w - kernel_w_ + stride_w_ - 1) / stride_w_ + 1;
+  // Caffe rounds up (round_mode CEIL, its default) or down, then drops a last window that would
+  // start inside the right/bottom padding.
+  const int64_t up = this->param_.pooling_param().round_mode() == proto::PoolingParameter::CEIL;
+  pooled_h_ = (padded_h - kernel_h_ + up * (stride_h_ - 1)) / stride_h_ + 1;
+  pooled_w_ = (padded_w - kernel_w_ + up * (stride_w_ - 1)) / stride_w_ + 1;
   if (pad_h_ || pad_w_) {
     if ((pooled_h_ - 1) * stride_h_ >= height_ + pad_h_) --pooled_h_;
     if ((pooled_w_ - 1) * stride_w_ >= width_ + pad_w_) --pooled_w_;

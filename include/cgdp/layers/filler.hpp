@@ -1,4 +1,5 @@
-// Caffe's parameter fillers: constant, gaussian, uniform, xavier, msra.
+// Caffe's parameter fillers: constant, gaussian (sparse too), uniform, xavier, msra, bilinear,
+// positive_unitball.
 #pragma once
 
 #include "cgdp/layers/layer.hpp"
