@@ -6,6 +6,7 @@
 
 #include "cgdp/layers/accuracy_layer.hpp"
 #include "cgdp/layers/batch_norm_layer.hpp"
+#include "cgdp/layers/bias_layer.hpp"
 #include "cgdp/layers/concat_layer.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
 #include "cgdp/layers/dropout_layer.hpp"
@@ -16,9 +17,11 @@
 #include "cgdp/layers/lrn_layer.hpp"
 #include "cgdp/layers/neuron_layer.hpp"
 #include "cgdp/layers/pooling_layer.hpp"
+#include "cgdp/layers/prelu_layer.hpp"
 #include "cgdp/layers/relu_layer.hpp"
 #include "cgdp/layers/reshape_layer.hpp"
 #include "cgdp/layers/scale_layer.hpp"
+#include "cgdp/layers/silence_layer.hpp"
 #include "cgdp/layers/slice_layer.hpp"
 #include "cgdp/layers/softmax_layer.hpp"
 #include "cgdp/layers/softmax_with_loss_layer.hpp"
@@ -56,6 +59,7 @@ const std::vector<Entry>& table() {
       entry<AbsValLayer>("AbsVal"),
       entry<AccuracyLayer>("Accuracy"),
       entry<BatchNormLayer>("BatchNorm"),
+      entry<BiasLayer>("Bias"),
       entry<BNLLLayer>("BNLL"),
       entry<ConcatLayer>("Concat"),
       entry<ContrastiveLossLayer>("ContrastiveLoss"),
@@ -73,11 +77,13 @@ const std::vector<Entry>& table() {
       entry<LRNLayer>("LRN"),
       entry<PoolingLayer>("Pooling"),
       entry<PowerLayer>("Power"),
+      entry<PReLULayer>("PReLU"),
       entry<ReLULayer>("ReLU"),
       entry<ReshapeLayer>("Reshape"),
       entry<ScaleLayer>("Scale"),
       entry<SigmoidLayer>("Sigmoid"),
       entry<SigmoidCrossEntropyLossLayer>("SigmoidCrossEntropyLoss"),
+      entry<SilenceLayer>("Silence"),
       entry<SliceLayer>("Slice"),
       entry<SoftmaxLayer>("Softmax"),
       entry<SoftmaxWithLossLayer>("SoftmaxWithLoss"),
