@@ -25,12 +25,14 @@ const std::map<std::string, std::string>& params_of_type() {
   static const std::map<std::string, std::string> table = {
       {"AbsVal", ""},
       {"Accuracy", "accuracy_param"},
+      {"ArgMax", "argmax_param"},
       {"BatchNorm", "batch_norm_param"},
       {"Bias", "bias_param"},
       {"BNLL", ""},
       {"Concat", "concat_param"},
       {"ContrastiveLoss", "contrastive_loss_param"},
       {"Convolution", "convolution_param"},
+      {"Crop", "crop_param"},
       {"Data", "data_param transform_param"},
       {"Dropout", "dropout_param"},
       {"DummyData", "dummy_data_param"},
@@ -45,6 +47,7 @@ const std::map<std::string, std::string>& params_of_type() {
       {"Input", "input_param"},
       {"Log", "log_param"},
       {"LRN", "lrn_param"},
+      {"MVN", "mvn_param"},
       {"Pooling", "pooling_param"},
       {"Power", "power_param"},
       {"PReLU", "prelu_param"},
@@ -68,10 +71,8 @@ const std::map<std::string, std::string>& params_of_type() {
 const std::map<std::string, std::string>& refused_types() {
   static const std::string later = "cgdp does not implement it yet";
   static const std::map<std::string, std::string> table = {
-      {"ArgMax", later},
       {"BatchReindex", later},
       {"Clip", later},
-      {"Crop", later},
       {"Deconvolution", later},
       {"Embed", later},
       {"Filter", later},
@@ -84,7 +85,6 @@ const std::map<std::string, std::string>& refused_types() {
       {"LSTMUnit", "cgdp trains feed-forward nets only (no recurrent layers)"},
       {"MemoryData", "cgdp feeds nets from --data: use an Input layer of the same shape"},
       {"MultinomialLogisticLoss", later},
-      {"MVN", later},
       {"Parameter", later},
       {"Python", "cgdp runs no Python layers: write the layer in C++ (src/layers/) or remove it"},
       {"Reduction", later},
@@ -145,6 +145,9 @@ const std::map<std::string, std::set<std::string>>& honoured_fields() {
         {"HingeLossParameter", "norm"},
         {"BiasParameter", "axis num_axes filler"},
         {"PReLUParameter", "filler channel_shared"},
+        {"ArgMaxParameter", "out_max_val top_k axis"},
+        {"CropParameter", "axis offset"},
+        {"MVNParameter", "normalize_variance across_channels eps"},
         {"TransformationParameter", "scale mirror crop_size mean_file mean_value force_color force_gray"},
         {"SolverParameter",
          "net train_net test_iter test_interval test_compute_loss test_initialization base_lr "

@@ -5,16 +5,19 @@
 #include <functional>
 
 #include "cgdp/layers/accuracy_layer.hpp"
+#include "cgdp/layers/argmax_layer.hpp"
 #include "cgdp/layers/batch_norm_layer.hpp"
 #include "cgdp/layers/bias_layer.hpp"
 #include "cgdp/layers/concat_layer.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
+#include "cgdp/layers/crop_layer.hpp"
 #include "cgdp/layers/dropout_layer.hpp"
 #include "cgdp/layers/eltwise_layer.hpp"
 #include "cgdp/layers/inner_product_layer.hpp"
 #include "cgdp/layers/input_layer.hpp"
 #include "cgdp/layers/loss_layers.hpp"
 #include "cgdp/layers/lrn_layer.hpp"
+#include "cgdp/layers/mvn_layer.hpp"
 #include "cgdp/layers/neuron_layer.hpp"
 #include "cgdp/layers/pooling_layer.hpp"
 #include "cgdp/layers/prelu_layer.hpp"
@@ -58,12 +61,14 @@ const std::vector<Entry>& table() {
   static const std::vector<Entry> entries = {
       entry<AbsValLayer>("AbsVal"),
       entry<AccuracyLayer>("Accuracy"),
+      entry<ArgMaxLayer>("ArgMax"),
       entry<BatchNormLayer>("BatchNorm"),
       entry<BiasLayer>("Bias"),
       entry<BNLLLayer>("BNLL"),
       entry<ConcatLayer>("Concat"),
       entry<ContrastiveLossLayer>("ContrastiveLoss"),
       entry<ConvolutionLayer>("Convolution"),
+      entry<CropLayer>("Crop"),
       entry<DropoutLayer>("Dropout"),
       entry<EltwiseLayer>("Eltwise"),
       entry<ELULayer>("ELU"),
@@ -75,6 +80,7 @@ const std::vector<Entry>& table() {
       entry<InputLayer>("Input"),
       entry<LogLayer>("Log"),
       entry<LRNLayer>("LRN"),
+      entry<MVNLayer>("MVN"),
       entry<PoolingLayer>("Pooling"),
       entry<PowerLayer>("Power"),
       entry<PReLULayer>("PReLU"),
