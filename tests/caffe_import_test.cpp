@@ -33,8 +33,8 @@ TEST(Vocabulary, EveryProblemOfAFileIsReportedWithItsLine) {
       "layer { name: \"in\" type: \"Input\" top: \"x\"\n"                          // 2
       "  input_param { shape { dim: 1 dim: 4 } } colour: 3 }\n"                    // 3
       "layer { name: \"py\" type: \"Python\" bottom: \"x\" top: \"y\" }\n"          // 4
-      "layer { name: \"p\" type: \"Pooling\" bottom: \"x\" top: \"p\"\n"           // 5
-      "  pooling_param { pool: STOCHASTIC kernel_size: 2 } }\n"                    // 6
+      "layer { name: \"p\" type: \"Data\" top: \"p\"\n"                           // 5
+      "  data_param { source: \"db\" backend: LEVELDB batch_size: 2 } }\n"       // 6
       "layer { name: \"r\" type: \"ReLU\" bottom: \"x\" top: \"r\"\n"              // 7
       "  convolution_param { num_output: 3 } }\n"                                  // 8
       "layer { name: \"c\" type: \"Convolution\" bottom: \"x\" top: \"c\"\n"       // 9
@@ -45,7 +45,7 @@ TEST(Vocabulary, EveryProblemOfAFileIsReportedWithItsLine) {
   EXPECT_TRUE(has(msg, "many.prototxt:3:")) << msg;  // unknown field
   EXPECT_TRUE(has(msg, "unknown field 'colour'")) << msg;
   EXPECT_TRUE(has(msg, "many.prototxt:4: layer 'py': Caffe's Python layer: cgdp runs no Python layers")) << msg;
-  EXPECT_TRUE(has(msg, "many.prototxt:6: layer 'p' (Pooling): pooling_param.pool: stochastic pooling")) << msg;
+  EXPECT_TRUE(has(msg, "many.prototxt:6: layer 'p' (Data): data_param.backend: LevelDB is not supported")) << msg;
   EXPECT_TRUE(has(msg, "many.prototxt:8: layer 'r' (ReLU): convolution_param: ReLU does not read it")) << msg;
   EXPECT_TRUE(has(msg, "many.prototxt:10: layer 'c' (Convolution): convolution_param.axis: cgdp convolves over axis 1 only")) << msg;
   EXPECT_TRUE(has(msg, "many.prototxt:11: layer 'c' (Convolution): convolution_param.weight_filler.type: filler 'bilinearr'")) << msg;

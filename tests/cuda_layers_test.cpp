@@ -230,6 +230,8 @@ std::vector<Spec> specs() {
       {"PoolMaxPadded", pool("pool: MAX kernel_size: 3 stride: 2 pad: 1"), {{2, 3, 9, 9}}, 1, false, true},
       {"PoolMax2x2", pool("pool: MAX kernel_size: 2 stride: 2"), {{2, 2, 8, 7}}, 1, false, true},
       {"PoolAveCeil", pool("pool: AVE kernel_size: 3 stride: 2"), {{2, 3, 8, 8}}},
+      {"PoolStochastic", pool("pool: STOCHASTIC kernel_size: 3 stride: 2"), {{2, 3, 9, 9}}, 1, false, true},
+      {"PoolStochasticTest", pool("pool: STOCHASTIC kernel_size: 2 stride: 2"), {{2, 3, 8, 8}}, 1, false, true, 0, Phase::Test},
       {"PoolMaxFloor", pool("pool: MAX kernel_size: 3 stride: 2 round_mode: FLOOR"), {{2, 3, 8, 8}}, 1, false, true},
       {"PoolAveFloorPadded", pool("pool: AVE kernel_size: 3 stride: 2 pad: 1 round_mode: FLOOR"), {{2, 3, 8, 9}}},
       {"PoolAvePadded", pool("pool: AVE kernel_size: 3 stride: 2 pad: 1"), {{2, 3, 9, 9}}},

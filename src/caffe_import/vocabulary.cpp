@@ -206,11 +206,6 @@ const std::map<std::string, ValueCheck>& value_checks() {
        [](const Message& m) -> std::string {
          return as<proto::ConvolutionParameter>(m).axis() != 1 ? "cgdp convolves over axis 1 only" : "";
        }},
-      {"PoolingParameter.pool",
-       [](const Message& m) -> std::string {
-         return as<proto::PoolingParameter>(m).pool() == proto::PoolingParameter::STOCHASTIC
-                    ? "stochastic pooling is not implemented yet: use MAX or AVE" : "";
-       }},
       {"FillerParameter.type",
        [](const Message& m) -> std::string {
          static const std::set<std::string> known = {"constant", "gaussian", "uniform", "xavier", "msra",

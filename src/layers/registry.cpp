@@ -29,6 +29,7 @@
 #include "cgdp/layers/softmax_layer.hpp"
 #include "cgdp/layers/softmax_with_loss_layer.hpp"
 #include "cgdp/layers/split_layer.hpp"
+#include "cgdp/layers/stochastic_pooling_layer.hpp"
 
 namespace cgdp {
 
@@ -114,15 +115,22 @@ const Entry& find(const std::string& type, const std::string& layer_name) {
 
 }  // namespace
 
+// Pooling with pool: STOCHASTIC draws and routes its inputs otherwise than MAX and AVE: its own class.
+bool stochastic_pooling(const proto::LayerParameter& param) {
+  return param.type() == "Pooling" && param.pooling_param().pool() == proto::PoolingParameter::STOCHASTIC;
+}
+
 template <>
 std::unique_ptr<Layer<float>> create_layer<float>(const proto::LayerParameter& param,
                                                   Device& device) {
+  if (stochastic_pooling(param)) return std::make_unique<StochasticPoolingLayer<float>>(param, device);
   return find(param.type(), param.name()).make_float(param, device);
 }
 
 template <>
 std::unique_ptr<Layer<double>> create_layer<double>(const proto::LayerParameter& param,
                                                     Device& device) {
+  if (stochastic_pooling(param)) return std::make_unique<StochasticPoolingLayer<double>>(param, device);
   return find(param.type(), param.name()).make_double(param, device);
 }
 
