@@ -246,6 +246,10 @@ std::vector<Spec> specs() {
       {"ReLUInPlace", "name: 'relu' type: 'ReLU'", {{3, 4, 5}}, 1, true, true},
       {"ReLULeaky", "name: 'relu' type: 'ReLU' relu_param { negative_slope: 0.1 }", {{3, 4, 5}}, 1, false, true},
       {"Sigmoid", "name: 'n' type: 'Sigmoid'", {{3, 4, 5}}},
+      {"Deconvolution", "name: 'd' type: 'Deconvolution' convolution_param { num_output: 3 kernel_size: 3 stride: 2 "
+       "weight_filler { type: 'gaussian' } bias_filler { type: 'gaussian' } }", {{2, 4, 3, 5}}},
+      {"DeconvolutionGroupedPadded", "name: 'd' type: 'Deconvolution' convolution_param { num_output: 4 kernel_size: 4 "
+       "stride: 2 pad: 1 group: 2 bias_term: false weight_filler { type: 'gaussian' } }", {{1, 2, 4, 4}}},
       {"Crop", "name: 'c' type: 'Crop' crop_param { axis: 2 offset: 1 offset: 2 }", {{2, 3, 5, 6}, {1, 1, 3, 2}}},
       {"ArgMaxTop2Values", "name: 'a' type: 'ArgMax' argmax_param { top_k: 2 out_max_val: true }", {{3, 7}}, 1, false, true},
       {"ArgMaxAxis1", "name: 'a' type: 'ArgMax' argmax_param { axis: 1 top_k: 2 }", {{2, 5, 3}}, 1, false, true},

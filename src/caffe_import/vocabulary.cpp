@@ -33,6 +33,7 @@ const std::map<std::string, std::string>& params_of_type() {
       {"ContrastiveLoss", "contrastive_loss_param"},
       {"Convolution", "convolution_param"},
       {"Crop", "crop_param"},
+      {"Deconvolution", "convolution_param"},
       {"Data", "data_param transform_param"},
       {"Dropout", "dropout_param"},
       {"DummyData", "dummy_data_param"},
@@ -73,7 +74,6 @@ const std::map<std::string, std::string>& refused_types() {
   static const std::map<std::string, std::string> table = {
       {"BatchReindex", later},
       {"Clip", later},
-      {"Deconvolution", later},
       {"Embed", later},
       {"Filter", later},
       {"HDF5Data", later},

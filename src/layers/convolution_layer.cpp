@@ -23,11 +23,6 @@ namespace cgdp {
 
 namespace {
 
-// The convolution proto has repeated fields.
-std::span<const uint32_t> given(const google::protobuf::RepeatedField<uint32_t>& values) {
-  return {values.data(), static_cast<size_t>(values.size())};
-}
-
 // Threads that split the images: all of them when each gets at least one image, else one.
 int image_threads(int64_t images) {
   const int threads = omp_get_max_threads();
@@ -49,23 +44,7 @@ void for_each_image(int64_t images, int threads, Fn&& fn) {
 
 template <typename T>
 void ConvolutionLayer<T>::read_geometry() {
-  const auto& p = this->param_.convolution_param();
-  const SpatialPair kernel = spatial_setting(given(p.kernel_size()), p.has_kernel_h(), p.kernel_h(),
-                                             p.has_kernel_w(), p.kernel_w(), 0, "kernel_size");
-  const SpatialPair pad =
-      spatial_setting(given(p.pad()), p.has_pad_h(), p.pad_h(), p.has_pad_w(), p.pad_w(), 0, "pad");
-  const SpatialPair stride = spatial_setting(given(p.stride()), p.has_stride_h(), p.stride_h(),
-                                             p.has_stride_w(), p.stride_w(), 1, "stride");
-  const SpatialPair dilation =
-      spatial_setting(given(p.dilation()), false, 0, false, 0, 1, "dilation");
-  if (kernel[0] <= 0 || kernel[1] <= 0)
-    this->fail("needs a kernel size: kernel_size, or kernel_h and kernel_w (all > 0)");
-  if (stride[0] <= 0 || stride[1] <= 0) this->fail("stride must be > 0");
-  if (dilation[0] <= 0 || dilation[1] <= 0) this->fail("dilation must be > 0");
-  geometry_.kernel_h = kernel[0], geometry_.kernel_w = kernel[1];
-  geometry_.pad_h = pad[0], geometry_.pad_w = pad[1];
-  geometry_.stride_h = stride[0], geometry_.stride_w = stride[1];
-  geometry_.dilation_h = dilation[0], geometry_.dilation_w = dilation[1];
+  geometry_ = kernel_geometry(this->param_.convolution_param());
 }
 
 template <typename T>

@@ -11,6 +11,7 @@
 #include "cgdp/layers/concat_layer.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
 #include "cgdp/layers/crop_layer.hpp"
+#include "cgdp/layers/deconvolution_layer.hpp"
 #include "cgdp/layers/dropout_layer.hpp"
 #include "cgdp/layers/eltwise_layer.hpp"
 #include "cgdp/layers/inner_product_layer.hpp"
@@ -70,6 +71,7 @@ const std::vector<Entry>& table() {
       entry<ContrastiveLossLayer>("ContrastiveLoss"),
       entry<ConvolutionLayer>("Convolution"),
       entry<CropLayer>("Crop"),
+      entry<DeconvolutionLayer>("Deconvolution"),
       entry<DropoutLayer>("Dropout"),
       entry<EltwiseLayer>("Eltwise"),
       entry<ELULayer>("ELU"),

@@ -1,0 +1,41 @@
+// Deconvolution (Caffe's: the transpose of Convolution, the upsampling of FCN): weights
+// [C_in, num_output / group, kernel_h, kernel_w] over convolution_param's kernel, pad, stride,
+// dilation and group; output size stride * (in - 1) + dilation * (kernel - 1) + 1 - 2 * pad. On
+// the CPU: a GEMM per group then col2im (deconvolution_layer.cpp); on a GPU, cuDNN's
+// convolution passes with the roles of input and output swapped (deconvolution_layer_cuda.cpp).
+#pragma once
+
+#include <vector>
+
+#include "cgdp/layers/im2col.hpp"
+#include "cgdp/layers/layer.hpp"
+
+namespace cgdp {
+
+template <typename T>
+class DeconvolutionLayer final : public Layer<T> {
+ public:
+  using Layer<T>::Layer;
+  void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+
+ protected:
+  void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
+  void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  void backward_cpu(const RunContext& ctx, const BlobVec<T>& top, const std::vector<bool>& propagate_down,
+                    const BlobVec<T>& bottom) override;
+#ifdef CGDP_HAVE_CUDA
+  void forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  void backward_cuda(const RunContext& ctx, const BlobVec<T>& top, const std::vector<bool>& propagate_down,
+                     const BlobVec<T>& bottom) override;
+#endif
+
+ private:
+  // The convolution this layer transposes: over the *output* image (num_output channels), whose
+  // output is the input's size.
+  ConvGeometry output_geometry_;
+  int64_t in_channels_ = 0, num_output_ = 0, group_ = 1, in_pixels_ = 0;
+  bool bias_term_ = true;
+  std::vector<T> col_, scratch_;  // one image's column matrix, and col2im/im2col's padded image
+};
+
+}  // namespace cgdp

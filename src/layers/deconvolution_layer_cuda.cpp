@@ -1,0 +1,105 @@
+// Deconvolution on CUDA: the convolution it transposes runs from this layer's output (cuDNN's x) to
+// its input (cuDNN's y). Forward is that convolution's backward-data pass, the input gradient its
+// forward pass, the weight gradient its backward-filter pass with the output's gradient as x;
+// algorithms are searched once per problem as Convolution's are (cuda/conv_passes.hpp).
+#include "cgdp/layers/deconvolution_layer.hpp"
+#include "cuda/conv_passes.hpp"
+#include "cuda_layer.hpp"
+
+namespace cgdp {
+
+namespace {
+
+template <typename T>
+ConvCuda& deconv_state(Layer<T>& layer, ConvCuda& s, const Blob<T>& bottom, const Blob<T>& top, const ConvGeometry& g,
+                       int64_t group) {
+  const CudaOptions& options = cuda_options();
+  if (s.shape == bottom.shape() && s.options == options) return s;
+  const Shape& in = bottom.shape();
+  const Shape& out = top.shape();
+  const cudnnDataType_t type = cudnn_data_type<T>();
+  set_tensor(layer, s.x, out[0], out[1], out[2], out[3]);
+  set_tensor(layer, s.y, in[0], in[1], in[2], in[3]);
+  set_tensor(layer, s.bias, 1, out[1], 1, 1);
+  auto i = [&layer](int64_t v) { return as_int(layer, v, "deconvolution setting"); };
+  // The weights [C_in, num_output / group, kh, kw] are the transposed convolution's filter:
+  // C_in outputs from num_output / group inputs per group.
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(s.w.get(), type, CUDNN_TENSOR_NCHW, i(in[1]), i(out[1] / group),
+                                         i(g.kernel_h), i(g.kernel_w)));
+  CUDNN_CHECK(cudnnSetConvolution2dDescriptor(s.conv.get(), i(g.pad_h), i(g.pad_w), i(g.stride_h), i(g.stride_w),
+                                              i(g.dilation_h), i(g.dilation_w), CUDNN_CROSS_CORRELATION, type));
+  CUDNN_CHECK(cudnnSetConvolutionGroupCount(s.conv.get(), i(group)));
+  // A marker keeps Deconvolution's problems apart from a Convolution's of the same numbers.
+  s.problem = {-1, layer.device().index(), static_cast<int64_t>(sizeof(T)), in[0], in[1], in[2], in[3], out[1], out[2],
+               out[3], g.kernel_h, g.kernel_w, g.pad_h, g.pad_w, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w,
+               group, options.tf32, options.deterministic, static_cast<int64_t>(options.workspace_limit_bytes)};
+  s.forward.reset();
+  s.backward_data.reset();
+  s.backward_filter.reset();
+  s.shape = in;
+  s.options = options;
+  return s;
+}
+
+}  // namespace
+
+template <typename T>
+void DeconvolutionLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) {
+  Stream& stream = layer_stream(*this, ctx);
+  auto& s = deconv_state(*this, this->template backend_state<ConvCuda>(), *bottom[0], *top[0], output_geometry_, group_);
+  const cudnnHandle_t h = cudnn_handle(stream);
+  const T* x = bottom[0]->data();
+  const T* w = this->params_[0]->data();
+  T* y = top[0]->mutable_data();
+  if (!s.backward_data)
+    s.backward_data = cached_conv_algorithm(ConvPass::BackwardData, s.problem, [&] {
+      return find_backward_data(s, h, this->device(), stream, w, x, y, cat("layer '", this->name(), "' forward"));
+    });
+  CUDNN_CHECK(cudnnSetConvolutionMathType(s.conv.get(), s.backward_data->math));
+  const T one = 1, zero = 0;
+  CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, s.w.get(), w, s.y.get(), x, s.conv.get(),
+                                           cudnnConvolutionBwdDataAlgo_t(s.backward_data->algo),
+                                           stream_workspace(stream, s.backward_data->workspace),
+                                           s.backward_data->workspace, &zero, s.x.get(), y));
+  if (bias_term_) CUDNN_CHECK(cudnnAddTensor(h, &one, s.bias.get(), this->params_[1]->data(), &one, s.x.get(), y));
+}
+
+template <typename T>
+void DeconvolutionLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>& top,
+                                          const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) {
+  Stream& stream = layer_stream(*this, ctx);
+  auto& s = deconv_state(*this, this->template backend_state<ConvCuda>(), *bottom[0], *top[0], output_geometry_, group_);
+  const cudnnHandle_t h = cudnn_handle(stream);
+  const T* x = bottom[0]->data();
+  const T* dy = top[0]->diff();
+  const T one = 1, zero = 0;
+  if (bias_term_)  // accumulates (+=), as every parameter gradient
+    CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, s.x.get(), dy, &one, s.bias.get(), this->params_[1]->mutable_diff()));
+  if (!s.backward_filter)
+    s.backward_filter = cached_conv_algorithm(ConvPass::BackwardFilter, s.problem, [&] {
+      return find_backward_filter(s, h, this->device(), stream, dy, x, this->params_[0]->count(),
+                                  cat("layer '", this->name(), "' weight gradient"));
+    });
+  CUDNN_CHECK(cudnnSetConvolutionMathType(s.conv.get(), s.backward_filter->math));
+  CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, s.x.get(), dy, s.y.get(), x, s.conv.get(),
+                                             cudnnConvolutionBwdFilterAlgo_t(s.backward_filter->algo),
+                                             stream_workspace(stream, s.backward_filter->workspace),
+                                             s.backward_filter->workspace, &one, s.w.get(),
+                                             this->params_[0]->mutable_diff()));
+  if (!propagate_down[0]) return;
+  const T* w = this->params_[0]->data();
+  T* dx = bottom[0]->mutable_diff();
+  if (!s.forward)
+    s.forward = cached_conv_algorithm(ConvPass::Forward, s.problem, [&] {
+      return find_forward(s, h, this->device(), stream, dy, w, dx, cat("layer '", this->name(), "' input gradient"));
+    });
+  CUDNN_CHECK(cudnnSetConvolutionMathType(s.conv.get(), s.forward->math));
+  CUDNN_CHECK(cudnnConvolutionForward(h, &one, s.x.get(), dy, s.w.get(), w, s.conv.get(),
+                                      cudnnConvolutionFwdAlgo_t(s.forward->algo),
+                                      stream_workspace(stream, s.forward->workspace), s.forward->workspace, &zero,
+                                      s.y.get(), dx));
+}
+
+CGDP_INSTANTIATE_CUDA_LAYER(DeconvolutionLayer)
+
+}  // namespace cgdp
