@@ -3,9 +3,11 @@
 // and the test net's figures are found by layer type.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <regex>
 
 #include "cgdp/caffe_import/data_layers.hpp"
+#include "cgdp/data/image/image.hpp"
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
@@ -152,6 +154,70 @@ TEST(PublishedCaffeFiles, DataOverridesTheLayersSource) {
   const DataFeeds feeds = plan_data_feeds(model, path, c);
   EXPECT_EQ(feeds.train.spec, c.data);
   EXPECT_EQ(feeds.test.spec, c.data);
+}
+
+// ImageData from a model file: a list of "path label" lines under root_folder, resized by
+// new_height/new_width, gray with is_color: false; the test layer has its own list.
+TEST(DataLayers, ImageDataReadsItsListUnderItsRootFolder) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir / "images");
+  std::ofstream train(dir / "train.txt"), test(dir / "test.txt");
+  for (int i = 0; i < 6; ++i) {
+    Image im;
+    im.height = 10 + i, im.width = 12, im.channels = 3;
+    im.pixels.assign(static_cast<size_t>(im.height * 12 * 3), static_cast<uint8_t>(40 * i));
+    const auto png = encode_png(im);
+    std::ofstream(dir / "images" / cat(i, ".png"), std::ios::binary).write(reinterpret_cast<const char*>(png.data()),
+                                                                            static_cast<std::streamsize>(png.size()));
+    (i < 4 ? train : test) << cat(i, ".png ", i % 2, "\n");
+  }
+  train.close(), test.close();
+  std::ofstream(dir / "m.prototxt") << R"(
+    layer { name: "data" type: "ImageData" top: "data" top: "label" include { phase: TRAIN }
+            image_data_param { source: "train.txt" root_folder: "images/" batch_size: 2 new_height: 8 new_width: 8
+                               is_color: false } transform_param { scale: 0.00390625 } }
+    layer { name: "data" type: "ImageData" top: "data" top: "label" include { phase: TEST }
+            image_data_param { source: "test.txt" root_folder: "images/" batch_size: 2 new_height: 8 new_width: 8
+                               is_color: false } transform_param { scale: 0.00390625 } }
+    layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 2 } }
+    layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+  )";
+  const auto r = testing::run_command(cat("cd ", dir.path(), " && ", CGDP_BINARY_DIR,
+                                          "/cgdp train --model m.prototxt --iterations 3 --plain 2>&1"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("on list:train.txt,images/ (train): 4 train / 2 test samples, batch 2"), std::string::npos)
+      << r.output;
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path());
+  proto::NetParameter model = load_model("m.prototxt");
+  (void)plan_data_feeds(model, "m.prototxt", TrainConfig{});
+  std::filesystem::current_path(cwd);
+  Net<float> net(model, Phase::Train, default_cpu_device(), 0, 1, "m.prototxt");
+  EXPECT_EQ(net.input_data().shape(), (Shape{2, 1, 8, 8}));
+}
+
+// DummyData: its fillers make the samples, and its shape the input; a constant label filler.
+TEST(DataLayers, DummyDataFeedsItsFillers) {
+  testing::TempDir dir;
+  std::ofstream(dir / "m.prototxt") << R"(
+    layer { name: "data" type: "DummyData" top: "data" top: "label"
+            dummy_data_param { shape { dim: 4 dim: 1 dim: 3 dim: 3 } shape { dim: 4 }
+                               data_filler { type: "gaussian" std: 1 } data_filler { type: "constant" value: 1 } } }
+    layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 3 } }
+    layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+    layer { name: "acc" type: "Accuracy" bottom: "ip" bottom: "label" top: "acc" include { phase: TEST } }
+  )";
+  const auto r = testing::run_command(cat("cd ", dir.path(), " && ", CGDP_BINARY_DIR,
+                                          "/cgdp train --model m.prototxt --iterations 30 --lr 0.1 --plain 2>&1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Every label is 1: the net learns to say so, whatever the gaussian data.
+  EXPECT_NE(r.output.find("test accuracy 1"), std::string::npos) << r.output;
+  std::ofstream(dir / "bad.prototxt") << R"(
+    layer { name: "data" type: "DummyData" top: "data" top: "label"
+            dummy_data_param { shape { dim: 4 dim: 6 } shape { dim: 4 } } })";
+  const auto bad = testing::run_command(cat("cd ", dir.path(), " && ", CGDP_BINARY_DIR,
+                                            "/cgdp inspect --model bad.prototxt 2>&1"));
+  EXPECT_NE(bad.output.find("its first top must be N x C x H x W"), std::string::npos) << bad.output;
 }
 
 TEST(PublishedCaffeFiles, EverySolverParses) {
