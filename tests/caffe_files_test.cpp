@@ -185,7 +185,7 @@ TEST(DataLayers, ImageDataReadsItsListUnderItsRootFolder) {
   const auto r = testing::run_command(cat("cd ", dir.path(), " && ", CGDP_BINARY_DIR,
                                           "/cgdp train --model m.prototxt --iterations 3 --plain 2>&1"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("on list:train.txt,images/ (train): 4 train / 2 test samples, batch 2"), std::string::npos)
+  EXPECT_NE(r.output.find("on list:train.txt,images/ (train): 4 train / 2 test samples (train in file order), batch 2"), std::string::npos)
       << r.output;
   const auto cwd = std::filesystem::current_path();
   std::filesystem::current_path(dir.path());

@@ -14,8 +14,8 @@ packages=(
   libzmq3-dev cppzmq-dev libsodium-dev libgtest-dev libgmock-dev libbenchmark-dev
   # images: JPEG (the TurboJPEG and libjpeg APIs of libjpeg-turbo) and PNG
   libturbojpeg0-dev libjpeg-dev libpng-dev
-  # the LMDB image databases of Caffe
-  liblmdb-dev
+  # the LMDB image databases of Caffe, and the HDF5 files of its HDF5Data layer
+  liblmdb-dev libhdf5-dev
   # oneDNN, whose CMake config requires OpenCL, which libdnnl-dev only recommends
   libdnnl-dev ocl-icd-opencl-dev
   # tests and tools/run.sh: the default data set, python3 for tools/read_safetensors.py and

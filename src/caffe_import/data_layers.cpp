@@ -13,6 +13,7 @@
 #include "cgdp/io/file.hpp"
 #include "cgdp/net/graph_rewrite.hpp"
 #include "cgdp/net/model_file.hpp"
+#include "cgdp/caffe_import/vocabulary.hpp"
 
 namespace cgdp {
 
@@ -54,10 +55,15 @@ DataLayer read_layer(const proto::LayerParameter& lp, int index, const std::stri
     d.root = p.root_folder();
     d.batch_size = p.batch_size();
     d.is_color = p.is_color();
+    d.shuffle = p.shuffle();
     d.images.resize_height = static_cast<int>(p.new_height());
     d.images.resize_width = static_cast<int>(p.new_width());
     if ((p.new_height() == 0) != (p.new_width() == 0))
       throw ModelError(cat(d.where, ": layer '", d.name, "': give both new_height and new_width, or neither"));
+  } else if (d.type == "HDF5Data") {
+    d.source = lp.hdf5_data_param().source();
+    d.batch_size = lp.hdf5_data_param().batch_size();
+    d.shuffle = lp.hdf5_data_param().shuffle();
   } else {  // DummyData
     d.dummy = lp.dummy_data_param();
     const auto& p = d.dummy;
@@ -111,7 +117,7 @@ std::optional<DataLayer> find_data_layer(const proto::NetParameter& net, Phase p
   std::optional<DataLayer> found;
   for (int i = 0; i < net.layer_size(); ++i) {
     const auto& lp = net.layer(i);
-    if (lp.type() != "Data" && lp.type() != "ImageData" && lp.type() != "DummyData") continue;
+    if (!is_data_layer_type(lp.type())) continue;
     if (!layer_in_phase(lp, phase, net.state())) continue;
     if (found)
       throw ModelError(cat(located(source, lp), ": layer '", lp.name(), "' is a second data layer in the ",
@@ -124,7 +130,9 @@ std::optional<DataLayer> find_data_layer(const proto::NetParameter& net, Phase p
 
 std::string data_layer_spec(const DataLayer& layer, const std::string& override_spec) {
   if (!override_spec.empty()) return override_spec;
-  const std::string flag = cat(layer.type == "Data" ? "--data lmdb:DIR" : "--data list:FILE[,ROOT]",
+  const std::string flag = cat(layer.type == "Data"       ? "--data lmdb:DIR"
+                               : layer.type == "HDF5Data" ? "--data hdf5:LIST"
+                                                          : "--data list:FILE[,ROOT]",
                               " (or, for a shape without data, --data synthetic:C,H,W,CLASSES)");
   if (layer.source.empty())
     throw UsageError(cat(layer.where, ": layer '", layer.name, "' (", layer.type, ") names no source: give ", flag));
@@ -134,6 +142,8 @@ std::string data_layer_spec(const DataLayer& layer, const std::string& override_
                          "', which does not exist (relative to ", std::filesystem::current_path(ec).string(),
                          "): give ", flag, ", or run from the folder it is relative to"));
   if (layer.type == "Data") return cat("lmdb:", layer.source, ",", layer.source);
+  if (layer.type == "HDF5Data")  // its datasets are named as its tops
+    return cat("hdf5:", layer.source, ",", layer.tops[0], ",", layer.tops.size() > 1 ? layer.tops[1] : "label");
   return cat("list:", layer.source, ",", layer.root.empty() ? "." : layer.root);
 }
 

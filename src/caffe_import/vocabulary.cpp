@@ -43,6 +43,7 @@ const std::map<std::string, std::string>& params_of_type() {
       {"Exp", "exp_param"},
       {"Flatten", "flatten_param"},
       {"HingeLoss", "hinge_loss_param"},
+      {"HDF5Data", "hdf5_data_param"},
       {"ImageData", "image_data_param transform_param"},
       {"InnerProduct", "inner_product_param"},
       {"Input", "input_param"},
@@ -76,7 +77,6 @@ const std::map<std::string, std::string>& refused_types() {
       {"Clip", later},
       {"Embed", later},
       {"Filter", later},
-      {"HDF5Data", later},
       {"HDF5Output", "cgdp writes no HDF5 outputs: remove the layer (cgdp export and --save write "
                      "parameters; --metrics writes losses and accuracies)"},
       {"Im2col", "cgdp has no separate im2col layer: use a Convolution"},
@@ -117,6 +117,7 @@ const std::map<std::string, std::set<std::string>>& honoured_fields() {
          "num_output bias_term pad kernel_size stride dilation pad_h pad_w kernel_h kernel_w "
          "stride_h stride_w group weight_filler bias_filler engine axis force_nd_im2col"},
         {"DataParameter", "source batch_size backend prefetch"},
+        {"HDF5DataParameter", "source batch_size shuffle"},
         {"DropoutParameter", "dropout_ratio"},
         {"DummyDataParameter", "data_filler shape num channels height width"},
         {"EltwiseParameter", "operation coeff stable_prod_grad"},
@@ -350,7 +351,7 @@ void check_layer(const proto::LayerParameter& layer, const TextLocations* where,
 }  // namespace
 
 bool is_data_layer_type(const std::string& type) {
-  return type == "Data" || type == "ImageData" || type == "DummyData";
+  return type == "Data" || type == "ImageData" || type == "DummyData" || type == "HDF5Data";
 }
 
 void check_net_vocabulary(const proto::NetParameter& net, const TextLocations* net_locations,

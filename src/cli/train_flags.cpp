@@ -100,10 +100,16 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("-m,--model", c.model, "Model file, or a name from models/")->capture_default_str();
   cmd->add_option("-d,--data", c.data,
                   "idx:DIR, cifar10:DIR, folder:DIR (train/, val/ of class folders), "
-                  "list:FILE[,ROOT] (Caffe's 'path label' lines), lmdb:DIR|TRAIN,VAL or "
+                  "list:FILE[,ROOT] (Caffe's 'path label' lines), lmdb:DIR|TRAIN,VAL, "
+                  "hdf5:LIST[,DATA,LABEL] (Caffe's HDF5Data files) or "
                   "synthetic[:C,H,W,K]; replaces a model's data layer source (default: the model's "
                   "data layers, else idx:/usr/share/datasets/fashion-mnist)");
   cmd->add_option("--test-data", c.test_data, "The test split's source (default: --data's)");
+  cmd->add_option("--order", c.order,
+                  "Training order: shuffled (a new permutation each epoch) or sequential (default: as "
+                  "Caffe reads the model's data layer: Data in key order, ImageData/HDF5Data by their "
+                  "shuffle; shuffled without one)")
+      ->check(CLI::IsMember({"shuffled", "sequential"}));
   add_image_flags(cmd, f);
   cmd->add_option("-b,--batch", c.batch, "Batch size (default: the model's Input)")->check(kPositive);
   cmd->add_option("--global-batch", c.global_batch, "Batch over all workers, split evenly (instead of --batch)")

@@ -6,6 +6,9 @@
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/data/cifar10_dataset.hpp"
+#ifdef CGDP_HAVE_HDF5
+#include "cgdp/data/hdf5_dataset.hpp"
+#endif
 #include "cgdp/data/idx_dataset.hpp"
 #include "cgdp/data/image/lmdb_dataset.hpp"
 
@@ -14,8 +17,28 @@ namespace cgdp {
 namespace {
 
 constexpr const char* kKnownSchemes =
-    "idx:DIR, cifar10:DIR, folder:DIR, list:FILE[,ROOT], lmdb:DIR|TRAIN,VAL, synthetic, "
+    "idx:DIR, cifar10:DIR, folder:DIR, list:FILE[,ROOT], lmdb:DIR|TRAIN,VAL, hdf5:LIST[,DATA,LABEL], synthetic, "
     "synthetic:C,H,W,CLASSES";
+
+// hdf5:LIST[,DATA,LABEL]: Caffe's HDF5Data files, the datasets named DATA and LABEL (default data,
+// label).
+std::unique_ptr<Dataset> open_hdf5(const std::string& argument, const std::string& spec) {
+  std::vector<std::string> parts;
+  for (size_t at = 0;;) {
+    const size_t comma = argument.find(',', at);
+    parts.push_back(argument.substr(at, comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  if (parts.size() != 1 && parts.size() != 3)
+    throw UsageError(cat("data source '", spec, "': expected hdf5:LIST or hdf5:LIST,DATA,LABEL"));
+#ifdef CGDP_HAVE_HDF5
+  return std::make_unique<Hdf5Dataset>(parts[0], parts.size() == 3 ? parts[1] : "data",
+                                       parts.size() == 3 ? parts[2] : "label");
+#else
+  throw UsageError(cat("data source '", spec, "': this cgdp was built without HDF5 (CGDP_WITH_HDF5=OFF)"));
+#endif
+}
 
 // Parses "C,H,W,CLASSES" into `spec`.
 void parse_synthetic_shape(const std::string& text, const std::string& whole, SyntheticSpec& spec) {
@@ -95,7 +118,7 @@ std::unique_ptr<Dataset> open_dataset(const std::string& spec, Split split,
     return std::make_unique<SyntheticDataset>(synthetic);
   }
   if ((scheme == "idx" || scheme == "cifar10" || scheme == "folder" || scheme == "list" ||
-       scheme == "lmdb") &&
+       scheme == "lmdb" || scheme == "hdf5") &&
       argument.empty())
     throw UsageError(cat("data source '", spec, "': expected ",
                          scheme == "list" ? "list:FILE[,ROOT]" : scheme + ":DIR"));
@@ -105,6 +128,7 @@ std::unique_ptr<Dataset> open_dataset(const std::string& spec, Split split,
   if (scheme == "folder") return open_image_folder(argument, split, images);
   if (scheme == "list") return open_image_list(argument, split, images);
   if (scheme == "lmdb") return open_lmdb(argument, split, images);
+  if (scheme == "hdf5") return open_hdf5(argument, spec);
   throw UsageError(
       cat("data source '", spec, "': unknown scheme '", scheme, "'; known: ", kKnownSchemes));
 }

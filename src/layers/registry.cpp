@@ -107,7 +107,7 @@ const std::vector<Entry>& table() {
 const Entry& find(const std::string& type, const std::string& layer_name) {
   for (const Entry& e : table())
     if (type == e.type) return e;
-  if (type == "Data" || type == "ImageData" || type == "DummyData")
+  if (type == "Data" || type == "ImageData" || type == "DummyData" || type == "HDF5Data")
     throw ModelError(cat("layer '", layer_name, "' (", type, ") reads data: `cgdp train` and `cgdp "
                          "inspect` open data layers; this command needs an Input layer instead"));
   std::string known;

@@ -57,6 +57,14 @@ DataFeeds plan_data_feeds(proto::NetParameter& model, const std::string& model_p
   return feeds;
 }
 
+Order training_order(const DataFeed& train, const std::string& flag) {
+  if (flag == "shuffled") return Order::Shuffled;
+  if (flag == "sequential") return Order::Sequential;
+  if (!flag.empty()) throw UsageError(cat("--order '", flag, "': expected shuffled or sequential"));
+  const bool caffe_reads_in_order = train.layer && train.layer->type != "DummyData" && !train.layer->shuffle;
+  return caffe_reads_in_order ? Order::Sequential : Order::Shuffled;
+}
+
 std::unique_ptr<Dataset> open_feed(const DataFeed& feed, Split split, const SyntheticSpec& synthetic,
                                    const ImageOptions& images, int64_t batch) {
   if (feed.spec.empty())

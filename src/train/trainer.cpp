@@ -176,6 +176,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   lo.global_batch = per_worker_batch_ * total_workers();
   lo.slice = host_slice(rank(), num_hosts(), num_workers(), per_worker_batch_);
   lo.seed = config_.seed;
+  lo.order = training_order(feeds_.train, config.order);
   lo.start = start_position_;
   if (config.loader_threads < 0) throw UsageError("--loader-threads must be at least 1 (0: from the topology)");
   if (config.prefetch < 1) throw UsageError("--prefetch must be at least 1");
@@ -488,7 +489,9 @@ std::string Trainer::memory_report() const {
 void Trainer::announce(ProgressReporter& progress, int64_t batch, double epoch_iters) {
   progress.message(cat("cgdp: training ", net().name(), net().name().empty() ? "" : " ", "(", model_path_, ", ", net().learnable_count(),
                        " parameters) on ", train_data_->describe(), ": ", train_data_->size(), " train / ",
-                       test_data_->size(), " test samples, batch ", batch, ", ", max_iterations_,
+                       test_data_->size(), " test samples",
+                       training_order(feeds_.train, config_.order) == Order::Sequential ? " (train in file order)" : "",
+                       ", batch ", batch, ", ", max_iterations_,
                        " iterations (", static_cast<double>(max_iterations_) / epoch_iters, " epochs), ",
                        omp_get_max_threads(), " threads"));
   for (const std::string& note : device_notes(workers_)) progress.message("cgdp: " + note);

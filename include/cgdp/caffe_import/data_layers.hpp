@@ -1,6 +1,6 @@
-// Caffe's data layers (Data, ImageData, DummyData) as cgdp feeds them: each phase's layer becomes
-// a dataset the loader reads (its source, transform_param and batch_size) and, in the net, an
-// Input layer of the same name and tops, shaped as Caffe's InferBlobShape would shape it.
+// Caffe's data layers (Data, ImageData, HDF5Data, DummyData) as cgdp feeds them: each phase's
+// layer becomes a dataset the loader reads (its source, transform_param and batch_size) and, in
+// the net, an Input layer of the same name and tops, shaped as Caffe's InferBlobShape would.
 #pragma once
 
 #include <memory>
@@ -20,12 +20,13 @@ struct DataLayer {
   int index = -1;  // in the unfiltered net
   std::string name, type, where;  // where: "file:line"
   std::vector<std::string> tops;
-  std::string source;      // as the file gives it (Data: the LMDB; ImageData: the list file)
+  std::string source;      // as the file gives it (Data: the LMDB; ImageData, HDF5Data: the list file)
   std::string root;        // ImageData's root_folder
   int64_t batch_size = 0;
   ImageOptions images;     // transform_param, ImageData's resize; channels and size come from probing
   std::string mean_file;   // transform_param's, read by load_layer_mean
   bool force_color = false, force_gray = false, is_color = true;
+  bool shuffle = false;    // ImageData's and HDF5Data's shuffle; Data reads in key order, as Caffe
   proto::DummyDataParameter dummy;
 };
 

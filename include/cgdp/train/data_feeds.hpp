@@ -9,6 +9,7 @@
 #include "cgdp.pb.h"
 #include "cgdp/caffe_import/data_layers.hpp"
 #include "cgdp/data/dataset.hpp"
+#include "cgdp/data/sampler.hpp"
 #include "cgdp/data/synthetic_dataset.hpp"
 #include "cgdp/train/train_config.hpp"
 
@@ -31,6 +32,10 @@ struct DataFeeds {
 // first record, as Caffe infers it) and its batch_size; returns what feeds each phase. A model
 // without data layers is fed --data (default kDefaultData), its test split --test-data.
 DataFeeds plan_data_feeds(proto::NetParameter& model, const std::string& model_path, const TrainConfig& config);
+
+// The order training visits `train`'s samples in: `flag` ("shuffled", "sequential"), else the
+// feed's data layer as Caffe reads it, else shuffled. An unknown `flag` throws UsageError.
+Order training_order(const DataFeed& train, const std::string& flag);
 
 // Opens a feed's dataset. `images` is the feed's, completed with the model's input (channels,
 // size, classes, seed); DummyData makes `batch` samples an epoch.

@@ -26,6 +26,10 @@ struct TrainConfig {
   }();
   // The image flags were given: they replace the model's transform_param (train_flags.cpp).
   bool images_given = false;
+  // "shuffled" (a new permutation each epoch), "sequential" (the source's order), or empty: the
+  // model's data layer decides as Caffe (Data: key order; ImageData, HDF5Data: their shuffle),
+  // shuffled without one.
+  std::string order;
   int64_t batch = 0;         // per worker; 0: the Input layer's first dimension
   int64_t global_batch = 0;  // alternatively: split over the workers (must divide evenly)
   int64_t test_batch = 0;    // 0: 100
