@@ -1,6 +1,7 @@
 // Weights in and out by layer name: a .caffemodel written by an independent writer (V2 and V1)
 // loads bit for bit; fine-tuning with a renamed or reshaped last layer; cgdp's own safetensors and
 // checkpoints; a PyTorch-named safetensors through a --weights-map; export back to .caffemodel.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -181,6 +182,72 @@ TEST(Weights, ForeignSafetensorsLoadThroughAMap) {
     EXPECT_NE(std::string(e.what()).find("bad_map.txt:1: expected \"tensor_name layer/index\""), std::string::npos)
         << e.what();
   }
+}
+
+// PyTorch's own names for modules named as the layers ("ip1.weight", "ip1.bias") need no map.
+TEST(Weights, PyTorchModuleNamesLoadWithoutAMap) {
+  TempDir dir;
+  auto source = lenet(3);
+  std::map<std::string, std::vector<float>> values;
+  TensorRefs tensors;
+  for (int i = 0; i < source->num_layers(); ++i)
+    for (size_t p = 0; p < source->layer(i).params().size(); ++p) {
+      const std::string name = cat(source->layer(i).name(), p == 0 ? ".weight" : ".bias");
+      values[name] = values_of(*source->layer(i).params()[p]);
+      tensors.emplace(name, TensorRef::of(values[name], source->layer(i).params()[p]->shape()));
+    }
+  ASSERT_EQ(tensors.size(), 8u);
+  save_safetensors(dir / "state_dict.safetensors", tensors);
+  auto loaded = lenet(4);
+  const WeightsReport report = load_weights(*loaded, {read_weights_file((dir / "state_dict.safetensors").string())}, false);
+  EXPECT_EQ(report.loaded, 4);
+  EXPECT_TRUE(report.missing.empty());
+  for (int i = 0; i < loaded->num_layers(); ++i)
+    for (size_t p = 0; p < loaded->layer(i).params().size(); ++p)
+      EXPECT_EQ(values_of(*loaded->layer(i).params()[p]), values_of(*source->layer(i).params()[p]));
+  std::vector<float> one{1.f};
+  save_safetensors(dir / "odd.safetensors", {{"bn.running_mean", TensorRef::of(one, {1})}});
+  try {
+    read_weights_file((dir / "odd.safetensors").string());
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("tensor 'bn.running_mean' is named neither"));
+  }
+}
+
+// `cgdp forward` runs the weights over a file's inputs at the file's batch and writes the net's
+// outputs (LeNet deploy: prob) as this process's forward computes them; bad inputs are named.
+TEST(Forward, WritesTheOutputsOfTheGivenWeightsAndInputs) {
+  TempDir dir;
+  auto trained = lenet(3);
+  write_parameters_safetensors(*trained, (dir / "w.safetensors").string(), {});
+  trained->set_batch_size(3);
+  std::vector<float> inputs(3 * 28 * 28);
+  for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = static_cast<float>((i * 7919) % 255) / 255.f;
+  save_safetensors(dir / "in.safetensors", {{"data", TensorRef::of(inputs, {3, 1, 28, 28})}});
+  std::copy(inputs.begin(), inputs.end(), trained->input_data().mutable_data_span().begin());
+  trained->forward(RunContext{.phase = Phase::Test});
+  const std::vector<float> expected = values_of(*trained->blob("prob"));
+  const std::string forward = cat(CGDP_BINARY_DIR, "/cgdp forward --model ", lenet_path(), " --weights ",
+                                  (dir / "w.safetensors").string(), " --out ", (dir / "out.safetensors").string());
+  const auto r = testing::run_command(cat(forward, " --input ", (dir / "in.safetensors").string(), " 2>&1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("4 layers loaded"));
+  const SafetensorsFile out = load_safetensors(dir / "out.safetensors");
+  ASSERT_EQ(out.tensors().size(), 1u);
+  EXPECT_EQ(out.entry("prob").shape, (Shape{3, 10}));
+  const std::vector<float> got = out.values<float>("prob");
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(got[i], expected[i], 1e-6f * std::abs(expected[i])) << i;
+
+  save_safetensors(dir / "wrong.safetensors", {{"data", TensorRef::of(inputs, {3, 28, 28, 1})}});
+  const auto wrong = testing::run_command(cat(forward, " --input ", (dir / "wrong.safetensors").string(), " 2>&1"));
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_THAT(wrong.output, ::testing::HasSubstr("tensor 'data' is 3x28x28x1; the model's Input declares 64x1x28x28"));
+  save_safetensors(dir / "other.safetensors", {{"pixels", TensorRef::of(inputs, {3, 1, 28, 28})}});
+  const auto other = testing::run_command(cat(forward, " --input ", (dir / "other.safetensors").string(), " 2>&1"));
+  EXPECT_THAT(other.output, ::testing::HasSubstr("other.safetensors: no tensor 'data'"));
+  const auto blob = testing::run_command(cat(forward, " --input ", (dir / "in.safetensors").string(), " --blobs fc9 2>&1"));
+  EXPECT_THAT(blob.output, ::testing::HasSubstr("has no blob 'fc9'"));
 }
 
 TEST(Weights, AFileThatIsNeitherIsNamed) {

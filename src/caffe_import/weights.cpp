@@ -2,6 +2,7 @@
 #include "cgdp/caffe_import/weights.hpp"
 
 #include <charconv>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -68,6 +69,15 @@ Layer<float>::Blobs& target_blobs(Layer<float>& layer) {
   return layer.params().empty() ? layer.state() : layer.params();
 }
 
+// PyTorch's state_dict name of a convolution's or linear layer's parameter, "<module>.weight" or
+// "<module>.bias", as cgdp's "<module>/0" or "<module>/1"; empty for any other name.
+std::string pytorch_blob_name(const std::string& name) {
+  for (const auto& [suffix, index] : {std::pair{".weight", "/0"}, std::pair{".bias", "/1"}})
+    if (name.size() > std::strlen(suffix) && name.ends_with(suffix))
+      return name.substr(0, name.size() - std::strlen(suffix)) + index;
+  return {};
+}
+
 // The tensors of a safetensors file as blobs by layer: see read_safetensors_weights.
 StoredWeights safetensors_weights(const SafetensorsFile& file, const std::map<std::string, std::string>& name_map) {
   const std::string& path = file.source();
@@ -83,9 +93,10 @@ StoredWeights safetensors_weights(const SafetensorsFile& file, const std::map<st
       target = it->second;
     }
     BlobName parsed;
-    if (!parse_blob_name(target, parsed))
-      throw UsageError(cat(path, ": tensor '", name, "' is not named <layer>/<index> (cgdp's --save); give "
-                                                   "--weights-map for another framework's names"));
+    if (!parse_blob_name(target, parsed) && !(name_map.empty() && parse_blob_name(pytorch_blob_name(name), parsed)))
+      throw UsageError(cat(path, ": tensor '", name, "' is named neither <layer>/<index> (cgdp's --save) nor "
+                                                   "<layer>.weight or <layer>.bias (PyTorch's); give --weights-map "
+                                                   "for other names"));
     put(w, parsed, {entry.shape, file.values<float>(name)});
   }
   return w;

@@ -19,5 +19,6 @@ Runner add_convert_command(CLI::App& app);
 Runner add_mean_command(CLI::App& app);
 Runner add_loader_command(CLI::App& app);
 Runner add_export_command(CLI::App& app);
+Runner add_forward_command(CLI::App& app);
 
 }  // namespace cgdp::cli

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   add(&cgdp::cli::add_mean_command);
   add(&cgdp::cli::add_loader_command);
   add(&cgdp::cli::add_export_command);
+  add(&cgdp::cli::add_forward_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,128 @@
+// `cgdp forward`: one TEST-phase forward pass of a model with trained weights over inputs from a
+// safetensors file, writing the blobs asked for (by default the net's outputs) to another. What
+// Caffe's `extract_features` does, and how an import from another framework is checked: the same
+// weights and inputs must give the same outputs there and here.
+#include <algorithm>
+#include <cstdio>
+
+#include "cgdp/caffe_import/weights.hpp"
+#include "cgdp/device/cpu_device.hpp"
+#include "cgdp/io/safetensors.hpp"
+#include "cgdp/net/model_file.hpp"
+#include "cgdp/net/net.hpp"
+#include "cgdp/train/data_feeds.hpp"
+#include "cli/commands.hpp"
+
+namespace cgdp::cli {
+
+namespace {
+
+struct ForwardOptions {
+  std::string model = "fashion_cnn";
+  std::string data;  // for a model with data layers: a source of its input's shape
+  std::vector<std::string> weights;
+  std::string weights_map;
+  std::string input, out;
+  std::vector<std::string> blobs;  // empty: the net's outputs
+};
+
+// The net's outputs: tops that no later layer reads (in-place layers write their bottom's blob).
+std::vector<std::string> output_blobs(const Net<float>& net) {
+  std::vector<std::string> names;
+  for (int i = 0; i < net.num_layers(); ++i)
+    for (size_t t = 0; t < net.tops(i).size(); ++t) {
+      bool read_later = false;
+      for (int j = i + 1; j < net.num_layers() && !read_later; ++j)
+        for (const Blob<float>* b : net.bottoms(j)) read_later |= b == net.tops(i)[t];
+      const std::string& name = net.top_names(i)[t];
+      if (!read_later && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  return names;
+}
+
+// The batch of `inputs`: the first axis of each tensor named as one of the Input's tops, which
+// must all agree and otherwise match the model's declared shapes.
+int64_t input_batch(const SafetensorsFile& inputs, Net<float>& net, const std::vector<std::string>& tops) {
+  int64_t batch = -1;
+  for (size_t t = 0; t < tops.size(); ++t) {
+    if (!inputs.tensors().contains(tops[t]))
+      throw UsageError(cat(inputs.source(), ": no tensor '", tops[t], "' (the net's Input reads ", tops.size(),
+                           " top(s); give one tensor named as each)"));
+    const Shape& given = inputs.entry(tops[t]).shape;
+    Shape declared = net.input_layer().declared_shape(static_cast<int>(t));
+    if (given.empty() || declared.empty() || given.size() != declared.size() ||
+        !std::equal(given.begin() + 1, given.end(), declared.begin() + 1))
+      throw UsageError(cat(inputs.source(), ": tensor '", tops[t], "' is ", shape_string(given), "; the model's Input "
+                           "declares ", shape_string(declared), " (any first dimension)"));
+    if (batch >= 0 && given[0] != batch)
+      throw UsageError(cat(inputs.source(), ": tensor '", tops[t], "' holds ", given[0], " samples where '", tops[0],
+                           "' holds ", batch));
+    batch = given[0];
+  }
+  if (batch <= 0) throw UsageError(cat(inputs.source(), ": the inputs hold no samples"));
+  return batch;
+}
+
+int run_forward(const ForwardOptions& o) {
+  const std::string path = find_model_file(o.model);
+  proto::NetParameter model = load_model(path);
+  TrainConfig shape;
+  shape.data = o.data;
+  (void)plan_data_feeds(model, path, shape);
+  const SafetensorsFile inputs = load_safetensors(o.input);
+  Net<float> net(model, Phase::Test, default_cpu_device(), 0, 1, path);
+  const std::vector<std::string> tops = net.top_names(0);  // the Input layer comes first
+  net.set_batch_size(input_batch(inputs, net, tops));
+
+  const auto names = o.weights_map.empty() ? std::map<std::string, std::string>{} : read_weights_map(o.weights_map);
+  std::vector<StoredWeights> files;
+  for (const std::string& w : o.weights) files.push_back(read_weights_file(w, names));
+  const WeightsReport report = load_weights(net, files, /*allow_mismatch=*/false);
+  if (!report.missing.empty())
+    throw UsageError(cat("the weights leave ", report.missing.size(), " layer(s) of ", path, " without values (",
+                         report.missing.front(), report.missing.size() > 1 ? ", ..." : "",
+                         "): the outputs would come from random initial values"));
+
+  for (size_t t = 0; t < tops.size(); ++t) {
+    const std::vector<float> values = inputs.values<float>(tops[t]);
+    std::copy(values.begin(), values.end(), net.blob(tops[t])->mutable_data_span().begin());
+  }
+  net.forward(RunContext{.phase = Phase::Test});
+
+  const std::vector<std::string> wanted = o.blobs.empty() ? output_blobs(net) : o.blobs;
+  TensorRefs refs;
+  for (const std::string& name : wanted) {
+    const Blob<float>* blob = net.blob(name);
+    if (blob == nullptr) throw UsageError(cat("--blobs: the TEST net of ", path, " has no blob '", name, "'"));
+    refs.emplace(name, TensorRef::of(blob->data_span(), blob->shape()));
+  }
+  save_safetensors(o.out, refs, {{"format", "cgdp-forward"}, {"model", path}});
+  std::printf("cgdp: %s: %lld samples forward; wrote", report.summary().c_str(), static_cast<long long>(net.batch_size()));
+  for (const auto& [name, ref] : refs) std::printf(" %s %s", name.c_str(), shape_string(ref.shape).c_str());
+  std::printf(" to %s\n", o.out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Runner add_forward_command(CLI::App& app) {
+  auto o = std::make_shared<ForwardOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "forward", "Run trained weights forward (TEST phase, on the CPU) over inputs from a safetensors file");
+  cmd->add_option("-m,--model", o->model, "Model file, or a name from models/")->capture_default_str();
+  cmd->add_option("--weights", o->weights,
+                  "The weights: .caffemodel, cgdp's --save or checkpoint, or safetensors with --weights-map")
+      ->required()->delimiter(',')->check(CLI::ExistingFile);
+  cmd->add_option("--weights-map", o->weights_map, "Lines 'tensor_name layer/index' for another framework's names")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-i,--input", o->input,
+                  "safetensors with a tensor per Input top (N x the model's input shape; F32 or F64)")
+      ->required()->check(CLI::ExistingFile);
+  cmd->add_option("-o,--out", o->out, "safetensors to write the blobs to (replaced atomically)")->required();
+  cmd->add_option("--blobs", o->blobs, "Blobs to write, by top name (default: the net's outputs)")->delimiter(',');
+  cmd->add_option("-d,--data", o->data, "A model with data layers: the source of its input's shape "
+                                        "(synthetic:C,H,W,K gives a shape without data)");
+  return [o] { return run_forward(*o); };
+}
+
+}  // namespace cgdp::cli
