@@ -415,17 +415,18 @@ TEST(OpenDataset, DispatchesOnTheScheme) {
 
 TEST(OpenDataset, BadSpecsAreUsageErrors) {
   try {
-    open_dataset("hdf5:/data", Split::Train);
+    open_dataset("leveldb:/data", Split::Train);
     FAIL() << "expected a UsageError";
   } catch (const UsageError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("unknown scheme 'hdf5'"));
+    EXPECT_THAT(e.what(), HasSubstr("unknown scheme 'leveldb'"));
     EXPECT_THAT(e.what(), HasSubstr("idx:DIR, cifar10:DIR, folder:DIR, list:FILE[,ROOT], "
-                                    "lmdb:DIR|TRAIN,VAL, synthetic"));
+                                    "lmdb:DIR|TRAIN,VAL, hdf5:LIST[,DATA,LABEL], synthetic"));
   }
   EXPECT_THROW(open_dataset("synthetic:3,32", Split::Train), UsageError);
   EXPECT_THROW(open_dataset("synthetic:3,32,32,10,1", Split::Train), UsageError);
   EXPECT_THROW(open_dataset("idx:", Split::Train), UsageError);
   EXPECT_THROW(open_dataset("idx:/nonexistent-cgdp-dir", Split::Train), DataError);
+  EXPECT_THROW(open_dataset("hdf5:list.txt,data", Split::Train), UsageError);  // DATA without LABEL
 }
 
 TEST(ReadSamples, ThreadedReadsMatchAndReportTheLowestFailingRow) {
