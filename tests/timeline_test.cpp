@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/device/cpu_device.hpp"
+#include "cgdp/train/stream_trace.hpp"
 #include "cgdp/io/file.hpp"
 #include "support/temp_dir.hpp"
 
@@ -119,6 +121,32 @@ TEST(Timeline, DisabledRecordsNothing) {
   timeline.add(0, "compute", "x", "compute", 0, 1, {{"i", 1}});
   { Timeline::Scope scope(timeline, 0, "compute", "y", "compute"); }
   EXPECT_TRUE(timeline.events().empty());
+}
+
+// Names and counts are joined only when recorded: a scope's parts come out as one name and args;
+// traced() on a disabled timeline issues its work and puts nothing on the stream.
+TEST(Timeline, NamesAndCountsAreBuiltWhenRecorded) {
+  EXPECT_EQ(TraceName("d2h chunk ", 12).str(), "d2h chunk 12");
+  EXPECT_EQ(TraceName("update").str(), "update");
+  Timeline timeline(true);
+  { Timeline::Scope scope(timeline, 3, "pull", {"pull chunk ", 7}, "pull", {{"chunk", 7}, {"bytes", 1 << 20}}); }
+  const auto events = timeline.events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].name, "pull chunk 7");
+  ASSERT_EQ(events[0].args.size(), 2u);
+  EXPECT_EQ(events[0].args[1].key, "bytes");
+  EXPECT_EQ(std::get<int64_t>(events[0].args[1].value), 1 << 20);
+
+  Timeline off(false);
+  auto stream = default_cpu_device().create_stream("s");
+  int issued = 0;
+  traced(*stream, off, 0, "compute", {"layer ", 1}, "forward", [&] { ++issued; }, {{"i", 1}});
+  stream->synchronize();
+  EXPECT_EQ(issued, 1);
+  EXPECT_TRUE(off.events().empty());
+  traced(*stream, timeline, 0, "compute", {"layer ", 1}, "forward", [&] { ++issued; }, {{"i", 1}});
+  stream->synchronize();
+  EXPECT_EQ(timeline.events().back().name, "layer 1");
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ prepare() {
   command -v ccache >/dev/null && launchers=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache
                                              -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCGDP_WITH_CUDA=ON -DCGDP_STATIC_DEPS=ON -DCGDP_WITH_ONEDNN=OFF -DCGDP_WITH_HDF5=OFF \
-    -DCMAKE_CUDA_ARCHITECTURES=90 -DBUILD_TESTING=ON "${launchers[@]}" >build-gpu/cmake.log 2>&1 ||
+    "-DCMAKE_CUDA_ARCHITECTURES=80-real;90" -DBUILD_TESTING=ON "${launchers[@]}" >build-gpu/cmake.log 2>&1 ||
     { cat build-gpu/cmake.log >&2; die "cmake failed"; }
   grep -q "cgdp: CUDA backend ON" build-gpu/cmake.log || die "no nvcc here: the GPU build needs CUDA"
   cmake --build build-gpu -j"${JOBS:-2}" --target "${binaries[@]}" >build-gpu/build.log 2>&1 ||

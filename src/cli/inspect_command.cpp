@@ -23,7 +23,7 @@ struct InspectOptions {
   bool memory = false;
   int devices = 1;
   std::string sync;  // empty: cgdp for several devices, else local (as train)
-  int64_t test_batch = 100;
+  int64_t test_batch = 0;  // 0: the batch, as train's default
   std::string data;  // replaces the data layers' sources
 };
 
@@ -113,8 +113,8 @@ Runner add_inspect_command(CLI::App& app) {
   cmd->add_option("-n,--devices", opt->devices, "With --memory: data-parallel workers")
       ->capture_default_str()->check(kPositive);
   cmd->add_option("--sync", opt->sync, "With --memory: cgdp, ps0 or local (default as train)");
-  cmd->add_option("--test-batch", opt->test_batch, "With --memory: the test net's batch")
-      ->capture_default_str()->check(kPositive);
+  cmd->add_option("--test-batch", opt->test_batch, "With --memory: the test net's batch (default: the TEST data layer's batch_size, else --batch, as train)")
+      ->check(kPositive);
   cmd->add_option("-d,--data", opt->data,
                   "For a model with data layers: read the sample shape from this source instead of "
                   "theirs (synthetic:C,H,W,K gives a shape without data)");
@@ -123,11 +123,15 @@ Runner add_inspect_command(CLI::App& app) {
     auto param = load_model(path);
     TrainConfig feeds;
     feeds.data = opt->data;
-    (void)plan_data_feeds(param, path, feeds);  // data layers become Inputs of their data's shape
+    const DataFeeds fed = plan_data_feeds(param, path, feeds);  // data layers become Inputs of their data's shape
     if (opt->memory) {
+      // As train: --test-batch, else the TEST data layer's batch_size, else the batch.
+      const int64_t test_batch = opt->test_batch > 0                           ? opt->test_batch
+                                 : fed.test.layer && fed.test.layer->batch_size ? fed.test.layer->batch_size
+                                                                                : opt->batch;
       const SyncKind sync = !opt->sync.empty() ? parse_sync_kind(opt->sync)
                                                : (opt->devices > 1 ? SyncKind::Cgdp : SyncKind::Local);
-      const MemoryEstimate m = estimate_memory(param, path, opt->batch, opt->test_batch, opt->devices, sync);
+      const MemoryEstimate m = estimate_memory(param, path, opt->batch, test_batch, opt->devices, sync);
       if (opt->json)
         std::cout << memory_json(m).dump(2) << "\n";
       else

@@ -44,7 +44,7 @@ Runner add_train_command(CLI::App& app) {
   c.solver.set_lr_policy("fixed");
   CLI::App* cmd = app.add_subcommand("train", "Train a model (default: fashion_cnn on Fashion-MNIST)");
   add_workload_flags(cmd, *f);
-  cmd->add_option("--test-batch", c.test_batch, "Batch size for testing (default: the TEST data layer's batch_size, else 100)")->check(kPositive);
+  cmd->add_option("--test-batch", c.test_batch, "Batch size for testing (default: the TEST data layer's batch_size, else the per-worker batch)")->check(kPositive);
   auto* iters = cmd->add_option("-i,--iterations", c.iterations, "Iterations (SGD steps) to run")
                     ->check(kPositive);
   cmd->add_option("-e,--epochs", c.epochs, "Epochs to run, when --iterations is not given")

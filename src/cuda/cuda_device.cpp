@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/device/cuda_status.hpp"
 #include "cgdp/device/device.hpp"
 #include "cgdp/sync/topology.hpp"
 #include "cuda_check.hpp"
@@ -253,14 +254,24 @@ std::unique_ptr<Device> make_cuda_device(int index, int numa_node) {
   return std::make_unique<CudaDevice>(index, numa_node);
 }
 
-int count_cuda_devices() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // no driver or no GPU: clear the error, report none
-    return 0;
-  }
-  return n;
+const CudaProbe& probe_cuda() {
+  static const CudaProbe probe = [] {
+    CudaProbe p;
+    int n = 0;
+    const cudaError_t error = cudaGetDeviceCount(&n);
+    cudaGetLastError();  // no driver or no GPU: clear the error; the probe keeps it
+    p.error = static_cast<int>(error);
+    p.error_name = cudaGetErrorName(error);
+    p.error_text = cudaGetErrorString(error);
+    p.devices = error == cudaSuccess ? n : 0;
+    cudaDriverGetVersion(&p.driver_version);
+    cudaRuntimeGetVersion(&p.runtime_version);
+    return p;
+  }();
+  return probe;
 }
+
+int count_cuda_devices() { return probe_cuda().devices; }
 
 int64_t cuda_free_memory_bytes() {
   int64_t least = -1;

@@ -51,7 +51,7 @@ class CgdpSync final : public SyncScheme {
     w.d2h->wait(done);  // the D2H stream, not a host thread, waits for the chunk's gradients
     const float* src = w.net->flat_diff().data() + chunk.offset;
     float* dst = aggregator_->receive_buffer(w.index, c);
-    traced(*w.d2h, timeline_, w.index, "d2h", cat("d2h chunk ", c), "d2h",
+    traced(*w.d2h, timeline_, w.index, "d2h", {"d2h chunk ", c}, "d2h",
            [&] { w.d2h->copy_async(dst, src, static_cast<size_t>(chunk.count) * sizeof(float)); },
            {{"chunk", c}, {"bytes", chunk.count * 4}});
     HostAggregator* agg = aggregator_.get();

@@ -108,8 +108,8 @@ void HostAggregator::run_sums() {
     sum(chunk);
     const ChunkSpan& span = chunks_[chunk];
     if (reducer_) {
-      Timeline::Scope push(timeline_, Timeline::kAggregatorPid, "push", cat("push chunk ", chunk),
-                           "push", {{"chunk", chunk}, {"bytes", span.count * 4}, {"iteration", iteration}});
+      Timeline::Scope push(timeline_, Timeline::kAggregatorPid, "push", {"push chunk ", chunk}, "push",
+                           {{"chunk", chunk}, {"bytes", span.count * 4}, {"iteration", iteration}});
       reducer_->push(iteration, chunk, global_sum() + span.offset, span.count);
     } else {
       send(chunk);
@@ -139,8 +139,8 @@ void HostAggregator::run_pulls() {
     const ChunkSpan& span = chunks_[chunk];
     PulledChunk sum;
     {
-      Timeline::Scope pull(timeline_, Timeline::kAggregatorPid, "pull", cat("pull chunk ", chunk),
-                           "pull", {{"chunk", chunk}, {"bytes", span.count * 4}, {"iteration", iteration}});
+      Timeline::Scope pull(timeline_, Timeline::kAggregatorPid, "pull", {"pull chunk ", chunk}, "pull",
+                           {{"chunk", chunk}, {"bytes", span.count * 4}, {"iteration", iteration}});
       sum = reducer_->pull(iteration, chunk);
       if (!copies_from_pulled_) sum.copy_to(static_cast<float*>(global_.get()) + span.offset);
     }
@@ -162,8 +162,9 @@ void HostAggregator::sum(int chunk) {
   const int64_t begin = timeline_.now_us();
   sum_buffers(sum, sources, span.count, threads_);
   const int64_t end = timeline_.now_us();
-  timeline_.add(Timeline::kAggregatorPid, "sum", cat("sum chunk ", chunk), "sum", begin, end,
-                {{"chunk", chunk}, {"bytes", span.count * 4}});
+  if (timeline_.enabled())
+    timeline_.add(Timeline::kAggregatorPid, "sum", cat("sum chunk ", chunk), "sum", begin, end,
+                  {{"chunk", chunk}, {"bytes", span.count * 4}});
   std::lock_guard lock(mutex_);
   sum_us_ += end - begin;
 }
@@ -184,7 +185,7 @@ void HostAggregator::issue_h2d(int chunk, std::span<const PulledChunk::Piece> pi
   const ChunkSpan& span = chunks_[chunk];
   for (size_t i = 0; i < workers_.size(); ++i) {
     const AggregatorWorker& w = workers_[i];
-    traced(*w.h2d, timeline_, static_cast<int>(i), "h2d", cat("h2d chunk ", chunk), "h2d",
+    traced(*w.h2d, timeline_, static_cast<int>(i), "h2d", {"h2d chunk ", chunk}, "h2d",
            [&] {
              for (const PulledChunk::Piece& p : pieces)
                w.h2d->copy_async(w.device_grads + span.offset + p.offset, p.data,

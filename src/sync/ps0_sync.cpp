@@ -58,11 +58,11 @@ class Ps0Sync final : public SyncScheme {
       float* recv = static_cast<float*>(receive_[e].get());
       child.compute->record(*ready_[child.index]);
       child.d2h->wait(*ready_[child.index]);
-      traced(*child.d2h, timeline_, child.index, "d2h", cat("send grads to worker ", parent.index), "p2p",
+      traced(*child.d2h, timeline_, child.index, "d2h", {"send grads to worker ", parent.index}, "p2p",
              [&] { child.d2h->copy_async(recv, child.net->flat_diff().data(), bytes); });
       child.d2h->record(*sent_[e]);
       parent.compute->wait(*sent_[e]);
-      traced(*parent.compute, timeline_, parent.index, "compute", cat("add grads of worker ", child.index),
+      traced(*parent.compute, timeline_, parent.index, "compute", {"add grads of worker ", child.index},
              "sum", [&] { accumulate(parent, recv, n); });
     }
     Worker& root = workers[0];
@@ -76,7 +76,7 @@ class Ps0Sync final : public SyncScheme {
       parent.compute->record(*ready_[parent.index]);
       child.h2d->wait(*ready_[parent.index]);
       child.h2d->wait(*ready_[child.index]);  // the child has finished with its old parameters
-      traced(*child.h2d, timeline_, child.index, "h2d", cat("parameters from worker ", parent.index), "p2p",
+      traced(*child.h2d, timeline_, child.index, "h2d", {"parameters from worker ", parent.index}, "p2p",
              [&] { child.h2d->copy_async(child.net->flat_data().data(), parent.net->flat_data().data(), bytes); });
       child.h2d->record(*params_ready_[child.index]);
       child.compute->wait(*params_ready_[child.index]);  // before it forwards them further down

@@ -84,14 +84,27 @@ void Timeline::write(const std::filesystem::path& path) const {
   write_file_atomically(path, document.dump());
 }
 
-Timeline::Scope::Scope(Timeline& timeline, int pid, std::string_view track, std::string_view name,
-                       const char* category, TraceArgs args)
+Timeline::Scope::Scope(Timeline& timeline, int pid, std::string_view track, TraceName name,
+                       const char* category, TraceCounts counts)
     : timeline_(timeline.enabled() ? &timeline : nullptr), pid_(pid), category_(category) {
   if (!timeline_) return;
   track_ = track;
-  name_ = name;
-  args_ = std::move(args);
+  name_ = name.str();
+  args_ = to_trace_args(counts);
   begin_us_ = timeline.now_us();
+}
+
+TraceArgs to_trace_args(TraceCounts counts) {
+  TraceArgs args;
+  args.reserve(counts.size());
+  for (const auto& [key, value] : counts) args.emplace_back(key, value);
+  return args;
+}
+
+std::string TraceName::str() const {
+  std::string s(text);
+  if (numbered) s += std::to_string(number);
+  return s;
 }
 
 Timeline::Scope::~Scope() {

@@ -134,10 +134,11 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
       if (layer.type() == "Convolution")
         layer.mutable_convolution_param()->set_engine(proto::ConvolutionParameter::CAFFE);
   per_worker_batch_ = per_worker_batch(config, declared_batch_size(model_, Phase::Train));
-  // A test data layer's batch_size, else 100 (an Input's first dimension is the train batch).
+  // A test data layer's batch_size, else the train batch: the test net is then no larger than
+  // the train net it sits beside on worker 0.
   test_batch_ = config.test_batch > 0 ? config.test_batch
                 : feeds_.test.layer   ? declared_batch_size(model_, Phase::Test)
-                                      : 100;
+                                      : per_worker_batch_;
   check_memory(sync, device_kind);
   workers_ = make_workers(config.devices, device_kind, model_, per_worker_batch_, config.seed,
                           model_path_, config.accumulate);
@@ -217,6 +218,8 @@ Trainer::~Trainer() {
 // Measures the run on a MeasuringDevice and refuses it, before any real allocation, when it does
 // not fit the free memory (or --device-memory-gb).
 void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
+  if (kind == DeviceKind::Cuda && cuda_device_count() == 0)  // else the GPUs' free memory reads 0
+    throw DeviceError(cat("--device-kind cuda: ", cuda_unavailable_reason()));
   memory_ = estimate_memory(model_, model_path_, per_worker_batch_, test_batch_, config_.devices, sync,
                             make_solver_settings(config_.solver, "solver settings").histories());
   if (config_.device_memory_gb < 0)

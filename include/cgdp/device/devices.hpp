@@ -20,6 +20,9 @@ std::string to_string(const DeviceRef& device);
 
 // Number of usable CUDA GPUs; 0 without a driver, without a GPU, or in a build without CUDA.
 int cuda_device_count();
+// Why no GPU can be used (no driver, a driver older than the runtime, none visible), with the
+// driver's and runtime's CUDA versions; empty when cuda_device_count() > 0.
+std::string cuda_unavailable_reason();
 // The least free memory of any GPU (cudaMemGetInfo), in bytes; 0 without GPUs.
 int64_t cuda_free_memory();
 

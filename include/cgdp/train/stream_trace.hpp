@@ -11,10 +11,11 @@
 
 namespace cgdp {
 
-// Issues `issue()` (work on `stream`) between two timestamps; the span becomes one event.
-inline void traced(Stream& stream, Timeline& timeline, int pid, const std::string& track,
-                   const std::string& name, const char* category, const std::function<void()>& issue,
-                   TraceArgs args = {}) {
+// Issues `issue()` (work on `stream`) between two timestamps; the span becomes one event. With
+// the timeline off it only issues: the name and counts stay unbuilt.
+template <typename Issue>
+void traced(Stream& stream, Timeline& timeline, int pid, const char* track, TraceName name, const char* category,
+            Issue&& issue, TraceCounts counts = {}) {
   if (!timeline.enabled()) {
     issue();
     return;
@@ -22,7 +23,7 @@ inline void traced(Stream& stream, Timeline& timeline, int pid, const std::strin
   auto begin = std::make_shared<int64_t>(0);
   stream.launch_host_func([begin, &timeline] { *begin = timeline.now_us(); });
   issue();
-  stream.launch_host_func([=, &timeline, args = std::move(args)]() mutable {
+  stream.launch_host_func([=, &timeline, name = name.str(), args = to_trace_args(counts)]() mutable {
     timeline.add(pid, track, name, category, *begin, timeline.now_us(), std::move(args));
   });
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <string>
@@ -36,6 +37,24 @@ struct TraceArg {
   Value value;
 };
 using TraceArgs = std::vector<TraceArg>;
+
+// Numeric arguments as (key, value) pairs, turned into TraceArgs only when an event is recorded.
+using TraceCounts = std::initializer_list<std::pair<const char*, int64_t>>;
+TraceArgs to_trace_args(TraceCounts counts);
+
+// An event's name as its parts, joined only when the timeline records it, so that a disabled
+// timeline builds no strings: "d2h chunk 3" is {"d2h chunk ", 3}. It refers to its text: use it
+// within the call it is passed to.
+struct TraceName {
+  TraceName(const char* text) : text(text) {}
+  TraceName(const std::string& text) : text(text) {}
+  TraceName(std::string_view prefix, int64_t number) : text(prefix), number(number), numbered(true) {}
+  std::string str() const;
+
+  std::string_view text;
+  int64_t number = 0;
+  bool numbered = false;
+};
 
 // A span of work on one track ("compute", "d2h", "h2d", "sum", ...) of one process (a worker, or
 // the host aggregator). Times are microseconds since the timeline was created.
@@ -84,8 +103,8 @@ class Timeline {
   // Records [construction, destruction) of a block as one event, if the timeline is enabled.
   class Scope {
    public:
-    Scope(Timeline& timeline, int pid, std::string_view track, std::string_view name,
-          const char* category, TraceArgs args = {});
+    Scope(Timeline& timeline, int pid, std::string_view track, TraceName name, const char* category,
+          TraceCounts counts = {});
     ~Scope();
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;

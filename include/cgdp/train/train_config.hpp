@@ -32,7 +32,7 @@ struct TrainConfig {
   std::string order;
   int64_t batch = 0;         // per worker; 0: the Input layer's first dimension
   int64_t global_batch = 0;  // alternatively: split over the workers (must divide evenly)
-  int64_t test_batch = 0;    // 0: 100
+  int64_t test_batch = 0;    // 0: the TEST data layer's batch_size, else the per-worker batch
   int64_t iterations = 0;    // 0: from epochs
   double epochs = 0;         // used when iterations == 0
   int accumulate = 1;        // micro-batches whose gradients are summed per update (Caffe's iter_size)
