@@ -16,10 +16,10 @@ int64_t channels_of(const Shape& shape) {
 template <typename T>
 BatchNormLayer<T>::BatchNormLayer(const proto::LayerParameter& param, Device& device)
     : Layer<T>(param, device),
-      mean_(device),
-      variance_(device),
-      inv_std_(device),
-      x_norm_(device) {}
+      mean_(device, Shape{}, Diff::None),
+      variance_(device, Shape{}, Diff::None),
+      inv_std_(device, Shape{}, Diff::None),
+      x_norm_(device, Shape{}, Diff::None) {}
 
 template <typename T>
 void BatchNormLayer<T>::layer_setup(const BlobVec<T>& bottom, const BlobVec<T>&, Rng&) {

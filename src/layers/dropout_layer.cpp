@@ -9,7 +9,7 @@ namespace cgdp {
 
 template <typename T>
 DropoutLayer<T>::DropoutLayer(const proto::LayerParameter& param, Device& device)
-    : Layer<T>(param, device), name_hash_(hash_name(param.name())), mask_(device) {}
+    : Layer<T>(param, device), name_hash_(hash_name(param.name())), mask_(device, Shape{}, Diff::None) {}
 
 template <typename T>
 void DropoutLayer<T>::layer_setup(const BlobVec<T>&, const BlobVec<T>&, Rng&) {

@@ -16,7 +16,7 @@ std::vector<const T*> data_pointers(const BlobVec<T>& blobs) {
 
 template <typename T>
 EltwiseLayer<T>::EltwiseLayer(const proto::LayerParameter& param, Device& device)
-    : Layer<T>(param, device), max_index_(device) {}
+    : Layer<T>(param, device), max_index_(device, Shape{}, Diff::None) {}
 
 template <typename T>
 void EltwiseLayer<T>::layer_setup(const BlobVec<T>& bottom, const BlobVec<T>&, Rng&) {

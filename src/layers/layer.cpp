@@ -74,7 +74,7 @@ Blob<T>& Layer<T>::add_param(const Shape& shape) {
 
 template <typename T>
 Blob<T>& Layer<T>::add_state(const Shape& shape) {
-  state_.push_back(std::make_unique<Blob<T>>(*device_, shape));
+  state_.push_back(std::make_unique<Blob<T>>(*device_, shape, Diff::None));  // statistics: no gradient
   return *state_.back();
 }
 

@@ -11,7 +11,7 @@ namespace {
 
 template <typename T>
 std::unique_ptr<Blob<T>> scratch_like(Device& device, const Blob<T>& blob) {
-  return std::make_unique<Blob<T>>(device, blob.shape());
+  return std::make_unique<Blob<T>>(device, blob.shape(), Diff::None);
 }
 
 template <typename T>
@@ -135,7 +135,7 @@ void ContrastiveLossLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>
   if (bottom[2]->count() != pairs_)
     this->fail(cat("bottom 2 (similarity) holds ", bottom[2]->count(), " values for ", pairs_, " pairs; give one per pair"));
   diff_ = scratch_like(this->device(), *bottom[0]);
-  dist_sq_ = std::make_unique<Blob<T>>(this->device(), Shape{pairs_});
+  dist_sq_ = std::make_unique<Blob<T>>(this->device(), Shape{pairs_}, Diff::None);
   top[0]->reshape({});
 }
 

@@ -12,7 +12,7 @@ void MVNLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
   const bool across = this->param_.mvn_param().across_channels();
   rows_ = across ? in[0] : in[0] * in[1];
   dim_ = rows_ > 0 ? bottom[0]->count() / rows_ : 0;
-  scale_ = std::make_unique<Blob<T>>(this->device(), Shape{rows_});
+  scale_ = std::make_unique<Blob<T>>(this->device(), Shape{rows_}, Diff::None);
   top[0]->reshape(in);
 }
 

@@ -9,7 +9,7 @@ namespace cgdp {
 
 template <typename T>
 PReLULayer<T>::PReLULayer(const proto::LayerParameter& param, Device& device)
-    : Layer<T>(param, device), bottom_copy_(device) {}
+    : Layer<T>(param, device), bottom_copy_(device, Shape{}, Diff::None) {}
 
 template <typename T>
 void PReLULayer<T>::layer_setup(const BlobVec<T>& bottom, const BlobVec<T>&, Rng& rng) {

@@ -10,7 +10,7 @@ namespace cgdp {
 
 template <typename T>
 ScaleLayer<T>::ScaleLayer(const proto::LayerParameter& param, Device& device)
-    : Layer<T>(param, device), bottom_copy_(device) {}
+    : Layer<T>(param, device), bottom_copy_(device, Shape{}, Diff::None) {}
 
 template <typename T>
 void ScaleLayer<T>::layer_setup(const BlobVec<T>& bottom, const BlobVec<T>&, Rng& rng) {
@@ -43,16 +43,14 @@ void ScaleLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
   scale_dim_ = this->params_[0]->count();
   inner_ = bottom[0]->count(end);
   top[0]->reshape(shape);
-  if (top[0] == bottom[0]) bottom_copy_.reshape(shape);
+  if (copies_input(bottom, top)) bottom_copy_.reshape(shape);
 }
 
 template <typename T>
 void ScaleLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
                                 const BlobVec<T>& top) {
   const T* x = bottom[0]->data();
-  if (top[0] == bottom[0]) {
-    std::copy(x, x + bottom[0]->count(), bottom_copy_.mutable_data());
-  }
+  if (copies_input(bottom, top)) std::copy(x, x + bottom[0]->count(), bottom_copy_.mutable_data());
   const T* scale = this->params_[0]->data();
   const T* bias = this->params_.size() > 1 ? this->params_[1]->data() : nullptr;
   T* y = top[0]->mutable_data();
@@ -70,7 +68,7 @@ void ScaleLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
                                  const std::vector<bool>& propagate_down,
                                  const BlobVec<T>& bottom) {
   const T* dy = top[0]->diff();
-  const T* x = top[0] == bottom[0] ? bottom_copy_.data() : bottom[0]->data();
+  const T* x = input_for_backward(bottom, top);
   T* scale_diff = this->params_[0]->mutable_diff();
   T* bias_diff = this->params_.size() > 1 ? this->params_[1]->mutable_diff() : nullptr;
   const int64_t outer = outer_, dim = scale_dim_, inner = inner_;

@@ -1,4 +1,5 @@
-// Scale on CUDA: kernels/scale.cu; in place, the input is kept in bottom_copy_ as on the CPU.
+// Scale on CUDA: kernels/scale.cu; in place, the input is kept in bottom_copy_ (or read from the
+// BatchNorm before it) as on the CPU.
 #include "cgdp/layers/scale_layer.hpp"
 #include "cuda_layer.hpp"
 #include "scale.cuh"
@@ -10,7 +11,7 @@ void ScaleLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom
                                  const BlobVec<T>& top) {
   Stream& stream = layer_stream(*this, ctx);
   const T* x = bottom[0]->data();
-  if (top[0] == bottom[0] && bottom[0]->count() > 0)
+  if (copies_input(bottom, top) && bottom[0]->count() > 0)
     stream.copy_async(bottom_copy_.mutable_data(), x, bottom[0]->bytes());
   const T* bias = this->params_.size() > 1 ? this->params_[1]->data() : nullptr;
   kernels::scale_forward(x, this->params_[0]->data(), bias, {outer_, scale_dim_, inner_},
@@ -22,7 +23,7 @@ void ScaleLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>& top,
                                   const std::vector<bool>& propagate_down,
                                   const BlobVec<T>& bottom) {
   Stream& stream = layer_stream(*this, ctx);
-  const T* x = top[0] == bottom[0] ? bottom_copy_.data() : bottom[0]->data();
+  const T* x = input_for_backward(bottom, top);
   T* bias_diff = this->params_.size() > 1 ? this->params_[1]->mutable_diff() : nullptr;
   kernels::scale_backward(x, top[0]->diff(), this->params_[0]->data(), {outer_, scale_dim_, inner_},
                           this->params_[0]->mutable_diff(), bias_diff,

@@ -9,7 +9,7 @@ namespace cgdp {
 
 template <typename T>
 SoftmaxWithLossLayer<T>::SoftmaxWithLossLayer(const proto::LayerParameter& param, Device& device)
-    : Layer<T>(param, device), softmax_(param, device), prob_(device) {}
+    : Layer<T>(param, device), softmax_(param, device), prob_(device, Shape{}, Diff::None) {}
 
 template <typename T>
 void SoftmaxWithLossLayer<T>::layer_setup(const BlobVec<T>& bottom, const BlobVec<T>&, Rng& rng) {

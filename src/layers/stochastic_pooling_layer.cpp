@@ -10,7 +10,7 @@ namespace cgdp {
 
 template <typename T>
 StochasticPoolingLayer<T>::StochasticPoolingLayer(const proto::LayerParameter& param, Device& device)
-    : Layer<T>(param, device), name_hash_(hash_name(param.name())), chosen_(device) {}
+    : Layer<T>(param, device), name_hash_(hash_name(param.name())), chosen_(device, Shape{}, Diff::None) {}
 
 template <typename T>
 void StochasticPoolingLayer<T>::layer_setup(const BlobVec<T>&, const BlobVec<T>&, Rng&) {

@@ -28,6 +28,7 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
   for (const auto& lp : param.layer()) {
     wire_layer(lp, source);
     const int i = num_layers() - 1;
+    share_kept_input(i);
     try {
       layers_[i]->setup(bottoms_[i], tops_[i], rng);
     } catch (const ModelError& e) {
@@ -46,7 +47,7 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
                                lp.top(j), "' must be a scalar, got ",
                                shape_string(tops_[i][j]->shape())));
         const T weight = static_cast<T>(loss_weights_[i][j]);
-        device_->copy(tops_[i][j]->mutable_diff(), &weight, sizeof(T));
+        if (tops_[i][j]->has_diff()) device_->copy(tops_[i][j]->mutable_diff(), &weight, sizeof(T));
       }
   }
   if (!input_) throw ModelError(cat(source, ": the model has no Input layer"));
@@ -54,6 +55,7 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
   absorb_relus();
   mark_backward();
   gather_params(source);
+  if (phase_ == Phase::Train) plan_activation_gradients();
 }
 
 template <typename T>
@@ -83,7 +85,7 @@ void Net<T>::wire_layer(const proto::LayerParameter& lp, const std::string& sour
     if (j < lp.bottom_size() && lp.bottom(j) == name) {
       tops.push_back(bottoms[j]);  // in place, as Caffe's ReLU/Dropout/BatchNorm/Scale
     } else {
-      auto blob = std::make_unique<Blob<T>>(*device_);
+      auto blob = std::make_unique<Blob<T>>(*device_, Shape{}, phase_ == Phase::Train ? Diff::Kept : Diff::None);
       tops.push_back(blob.get());
       blobs_[cat(name, "#", layers_.size())] = std::move(blob);
     }
@@ -106,6 +108,17 @@ void Net<T>::wire_layer(const proto::LayerParameter& lp, const std::string& sour
   bottoms_.push_back(std::move(bottoms));
   tops_.push_back(std::move(tops));
   layers_.push_back(std::move(layer));
+}
+
+// A layer in place on the top of the layer before it (a Scale after a BatchNorm) reads that layer's
+// kept copy of the values instead of keeping one of its own: one activation less per pair.
+template <typename T>
+void Net<T>::share_kept_input(int i) {
+  const bool in_place_on_previous = i > 0 && bottoms_[i].size() == 1 && tops_[i].size() == 1 &&
+                                    tops_[i][0] == bottoms_[i][0] && tops_[i - 1].size() == 1 &&
+                                    tops_[i - 1][0] == bottoms_[i][0];
+  if (!in_place_on_previous) return;
+  if (const Blob<T>* kept = layers_[i - 1]->kept_top()) layers_[i]->use_kept_input(kept);
 }
 
 template <typename T>
@@ -238,12 +251,13 @@ void Net<T>::gather_params(const std::string& source) {
   }
   flat_count_ = offset;
   flat_data_buf_ = DeviceBuffer(*device_, static_cast<size_t>(flat_count_) * sizeof(T));
-  flat_diff_buf_ = DeviceBuffer(*device_, static_cast<size_t>(flat_count_) * sizeof(T));
+  if (phase_ == Phase::Train)  // a TEST net only runs forward
+    flat_diff_buf_ = DeviceBuffer(*device_, static_cast<size_t>(flat_count_) * sizeof(T));
   flat_data_ptr_ = static_cast<T*>(flat_data_buf_.get());
   flat_diff_ptr_ = static_cast<T*>(flat_diff_buf_.get());
   for (const ParamSlot& s : slots_)
     layers_[s.layer]->params()[s.index]->bind_to(flat_data_ptr_ + s.offset,
-                                                 flat_diff_ptr_ + s.offset);
+                                                 flat_diff_ptr_ ? flat_diff_ptr_ + s.offset : nullptr);
   for (const auto& [sharer, owner] : sharers)
     layers_[sharer.first]->params()[sharer.second]->share_with(*layers_[owner.first]->params()[owner.second]);
 }
@@ -279,6 +293,7 @@ void Net<T>::forward_layer(int i, const RunContext& ctx) {
 template <typename T>
 void Net<T>::backward_layer(int i, const RunContext& ctx) {
   if (!needs_backward_[i] || absorbed_[i]) return;
+  if (phase_ != Phase::Train) throw Error(cat("layer '", layers_[i]->name(), "': a TEST net keeps no gradients"));
   auto run = [this, i, ctx] {
     layers_[i]->backward(ctx, tops_[i], propagate_down_[i], bottoms_[i]);
   };

@@ -8,7 +8,7 @@
 namespace cgdp {
 
 template <typename T>
-Blob<T>::Blob(Device& device, Shape shape) : device_(&device) {
+Blob<T>::Blob(Device& device, Shape shape, Diff diff) : device_(&device), diff_mode_(diff) {
   reshape(shape);
 }
 
@@ -24,11 +24,14 @@ void Blob<T>::reshape(const Shape& shape) {
   shape_ = shape;
   count_ = count;
   if (count_ > capacity_) {
+    if (diff_bound_) throw Error(cat("cannot grow a blob to ", shape_string(shape), ": its gradient lives in the net's plan"));
     capacity_ = count_;
     owned_data_ = DeviceBuffer(*device_, static_cast<size_t>(capacity_) * sizeof(T));
-    owned_diff_ = DeviceBuffer(*device_, static_cast<size_t>(capacity_) * sizeof(T));
     data_ = static_cast<T*>(owned_data_.get());
-    diff_ = static_cast<T*>(owned_diff_.get());
+    if (has_diff()) {
+      owned_diff_ = DeviceBuffer(*device_, static_cast<size_t>(capacity_) * sizeof(T));
+      diff_ = static_cast<T*>(owned_diff_.get());
+    }
   }
 }
 
@@ -36,13 +39,22 @@ template <typename T>
 void Blob<T>::bind_to(T* data, T* diff) {
   if (count_ && data_) {
     device_->copy(data, data_, bytes());
-    device_->copy(diff, diff_, bytes());
+    if (diff && diff_) device_->copy(diff, diff_, bytes());
   }
   owned_data_.reset();
   owned_diff_.reset();
   capacity_ = count_;
   data_ = data;
   diff_ = diff;
+  diff_mode_ = diff ? Diff::Kept : Diff::None;
+}
+
+template <typename T>
+void Blob<T>::bind_diff(T* diff) {
+  CGDP_ASSERT(has_diff());
+  owned_diff_.reset();
+  diff_ = diff;
+  diff_bound_ = true;
 }
 
 template <typename T>
@@ -55,6 +67,7 @@ void Blob<T>::share_with(Blob& other) {
   capacity_ = count_;
   data_ = other.mutable_data();
   diff_ = other.mutable_diff();
+  diff_mode_ = other.diff_mode_;
 }
 
 template class Blob<float>;

@@ -24,8 +24,9 @@ int64_t unique_top_bytes(const Net<float>& net) {
   for (int i = 0; i < net.num_layers(); ++i)
     for (const Blob<float>* top : net.tops(i)) tops.insert(top);
   int64_t bytes = 0;
-  for (const Blob<float>* top : tops) bytes += 2 * top->bytes();  // data and gradient
-  return bytes;
+  for (const Blob<float>* top : tops)  // data, and a gradient of its own unless planned
+    bytes += (top->has_diff() && !top->diff_is_planned() ? 2 : 1) * top->bytes();
+  return bytes + net.activation_gradient_bytes();
 }
 
 // Children of worker w in ps0's reduction tree: at strides 1, 2, 4, ... w is a parent when it is

@@ -81,6 +81,12 @@ class Layer {
   // forward clamps the top at zero, backward masks the top's gradient first, each while an image
   // is still in cache. Returns false if this layer cannot (the default; CUDA layers).
   virtual bool absorb_relu() { return false; }
+  // A blob holding a copy of top 0's values from this layer's forward until its backward
+  // (BatchNorm's normalised output), which a layer in place on that top may read; nullptr if none.
+  virtual const Blob<T>* kept_top() const { return nullptr; }
+  // Offers a layer that runs in place the blob `kept` (kept_top() of the layer before it), which
+  // holds its input until its backward, instead of a copy of its own. Returns whether it uses it.
+  virtual bool use_kept_input(const Blob<T>* kept) { return false; }
 
  protected:
   virtual void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) {}

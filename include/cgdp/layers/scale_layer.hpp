@@ -23,11 +23,24 @@ class ScaleLayer final : public Layer<T> {
   void backward_cuda(const RunContext& ctx, const BlobVec<T>& top,
                      const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
 #endif
+  bool use_kept_input(const Blob<T>* kept) override {
+    kept_input_ = kept;
+    return true;
+  }
 
  private:
   int axis_ = 1;
   int64_t outer_ = 0, scale_dim_ = 0, inner_ = 0;  // bottom viewed as outer x scale_dim x inner
   Blob<T> bottom_copy_;  // the input, kept when running in place (the scale's gradient needs it)
+  const Blob<T>* kept_input_ = nullptr;  // in place after a BatchNorm: its copy of our input
+
+  bool copies_input(const BlobVec<T>& bottom, const BlobVec<T>& top) const {
+    return top[0] == bottom[0] && kept_input_ == nullptr;
+  }
+  // The input's values in backward: the bottom, or its kept copy when running in place.
+  const T* input_for_backward(const BlobVec<T>& bottom, const BlobVec<T>& top) const {
+    return top[0] != bottom[0] ? bottom[0]->data() : kept_input_ ? kept_input_->data() : bottom_copy_.data();
+  }
 };
 
 }  // namespace cgdp

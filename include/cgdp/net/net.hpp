@@ -92,6 +92,8 @@ class Net {
   void share_params_from(Net& other);
   // Persistent non-learnable state blobs in layer order (BatchNorm statistics).
   std::vector<std::pair<std::string, Blob<T>*>> state_blobs();
+  // Bytes of the one buffer the activations' gradients share (plan_activation_gradients).
+  int64_t activation_gradient_bytes() const { return static_cast<int64_t>(activation_diffs_.bytes()); }
   // Hash of layer names, types and parameter shapes: checkpoints must match it.
   std::string fingerprint() const;
 
@@ -102,6 +104,11 @@ class Net {
   // Offers every in-place ReLU with negative_slope 0 to the layer right before it, whose top it
   // rewrites; marks those taken as absorbed.
   void absorb_relus();
+  // Offers layer i, when it runs in place on the top of layer i - 1, that layer's kept copy.
+  void share_kept_input(int i);
+  // Places the activations' gradients in one buffer, sharing bytes between gradients that are
+  // never alive in the same stretch of the backward pass (memory_plan.cpp).
+  void plan_activation_gradients();
   // (layer, index) of each parameter that uses another's memory -> (layer, index) of its owner;
   // throws ModelError when sharers' shapes or multipliers differ.
   std::map<std::pair<int, int>, std::pair<int, int>> shared_params(const std::string& source) const;
@@ -130,6 +137,7 @@ class Net {
   std::vector<ParamSlot> slots_;
   std::vector<std::pair<int64_t, int64_t>> layer_ranges_;
   DeviceBuffer flat_data_buf_, flat_diff_buf_;
+  DeviceBuffer activation_diffs_;  // the gradients of activations, planned by liveness
   T* flat_data_ptr_ = nullptr;
   T* flat_diff_ptr_ = nullptr;
   int64_t flat_count_ = 0;

@@ -10,10 +10,14 @@
 
 namespace cgdp {
 
+// Whether a blob keeps a gradient: activations of a net that runs backward do; a layer's internal
+// scratch and the blobs of a net that only runs forward (the test net) need none.
+enum class Diff { Kept, None };
+
 template <typename T>
 class Blob {
  public:
-  explicit Blob(Device& device, Shape shape = {});
+  explicit Blob(Device& device, Shape shape = {}, Diff diff = Diff::Kept);
   Blob(const Blob&) = delete;
   Blob& operator=(const Blob&) = delete;
 
@@ -30,6 +34,7 @@ class Blob {
   int64_t count(int begin_axis, int end_axis) const { return count_of(shape_, begin_axis, end_axis); }
   size_t bytes() const { return static_cast<size_t>(count_) * sizeof(T); }
 
+  bool has_diff() const { return diff_mode_ == Diff::Kept; }
   const T* data() const { return data_; }
   const T* diff() const { return diff_; }
   T* mutable_data() { return data_; }
@@ -41,9 +46,14 @@ class Blob {
   std::span<T> mutable_diff_span() { return {diff_, static_cast<size_t>(count_)}; }
 
   // Makes this blob a view of external memory (count() elements each), copying its current
-  // data there first. Used to gather parameters into one flat buffer.
+  // data there first. Used to gather parameters into one flat buffer; a null `diff` leaves it
+  // without a gradient.
   void bind_to(T* data, T* diff);
   bool is_view() const { return !owned_data_.get() && data_ != nullptr; }
+  // Puts the gradient at `diff` (count() elements, memory the net plans and several blobs share
+  // at different times), freeing the blob's own. The blob can no longer grow.
+  void bind_diff(T* diff);
+  bool diff_is_planned() const { return diff_bound_; }
   // Shares another blob's memory (same count): the test net uses the train net's parameters.
   void share_with(Blob& other);
 
@@ -51,6 +61,8 @@ class Blob {
 
  private:
   Device* device_;
+  Diff diff_mode_;
+  bool diff_bound_ = false;  // bind_diff: the gradient is not ours
   Shape shape_;
   int64_t count_ = 0;
   int64_t capacity_ = 0;

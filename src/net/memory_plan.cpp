@@ -1,0 +1,92 @@
+// Activation gradients by liveness (the "memonger" idea of Caffe2 and MXNet, done on offsets into
+// one buffer). The backward pass runs the layers last to first; a blob's gradient is touched only
+// by the backwards of the layers that read or write the blob, so it is alive from the last of
+// those layers to the first. Gradients alive in disjoint stretches take the same bytes. A chain
+// of layers then needs about two activations' gradients at a time instead of all of them.
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <set>
+
+#include "cgdp/net/net.hpp"
+
+namespace cgdp {
+
+namespace {
+
+constexpr int64_t kAlignElements = 64;  // 256 bytes of float: what cuDNN and vector loads like
+
+template <typename T>
+struct Span {
+  Blob<T>* blob = nullptr;
+  int first = INT_MAX, last = -1;  // layers that touch the blob, in forward order
+  int64_t size = 0;                // elements, rounded up to kAlignElements
+  int64_t offset = 0;
+
+  bool overlaps_in_time(const Span& other) const { return first <= other.last && other.first <= last; }
+};
+
+// The lowest offset where `span` fits beside the placed spans alive at the same time (first fit).
+template <typename T>
+int64_t first_fit(const Span<T>& span, const std::vector<const Span<T>*>& placed) {
+  std::vector<std::pair<int64_t, int64_t>> busy;
+  for (const Span<T>* p : placed)
+    if (p->overlaps_in_time(span)) busy.emplace_back(p->offset, p->offset + p->size);
+  std::sort(busy.begin(), busy.end());
+  int64_t at = 0;
+  for (const auto& [begin, end] : busy) {
+    if (at + span.size <= begin) break;
+    at = std::max(at, end);
+  }
+  return at;
+}
+
+}  // namespace
+
+template <typename T>
+void Net<T>::plan_activation_gradients() {
+  // Left out, keeping gradients of their own: loss tops (their gradient holds the loss weight,
+  // set once) and blobs no backward writes (their gradient must stay zero for layers that read it).
+  std::set<const Blob<T>*> written, own;
+  for (int i = 0; i < num_layers(); ++i) {
+    for (size_t j = 0; j < tops_[i].size(); ++j)
+      if (loss_weights_[i][j] != 0.f) own.insert(tops_[i][j]);
+    if (!needs_backward_[i] || absorbed_[i]) continue;
+    for (size_t j = 0; j < bottoms_[i].size(); ++j)
+      if (propagate_down_[i][j]) written.insert(bottoms_[i][j]);
+  }
+  std::map<Blob<T>*, Span<T>> by_blob;
+  for (int i = 0; i < num_layers(); ++i)
+    for (const BlobVec<T>* blobs : {&bottoms_[i], &tops_[i]})
+      for (Blob<T>* b : *blobs) {
+        Span<T>& s = by_blob[b];
+        s.blob = b;
+        s.first = std::min(s.first, i);
+        s.last = std::max(s.last, i);
+      }
+  std::vector<Span<T>> spans;
+  for (auto& [blob, span] : by_blob)
+    if (blob->has_diff() && blob->count() > 0 && written.count(blob) && !own.count(blob)) {
+      span.size = (blob->count() + kAlignElements - 1) / kAlignElements * kAlignElements;
+      spans.push_back(span);
+    }
+  // Largest first, as in offset planners: the big gradients settle the layout, small ones fill gaps.
+  std::sort(spans.begin(), spans.end(), [](const Span<T>& a, const Span<T>& b) {
+    return a.size != b.size ? a.size > b.size : a.first < b.first;
+  });
+  std::vector<const Span<T>*> placed;
+  int64_t total = 0;
+  for (Span<T>& span : spans) {
+    span.offset = first_fit(span, placed);
+    total = std::max(total, span.offset + span.size);
+    placed.push_back(&span);
+  }
+  activation_diffs_ = DeviceBuffer(*device_, static_cast<size_t>(total) * sizeof(T));
+  T* base = static_cast<T*>(activation_diffs_.get());
+  for (const Span<T>& span : spans) span.blob->bind_diff(base + span.offset);
+}
+
+template void Net<float>::plan_activation_gradients();
+template void Net<double>::plan_activation_gradients();
+
+}  // namespace cgdp

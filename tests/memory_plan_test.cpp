@@ -1,0 +1,152 @@
+// What a net allocates: a TEST net keeps no gradients (and refuses backward), a layer's internal
+// scratch has no gradient twin, and a Scale in place after a BatchNorm reads the BatchNorm's copy
+// of its input instead of keeping its own, with the very same gradients as the Scale out of place.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/device/cpu_device.hpp"
+#include "cgdp/device/measuring_device.hpp"
+#include "cgdp/net/model_file.hpp"
+#include "cgdp/net/net.hpp"
+
+namespace cgdp {
+namespace {
+
+constexpr int64_t kBatch = 4, kChannels = 3, kSize = 5;
+constexpr int64_t kActivation = kBatch * kChannels * kSize * kSize * sizeof(double);
+
+// conv -> BatchNorm (in place) -> Scale (in place, or into `scale_top`) -> pooling -> loss.
+std::string bn_scale_net(const std::string& scale_top) {
+  return cat(R"(
+    layer { name: "data" type: "Input" top: "data" top: "label"
+            input_param { shape { dim: 4 dim: 2 dim: 5 dim: 5 } shape { dim: 4 } } }
+    layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
+            convolution_param { num_output: 3 kernel_size: 3 pad: 1 weight_filler { type: "gaussian" std: 0.5 } } }
+    layer { name: "bn" type: "BatchNorm" bottom: "conv" top: "conv" }
+    layer { name: "scale" type: "Scale" bottom: "conv" top: ")", scale_top, R"("
+            scale_param { bias_term: true filler { type: "uniform" min: 0.5 max: 1.5 } } }
+    layer { name: "pool" type: "Pooling" bottom: ")", scale_top, R"(" top: "pool"
+            pooling_param { pool: AVE global_pooling: true } }
+    layer { name: "loss" type: "SoftmaxWithLoss" bottom: "pool" bottom: "label" top: "loss" }
+  )");
+}
+
+// One forward and backward of `net` on fixed inputs: the parameter gradients and the input's
+// value after the run.
+std::vector<double> gradients(Net<double>& net) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> uni(-1, 1);
+  for (double& x : net.input_data().mutable_data_span()) x = uni(rng);
+  for (int i = 0; i < kBatch; ++i) net.input_label()->mutable_data()[i] = i % 3;
+  const RunContext ctx;
+  net.forward(ctx);
+  for (double& g : net.flat_diff()) g = 0;
+  for (int i = net.num_layers() - 1; i >= 0; --i) net.backward_layer(i, ctx);
+  return {net.flat_diff().begin(), net.flat_diff().end()};
+}
+
+TEST(MemoryPlan, ScaleInPlaceAfterBatchNormKeepsNoCopyAndGivesTheSameGradients) {
+  const auto in_place = parse_model(bn_scale_net("conv"), "in_place.prototxt");
+  const auto apart = parse_model(bn_scale_net("scaled"), "apart.prototxt");
+  Net<double> a(in_place, Phase::Train, default_cpu_device(), 0, 7, "in_place.prototxt");
+  Net<double> b(apart, Phase::Train, default_cpu_device(), 0, 7, "apart.prototxt");
+  const std::vector<double> ga = gradients(a), gb = gradients(b);
+  ASSERT_EQ(ga.size(), gb.size());
+  EXPECT_EQ(0, std::memcmp(ga.data(), gb.data(), ga.size() * sizeof(double)));
+  EXPECT_NE(ga, std::vector<double>(ga.size(), 0.0));
+
+  // In a TEST net (no gradients) out of place costs the Scale's top; in place costs nothing, where
+  // a copy of the input would cost the same again.
+  MeasuringDevice da, db;
+  Net<double> ma(in_place, Phase::Test, da, 0, 7, "in_place.prototxt");
+  Net<double> mb(apart, Phase::Test, db, 0, 7, "apart.prototxt");
+  EXPECT_EQ(db.memory_stats().device_bytes - da.memory_stats().device_bytes, kActivation);
+}
+
+TEST(MemoryPlan, ATestNetKeepsNoGradients) {
+  const auto model = parse_model(bn_scale_net("scaled"), "m.prototxt");
+  MeasuringDevice train_device, test_device;
+  Net<double> train(model, Phase::Train, train_device, 0, 7, "m.prototxt");
+  Net<double> test(model, Phase::Test, test_device, 0, 7, "m.prototxt");
+  for (int i = 0; i < test.num_layers(); ++i)
+    for (const Blob<double>* top : test.tops(i)) EXPECT_FALSE(top->has_diff()) << test.layer(i).name();
+  EXPECT_TRUE(train.input_data().has_diff());
+  // The test net is the train net less the gradients: the parameters', the planned buffer and
+  // those activations that keep their own.
+  const int64_t params = train.learnable_count() * static_cast<int64_t>(sizeof(double));
+  std::set<const Blob<double>*> tops;
+  for (int i = 0; i < train.num_layers(); ++i) tops.insert(train.tops(i).begin(), train.tops(i).end());
+  int64_t own = 0;
+  for (const Blob<double>* top : tops)
+    if (top->has_diff() && !top->diff_is_planned()) own += static_cast<int64_t>(top->bytes());
+  EXPECT_EQ(test_device.memory_stats().device_bytes,
+            train_device.memory_stats().device_bytes - params - train.activation_gradient_bytes() - own);
+  try {
+    test.backward_layer(test.num_layers() - 1, RunContext{});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "layer 'loss': a TEST net keeps no gradients");
+  }
+}
+
+// The planned gradients: two blobs whose gradients are alive in the same stretch of the backward
+// pass (some layer between their first and last toucher) never share bytes, and the plan is much
+// smaller than a gradient per activation. On Caffe's GoogLeNet (branches, concats) and ResNet.
+TEST(MemoryPlan, GradientsAliveTogetherNeverShareBytes) {
+  for (const char* model : {"googlenet", "resnet_small"}) {
+    const std::string path = find_model_file(model);
+    MeasuringDevice device;
+    Net<float> net(load_model(path), Phase::Train, device, 2, 1, path);
+    struct Live {
+      int first = 1 << 30, last = -1;
+      const Blob<float>* blob = nullptr;
+    };
+    std::map<const Blob<float>*, Live> live;
+    for (int i = 0; i < net.num_layers(); ++i)
+      for (const BlobVec<float>* blobs : {&net.bottoms(i), &net.tops(i)})
+        for (const Blob<float>* b : *blobs) {
+          Live& l = live[b];
+          l.blob = b;
+          l.first = std::min(l.first, i);
+          l.last = std::max(l.last, i);
+        }
+    std::vector<Live> planned;
+    int64_t separate = 0;
+    for (const auto& [blob, l] : live)
+      if (blob->diff_is_planned()) {
+        planned.push_back(l);
+        separate += static_cast<int64_t>(blob->bytes());
+      }
+    ASSERT_GT(planned.size(), 10u) << model;
+    for (size_t a = 0; a < planned.size(); ++a)
+      for (size_t b = a + 1; b < planned.size(); ++b) {
+        const Live &x = planned[a], &y = planned[b];
+        if (x.first > y.last || y.first > x.last) continue;  // never alive together
+        const char *xb = reinterpret_cast<const char*>(x.blob->diff()), *yb = reinterpret_cast<const char*>(y.blob->diff());
+        EXPECT_TRUE(xb + x.blob->bytes() <= yb || yb + y.blob->bytes() <= xb) << model << ": blobs " << a << ", " << b;
+      }
+    EXPECT_LT(net.activation_gradient_bytes() * 3, separate) << model;
+  }
+}
+
+// Dropout's mask is scratch: it costs one activation, not two.
+TEST(MemoryPlan, ScratchHasNoGradient) {
+  const std::string body = R"(
+    layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 4 dim: 3 dim: 5 dim: 5 } } }
+    layer { name: "drop" type: "Dropout" bottom: "data" top: "data" }
+  )";
+  MeasuringDevice with, without;
+  Net<double> a(parse_model(body, "d.prototxt"), Phase::Train, with, 0, 1, "d.prototxt");
+  Net<double> b(parse_model(R"(
+    layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 4 dim: 3 dim: 5 dim: 5 } } }
+  )", "i.prototxt"), Phase::Train, without, 0, 1, "i.prototxt");
+  EXPECT_EQ(with.memory_stats().device_bytes - without.memory_stats().device_bytes, kActivation);
+}
+
+}  // namespace
+}  // namespace cgdp
