@@ -11,6 +11,7 @@
 #include "cgdp/core/error.hpp"
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/device/measuring_device.hpp"
+#include "cgdp/layers/scale_layer.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
 
@@ -60,12 +61,23 @@ TEST(MemoryPlan, ScaleInPlaceAfterBatchNormKeepsNoCopyAndGivesTheSameGradients) 
   EXPECT_EQ(0, std::memcmp(ga.data(), gb.data(), ga.size() * sizeof(double)));
   EXPECT_NE(ga, std::vector<double>(ga.size(), 0.0));
 
-  // In a TEST net (no gradients) out of place costs the Scale's top; in place costs nothing, where
-  // a copy of the input would cost the same again.
+  // In the train net, the Scale's input is BatchNorm's copy; in a TEST net neither keeps one.
+  const auto* scale = dynamic_cast<const ScaleLayer<double>*>(&a.layer(3));
+  ASSERT_NE(scale, nullptr);
+  EXPECT_TRUE(scale->reads_kept_input());
   MeasuringDevice da, db;
   Net<double> ma(in_place, Phase::Test, da, 0, 7, "in_place.prototxt");
   Net<double> mb(apart, Phase::Test, db, 0, 7, "apart.prototxt");
+  EXPECT_FALSE(dynamic_cast<const ScaleLayer<double>*>(&ma.layer(3))->reads_kept_input());
+  // Out of place costs the Scale's top; in place nothing: no copy of the input. And the
+  // BatchNorm of a TEST net costs only its statistics, not a normalised copy.
   EXPECT_EQ(db.memory_stats().device_bytes - da.memory_stats().device_bytes, kActivation);
+  std::string without_bn = bn_scale_net("conv");
+  without_bn.erase(without_bn.find("layer { name: \"bn\""), std::string("layer { name: \"bn\" type: \"BatchNorm\" bottom: \"conv\" top: \"conv\" }").size());
+  MeasuringDevice dc;
+  Net<double> mc(parse_model(without_bn, "no_bn.prototxt"), Phase::Test, dc, 0, 7, "no_bn.prototxt");
+  ASSERT_EQ(mc.num_layers() + 1, ma.num_layers());
+  EXPECT_LT(da.memory_stats().device_bytes - dc.memory_stats().device_bytes, kActivation / 4);
 }
 
 TEST(MemoryPlan, ATestNetKeepsNoGradients) {
@@ -76,8 +88,9 @@ TEST(MemoryPlan, ATestNetKeepsNoGradients) {
   for (int i = 0; i < test.num_layers(); ++i)
     for (const Blob<double>* top : test.tops(i)) EXPECT_FALSE(top->has_diff()) << test.layer(i).name();
   EXPECT_TRUE(train.input_data().has_diff());
-  // The test net is the train net less the gradients: the parameters', the planned buffer and
-  // those activations that keep their own.
+  // The test net is the train net less the gradients (the parameters', the planned buffer and
+  // those activations that keep their own) and less BatchNorm's normalised copy (which keeps the
+  // one element every blob starts with).
   const int64_t params = train.learnable_count() * static_cast<int64_t>(sizeof(double));
   std::set<const Blob<double>*> tops;
   for (int i = 0; i < train.num_layers(); ++i) tops.insert(train.tops(i).begin(), train.tops(i).end());
@@ -85,7 +98,8 @@ TEST(MemoryPlan, ATestNetKeepsNoGradients) {
   for (const Blob<double>* top : tops)
     if (top->has_diff() && !top->diff_is_planned()) own += static_cast<int64_t>(top->bytes());
   EXPECT_EQ(test_device.memory_stats().device_bytes,
-            train_device.memory_stats().device_bytes - params - train.activation_gradient_bytes() - own);
+            train_device.memory_stats().device_bytes - params - train.activation_gradient_bytes() - own -
+                kActivation + static_cast<int64_t>(sizeof(double)));
   try {
     test.backward_layer(test.num_layers() - 1, RunContext{});
     ADD_FAILURE() << "no error";

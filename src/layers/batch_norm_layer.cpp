@@ -45,7 +45,7 @@ void BatchNormLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top)
   num_ = shape[0];
   spatial_ = bottom[0]->count() / std::max<int64_t>(1, num_ * channels_);
   top[0]->reshape(shape);
-  x_norm_.reshape(shape);
+  if (!this->forward_only_) x_norm_.reshape(shape);  // forward only: the top is all it writes
   for (Blob<T>* b : {&mean_, &variance_, &inv_std_}) b->reshape({channels_});
 }
 
@@ -107,7 +107,7 @@ void BatchNormLayer<T>::forward_cpu(const RunContext& ctx, const BlobVec<T>& bot
   const T* mean = mean_.data();
   const T* inv_std = inv_std_.data();
   T* y = top[0]->mutable_data();
-  T* x_norm = x_norm_.mutable_data();
+  T* x_norm = this->forward_only_ ? y : x_norm_.mutable_data();
   const int64_t rows = num_ * channels_, s = spatial_;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {

@@ -29,7 +29,8 @@ void BatchNormLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& bo
   }
   kernels::batch_norm_normalize(bottom[0]->data(), shape, mean_.data(), variance_.data(),
                                 static_cast<T>(p.eps()), inv_std_.mutable_data(),
-                                top[0]->mutable_data(), x_norm_.mutable_data(), native);
+                                top[0]->mutable_data(),
+                                this->forward_only_ ? top[0]->mutable_data() : x_norm_.mutable_data(), native);
 }
 
 template <typename T>

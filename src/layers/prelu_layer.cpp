@@ -29,13 +29,13 @@ void PReLULayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
   if (!shared_ && channels_ != this->params_[0]->count())
     this->fail(cat("bottom has ", channels_, " channels, its slopes ", this->params_[0]->count()));
   top[0]->reshape(bottom[0]->shape());
-  if (top[0] == bottom[0]) bottom_copy_.reshape(bottom[0]->shape());
+  if (top[0] == bottom[0] && !this->forward_only_) bottom_copy_.reshape(bottom[0]->shape());
 }
 
 template <typename T>
 void PReLULayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom, const BlobVec<T>& top) {
   const T* x = bottom[0]->data();
-  if (top[0] == bottom[0]) std::copy(x, x + bottom[0]->count(), bottom_copy_.mutable_data());
+  if (top[0] == bottom[0] && !this->forward_only_) std::copy(x, x + bottom[0]->count(), bottom_copy_.mutable_data());
   const T* a = this->params_[0]->data();
   T* y = top[0]->mutable_data();
 #pragma omp parallel for schedule(static)

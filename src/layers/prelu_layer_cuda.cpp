@@ -8,7 +8,7 @@ namespace cgdp {
 template <typename T>
 void PReLULayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) {
   Stream& stream = layer_stream(*this, ctx);
-  if (top[0] == bottom[0] && bottom[0]->count() > 0)
+  if (top[0] == bottom[0] && !this->forward_only_ && bottom[0]->count() > 0)
     stream.copy_async(bottom_copy_.mutable_data(), bottom[0]->data(), bottom[0]->bytes());
   kernels::prelu_forward(bottom[0]->data(), this->params_[0]->data(), {outer_, channels_, inner_, shared_},
                          top[0]->mutable_data(), native_stream(stream));

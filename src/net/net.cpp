@@ -28,6 +28,7 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
   for (const auto& lp : param.layer()) {
     wire_layer(lp, source);
     const int i = num_layers() - 1;
+    if (phase_ != Phase::Train) layers_[i]->set_forward_only();
     share_kept_input(i);
     try {
       layers_[i]->setup(bottoms_[i], tops_[i], rng);

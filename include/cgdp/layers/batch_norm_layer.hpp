@@ -13,7 +13,7 @@ class BatchNormLayer final : public Layer<T> {
  public:
   BatchNormLayer(const proto::LayerParameter& param, Device& device);
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
-  const Blob<T>* kept_top() const override { return &x_norm_; }  // the top's values until backward
+  const Blob<T>* kept_top() const override { return this->forward_only_ ? nullptr : &x_norm_; }
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;

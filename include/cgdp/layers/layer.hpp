@@ -87,6 +87,8 @@ class Layer {
   // Offers a layer that runs in place the blob `kept` (kept_top() of the layer before it), which
   // holds its input until its backward, instead of a copy of its own. Returns whether it uses it.
   virtual bool use_kept_input(const Blob<T>* kept) { return false; }
+  // This layer's net only runs forward (a TEST net): it keeps nothing for a backward. Before setup.
+  void set_forward_only() { forward_only_ = true; }
 
  protected:
   virtual void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) {}
@@ -115,6 +117,7 @@ class Layer {
   Blobs params_;
   Blobs state_;
   std::unique_ptr<LayerBackendState> backend_state_;
+  bool forward_only_ = false;  // set_forward_only
 };
 
 extern template class Layer<float>;

@@ -12,6 +12,11 @@ class ScaleLayer final : public Layer<T> {
  public:
   ScaleLayer(const proto::LayerParameter& param, Device& device);
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  bool use_kept_input(const Blob<T>* kept) override {
+    kept_input_ = kept;
+    return true;
+  }
+  bool reads_kept_input() const { return kept_input_ != nullptr; }
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
@@ -23,10 +28,6 @@ class ScaleLayer final : public Layer<T> {
   void backward_cuda(const RunContext& ctx, const BlobVec<T>& top,
                      const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
 #endif
-  bool use_kept_input(const Blob<T>* kept) override {
-    kept_input_ = kept;
-    return true;
-  }
 
  private:
   int axis_ = 1;
@@ -35,7 +36,7 @@ class ScaleLayer final : public Layer<T> {
   const Blob<T>* kept_input_ = nullptr;  // in place after a BatchNorm: its copy of our input
 
   bool copies_input(const BlobVec<T>& bottom, const BlobVec<T>& top) const {
-    return top[0] == bottom[0] && kept_input_ == nullptr;
+    return top[0] == bottom[0] && kept_input_ == nullptr && !this->forward_only_;
   }
   // The input's values in backward: the bottom, or its kept copy when running in place.
   const T* input_for_backward(const BlobVec<T>& bottom, const BlobVec<T>& top) const {
