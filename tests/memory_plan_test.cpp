@@ -12,6 +12,7 @@
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/device/measuring_device.hpp"
 #include "cgdp/layers/scale_layer.hpp"
+#include "cgdp/layers/split_layer.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
 
@@ -145,6 +146,55 @@ TEST(MemoryPlan, GradientsAliveTogetherNeverShareBytes) {
         EXPECT_TRUE(xb + x.blob->bytes() <= yb || yb + y.blob->bytes() <= xb) << model << ": blobs " << a << ", " << b;
       }
     EXPECT_LT(net.activation_gradient_bytes() * 3, separate) << model;
+  }
+}
+
+// A fan-out's Split lets its tops read the bottom's values (no copies) unless a later layer
+// writes a blob of that name in place (checked by name, so conservatively); either way the
+// gradient matches central differences of the loss.
+TEST(MemoryPlan, SplitSharesItsInputUnlessABranchWritesItInPlace) {
+  const std::string head = R"(
+    layer { name: "data" type: "Input" top: "data" top: "label"
+            input_param { shape { dim: 4 dim: 2 dim: 5 dim: 5 } shape { dim: 4 } } }
+    layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
+            convolution_param { num_output: 3 kernel_size: 3 pad: 1 weight_filler { type: "gaussian" std: 0.5 } } }
+  )";
+  const std::string tail = R"(
+    layer { name: "a" type: "Pooling" bottom: "conv" top: "a" pooling_param { pool: AVE global_pooling: true } }
+    layer { name: "b" type: "Pooling" bottom: "conv" top: "b" pooling_param { pool: MAX global_pooling: true } }
+    layer { name: "sum" type: "Eltwise" bottom: "a" bottom: "b" top: "sum" }
+    layer { name: "loss" type: "SoftmaxWithLoss" bottom: "sum" bottom: "label" top: "loss" }
+  )";
+  const std::string in_place_branch = R"(
+    layer { name: "a" type: "Pooling" bottom: "conv" top: "a" pooling_param { pool: AVE global_pooling: true } }
+    layer { name: "relu" type: "ReLU" bottom: "conv" top: "conv" }
+    layer { name: "sq" type: "TanH" bottom: "conv" top: "conv" }
+    layer { name: "b" type: "Pooling" bottom: "conv" top: "b" pooling_param { pool: MAX global_pooling: true } }
+    layer { name: "sum" type: "Eltwise" bottom: "a" bottom: "b" top: "sum" }
+    layer { name: "loss" type: "SoftmaxWithLoss" bottom: "sum" bottom: "label" top: "loss" }
+  )";
+  for (const auto& [body, shares] : {std::pair{head + tail, true}, std::pair{head + in_place_branch, false}}) {
+    Net<double> net(parse_model(body, "split.prototxt"), Phase::Train, default_cpu_device(), 0, 5, "split.prototxt");
+    const SplitLayer<double>* split = nullptr;
+    int at = -1;
+    for (int i = 0; i < net.num_layers(); ++i)
+      if (auto* s = dynamic_cast<const SplitLayer<double>*>(&net.layer(i))) split = s, at = i;
+    ASSERT_NE(split, nullptr);
+    EXPECT_EQ(split->shares_bottom_data(), shares);
+    for (const Blob<double>* top : net.tops(at)) EXPECT_EQ(top->data() == net.bottoms(at)[0]->data(), shares);
+    const std::vector<double> analytic = gradients(net);
+    const double h = 1e-5;
+    for (size_t k = 0; k < analytic.size(); k += 7) {
+      const double kept = net.flat_data()[k];
+      net.flat_data()[k] = kept + h;
+      net.forward({});
+      const double up = net.loss();
+      net.flat_data()[k] = kept - h;
+      net.forward({});
+      const double down = net.loss();
+      net.flat_data()[k] = kept;
+      EXPECT_NEAR(analytic[k], (up - down) / (2 * h), 1e-6 * std::max(1.0, std::abs(analytic[k]))) << k;
+    }
   }
 }
 

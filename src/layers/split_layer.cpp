@@ -1,4 +1,4 @@
-// Split layer: fan-out by copy, fan-in of gradients by sum.
+// Split layer: fan-out by sharing (or copying) the values, fan-in of gradients by sum.
 #include "cgdp/layers/split_layer.hpp"
 
 #include <algorithm>
@@ -7,12 +7,14 @@ namespace cgdp {
 
 template <typename T>
 void SplitLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
-  for (Blob<T>* t : top) t->reshape_like(*bottom[0]);
+  for (Blob<T>* t : top)
+    if (t != bottom[0]) shares_ ? t->alias_data(*bottom[0]) : t->reshape_like(*bottom[0]);
 }
 
 template <typename T>
 void SplitLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
                                 const BlobVec<T>& top) {
+  if (shares_) return;
   const T* x = bottom[0]->data();
   const int64_t n = bottom[0]->count();
   for (Blob<T>* t : top)

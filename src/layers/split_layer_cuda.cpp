@@ -1,4 +1,4 @@
-// Split on CUDA: device copies forward; backward sums the tops' gradients in order with the
+// Split on CUDA: shared values (or device copies) forward; backward sums the tops' gradients in order with the
 // fixed-order sum kernel (kernels/sum.cu), the CPU layer's additions.
 #include "cgdp/layers/split_layer.hpp"
 #include "cuda_layer.hpp"
@@ -9,6 +9,7 @@ namespace cgdp {
 template <typename T>
 void SplitLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom,
                                  const BlobVec<T>& top) {
+  if (shares_) return;
   Stream& stream = layer_stream(*this, ctx);
   for (Blob<T>* t : top)
     if (t != bottom[0] && bottom[0]->count() > 0)

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "cgdp/layers/registry.hpp"
+#include "cgdp/layers/split_layer.hpp"
 #include "cgdp/net/graph_rewrite.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/wiring_check.hpp"
@@ -25,11 +27,25 @@ Net<T>::Net(const proto::NetParameter& param, Phase phase, Device& device, int64
 template <typename T>
 void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::string& source) {
   Rng rng(seed);
+  // The last layer that writes each blob in place: a Split may share values nobody writes later.
+  std::map<std::string, int> last_in_place;
+  for (int i = 0; i < param.layer_size(); ++i)
+    for (int j = 0; j < std::min(param.layer(i).bottom_size(), param.layer(i).top_size()); ++j)
+      if (param.layer(i).bottom(j) == param.layer(i).top(j)) last_in_place[param.layer(i).top(j)] = i;
   for (const auto& lp : param.layer()) {
     wire_layer(lp, source);
     const int i = num_layers() - 1;
     if (phase_ != Phase::Train) layers_[i]->set_forward_only();
     share_kept_input(i);
+    if (auto* split = dynamic_cast<SplitLayer<T>*>(layers_[i].get())) {
+      bool written_later = false;
+      for (const auto* names : {&lp.bottom(), &lp.top()})
+        for (const std::string& name : *names) {
+          const auto it = last_in_place.find(name);
+          written_later |= it != last_in_place.end() && it->second > i;
+        }
+      if (!written_later) split->share_bottom_data();
+    }
     try {
       layers_[i]->setup(bottoms_[i], tops_[i], rng);
     } catch (const ModelError& e) {

@@ -58,6 +58,21 @@ void Blob<T>::bind_diff(T* diff) {
 }
 
 template <typename T>
+void Blob<T>::alias_data(Blob& source) {
+  if (has_diff() && source.count_ > capacity_) {
+    if (diff_bound_) throw Error(cat("cannot grow a blob to ", shape_string(source.shape_), ": its gradient lives in the net's plan"));
+    owned_diff_ = DeviceBuffer(*device_, static_cast<size_t>(source.count_) * sizeof(T));
+    diff_ = static_cast<T*>(owned_diff_.get());
+    capacity_ = source.count_;
+  }
+  owned_data_.reset();
+  shape_ = source.shape_;
+  count_ = source.count_;
+  data_ = source.data_;
+  data_aliased_ = true;
+}
+
+template <typename T>
 void Blob<T>::share_with(Blob& other) {
   if (other.count() != count_)
     throw ModelError(cat("cannot share a blob of shape ", shape_string(other.shape()),

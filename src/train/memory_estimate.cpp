@@ -24,8 +24,10 @@ int64_t unique_top_bytes(const Net<float>& net) {
   for (int i = 0; i < net.num_layers(); ++i)
     for (const Blob<float>* top : net.tops(i)) tops.insert(top);
   int64_t bytes = 0;
-  for (const Blob<float>* top : tops)  // data, and a gradient of its own unless planned
-    bytes += (top->has_diff() && !top->diff_is_planned() ? 2 : 1) * top->bytes();
+  for (const Blob<float>* top : tops) {  // its values unless shared, its gradient unless planned
+    if (!top->data_is_aliased()) bytes += static_cast<int64_t>(top->bytes());
+    if (top->has_diff() && !top->diff_is_planned()) bytes += static_cast<int64_t>(top->bytes());
+  }
   return bytes + net.activation_gradient_bytes();
 }
 

@@ -1,5 +1,5 @@
-// Split: copies one bottom to any number of tops (the net inserts it where a blob fans out);
-// backward sums the tops' diffs.
+// Split: one bottom to any number of tops (the net inserts it where a blob fans out), shared or
+// copied; backward sums the tops' diffs.
 #pragma once
 
 #include "cgdp/layers/layer.hpp"
@@ -12,6 +12,10 @@ class SplitLayer final : public Layer<T> {
   using Layer<T>::Layer;
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   int max_tops() const override { return -1; }
+  // The tops read the bottom's values instead of copies (as Caffe's Split); the net asks for it
+  // when no later layer writes the bottom or a top in place. Before setup.
+  void share_bottom_data() { shares_ = true; }
+  bool shares_bottom_data() const { return shares_; }
 
  protected:
   void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
@@ -22,6 +26,9 @@ class SplitLayer final : public Layer<T> {
   void backward_cuda(const RunContext& ctx, const BlobVec<T>& top,
                      const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
 #endif
+
+ private:
+  bool shares_ = false;
 };
 
 }  // namespace cgdp

@@ -54,6 +54,11 @@ class Blob {
   // at different times), freeing the blob's own. The blob can no longer grow.
   void bind_diff(T* diff);
   bool diff_is_planned() const { return diff_bound_; }
+  // Reads and writes `source`'s values (Split's fan-out, as Caffe's ShareData): takes its shape
+  // and data pointer, frees its own data, keeps its own gradient. Call again after `source`
+  // reshapes.
+  void alias_data(Blob& source);
+  bool data_is_aliased() const { return data_aliased_; }
   // Shares another blob's memory (same count): the test net uses the train net's parameters.
   void share_with(Blob& other);
 
@@ -63,6 +68,7 @@ class Blob {
   Device* device_;
   Diff diff_mode_;
   bool diff_bound_ = false;  // bind_diff: the gradient is not ours
+  bool data_aliased_ = false;  // alias_data: the values are not ours
   Shape shape_;
   int64_t count_ = 0;
   int64_t capacity_ = 0;
