@@ -24,28 +24,39 @@ Net<T>::Net(const proto::NetParameter& param, Phase phase, Device& device, int64
   build(insert_splits(phase_net, source), seed, source);
 }
 
+namespace {
+
+// Blob name -> the last layer that writes a blob of that name in place.
+std::map<std::string, int> last_in_place_writers(const proto::NetParameter& param) {
+  std::map<std::string, int> last;
+  for (int i = 0; i < param.layer_size(); ++i)
+    for (int j = 0; j < std::min(param.layer(i).bottom_size(), param.layer(i).top_size()); ++j)
+      if (param.layer(i).bottom(j) == param.layer(i).top(j)) last[param.layer(i).top(j)] = i;
+  return last;
+}
+
+// Whether a layer after `index` writes in place a blob named as one of `lp`'s bottoms or tops
+// (then a Split must copy its values rather than share them).
+bool written_in_place_after(const proto::LayerParameter& lp, int index, const std::map<std::string, int>& last) {
+  for (const auto* names : {&lp.bottom(), &lp.top()})
+    for (const std::string& name : *names)
+      if (const auto it = last.find(name); it != last.end() && it->second > index) return true;
+  return false;
+}
+
+}  // namespace
+
 template <typename T>
 void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::string& source) {
   Rng rng(seed);
-  // The last layer that writes each blob in place: a Split may share values nobody writes later.
-  std::map<std::string, int> last_in_place;
-  for (int i = 0; i < param.layer_size(); ++i)
-    for (int j = 0; j < std::min(param.layer(i).bottom_size(), param.layer(i).top_size()); ++j)
-      if (param.layer(i).bottom(j) == param.layer(i).top(j)) last_in_place[param.layer(i).top(j)] = i;
+  const std::map<std::string, int> last_in_place = last_in_place_writers(param);
   for (const auto& lp : param.layer()) {
     wire_layer(lp, source);
     const int i = num_layers() - 1;
     if (phase_ != Phase::Train) layers_[i]->set_forward_only();
     share_kept_input(i);
-    if (auto* split = dynamic_cast<SplitLayer<T>*>(layers_[i].get())) {
-      bool written_later = false;
-      for (const auto* names : {&lp.bottom(), &lp.top()})
-        for (const std::string& name : *names) {
-          const auto it = last_in_place.find(name);
-          written_later |= it != last_in_place.end() && it->second > i;
-        }
-      if (!written_later) split->share_bottom_data();
-    }
+    if (auto* split = dynamic_cast<SplitLayer<T>*>(layers_[i].get()); split && !written_in_place_after(lp, i, last_in_place))
+      split->share_bottom_data();
     try {
       layers_[i]->setup(bottoms_[i], tops_[i], rng);
     } catch (const ModelError& e) {
