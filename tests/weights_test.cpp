@@ -248,6 +248,14 @@ TEST(Forward, WritesTheOutputsOfTheGivenWeightsAndInputs) {
   EXPECT_THAT(other.output, ::testing::HasSubstr("other.safetensors: no tensor 'data'"));
   const auto blob = testing::run_command(cat(forward, " --input ", (dir / "in.safetensors").string(), " --blobs fc9 2>&1"));
   EXPECT_THAT(blob.output, ::testing::HasSubstr("has no blob 'fc9'"));
+  const std::vector<float> conv1 = values_of(*trained->layer(1).params()[0]), bias = values_of(*trained->layer(1).params()[1]);
+  save_safetensors(dir / "part.safetensors", {{"conv1.weight", TensorRef::of(conv1, trained->layer(1).params()[0]->shape())},
+                                              {"conv1.bias", TensorRef::of(bias, trained->layer(1).params()[1]->shape())}});
+  const auto part = testing::run_command(cat(CGDP_BINARY_DIR, "/cgdp forward --model ", lenet_path(), " --weights ",
+                                             (dir / "part.safetensors").string(), " --out ", (dir / "p.safetensors").string(),
+                                             " --input ", (dir / "in.safetensors").string(), " 2>&1"));
+  EXPECT_EQ(part.exit_code, 1);
+  EXPECT_THAT(part.output, ::testing::HasSubstr("the outputs would come from their random initial values"));
 }
 
 TEST(Weights, AFileThatIsNeitherIsNamed) {

@@ -10,18 +10,15 @@
 #include "cgdp/io/safetensors.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
-#include "cgdp/train/data_feeds.hpp"
 #include "cli/commands.hpp"
+#include "cli/trained_net.hpp"
 
 namespace cgdp::cli {
 
 namespace {
 
 struct ForwardOptions {
-  std::string model = "fashion_cnn";
-  std::string data;  // for a model with data layers: a source of its input's shape
-  std::vector<std::string> weights;
-  std::string weights_map;
+  TrainedNetFlags net;
   std::string input, out;
   std::vector<std::string> blobs;  // empty: the net's outputs
 };
@@ -64,24 +61,13 @@ int64_t input_batch(const SafetensorsFile& inputs, Net<float>& net, const std::v
 }
 
 int run_forward(const ForwardOptions& o) {
-  const std::string path = find_model_file(o.model);
-  proto::NetParameter model = load_model(path);
-  TrainConfig shape;
-  shape.data = o.data;
-  (void)plan_data_feeds(model, path, shape);
+  std::string path;
+  const proto::NetParameter model = load_trained_model(o.net, path);
   const SafetensorsFile inputs = load_safetensors(o.input);
   Net<float> net(model, Phase::Test, default_cpu_device(), 0, 1, path);
   const std::vector<std::string> tops = net.top_names(0);  // the Input layer comes first
   net.set_batch_size(input_batch(inputs, net, tops));
-
-  const auto names = o.weights_map.empty() ? std::map<std::string, std::string>{} : read_weights_map(o.weights_map);
-  std::vector<StoredWeights> files;
-  for (const std::string& w : o.weights) files.push_back(read_weights_file(w, names));
-  const WeightsReport report = load_weights(net, files, /*allow_mismatch=*/false);
-  if (!report.missing.empty())
-    throw UsageError(cat("the weights leave ", report.missing.size(), " layer(s) of ", path, " without values (",
-                         report.missing.front(), report.missing.size() > 1 ? ", ..." : "",
-                         "): the outputs would come from random initial values"));
+  const WeightsReport report = fill_with_weights(net, o.net, path, "the outputs");
 
   for (size_t t = 0; t < tops.size(); ++t) {
     const std::vector<float> values = inputs.values<float>(tops[t]);
@@ -109,19 +95,12 @@ Runner add_forward_command(CLI::App& app) {
   auto o = std::make_shared<ForwardOptions>();
   CLI::App* cmd = app.add_subcommand(
       "forward", "Run trained weights forward (TEST phase, on the CPU) over inputs from a safetensors file");
-  cmd->add_option("-m,--model", o->model, "Model file, or a name from models/")->capture_default_str();
-  cmd->add_option("--weights", o->weights,
-                  "The weights: .caffemodel, cgdp's --save or checkpoint, or safetensors with --weights-map")
-      ->required()->delimiter(',')->check(CLI::ExistingFile);
-  cmd->add_option("--weights-map", o->weights_map, "Lines 'tensor_name layer/index' for another framework's names")
-      ->check(CLI::ExistingFile);
+  add_trained_net_flags(cmd, o->net);
   cmd->add_option("-i,--input", o->input,
                   "safetensors with a tensor per Input top (N x the model's input shape; F32 or F64)")
       ->required()->check(CLI::ExistingFile);
   cmd->add_option("-o,--out", o->out, "safetensors to write the blobs to (replaced atomically)")->required();
   cmd->add_option("--blobs", o->blobs, "Blobs to write, by top name (default: the net's outputs)")->delimiter(',');
-  cmd->add_option("-d,--data", o->data, "A model with data layers: the source of its input's shape "
-                                        "(synthetic:C,H,W,K gives a shape without data)");
   return [o] { return run_forward(*o); };
 }
 
