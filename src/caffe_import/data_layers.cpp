@@ -13,7 +13,7 @@
 #include "cgdp/io/file.hpp"
 #include "cgdp/net/graph_rewrite.hpp"
 #include "cgdp/net/model_file.hpp"
-#include "cgdp/caffe_import/vocabulary.hpp"
+#include "cgdp/layers/registry.hpp"
 
 namespace cgdp {
 

@@ -350,10 +350,6 @@ void check_layer(const proto::LayerParameter& layer, const TextLocations* where,
 
 }  // namespace
 
-bool is_data_layer_type(const std::string& type) {
-  return type == "Data" || type == "ImageData" || type == "DummyData" || type == "HDF5Data";
-}
-
 void check_net_vocabulary(const proto::NetParameter& net, const TextLocations* net_locations,
                           const std::vector<const TextLocations*>& layer_locations,
                           FileProblems& problems) {

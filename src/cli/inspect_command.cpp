@@ -125,10 +125,7 @@ Runner add_inspect_command(CLI::App& app) {
     feeds.data = opt->data;
     const DataFeeds fed = plan_data_feeds(param, path, feeds);  // data layers become Inputs of their data's shape
     if (opt->memory) {
-      // As train: --test-batch, else the TEST data layer's batch_size, else the batch.
-      const int64_t test_batch = opt->test_batch > 0                           ? opt->test_batch
-                                 : fed.test.layer && fed.test.layer->batch_size ? fed.test.layer->batch_size
-                                                                                : opt->batch;
+      const int64_t test_batch = test_batch_size(fed, opt->test_batch, opt->batch);  // as train
       const SyncKind sync = !opt->sync.empty() ? parse_sync_kind(opt->sync)
                                                : (opt->devices > 1 ? SyncKind::Cgdp : SyncKind::Local);
       const MemoryEstimate m = estimate_memory(param, path, opt->batch, test_batch, opt->devices, sync);

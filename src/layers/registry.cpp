@@ -107,7 +107,7 @@ const std::vector<Entry>& table() {
 const Entry& find(const std::string& type, const std::string& layer_name) {
   for (const Entry& e : table())
     if (type == e.type) return e;
-  if (type == "Data" || type == "ImageData" || type == "DummyData" || type == "HDF5Data")
+  if (is_data_layer_type(type))
     throw ModelError(cat("layer '", layer_name, "' (", type, ") reads data: `cgdp train` and `cgdp "
                          "inspect` open data layers; this command needs an Input layer instead"));
   std::string known;
@@ -134,6 +134,10 @@ std::unique_ptr<Layer<double>> create_layer<double>(const proto::LayerParameter&
                                                     Device& device) {
   if (stochastic_pooling(param)) return std::make_unique<StochasticPoolingLayer<double>>(param, device);
   return find(param.type(), param.name()).make_double(param, device);
+}
+
+bool is_data_layer_type(const std::string& type) {
+  return type == "Data" || type == "ImageData" || type == "DummyData" || type == "HDF5Data";
 }
 
 std::vector<std::string> known_layer_types() {

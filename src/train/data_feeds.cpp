@@ -57,6 +57,11 @@ DataFeeds plan_data_feeds(proto::NetParameter& model, const std::string& model_p
   return feeds;
 }
 
+int64_t test_batch_size(const DataFeeds& feeds, int64_t flag, int64_t batch) {
+  if (flag > 0) return flag;
+  return feeds.test.layer && feeds.test.layer->batch_size > 0 ? feeds.test.layer->batch_size : batch;
+}
+
 Order training_order(const DataFeed& train, const std::string& flag) {
   if (flag == "shuffled") return Order::Shuffled;
   if (flag == "sequential") return Order::Sequential;

@@ -134,11 +134,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
       if (layer.type() == "Convolution")
         layer.mutable_convolution_param()->set_engine(proto::ConvolutionParameter::CAFFE);
   per_worker_batch_ = per_worker_batch(config, declared_batch_size(model_, Phase::Train));
-  // A test data layer's batch_size, else the train batch: the test net is then no larger than
-  // the train net it sits beside on worker 0.
-  test_batch_ = config.test_batch > 0 ? config.test_batch
-                : feeds_.test.layer   ? declared_batch_size(model_, Phase::Test)
-                                      : per_worker_batch_;
+  test_batch_ = test_batch_size(feeds_, config.test_batch, per_worker_batch_);
   check_memory(sync, device_kind);
   workers_ = make_workers(config.devices, device_kind, model_, per_worker_batch_, config.seed,
                           model_path_, config.accumulate);
@@ -177,7 +173,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   lo.global_batch = per_worker_batch_ * total_workers();
   lo.slice = host_slice(rank(), num_hosts(), num_workers(), per_worker_batch_);
   lo.seed = config_.seed;
-  lo.order = training_order(feeds_.train, config.order);
+  lo.order = train_order_ = training_order(feeds_.train, config.order);
   lo.start = start_position_;
   if (config.loader_threads < 0) throw UsageError("--loader-threads must be at least 1 (0: from the topology)");
   if (config.prefetch < 1) throw UsageError("--prefetch must be at least 1");
@@ -493,7 +489,7 @@ void Trainer::announce(ProgressReporter& progress, int64_t batch, double epoch_i
   progress.message(cat("cgdp: training ", net().name(), net().name().empty() ? "" : " ", "(", model_path_, ", ", net().learnable_count(),
                        " parameters) on ", train_data_->describe(), ": ", train_data_->size(), " train / ",
                        test_data_->size(), " test samples",
-                       training_order(feeds_.train, config_.order) == Order::Sequential ? " (train in file order)" : "",
+                       train_order_ == Order::Sequential ? " (train in file order)" : "",
                        ", batch ", batch, ", ", max_iterations_,
                        " iterations (", static_cast<double>(max_iterations_) / epoch_iters, " epochs), ",
                        omp_get_max_threads(), " threads"));

@@ -23,8 +23,4 @@ void check_net_vocabulary(const proto::NetParameter& net, const TextLocations* n
 void check_solver_vocabulary(const proto::SolverParameter& solver, const TextLocations* locations,
                              FileProblems& problems);
 
-// Layer types that read their samples from a source (Data, ImageData, DummyData, ...): the trainer
-// opens them as datasets (caffe_import/data_layers.hpp) and the net sees an Input in their place.
-bool is_data_layer_type(const std::string& type);
-
 }  // namespace cgdp

@@ -85,8 +85,8 @@ class Layer {
   // (BatchNorm's normalised output), which a layer in place on that top may read; nullptr if none.
   virtual const Blob<T>* kept_top() const { return nullptr; }
   // Offers a layer that runs in place the blob `kept` (kept_top() of the layer before it), which
-  // holds its input until its backward, instead of a copy of its own. Returns whether it uses it.
-  virtual bool use_kept_input(const Blob<T>* kept) { return false; }
+  // holds its input until its backward, to read instead of a copy of its own (Scale takes it).
+  virtual void use_kept_input(const Blob<T>* kept) {}
   // This layer's net only runs forward (a TEST net): it keeps nothing for a backward. Before setup.
   void set_forward_only() { forward_only_ = true; }
 

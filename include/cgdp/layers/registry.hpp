@@ -15,4 +15,9 @@ std::unique_ptr<Layer<T>> create_layer(const proto::LayerParameter& param, Devic
 // Sorted names of every registered layer type.
 std::vector<std::string> known_layer_types();
 
+// Layer types that read their samples from a source (Data, ImageData, HDF5Data, DummyData): no
+// layer is built for them; the trainer opens them as datasets (caffe_import/data_layers.hpp) and
+// the net sees an Input in their place.
+bool is_data_layer_type(const std::string& type);
+
 }  // namespace cgdp

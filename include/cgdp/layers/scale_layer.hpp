@@ -12,10 +12,7 @@ class ScaleLayer final : public Layer<T> {
  public:
   ScaleLayer(const proto::LayerParameter& param, Device& device);
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
-  bool use_kept_input(const Blob<T>* kept) override {
-    kept_input_ = kept;
-    return true;
-  }
+  void use_kept_input(const Blob<T>* kept) override { kept_input_ = kept; }
   bool reads_kept_input() const { return kept_input_ != nullptr; }
 
  protected:

@@ -33,6 +33,10 @@ struct DataFeeds {
 // without data layers is fed --data (default kDefaultData), its test split --test-data.
 DataFeeds plan_data_feeds(proto::NetParameter& model, const std::string& model_path, const TrainConfig& config);
 
+// The test net's batch: `flag` when > 0, else the TEST data layer's batch_size, else the train
+// `batch` (the test net is then no larger than the train net beside it on worker 0).
+int64_t test_batch_size(const DataFeeds& feeds, int64_t flag, int64_t batch);
+
 // The order training visits `train`'s samples in: `flag` ("shuffled", "sequential"), else the
 // feed's data layer as Caffe reads it, else shuffled. An unknown `flag` throws UsageError.
 Order training_order(const DataFeed& train, const std::string& flag);

@@ -96,6 +96,7 @@ class Trainer {
   std::string model_path_;
   proto::NetParameter model_;  // data layers replaced by Inputs
   DataFeeds feeds_;
+  Order train_order_ = Order::Shuffled;  // training_order(feeds_.train, --order)
   std::string weights_note_;  // what --weights loaded, for the first lines
   Timeline timeline_;
   std::vector<Worker> workers_;
