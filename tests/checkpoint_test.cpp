@@ -44,9 +44,11 @@ TEST(Checkpoint, KeysFollowTheNamingScheme) {
 
 TEST(Checkpoint, RoundTripsTensorsAndTrainingPosition) {
   TempDir dir;
-  const Checkpoint saved = sample();
+  Checkpoint saved = sample();
+  saved.conv_algorithms = "NVIDIA H100 sm_90 cuDNN 91002\t0\t4,3,32\t6\t4096\t1\n";
   save_checkpoint(dir / "run.ckpt", saved);
   const Checkpoint loaded = load_checkpoint(dir / "run.ckpt");
+  EXPECT_EQ(loaded.conv_algorithms, saved.conv_algorithms);
   ASSERT_EQ(loaded.tensors.size(), saved.tensors.size());
   for (const auto& [name, t] : saved.tensors) {
     ASSERT_TRUE(loaded.tensors.contains(name)) << name;

@@ -214,6 +214,23 @@ void check_model(const std::string& file) {
   EXPECT_EQ(make_chunk_plan(layers, "all").chunks[0].count, net.learnable_count());
 }
 
+// Without --chunk: per layer on the CPU backend; on CUDA, ResNet-152's 311 param layers (half of
+// them small Scale layers) go out in far fewer chunks, none over the cap unless one layer is.
+TEST(ChunkPlan, TheDefaultOnCudaCapsChunksInsteadOfOnePerLayer) {
+  EXPECT_EQ(default_chunk_spec(DeviceKind::Cpu), "layer");
+  const proto::NetParameter model = load_model(std::string(CGDP_SOURCE_DIR) + "/models/resnet152.prototxt");
+  Net<float> net(model, Phase::Train, default_cpu_device(), 1, 1);
+  const std::vector<ParamLayer> layers = param_layers(net);
+  EXPECT_EQ(layers.size(), 311u);
+  const std::string spec = default_chunk_spec(DeviceKind::Cuda);
+  const ChunkPlan plan = make_chunk_plan(layers, spec);
+  expect_covers(plan, layers, spec);
+  EXPECT_LT(plan.chunks.size(), 80u);
+  const int64_t cap = int64_t{kDefaultCudaChunkMiB} << 20;
+  for (const Chunk& c : plan.chunks)
+    EXPECT_TRUE(c.count * 4 <= cap || c.first == c.last) << c.first << ".." << c.last;
+}
+
 TEST(ChunkPlan, FashionCnn) {
   check_model("fashion_cnn.prototxt");
 }

@@ -111,6 +111,18 @@ TEST_F(PredictCli, TableShowsLayersSchemesAndBestPlans) {
     EXPECT_NE(r.output.find(part), std::string::npos) << part << " in " << r.output;
 }
 
+TEST_F(PredictCli, WithoutChunkItPredictsTrainsDefaultForTheProfilesBackend) {
+  EXPECT_EQ(run_json("--profile " + profile_)["chunk"], "layer");
+  Profile cuda = make_profile();
+  cuda.backend = "cuda";
+  const std::string path = (dir_ / "cuda.json").string();
+  write_profile(cuda, path);
+  const Json j = run_json("--profile " + path);
+  EXPECT_EQ(j["chunk"], cat("bytes:", kDefaultCudaChunkMiB));
+  // The tiny model's gradients fit one 4 MiB chunk.
+  EXPECT_EQ(j["layers"][1]["chunk"], 0);
+}
+
 TEST_F(PredictCli, BestPlanPastedBackPredictsWhatTheSearchSaid) {
   const Json j = run_json("--profile " + profile_);
   EXPECT_EQ(j["devices"], 2);

@@ -112,19 +112,33 @@ TEST(Placement, GpuWorkersGoToTheirNodeAndCpuWorkersRoundRobin) {
 TEST(Placement, AggregatorStaysNearTheGpusItServes) {
   const Topology t = two_node_machine();
   const Placement plan = plan_placement(t, {{DeviceKind::Cuda, 0}}, 0);
-  EXPECT_EQ(plan.aggregator_threads.size(), 4u);  // 0: one per core near cuda:0
-  EXPECT_EQ(plan.aggregator_cpus(), range(4, 4));
-  const Placement cpu_plan = plan_placement(t, {{DeviceKind::Cpu, 0}}, 0);
-  EXPECT_EQ(cpu_plan.aggregator_cpus(), range(0, 8));  // no GPU: every core serves
+  EXPECT_EQ(plan.aggregator_threads.size(), 1u);  // 0: one per worker
+  EXPECT_EQ(plan.aggregator_cpus(), range(4, 1));
+  EXPECT_EQ(plan_placement(t, {{DeviceKind::Cuda, 0}}, 3).aggregator_cpus(), range(4, 3));
+  // No GPU: every core serves (node 0's first, node 1's next).
+  std::vector<DeviceRef> cpus;
+  for (int i = 0; i < 4; ++i) cpus.push_back({DeviceKind::Cpu, i});
+  const Placement cpu_plan = plan_placement(t, cpus, 0);
+  EXPECT_EQ(cpu_plan.aggregator_threads.size(), 4u);
+  EXPECT_EQ(cpu_plan.aggregator_cpus(), range(0, 2) | range(4, 2));
+}
+
+TEST(Placement, DefaultAggregatorLeavesACorePerWorkerAndKeepsOne) {
+  const Topology t = two_node_machine();  // 8 cores, 4 per node
+  std::vector<DeviceRef> cpus;
+  for (int i = 0; i < 6; ++i) cpus.push_back({DeviceKind::Cpu, i});
+  EXPECT_EQ(plan_placement(t, cpus, 0).aggregator_threads.size(), 2u);  // 8 cores - 6 workers
+  for (int i = 6; i < 10; ++i) cpus.push_back({DeviceKind::Cpu, i});
+  EXPECT_EQ(plan_placement(t, cpus, 0).aggregator_threads.size(), 1u);  // oversubscribed: one
 }
 
 TEST(Placement, TheLoaderTakesTheCoresNearTheGpusLeftAfterWorkersAndAggregator) {
   const Topology t = two_node_machine();
   // cuda:0 is on node 1 (4 cores): one goes to its worker, three decode.
   Placement plan = plan_placement(t, {{DeviceKind::Cuda, 0}}, 0);
-  EXPECT_EQ(plan.loader_threads, 3);
+  EXPECT_EQ(plan.loader_threads, 2);
   EXPECT_EQ(plan.loader_cpus, range(4, 4));
-  EXPECT_EQ(plan.loader_reason, "4 cores near the GPUs - 1 worker");
+  EXPECT_EQ(plan.loader_reason, "4 cores near the GPUs - 1 worker - 1 aggregator thread");
   // Aggregator threads asked for are taken out too; the loader keeps at least one thread.
   EXPECT_EQ(plan_placement(t, {{DeviceKind::Cuda, 0}}, 2).loader_threads, 1);
   plan = plan_placement(t, {{DeviceKind::Cuda, 0}}, 4);
@@ -132,11 +146,11 @@ TEST(Placement, TheLoaderTakesTheCoresNearTheGpusLeftAfterWorkersAndAggregator) 
   EXPECT_EQ(plan.loader_reason, "4 cores near the GPUs - 1 worker - 4 aggregator threads, at least 1");
   // GPUs on both nodes: the loader spans both. CPU workers: every core serves.
   plan = plan_placement(t, {{DeviceKind::Cuda, 0}, {DeviceKind::Cuda, 1}}, 0);
-  EXPECT_EQ(plan.loader_threads, 6);
+  EXPECT_EQ(plan.loader_threads, 4);
   EXPECT_EQ(plan.loader_cpus, range(0, 8));
   plan = plan_placement(t, {{DeviceKind::Cpu, 0}, {DeviceKind::Cpu, 1}}, 0);
-  EXPECT_EQ(plan.loader_threads, 6);
-  EXPECT_EQ(plan.loader_reason, "8 cores - 2 workers");
+  EXPECT_EQ(plan.loader_threads, 4);
+  EXPECT_EQ(plan.loader_reason, "8 cores - 2 workers - 2 aggregator threads");
   // Asked for: as asked, on the same cores.
   plan = plan_placement(t, {{DeviceKind::Cuda, 0}}, 0, 9);
   EXPECT_EQ(plan.loader_threads, 9);
@@ -252,12 +266,17 @@ TEST(TopoCommand, ReportsRefusedMemoryBindingOnADescribedTwoNodeMachine) {
   const Topology real = Topology::discover();
   const auto r = testing::run_command(
       "HWLOC_THISSYSTEM=1 HWLOC_SYNTHETIC='pack:2 [numa(memory=1GB)] core:2 pu:1' " CGDP_BINARY_DIR
-      "/cgdp topo --cpu --devices 3 2>&1");
+      "/cgdp topo --cpu --devices 3 --aggregator-threads 4 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("NUMA nodes: 2, cores: 4, logical CPUs: 4"));
   EXPECT_THAT(r.output,
               HasSubstr("cpu:1 -> NUMA node 1, CPUs 2-3 (round-robin over 2 NUMA nodes)"));
   EXPECT_THAT(r.output, HasSubstr("one core each: CPUs 0 | 2 | 1 | 3"));
+  // The default: one per worker, leaving a core per worker (4 - 3).
+  const auto d = testing::run_command(
+      "HWLOC_THISSYSTEM=1 HWLOC_SYNTHETIC='pack:2 [numa(memory=1GB)] core:2 pu:1' " CGDP_BINARY_DIR
+      "/cgdp topo --cpu --devices 3 2>&1");
+  EXPECT_THAT(d.output, HasSubstr("placement for 3 workers and 1 aggregator thread:"));
   const bool has_node_1 = std::any_of(real.numa_nodes.begin(), real.numa_nodes.end(),
                                       [](const NumaNode& n) { return n.os_index == 1; });
   EXPECT_THAT(r.output, HasSubstr(has_node_1 ? "memory binding on node 1: works"

@@ -27,7 +27,7 @@ struct PredictOptions {
   std::string model = "fashion_cnn";
   std::string profile;
   int devices = 0;  // 0: the profile's
-  std::string chunk = "layer";
+  std::string chunk;  // empty: what train takes on the profile's backend
   bool formula = false;
   bool json = false;
   int loader_threads = 0;  // 0: the profile's
@@ -38,6 +38,7 @@ struct Prediction {
   Profile profile;
   std::vector<ParamLayer> params;
   CostInputs inputs;
+  std::string chunk;  // --chunk, or train's default for the profile's backend
   ChunkPlan plan;
   IterationPrediction cgdp, ps0;
   FormulaPrediction cgdp_formula, ps0_formula;
@@ -62,7 +63,9 @@ Prediction predict(const PredictOptions& opt) {
   p.params = param_layers(net);
   p.inputs = make_cost_inputs(p.profile, p.params,
                               opt.devices > 0 ? opt.devices : p.profile.devices, opt.what_if);
-  p.plan = make_chunk_plan(p.params, opt.chunk);
+  p.chunk = opt.chunk.empty() ? default_chunk_spec(p.profile.backend == "cuda" ? DeviceKind::Cuda : DeviceKind::Cpu)
+                              : opt.chunk;
+  p.plan = make_chunk_plan(p.params, p.chunk);
   p.cgdp = simulate_cgdp(p.inputs, p.plan);
   p.cgdp_formula = formula_cgdp(p.inputs, p.plan);
   if (p.has_ps0()) {
@@ -183,7 +186,7 @@ Json to_json(const Prediction& p, const PredictOptions& opt) {
       {"profile", opt.profile},
       {"devices", p.inputs.devices},
       {"hosts", p.inputs.hosts},
-      {"chunk", opt.chunk},
+      {"chunk", p.chunk},
       {"layers", layers},
       {"cgdp", {{"simulated", phases_json(p.cgdp)}, {"formula", formula_json(p.cgdp_formula)}}},
       {"ps0", p.has_ps0() ? Json{{"simulated", phases_json(p.ps0)},
@@ -254,10 +257,10 @@ void print_report(const Prediction& p, const PredictOptions& opt) {
     std::printf("the exchange shares %d cores with the backward (contention factor %.2f)\n",
                 p.inputs.shared_cores, p.inputs.contention_factor);
   print_layers(p);
-  std::printf("plan --chunk %s: %s\n", opt.chunk.c_str(), describe(p.plan, p.params).c_str());
+  std::printf("plan --chunk %s: %s\n", p.chunk.c_str(), describe(p.plan, p.params).c_str());
   std::printf("simulated (ms)                     %9s %9s %9s %9s %9s %10s\n", "forward",
               "backward", "exchange", "update", "broadcast", "iteration");
-  const std::string cgdp_name = "cgdp --chunk " + opt.chunk;
+  const std::string cgdp_name = "cgdp --chunk " + p.chunk;
   print_row(cgdp_name, p.cgdp);
   if (p.has_ps0()) {
     print_row("ps0", p.ps0);
@@ -286,8 +289,9 @@ Runner add_predict_command(CLI::App& app) {
       ->required();
   cmd->add_option("-n,--devices", opt->devices, "Workers (default: the profile's)")
       ->check(kPositive);
-  cmd->add_option("--chunk", opt->chunk, "cgdp chunk plan: layer, K, bytes:MB, all, or b1,b2,...")
-      ->capture_default_str();
+  cmd->add_option("--chunk", opt->chunk,
+                  cat("cgdp chunk plan: layer, K, bytes:MB, all, or b1,b2,... (default: train's on the "
+                      "profile's backend: layer on cpu, bytes:", kDefaultCudaChunkMiB, " on cuda)"));
   cmd->add_flag("--formula", opt->formula, "Also print the paper's closed-form predictions");
   cmd->add_flag("--json", opt->json, "Print JSON instead of tables");
   cmd->add_option("--loader-threads", opt->loader_threads,

@@ -133,7 +133,7 @@ Runner add_topo_command(CLI::App& app) {
       ->check(kPositive);
   cmd->add_flag("--cpu", opt->cpu, "Plan CPU workers (the default when there is no GPU)");
   cmd->add_option("--aggregator-threads", opt->aggregator_threads,
-                  "Aggregator threads to place (default: one per core near the GPUs)")
+                  "Aggregator threads to place (default: one per worker, leaving a core per worker)")
       ->check(kPositive);
   cmd->add_option("--loader-threads", opt->loader_threads,
                   "Loader threads to place (default: the cores left after workers and --aggregator-threads)")

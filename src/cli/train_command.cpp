@@ -78,8 +78,8 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_flag("--plain", c.plain_output, "Plain progress lines even on a terminal");
   cmd->add_option("--sync", c.sync, "cgdp (default for > 1 device), ps0 (worker 0 is the server) or local");
   cmd->add_option("--chunk", c.chunk,
-                  "cgdp chunk plan: layer, K, bytes:MB, all, boundaries b1,b2,..., or auto (search)")
-      ->capture_default_str();
+                  cat("cgdp chunk plan: layer, K, bytes:MB, all, boundaries b1,b2,..., or auto (search); "
+                      "default: layer on cpu, bytes:", kDefaultCudaChunkMiB, " on cuda"));
   add_chunk_search_options(*cmd, c);
   cmd->add_option("--timeline", c.timeline_path, "Write a Chrome trace (Perfetto) of every stream");
   cmd->add_flag("--phase-table", c.phase_table, "Print the per-phase time table at the end");

@@ -122,7 +122,11 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
       ->check(kPositive);
   cmd->add_option("--device-kind", c.device_kind, "cpu, or cuda (workers share GPUs round-robin)")
       ->capture_default_str();
-  cmd->add_option("--host-threads", c.host_threads, "Threads that sum gradients on the host (default: all)");
+  cmd->add_option("--host-threads", c.host_threads, "Threads that sum gradients on the host (default: one per worker, leaving a core per worker)");
+  cmd->add_option("--issue-threads", c.issue_threads,
+                  "per-worker: each worker's streams get their own issuing thread; one: one thread "
+                  "issues every worker in turn")
+      ->capture_default_str()->check(CLI::IsMember({"per-worker", "one"}));
   cmd->add_option("--prefetch", c.prefetch, "Batches the loader prepares ahead of the one in use")
       ->capture_default_str()->check(kPositive);
   cmd->add_flag("--gemm-conv", c.gemm_convolutions,

@@ -463,7 +463,7 @@ Profile measure_profile(const TrainConfig& config, const ProfileOptions& options
   measure_links(workers, options, p);
   const auto sizes = sum_sizes(net, options.max_sum_bytes);
   p.host_sum =
-      measure_host_sums(workers, sizes, config.host_threads, options.repeats, &p.host_threads);
+      measure_host_sums(workers, sizes, trainer.sum_threads(), options.repeats, &p.host_threads);
   p.device_sum_gbps = measure_device_sum(workers, sizes.back(), options.repeats);
   if (trainer.train_data()->decodes()) p.loader = measure_loader(trainer, p.batch * n);
   if (shared) {

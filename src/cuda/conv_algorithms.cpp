@@ -1,23 +1,34 @@
-// The process-wide cache of chosen convolution algorithms.
+// The convolution choices, kept in the process's ConvAlgorithmTable under the GPU's model.
 #include "conv_algorithms.hpp"
+
+#include <cuda_runtime.h>
 
 #include <map>
 #include <mutex>
-#include <utility>
+
+#include "cgdp/device/conv_algorithm_table.hpp"
+#include "cuda_check.hpp"
 
 namespace cgdp {
 
-ConvAlgorithm cached_conv_algorithm(ConvPass pass, const std::vector<int64_t>& problem,
-                                    const std::function<ConvAlgorithm()>& search) {
+std::string gpu_model(int device) {
   static std::mutex mutex;
-  static std::map<std::pair<ConvPass, std::vector<int64_t>>, ConvAlgorithm> cache;
-  // Held during the search, so two callers never search the same problem twice.
-  std::lock_guard lock(mutex);
-  const auto key = std::make_pair(pass, problem);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  const ConvAlgorithm choice = search();
-  cache.emplace(key, choice);
-  return choice;
+  static std::map<int, std::string> models;
+  const std::lock_guard lock(mutex);
+  if (auto it = models.find(device); it != models.end()) return it->second;
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return models[device] = cat(prop.name, " sm_", prop.major, prop.minor, " cuDNN ", cudnnGetVersion());
+}
+
+ConvAlgorithm cached_conv_algorithm(ConvPass pass, int device, const std::vector<int64_t>& problem,
+                                    const std::function<ConvAlgorithm()>& search) {
+  const ConvChoiceKey key{gpu_model(device), static_cast<int>(pass), problem};
+  const ConvChoice c = ConvAlgorithmTable::process().find_or_search(key, [&] {
+    const ConvAlgorithm a = search();
+    return ConvChoice{a.algo, static_cast<int64_t>(a.workspace), static_cast<int>(a.math)};
+  });
+  return {c.algo, static_cast<size_t>(c.workspace), static_cast<cudnnMathType_t>(c.math)};
 }
 
 cudnnMathType_t initial_conv_math(bool float_data, const CudaOptions& options) {

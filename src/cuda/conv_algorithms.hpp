@@ -1,6 +1,7 @@
 // Convolution algorithms chosen by cuDNN's own search (cudnnFind*AlgorithmEx: every candidate
-// run and timed on the real problem), once per problem in the process and cached, so every layer
-// and worker with the same shapes on the same GPU runs the same algorithm.
+// run and timed on the real problem), once per problem and GPU model in the process and kept in
+// the ConvAlgorithmTable (checkpoints carry it), so every layer and worker with the same shapes on
+// the same GPU model runs the same algorithm, and a resumed run the ones it ran before.
 #pragma once
 
 #include <cudnn.h>
@@ -23,9 +24,13 @@ struct ConvAlgorithm {
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;  // set on the descriptor before running it
 };
 
-// The cached choice for (pass, problem), or `search()`'s, remembered. `problem` names everything
-// the choice depends on (device, shapes, type, cuda_options()). Thread-safe.
-ConvAlgorithm cached_conv_algorithm(ConvPass pass, const std::vector<int64_t>& problem,
+// "<name> sm_<major><minor> cuDNN <version>" of CUDA device `device`: what a choice is keyed by.
+std::string gpu_model(int device);
+
+// The stored choice for (the model of GPU `device`, pass, problem), or `search()`'s, stored.
+// `problem` names everything else the choice depends on (shapes, type, cuda_options()).
+// Thread-safe.
+ConvAlgorithm cached_conv_algorithm(ConvPass pass, int device, const std::vector<int64_t>& problem,
                                     const std::function<ConvAlgorithm()>& search);
 
 // The math type a float/double convolution starts its search with: FMA-only unless TF32 is on.

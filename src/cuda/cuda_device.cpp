@@ -213,6 +213,21 @@ class CudaDevice final : public Device {
     std::lock_guard lock(note_mutex_);
     return pinned_note_;
   }
+  void bind_calling_thread() override { use_device(index_); }
+  PeerAccess enable_peer_access(const Device& peer) override {
+    if (peer.kind() != DeviceKind::Cuda || peer.index() == index_) return PeerAccess::NotApplicable;
+    int possible = 0;
+    CUDA_CHECK(cudaDeviceCanAccessPeer(&possible, index_, peer.index()));
+    if (!possible) return PeerAccess::Unsupported;
+    use_device(index_);
+    const cudaError_t s = cudaDeviceEnablePeerAccess(peer.index(), 0);
+    if (s == cudaErrorPeerAccessAlreadyEnabled) {
+      cudaGetLastError();  // a second worker on this GPU asked again: not an error
+      return PeerAccess::Enabled;
+    }
+    CUDA_CHECK(s);
+    return PeerAccess::Enabled;
+  }
 
  private:
   int index_;

@@ -101,6 +101,7 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkp
                     {"offset", cat(checkpoint.offset)},
                     {"seed", cat(checkpoint.seed)},
                     {std::string(kCrcKey), std::string(kCrcPlaceholder)}};
+  if (!checkpoint.conv_algorithms.empty()) metadata["conv_algorithms"] = checkpoint.conv_algorithms;
   // The CRC's digits have a fixed width, so the header keeps its length when they are filled in.
   metadata[std::string(kCrcKey)] = crc_hex({encode_header(layout.entries, metadata), layout.data});
   write_file_atomically(path, {encode_header(layout.entries, metadata), layout.data});
@@ -134,6 +135,8 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
   checkpoint.epoch = int_field(metadata, "epoch", source);
   checkpoint.offset = int_field(metadata, "offset", source);
   checkpoint.seed = int_field(metadata, "seed", source);
+  if (const auto algorithms = metadata.find("conv_algorithms"); algorithms != metadata.end())
+    checkpoint.conv_algorithms = algorithms->second;
   for (const auto& [name, entry] : file.tensors()) {
     check_tensor_name(name, source);
     if (entry.dtype != DType::kF32)

@@ -38,7 +38,7 @@ LayerBackendState& ConvolutionLayer<T>::cuda_state(const Blob<T>& bottom, const 
   if (Shape(dims, dims + 4) != out)
     this->fail(cat("cuDNN computes the output shape ", shape_string(Shape(dims, dims + 4)),
                    ", the layer ", shape_string(out)));
-  s.problem = {this->device().index(), static_cast<int64_t>(sizeof(T)), in[0], in[1], in[2], in[3],
+  s.problem = {static_cast<int64_t>(sizeof(T)), in[0], in[1], in[2], in[3],
                num_output_, g.kernel_h, g.kernel_w, g.pad_h, g.pad_w, g.stride_h, g.stride_w,
                g.dilation_h, g.dilation_w, group_, options.tf32, options.deterministic,
                static_cast<int64_t>(options.workspace_limit_bytes)};
@@ -60,7 +60,7 @@ void ConvolutionLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& 
   const T* w = this->params_[0]->data();
   T* y = top[0]->mutable_data();
   if (!s.forward)
-    s.forward = cached_conv_algorithm(ConvPass::Forward, s.problem, [&] {
+    s.forward = cached_conv_algorithm(ConvPass::Forward, this->device().index(), s.problem, [&] {
       return find_forward(s, h, this->device(), stream, x, w, y, cat("layer '", this->name(), "' forward"));
     });
   CUDNN_CHECK(cudnnSetConvolutionMathType(s.conv.get(), s.forward->math));
@@ -87,7 +87,7 @@ void ConvolutionLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>&
     CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, s.y.get(), dy, &one, s.bias.get(),
                                              this->params_[1]->mutable_diff()));
   if (!s.backward_filter)
-    s.backward_filter = cached_conv_algorithm(ConvPass::BackwardFilter, s.problem, [&] {
+    s.backward_filter = cached_conv_algorithm(ConvPass::BackwardFilter, this->device().index(), s.problem, [&] {
       return find_backward_filter(s, h, this->device(), stream, x, dy, this->params_[0]->count(),
                                   cat("layer '", this->name(), "' weight gradient"));
     });
@@ -101,7 +101,7 @@ void ConvolutionLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>&
   const T* w = this->params_[0]->data();
   T* dx = bottom[0]->mutable_diff();
   if (!s.backward_data)
-    s.backward_data = cached_conv_algorithm(ConvPass::BackwardData, s.problem, [&] {
+    s.backward_data = cached_conv_algorithm(ConvPass::BackwardData, this->device().index(), s.problem, [&] {
       return find_backward_data(s, h, this->device(), stream, w, dy, dx,
                                 cat("layer '", this->name(), "' input gradient"));
     });

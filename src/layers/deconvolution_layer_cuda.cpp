@@ -30,7 +30,7 @@ ConvCuda& deconv_state(Layer<T>& layer, ConvCuda& s, const Blob<T>& bottom, cons
                                               i(g.dilation_h), i(g.dilation_w), CUDNN_CROSS_CORRELATION, type));
   CUDNN_CHECK(cudnnSetConvolutionGroupCount(s.conv.get(), i(group)));
   // A marker keeps Deconvolution's problems apart from a Convolution's of the same numbers.
-  s.problem = {-1, layer.device().index(), static_cast<int64_t>(sizeof(T)), in[0], in[1], in[2], in[3], out[1], out[2],
+  s.problem = {-1, static_cast<int64_t>(sizeof(T)), in[0], in[1], in[2], in[3], out[1], out[2],
                out[3], g.kernel_h, g.kernel_w, g.pad_h, g.pad_w, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w,
                group, options.tf32, options.deterministic, static_cast<int64_t>(options.workspace_limit_bytes)};
   s.forward.reset();
@@ -52,7 +52,7 @@ void DeconvolutionLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>
   const T* w = this->params_[0]->data();
   T* y = top[0]->mutable_data();
   if (!s.backward_data)
-    s.backward_data = cached_conv_algorithm(ConvPass::BackwardData, s.problem, [&] {
+    s.backward_data = cached_conv_algorithm(ConvPass::BackwardData, this->device().index(), s.problem, [&] {
       return find_backward_data(s, h, this->device(), stream, w, x, y, cat("layer '", this->name(), "' forward"));
     });
   CUDNN_CHECK(cudnnSetConvolutionMathType(s.conv.get(), s.backward_data->math));
@@ -76,7 +76,7 @@ void DeconvolutionLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T
   if (bias_term_)  // accumulates (+=), as every parameter gradient
     CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, s.x.get(), dy, &one, s.bias.get(), this->params_[1]->mutable_diff()));
   if (!s.backward_filter)
-    s.backward_filter = cached_conv_algorithm(ConvPass::BackwardFilter, s.problem, [&] {
+    s.backward_filter = cached_conv_algorithm(ConvPass::BackwardFilter, this->device().index(), s.problem, [&] {
       return find_backward_filter(s, h, this->device(), stream, dy, x, this->params_[0]->count(),
                                   cat("layer '", this->name(), "' weight gradient"));
     });
@@ -90,7 +90,7 @@ void DeconvolutionLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T
   const T* w = this->params_[0]->data();
   T* dx = bottom[0]->mutable_diff();
   if (!s.forward)
-    s.forward = cached_conv_algorithm(ConvPass::Forward, s.problem, [&] {
+    s.forward = cached_conv_algorithm(ConvPass::Forward, this->device().index(), s.problem, [&] {
       return find_forward(s, h, this->device(), stream, dy, w, dx, cat("layer '", this->name(), "' input gradient"));
     });
   CUDNN_CHECK(cudnnSetConvolutionMathType(s.conv.get(), s.forward->math));

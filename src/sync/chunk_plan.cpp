@@ -117,6 +117,10 @@ ChunkPlan equal_size_plan(std::span<const ParamLayer> layers, int64_t k) {
   return chunks_from_starts(layers, starts);
 }
 
+std::string default_chunk_spec(DeviceKind kind) {
+  return kind == DeviceKind::Cuda ? cat("bytes:", kDefaultCudaChunkMiB) : "layer";
+}
+
 ChunkPlan byte_capped_plan(std::span<const ParamLayer> layers, double cap_bytes) {
   CGDP_ASSERT(cap_bytes > 0);
   std::vector<int> starts;

@@ -36,10 +36,16 @@ std::map<int, std::vector<const CpuCore*>> serving_cores(const Topology& topolog
   return by_node;
 }
 
+// About one sum thread per worker: each worker's copies arrive at one PCIe link's rate, about
+// what one core adds; more would take the cores the issuing threads and the loader need.
+int default_aggregator_threads(int cores, int workers) {
+  return std::clamp(workers, 1, std::max(1, cores - workers));
+}
+
 // Aggregator threads sum what the GPUs send, so they sit on the cores near those GPUs, spread
 // over the GPUs' nodes: thread t goes to node t mod k, then to that node's cores in turn.
 std::vector<CoreSet> place_aggregator(const Topology& topology, const CoreSet& near_gpus,
-                                      int threads) {
+                                      int threads, int workers) {
   const std::map<int, std::vector<const CpuCore*>> by_node = serving_cores(topology, near_gpus);
   std::vector<const std::vector<const CpuCore*>*> groups;
   size_t candidates = 0;
@@ -47,7 +53,8 @@ std::vector<CoreSet> place_aggregator(const Topology& topology, const CoreSet& n
     groups.push_back(&cores);
     candidates += cores.size();
   }
-  const size_t n = threads > 0 ? static_cast<size_t>(threads) : candidates;
+  const size_t n = static_cast<size_t>(
+      threads > 0 ? threads : default_aggregator_threads(static_cast<int>(candidates), workers));
   std::vector<CoreSet> placed;
   for (size_t t = 0; t < n; ++t) {
     const auto& cores = *groups[t % groups.size()];
@@ -113,8 +120,9 @@ Placement plan_placement(const Topology& topology, const std::vector<DeviceRef>&
     const char* prefix = device.kind == DeviceKind::Cuda ? "GPU locality unknown: " : "";
     plan.workers.push_back({device, node.os_index, node.cpus, prefix + round_robin});
   }
-  plan.aggregator_threads = place_aggregator(topology, near_gpus, aggregator_threads);
-  place_loader(topology, near_gpus, aggregator_threads, loader_threads, plan);
+  plan.aggregator_threads =
+      place_aggregator(topology, near_gpus, aggregator_threads, static_cast<int>(workers.size()));
+  place_loader(topology, near_gpus, static_cast<int>(plan.aggregator_threads.size()), loader_threads, plan);
   return plan;
 }
 

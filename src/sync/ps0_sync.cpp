@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cgdp/sync/device_sum.hpp"
+#include "cgdp/sync/peer_access.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
 #include "cgdp/train/stream_trace.hpp"
 
@@ -31,6 +32,9 @@ class Ps0Sync final : public SyncScheme {
       : timeline_(timeline), edges_(reduction_edges(static_cast<int>(workers.size()))) {
     workers[0].solver = std::make_unique<Solver<float>>(*workers[0].net, o.lr, o.solver);
     const size_t bytes = static_cast<size_t>(workers[0].net->learnable_count()) * sizeof(float);
+    std::vector<std::pair<Device*, Device*>> pairs;
+    for (const TreeEdge& e : edges_) pairs.emplace_back(workers[e.parent].device.get(), workers[e.child].device.get());
+    peer_note_ = enable_peer_access(pairs);
     for (const TreeEdge& e : edges_) {
       // The parent's device holds a copy of each child's gradients: memory cgdp does not need.
       receive_.emplace_back(*workers[e.parent].device, bytes);
@@ -86,6 +90,7 @@ class Ps0Sync final : public SyncScheme {
   }
 
   int64_t last_sum_us() const override { return sum_us_; }
+  std::string placement_note() const override { return peer_note_; }
 
  private:
   // Adds a child's gradients into the parent's on the parent's compute stream (a kernel on CUDA),
@@ -105,6 +110,7 @@ class Ps0Sync final : public SyncScheme {
   std::vector<std::unique_ptr<Event>> ready_;      // per worker: gradients / parameters ready
   std::vector<std::unique_ptr<Event>> params_ready_;
   std::atomic<int64_t> sum_us_{0};  // parents add on their own compute threads
+  std::string peer_note_;           // which tree edges copy GPU to GPU directly
 };
 
 }  // namespace

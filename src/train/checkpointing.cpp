@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "cgdp/caffe_import/weights.hpp"
+#include "cgdp/device/conv_algorithm_table.hpp"
 #include "cgdp/io/checkpoint.hpp"
 #include "cgdp/io/file.hpp"
 #include "cgdp/io/safetensors.hpp"
@@ -69,6 +70,7 @@ std::string Trainer::write_snapshot() {
   c.epoch = pos.epoch;
   c.offset = pos.offset;
   c.seed = static_cast<int64_t>(config_.seed);
+  c.conv_algorithms = ConvAlgorithmTable::process().to_text();
   for (const ParamSlot& s : n.param_slots()) {
     const Blob<float>& blob = *n.layer(s.layer).params()[s.index];
     const std::string& layer = n.layer(s.layer).name();
@@ -93,6 +95,8 @@ std::string Trainer::write_snapshot() {
 void Trainer::resume(const std::string& path) {
   const Checkpoint c = load_checkpoint(path);
   check_compatible(c, net().fingerprint(), path);
+  // Before any forward: the layers then look up the algorithms the checkpointed run used.
+  ConvAlgorithmTable::process().merge_text(c.conv_algorithms, path);
   for (Worker& w : workers_) {
     Net<float>& n = *w.net;
     for (const ParamSlot& s : n.param_slots()) {

@@ -25,6 +25,7 @@
 #include "cgdp/net/graph_rewrite.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/shard/cluster_token.hpp"
+#include "cgdp/train/issue_threads.hpp"
 #include "cgdp/train/stream_trace.hpp"
 
 namespace cgdp {
@@ -139,6 +140,8 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   workers_ = make_workers(config.devices, device_kind, model_, per_worker_batch_, config.seed,
                           model_path_, config.accumulate);
   if (config.fail_worker >= 0) inject_fault(config.fail_worker, config.fail_after_copies);
+  issuers_ = std::make_unique<IssueThreads>(num_workers(), config.issue_threads == "per-worker",
+                                            [this](int w) { workers_[w].device->bind_calling_thread(); });
   Net<float>& net0 = net();
   test_net_ = std::make_unique<Net<float>>(model_, Phase::Test, net0.device(), test_batch_,
                                            config.seed, model_path_);
@@ -246,10 +249,10 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
                                                     per_worker_batch_);
     options.plan = chunk_tuner_->initial_plan();
   } else if (kind == SyncKind::Cgdp) {
-    options.plan = make_chunk_plan(param_layers_, config_.chunk);
+    options.plan = make_chunk_plan(
+        param_layers_, config_.chunk.empty() ? default_chunk_spec(workers_[0].device->kind()) : config_.chunk);
   }
   if (kind == SyncKind::Cgdp) plan_description_ = describe(options.plan, param_layers_);
-  options.host_threads = config_.host_threads;
   if (!config_.hosts.empty()) {
     join_cluster(options.plan);
     options.reducer = cluster_.get();
@@ -258,9 +261,12 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
   for (const Worker& w : workers_) refs.push_back({w.device->kind(), w.device->index()});
   placement_ = plan_placement(Topology::discover(), refs, config_.host_threads, config_.loader_threads);
   placement_summary_ = cat(placement_.single_node ? "single NUMA node" : "several NUMA nodes");
+  options.host_threads = sum_threads();
   if (kind == SyncKind::Cgdp) {
     options.aggregator_cpus = placement_.aggregator_cpus();
-    placement_summary_ += cat(", aggregator on cpus ", options.aggregator_cpus.to_string());
+    placement_summary_ += cat(", aggregator: ", options.host_threads, " thread",
+                              options.host_threads == 1 ? "" : "s", " on cpus ",
+                              options.aggregator_cpus.to_string());
   }
   const int loaders = loader_threads(*train_data_);
   placement_summary_ += cat(", loader: ", loaders, " thread", loaders == 1 ? "" : "s", " on cpus ",
@@ -354,16 +360,7 @@ double Trainer::train_iteration() {
   for (int k = 0; k < config_.accumulate; ++k) {
     const Batch& batch = loader_->next();
     const bool last = k + 1 == config_.accumulate;
-    for (Worker& w : workers_) {
-      const int64_t row = w.index * per_worker_batch_;
-      w.issue_input(batch, row, timeline_);
-      const RunContext ctx{Phase::Train, w.compute.get(), config_.seed, it, batch.first_sample + row};
-      w.issue_forward(ctx, timeline_);
-      w.issue_loss_readback(k);
-      std::function<void(int)> hook;
-      if (last) hook = [this, &w](int layer) { scheme_->after_backward(w, layer); };
-      w.issue_backward(ctx, timeline_, k, config_.accumulate, hook);
-    }
+    issuers_->run([&](int w) { issue_micro_batch(workers_[w], batch, k, it); });
     if (!last)  // the loader reuses the batch's memory on the next call
       for (Worker& w : workers_) w.input_loaded->synchronize();
   }
@@ -375,6 +372,21 @@ double Trainer::train_iteration() {
   loss /= num_workers() * config_.accumulate;
   check_loss(loss, it + 1);  // counted from 1, as progress counts
   return loss;
+}
+
+// Runs on worker w's issuing thread; the host-side span goes on the worker's "issue" track, so
+// the timeline shows the workers being issued at once.
+void Trainer::issue_micro_batch(Worker& w, const Batch& batch, int micro, int64_t it) {
+  const Timeline::Scope issuing(timeline_, w.index, "issue", {"issue micro-batch ", micro}, "issue",
+                                {{"thread", timeline_.enabled() ? issuing_thread_id() : 0}});
+  const int64_t row = w.index * per_worker_batch_;
+  w.issue_input(batch, row, timeline_);
+  const RunContext ctx{Phase::Train, w.compute.get(), config_.seed, it, batch.first_sample + row};
+  w.issue_forward(ctx, timeline_);
+  w.issue_loss_readback(micro);
+  std::function<void(int)> hook;
+  if (micro + 1 == config_.accumulate) hook = [this, &w](int layer) { scheme_->after_backward(w, layer); };
+  w.issue_backward(ctx, timeline_, micro, config_.accumulate, hook);
 }
 
 void Trainer::check_loss(double loss, int64_t iteration) {

@@ -58,6 +58,10 @@ struct MemoryStats {
   int64_t pinned_bytes = 0;       // pinned host memory allocated through this device
 };
 
+// What enable_peer_access found: direct GPU-to-GPU access turned on, not possible between the two
+// GPUs (copies go through the host), or nothing to do (the CPU backend, or the same device).
+enum class PeerAccess { Enabled, Unsupported, NotApplicable };
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -79,6 +83,14 @@ class Device {
 
   // Synchronous copy (for setup and checks, never on the training hot path).
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+
+  // Makes this device the calling thread's current one (CUDA's current device is per thread);
+  // an issuing thread calls it once, so every call it makes goes to its own GPU.
+  virtual void bind_calling_thread() {}
+
+  // Lets this device's copies read and write `peer`'s memory directly (CUDA peer access), so
+  // device-to-device copies skip the host. Idempotent.
+  virtual PeerAccess enable_peer_access(const Device& peer) { return PeerAccess::NotApplicable; }
 
   MemoryStats memory_stats() const;
   // Where this device's pinned host memory lives, for the run's first lines ("": nothing to say).

@@ -28,6 +28,9 @@ struct Checkpoint {
   int64_t epoch = 0;      // data position: the epoch, and the sample offset within it
   int64_t offset = 0;
   int64_t seed = 0;
+  // The convolution algorithms the run chose (ConvAlgorithmTable::to_text(); empty on the CPU
+  // backend and in checkpoints written before they were stored).
+  std::string conv_algorithms;
 };
 
 // "param/<layer>/<index>", "history/<layer>/<index>", "state/<layer>/<index>". Layer names may

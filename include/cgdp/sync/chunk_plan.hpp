@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "cgdp/device/device.hpp"
+
 namespace cgdp {
 
 template <typename T>
@@ -49,6 +51,13 @@ struct ChunkPlan {
 //              "b1," (trailing comma) is the one-boundary list, since "b1" alone means K.
 // Throws UsageError naming --chunk and what was expected.
 ChunkPlan make_chunk_plan(std::span<const ParamLayer> layers, const std::string& spec);
+
+// The --chunk a run takes when none is given: one chunk per layer on the CPU backend, where a
+// chunk's copy is a memcpy; on CUDA, chunks of up to kDefaultCudaChunkMiB, since every chunk costs
+// an event, a cudaMemcpyAsync and a host callback (tens of µs) whatever its size, and ResNet-152
+// per layer would be 311 chunks, half of them under 16 KiB.
+inline constexpr int kDefaultCudaChunkMiB = 4;
+std::string default_chunk_spec(DeviceKind kind);
 
 // The same plans from values, for code that builds them (e.g. a chunk-size search).
 ChunkPlan per_layer_plan(std::span<const ParamLayer> layers);

@@ -49,7 +49,7 @@ class SyncScheme {
 
 struct SyncOptions {
   ChunkPlan plan;            // cgdp only
-  int host_threads = 0;      // cgdp: OpenMP threads that sum; 0 = all
+  int host_threads = 0;      // cgdp: OpenMP threads that sum; 0 = all cores
   CoreSet aggregator_cpus;   // cgdp: where the aggregator runs (empty: anywhere)
   ChunkReducer* reducer = nullptr;  // cgdp across hosts: the parameter-server client
   LrPolicy lr;

@@ -90,11 +90,11 @@ struct Placement {
 // Places each worker on a NUMA node (a GPU's own node; CPU workers, and GPUs whose locality is
 // unknown, round-robin over the nodes) and each aggregator thread on one core near the GPUs it
 // serves (all cores when no GPU is located), spreading threads over those nodes. Deterministic.
-// `aggregator_threads` 0: one per candidate core. The loader's threads run on the same candidate
-// cores; `loader_threads` 0 gives it the cores left after one per worker (its issuing or compute
-// thread) and the aggregator threads asked for (none when the aggregator takes its default: it
-// then shares, as it only runs between chunk arrivals), and at least one. Throws UsageError for no
-// workers and DeviceError for a CUDA worker the topology has no GPU for.
+// `aggregator_threads` 0: one per worker, at most the candidate cores left after one per worker,
+// at least one. The loader's threads run on the same candidate cores; `loader_threads` 0 gives it
+// the cores left after one per worker (its issuing or compute thread) and the aggregator's, and at
+// least one. Throws UsageError for no workers and DeviceError for a CUDA worker the topology has
+// no GPU for.
 Placement plan_placement(const Topology& topology, const std::vector<DeviceRef>& workers,
                          int aggregator_threads, int loader_threads = 0);
 

@@ -75,13 +75,17 @@ struct TrainConfig {
   int64_t cudnn_workspace_mb = 1024;
   bool nondeterministic = false;
   std::string sync;                 // cgdp, ps0, local; empty: cgdp for > 1 device, else local
-  std::string chunk = "layer";      // chunk plan for cgdp (see chunk_plan.hpp), or "auto"
+  // Chunk plan for cgdp (see chunk_plan.hpp), or "auto"; empty: default_chunk_spec(device kind).
+  std::string chunk;
   // --chunk auto (train/chunk_autotuner.hpp): the profile predicted from (empty: measure one
   // first), the candidate plans (cost/plan_set.hpp; empty: the default set), the search settings.
   std::string profile_path;
   std::vector<std::string> chunk_plans;
   ChunkSearchOptions chunk_search;
-  int host_threads = 0;             // aggregator threads; 0: all cores
+  int host_threads = 0;             // aggregator threads; 0: one per worker (sync/placement.cpp)
+  // "per-worker": each worker's work is issued by its own host thread; "one": one thread issues
+  // every worker in turn (the old way, for comparisons).
+  std::string issue_threads = "per-worker";
   std::string timeline_path;        // Chrome trace of every stream
   bool record_timeline = false;     // keep the timeline in memory without writing it (profiling)
   bool phase_table = false;         // print the per-phase table at the end

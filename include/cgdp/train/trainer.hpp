@@ -16,6 +16,7 @@
 #include "cgdp/sync/topology.hpp"
 #include "cgdp/train/chunk_autotuner.hpp"
 #include "cgdp/train/data_feeds.hpp"
+#include "cgdp/train/issue_threads.hpp"
 #include "cgdp/train/memory_estimate.hpp"
 #include "cgdp/train/phase_table.hpp"
 #include "cgdp/train/progress.hpp"
@@ -45,6 +46,8 @@ class Trainer {
   // The training split and the loader threads it is read with (the profiler times the loader).
   std::shared_ptr<const Dataset> train_data() const { return train_data_; }
   int train_loader_threads() const { return loader_threads(*train_data_); }
+  // Threads that sum on the host: --host-threads, or the placement's default (one per worker).
+  int sum_threads() const { return static_cast<int>(placement_.aggregator_threads.size()); }
   std::function<void()> loader_binding() const;
   int total_workers() const { return num_workers() * num_hosts(); }
   int num_hosts() const { return config_.hosts.empty() ? 1 : static_cast<int>(config_.hosts.size()); }
@@ -80,6 +83,7 @@ class Trainer {
   void announce(ProgressReporter& progress, int64_t batch, double epoch_iters);
   void test_point(ProgressReporter& progress, ProgressPoint p, TrainResult& result);
   void finish(ProgressReporter& progress, const TrainResult& result);
+  void issue_micro_batch(Worker& w, const Batch& batch, int micro, int64_t it);
   void check_loss(double loss, int64_t iteration);
   void average_state();
   // Every file the run will write is checked before any work: a bad path fails now, not after
@@ -100,6 +104,7 @@ class Trainer {
   std::string weights_note_;  // what --weights loaded, for the first lines
   Timeline timeline_;
   std::vector<Worker> workers_;
+  std::unique_ptr<IssueThreads> issuers_;  // one per worker; stopped before the workers go
   std::unique_ptr<Cluster> cluster_;  // with --hosts; outlives the scheme that pushes through it
   std::unique_ptr<SyncScheme> scheme_;
   std::unique_ptr<ChunkAutoTuner> chunk_tuner_;  // --chunk auto

@@ -1,6 +1,6 @@
 // One data-parallel worker: a device with its compute, D2H and H2D streams, its replica of the
-// net, and (when it updates its own parameters) a solver. The trainer drives every worker from
-// one host thread by issuing work on their streams.
+// net, and (when it updates its own parameters) a solver. Each worker's forward and backward are
+// issued on its streams by its own host thread (train/issue_threads.hpp).
 #pragma once
 
 #include <memory>

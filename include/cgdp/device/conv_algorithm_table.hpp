@@ -1,0 +1,57 @@
+// The convolution algorithms cuDNN's search chose, keyed by what the choice depends on: the GPU
+// model and cuDNN version (not the device index, so every worker on a box of identical GPUs runs
+// the same algorithms), the pass, and the problem (shapes, type, options). A checkpoint stores the
+// table and a resume loads it, so the resumed run computes with the algorithms, and so the bits,
+// of the run it continues. Backend-independent text, so the CPU build reads and writes it too.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cgdp {
+
+struct ConvChoiceKey {
+  std::string gpu;               // e.g. "NVIDIA H100 80GB HBM3 sm_90 cuDNN 91002"
+  int pass = 0;                  // a ConvPass
+  std::vector<int64_t> problem;  // shapes, element size, geometry, options
+  auto operator<=>(const ConvChoiceKey&) const = default;
+};
+
+struct ConvChoice {
+  int algo = 0;           // a cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
+  int64_t workspace = 0;  // bytes of scratch it needs
+  int math = 0;           // a cudnnMathType_t
+  bool operator==(const ConvChoice&) const = default;
+};
+
+class ConvAlgorithmTable {
+ public:
+  // The one every layer of this process uses.
+  static ConvAlgorithmTable& process();
+
+  // The stored choice for `key`, or search()'s, stored. Thread-safe; held during the search, so
+  // two workers never search the same problem twice.
+  ConvChoice find_or_search(const ConvChoiceKey& key, const std::function<ConvChoice()>& search);
+
+  // One line per choice, "gpu<TAB>pass<TAB>p1,p2,...<TAB>algo<TAB>workspace<TAB>math".
+  std::string to_text() const;
+  // Adds the choices of to_text()'s form; a key already chosen keeps its choice when it agrees,
+  // and takes `text`'s when not (the resumed run repeats the run it continues). Throws IoError
+  // naming `source`, the line and what was expected.
+  void merge_text(std::string_view text, const std::string& source);
+
+  size_t size() const;
+  void clear();
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<ConvChoiceKey, ConvChoice> choices_;
+};
+
+}  // namespace cgdp
