@@ -7,8 +7,10 @@ adds the test net. PyTorch: torchvision's model of the same name trained on the 
 process (SGD with momentum, two iterations: the second is the steady state), its peak resident
 memory (VmHWM, reset through /proc/self/clear_refs after import and input set-up) less the
 resident memory before the model was built. That peak holds what cgdp counts, plus PyTorch's
-workspace. torchvision's AlexNet and GoogLeNet are not Caffe's (no LRN, other widths; GoogLeNet
-with BatchNorm and without aux heads here), so their parameter counts are printed beside cgdp's.
+workspace. torchvision's AlexNet is not Caffe's (no LRN, no groups, other widths), so the AlexNet
+row trains Caffe's AlexNet written with torch.nn (LRN, grouped convolutions, 227x227 input, the
+same 60,965,224 parameters). torchvision's GoogLeNet has BatchNorm and no aux heads here; the
+parameter counts are printed beside cgdp's.
 
 Usage: bench/memory_peer.py [--cgdp build/cgdp] [--baseline OTHER_CGDP] [--rows alexnet:256,...]
   --baseline  a cgdp built before a change: its accounting as a "before" column.
@@ -33,20 +35,35 @@ def resident_kib(field):
     raise RuntimeError(field + " not in /proc/self/status")
 
 
+def caffe_alexnet(torch):
+    """Caffe's AlexNet (models/alexnet.prototxt) in torch.nn: in-place ReLUs, as Caffe's."""
+    nn = torch.nn
+    lrn = lambda: nn.LocalResponseNorm(5, alpha=1e-4, beta=0.75)
+    relu = lambda: nn.ReLU(inplace=True)
+    return nn.Sequential(
+        nn.Conv2d(3, 96, 11, stride=4), relu(), lrn(), nn.MaxPool2d(3, 2),
+        nn.Conv2d(96, 256, 5, padding=2, groups=2), relu(), lrn(), nn.MaxPool2d(3, 2),
+        nn.Conv2d(256, 384, 3, padding=1), relu(),
+        nn.Conv2d(384, 384, 3, padding=1, groups=2), relu(),
+        nn.Conv2d(384, 256, 3, padding=1, groups=2), relu(), nn.MaxPool2d(3, 2), nn.Flatten(),
+        nn.Linear(256 * 6 * 6, 4096), relu(), nn.Dropout(),
+        nn.Linear(4096, 4096), relu(), nn.Dropout(), nn.Linear(4096, 1000))
+
+
 def child(model_name, batch):
     """Runs in its own process: prints PyTorch's peak training bytes and parameter count."""
     import torch
     import torchvision
 
     torch.manual_seed(0)
-    size = 224
+    size = 227 if model_name == "alexnet" else 224
     images = torch.randn(batch, 3, size, size)
     labels = torch.randint(0, 1000, (batch,))
     kwargs = {"aux_logits": False, "init_weights": True} if model_name == "googlenet" else {}
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # resets VmHWM to the current resident set
     before = resident_kib("VmRSS")
-    model = getattr(torchvision.models, model_name)(**kwargs)
+    model = caffe_alexnet(torch) if model_name == "alexnet" else getattr(torchvision.models, model_name)(**kwargs)
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()

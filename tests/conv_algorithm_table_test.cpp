@@ -11,6 +11,7 @@
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/io/checkpoint.hpp"
+#include "cgdp/io/file.hpp"
 #include "cgdp/train/trainer.hpp"
 
 namespace cgdp {
@@ -107,6 +108,48 @@ TEST(ConvAlgorithmTable, ACheckpointCarriesTheTableAndAResumeLoadsIt) {
   c.resume_path = path;
   Trainer resumed(c, sink);  // a resume loads the table while the trainer is built
   EXPECT_EQ(process.to_text(), chosen);
+  std::fclose(sink);
+  process.clear();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ConvAlgorithmTable, TheAlgorithmsFileIsReadAtTheStartAndWrittenAtTheEnd) {
+  const auto dir = std::filesystem::temp_directory_path() / cat("cgdp_conv_file_", ::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "algos.txt").string();
+  const std::string stored = cat(kH100, "\t1\t4,1,28,28\t3\t0\t1\n");
+  write_file_atomically(path, stored);
+  TrainConfig c;
+  c.model = "fashion_cnn";
+  c.data = "synthetic";
+  c.batch = 4;
+  c.test_batch = 4;
+  c.test_samples = 4;
+  c.test_interval = -1;
+  c.iterations = 1;
+  c.plain_output = true;
+  c.solver.set_base_lr(0.01f);
+  c.cudnn_algorithms_path = path;
+  FILE* sink = std::fopen("/dev/null", "w");
+  ConvAlgorithmTable& process = ConvAlgorithmTable::process();
+  process.clear();
+  {
+    Trainer t(c, sink);
+    EXPECT_EQ(process.to_text(), stored);  // read before the first forward
+    process.find_or_search({kH100, 0, {4, 1, 28, 28}}, [] { return ConvChoice{6, 64, 1}; });
+    t.run();
+  }
+  EXPECT_EQ(read_file(path), process.to_text());  // both choices went back to the file
+  EXPECT_EQ(process.size(), 2u);
+  // A damaged file stops the run before it trains, naming the file and the line.
+  write_file_atomically(path, stored + "not a choice\n");
+  process.clear();
+  try {
+    Trainer t(c, sink);
+    ADD_FAILURE() << "no error";
+  } catch (const IoError& e) {
+    EXPECT_THAT(e.what(), HasSubstr(path + ": convolution algorithms, line 2: expected 6"));
+  }
   std::fclose(sink);
   process.clear();
   std::filesystem::remove_all(dir);

@@ -149,6 +149,80 @@ TEST(MemoryPlan, GradientsAliveTogetherNeverShareBytes) {
   }
 }
 
+// A residual block: the sum may write over the conv output nothing reads again (its conv's backward
+// reads the conv's input; BatchNorm and Scale in place read their own copy). `guard` adds a PROD of
+// both branches after the sum (its backward reads values; nothing uses its output), which keeps
+// both alive; `sigmoid` puts an in-place Sigmoid (its backward reads its output) on both branches.
+std::string residual_net(bool guard, bool sigmoid) {
+  const std::string sig = sigmoid ? R"(
+    layer { name: "sig_a" type: "Sigmoid" bottom: "a" top: "a" }
+    layer { name: "sig_b" type: "Sigmoid" bottom: "b" top: "b" })" : "";
+  const std::string guard_layer = guard ? R"(
+    layer { name: "guard" type: "Eltwise" bottom: "a" bottom: "b" top: "guard" eltwise_param { operation: PROD } })" : "";
+  return cat(R"(
+    layer { name: "data" type: "Input" top: "data" top: "label"
+            input_param { shape { dim: 4 dim: 2 dim: 5 dim: 5 } shape { dim: 4 } } }
+    layer { name: "conv_a" type: "Convolution" bottom: "data" top: "a"
+            convolution_param { num_output: 3 kernel_size: 3 pad: 1 weight_filler { type: "gaussian" std: 0.5 } } }
+    layer { name: "bn" type: "BatchNorm" bottom: "a" top: "a" }
+    layer { name: "scale" type: "Scale" bottom: "a" top: "a"
+            scale_param { bias_term: true filler { type: "uniform" min: 0.5 max: 1.5 } } }
+    layer { name: "conv_b" type: "Convolution" bottom: "data" top: "b"
+            convolution_param { num_output: 3 kernel_size: 1 weight_filler { type: "gaussian" std: 0.5 } } })",
+             sig, R"(
+    layer { name: "sum" type: "Eltwise" bottom: "b" bottom: "a" top: "sum" })", guard_layer, R"(
+    layer { name: "relu" type: "ReLU" bottom: "sum" top: "sum" }
+    layer { name: "pool" type: "Pooling" bottom: "sum" top: "pool" pooling_param { pool: AVE global_pooling: true } }
+    layer { name: "loss" type: "SoftmaxWithLoss" bottom: "pool" bottom: "label" top: "loss" }
+  )");
+}
+
+const Blob<double>& top_of(const Net<double>& net, const std::string& layer) {
+  for (int i = 0; i < net.num_layers(); ++i)
+    if (net.layer(i).name() == layer) return *net.tops(i)[0];
+  throw Error("no layer " + layer);
+}
+
+TEST(MemoryPlan, AResidualSumWritesOverABranchNothingReadsAgainWithTheSameGradients) {
+  const auto reuse = parse_model(residual_net(false, false), "reuse.prototxt");
+  const auto kept = parse_model(residual_net(true, false), "kept.prototxt");
+  Net<double> a(reuse, Phase::Train, default_cpu_device(), 0, 7, "reuse.prototxt");
+  Net<double> b(kept, Phase::Train, default_cpu_device(), 0, 7, "kept.prototxt");
+  // The sum took branch b's memory (bottom 0; branch a would do too).
+  EXPECT_TRUE(top_of(a, "sum").data_is_aliased());
+  EXPECT_EQ(top_of(a, "sum").data(), top_of(a, "conv_b").data());
+  EXPECT_FALSE(top_of(b, "sum").data_is_aliased());
+  const std::vector<double> ga = gradients(a), gb = gradients(b);
+  ASSERT_EQ(ga.size(), gb.size());
+  EXPECT_EQ(0, std::memcmp(ga.data(), gb.data(), ga.size() * sizeof(double)));
+  EXPECT_NE(ga, std::vector<double>(ga.size(), 0.0));
+  // A branch whose values a backward reads is never written over; a TEST net is left alone.
+  Net<double> c(parse_model(residual_net(false, true), "sig.prototxt"), Phase::Train, default_cpu_device(), 0, 7, "sig.prototxt");
+  EXPECT_FALSE(top_of(c, "sum").data_is_aliased());
+  Net<double> t(reuse, Phase::Test, default_cpu_device(), 0, 7, "reuse.prototxt");
+  EXPECT_FALSE(top_of(t, "sum").data_is_aliased());
+  // The train net with the sum in place costs one activation less than with its own output.
+  MeasuringDevice with, without;
+  Net<double> mw(reuse, Phase::Train, with, 0, 7, "reuse.prototxt");
+  Net<double> mo(parse_model(residual_net(false, true), "sig.prototxt"), Phase::Train, without, 0, 7, "sig.prototxt");
+  EXPECT_EQ(without.memory_stats().device_bytes - with.memory_stats().device_bytes, kActivation);
+}
+
+// Every residual sum of Caffe's ResNet-152 writes over its last branch.
+TEST(MemoryPlan, EveryResidualSumOfResnet152TakesABranchsMemory) {
+  const std::string path = find_model_file("resnet152");
+  MeasuringDevice device;
+  Net<float> net(load_model(path), Phase::Train, device, 1, 1, path);
+  int sums = 0, over = 0;
+  for (int i = 0; i < net.num_layers(); ++i)
+    if (net.layer(i).type() == std::string("Eltwise")) {
+      ++sums;
+      over += net.tops(i)[0]->data_is_aliased();
+    }
+  EXPECT_EQ(sums, 50);
+  EXPECT_EQ(over, sums);
+}
+
 // A fan-out's Split lets its tops read the bottom's values (no copies) unless a later layer
 // writes a blob of that name in place (checked by name, so conservatively); either way the
 // gradient matches central differences of the loss.

@@ -111,7 +111,8 @@ bench() {
   local configs=(${CONFIGS:-alexnet:256 googlenet:64 vgg16:32 resnet152:12 resnet152:16})
   # Seconds left for one more run (at most 240), so that no run outlasts the budget.
   time_left() { local left=$((budget - (SECONDS - start))); echo $((left < 240 ? left : 240)); }
-  # Runs cgdp unless the budget is spent; the log is the table's input.
+  # Runs cgdp unless the budget is spent; the log is the table's input. A model's runs share
+  # cuDNN's choices (--cudnn-algorithms): only its first run searches, so the rows fit one call.
   cgdp_run() {  # config-name model batch sync workers iterations extra-flags...
     local name=$1 model=$2 batch=$3 sync=$4 n=$5 its=$6
     shift 6
@@ -121,7 +122,8 @@ bench() {
     timeout "$left" "$bin/cgdp" train --model "models/$model.prototxt" --data synthetic \
       --batch "$batch" --devices "$n" --device-kind cuda --sync "$sync" --iterations "$its" \
       --test-interval -1 --test-batch "$batch" --test-samples "$batch" --display "$its" \
-      --plain --phase-table --tf32 --nondeterministic --loader-threads 8 --lr 0.001 "$@" \
+      --plain --phase-table --tf32 --nondeterministic --loader-threads 8 --lr 0.001 \
+      --cudnn-algorithms "$results/cudnn_${model}_b$batch.txt" "$@" \
       >"$log" 2>&1 || echo "cgdp: error: exit $? (timeout or failure)" >>"$log"
   }
   size_of() { [[ $1 == alexnet ]] && echo 227 || echo 224; }

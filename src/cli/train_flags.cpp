@@ -135,6 +135,9 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--cudnn-workspace-mb", c.cudnn_workspace_mb,
                   "CUDA: the most scratch one convolution algorithm may use (MiB)")
       ->capture_default_str()->check(kNonNegative);
+  cmd->add_option("--cudnn-algorithms", c.cudnn_algorithms_path,
+                  "CUDA: read cuDNN's convolution choices from FILE if it exists (no search for "
+                  "those), write them all back at the end (for runs on the same GPU model)");
   cmd->add_flag("--nondeterministic", c.nondeterministic,
                 "CUDA: let cuDNN pick algorithms that are not bit-reproducible (sometimes faster)");
   cmd->add_option("--threads", c.threads, "CPU threads for compute (default: all cores)");

@@ -38,7 +38,10 @@ void EltwiseLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
       this->fail(cat("bottom ", i, " has shape ", shape_string(bottom[i]->shape()),
                      " but bottom 0 has shape ", shape_string(bottom[0]->shape()),
                      "; all bottoms must have the same shape"));
-  top[0]->reshape_like(*bottom[0]);
+  if (written_over_ >= 0)
+    top[0]->alias_data(*bottom[written_over_]);  // each element is read before it is written
+  else
+    top[0]->reshape_like(*bottom[0]);
   if (op_ == proto::EltwiseParameter::MAX) max_index_.reshape_like(*bottom[0]);
 }
 

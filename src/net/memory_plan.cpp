@@ -2,12 +2,14 @@
 // one buffer). The backward pass runs the layers last to first; a blob's gradient is touched only
 // by the backwards of the layers that read or write the blob, so it is alive from the last of
 // those layers to the first. Gradients alive in disjoint stretches take the same bytes. A chain
-// of layers then needs about two activations' gradients at a time instead of all of them.
+// of layers then needs about two activations' gradients at a time instead of all of them. An
+// Eltwise may also write its values over a bottom that nothing reads any more (reuse_dead_bottom).
 #include <algorithm>
 #include <climits>
 #include <map>
 #include <set>
 
+#include "cgdp/layers/eltwise_layer.hpp"
 #include "cgdp/net/net.hpp"
 
 namespace cgdp {
@@ -86,7 +88,35 @@ void Net<T>::plan_activation_gradients() {
   for (const Span<T>& span : spans) span.blob->bind_diff(base + span.offset);
 }
 
+// An Eltwise SUM or MAX may write its result over a bottom whose values nothing reads later: no
+// later forward (the Eltwise is the blob's last layer) and no backward (every layer on the blob
+// says so). ResNet's residual sums then keep no output of their own, like PyTorch's
+// `out += identity`, one activation per block.
+template <typename T>
+void Net<T>::reuse_dead_bottom(int i, const proto::LayerParameter& lp, const std::map<std::string, int>& last_touch) {
+  if (lp.eltwise_param().operation() == proto::EltwiseParameter::PROD) return;
+  const BlobVec<T>& bottom = bottoms_[i];
+  for (size_t k = 0; k < bottom.size(); ++k) {
+    Blob<T>* b = bottom[k];
+    if (b == tops_[i][0] || b->data_is_aliased() || last_touch.at(lp.bottom(static_cast<int>(k))) != i ||
+        std::count(bottom.begin(), bottom.end(), b) > 1)
+      continue;
+    bool read = false;
+    for (int j = 0; j < i && !read; ++j) {
+      const bool touches = std::count(bottoms_[j].begin(), bottoms_[j].end(), b) ||
+                           std::count(tops_[j].begin(), tops_[j].end(), b);
+      read = touches && layers_[j]->backward_reads(*b, bottoms_[j], tops_[j]);
+    }
+    if (read) continue;
+    static_cast<EltwiseLayer<T>&>(*layers_[i]).write_over_bottom(static_cast<int>(k));
+    written_over_.insert(b);
+    return;
+  }
+}
+
 template void Net<float>::plan_activation_gradients();
 template void Net<double>::plan_activation_gradients();
+template void Net<float>::reuse_dead_bottom(int, const proto::LayerParameter&, const std::map<std::string, int>&);
+template void Net<double>::reuse_dead_bottom(int, const proto::LayerParameter&, const std::map<std::string, int>&);
 
 }  // namespace cgdp

@@ -35,6 +35,15 @@ std::map<std::string, int> last_in_place_writers(const proto::NetParameter& para
   return last;
 }
 
+// Blob name -> the last layer that reads or writes it.
+std::map<std::string, int> last_touches(const proto::NetParameter& param) {
+  std::map<std::string, int> last;
+  for (int i = 0; i < param.layer_size(); ++i)
+    for (const auto* names : {&param.layer(i).bottom(), &param.layer(i).top()})
+      for (const std::string& name : *names) last[name] = i;
+  return last;
+}
+
 // Whether a layer after `index` writes in place a blob named as one of `lp`'s bottoms or tops
 // (then a Split must copy its values rather than share them).
 bool written_in_place_after(const proto::LayerParameter& lp, int index, const std::map<std::string, int>& last) {
@@ -50,6 +59,7 @@ template <typename T>
 void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::string& source) {
   Rng rng(seed);
   const std::map<std::string, int> last_in_place = last_in_place_writers(param);
+  const std::map<std::string, int> last_touch = last_touches(param);
   for (const auto& lp : param.layer()) {
     wire_layer(lp, source);
     const int i = num_layers() - 1;
@@ -57,6 +67,7 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
     share_kept_input(i);
     if (auto* split = dynamic_cast<SplitLayer<T>*>(layers_[i].get()); split && !written_in_place_after(lp, i, last_in_place))
       split->share_bottom_data();
+    if (phase_ == Phase::Train && lp.type() == "Eltwise") reuse_dead_bottom(i, lp, last_touch);
     try {
       layers_[i]->setup(bottoms_[i], tops_[i], rng);
     } catch (const ModelError& e) {
@@ -377,6 +388,7 @@ std::optional<std::string> Net<T>::first_non_finite_layer() const {
   std::vector<T> values;
   for (int i = 0; i < num_layers(); ++i)
     for (const Blob<T>* top : tops_[i]) {
+      if (written_over_.count(top)) continue;  // holds a later layer's output now
       values.resize(static_cast<size_t>(top->count()));
       device_->copy(values.data(), top->data(), top->bytes());
       for (T v : values)

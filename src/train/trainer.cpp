@@ -20,6 +20,7 @@
 #include "cgdp/data/open_dataset.hpp"
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/device/devices.hpp"
+#include "cgdp/device/conv_algorithm_table.hpp"
 #include "cgdp/device/cuda_options.hpp"
 #include "cgdp/io/file.hpp"
 #include "cgdp/net/graph_rewrite.hpp"
@@ -170,7 +171,9 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
                                                          static_cast<double>(per_update)));
   if (max_iterations_ <= 0) throw UsageError("nothing to train: give --iterations or --epochs > 0");
   make_scheme(sync, profile ? &*profile : nullptr);
-  if (!config.resume_path.empty()) resume(config.resume_path);
+  if (!config.cudnn_algorithms_path.empty() && std::filesystem::exists(config.cudnn_algorithms_path))
+    ConvAlgorithmTable::process().merge_text(read_file(config.cudnn_algorithms_path), config.cudnn_algorithms_path);
+  if (!config.resume_path.empty()) resume(config.resume_path);  // its choices win over the file's
   if (cluster_) agree_with_other_hosts();
   LoaderOptions lo;
   lo.global_batch = per_worker_batch_ * total_workers();
@@ -622,6 +625,12 @@ void Trainer::finish(ProgressReporter& progress, const TrainResult& result) {
     if (rank() == 0) progress.message(cat("cgdp: wrote parameters to ", config_.save_path));
   }
   if (cluster_) cluster_->finish();  // every exchange is done
+  if (!config_.cudnn_algorithms_path.empty() && rank() == 0) {
+    const ConvAlgorithmTable& table = ConvAlgorithmTable::process();
+    write_file_atomically(config_.cudnn_algorithms_path, table.to_text());
+    progress.message(cat("cgdp: wrote ", table.size(), " cuDNN convolution choice", table.size() == 1 ? "" : "s",
+                         " to ", config_.cudnn_algorithms_path));
+  }
   if (!config_.timeline_path.empty()) {
     timeline_.write(config_.timeline_path);
     progress.message(cat("cgdp: wrote timeline ", config_.timeline_path, " (open it in Perfetto)"));

@@ -14,6 +14,8 @@ class BatchNormLayer final : public Layer<T> {
   BatchNormLayer(const proto::LayerParameter& param, Device& device);
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   const Blob<T>* kept_top() const override { return this->forward_only_ ? nullptr : &x_norm_; }
+  // Backward reads only its own copy of the normalised values and the deviations.
+  bool backward_reads(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override { return false; }
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;

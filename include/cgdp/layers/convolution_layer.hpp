@@ -22,6 +22,10 @@ class ConvolutionLayer final : public Layer<T> {
   using Layer<T>::Layer;
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   bool absorb_relu() override;
+  // Its input, and its output only when it runs an absorbed ReLU's backward.
+  bool backward_reads(const Blob<T>& blob, const BlobVec<T>& bottom, const BlobVec<T>&) const override {
+    return relu_ || &blob == bottom[0];
+  }
 
   // The per-image GEMM shapes, per group: out_channels x out_pixels (x) col_rows x out_pixels.
   int64_t group() const { return group_; }

@@ -13,6 +13,14 @@ class EltwiseLayer final : public Layer<T> {
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   int min_bottoms() const override { return 2; }
   int max_bottoms() const override { return -1; }
+  // SUM and MAX backward read only the top's gradient (and MAX its winners); PROD the values.
+  bool backward_reads(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override {
+    return op_ == proto::EltwiseParameter::PROD;
+  }
+  // Writes the result over bottom k's values (the top aliases them): the net asks when no later
+  // layer and no backward reads that bottom. Before setup.
+  void write_over_bottom(int k) { written_over_ = k; }
+  int written_over_bottom() const { return written_over_; }
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
@@ -30,6 +38,7 @@ class EltwiseLayer final : public Layer<T> {
   Op op_ = proto::EltwiseParameter::SUM;
   std::vector<T> coeff_;
   Blob<T> max_index_;  // MAX: which bottom won each element (small integers, exact in T)
+  int written_over_ = -1;  // write_over_bottom
 };
 
 }  // namespace cgdp

@@ -87,6 +87,12 @@ class Layer {
   // Offers a layer that runs in place the blob `kept` (kept_top() of the layer before it), which
   // holds its input until its backward, to read instead of a copy of its own (Scale takes it).
   virtual void use_kept_input(const Blob<T>* kept) {}
+  // Whether this layer's backward reads the values `blob` (one of its bottoms or tops) holds after
+  // its forward. The net lets a blob no backward reads be overwritten once its last forward reader
+  // has run (Net::reuse_dead_bottom). Yes by default, which is always safe.
+  virtual bool backward_reads(const Blob<T>& blob, const BlobVec<T>& bottom, const BlobVec<T>& top) const {
+    return true;
+  }
   // This layer's net only runs forward (a TEST net): it keeps nothing for a backward. Before setup.
   void set_forward_only() { forward_only_ = true; }
 

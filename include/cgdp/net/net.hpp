@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <span>
@@ -109,6 +110,9 @@ class Net {
   // Places the activations' gradients in one buffer, sharing bytes between gradients that are
   // never alive in the same stretch of the backward pass (memory_plan.cpp).
   void plan_activation_gradients();
+  // Layer i, an Eltwise being built, writes its result over a bottom whose values nothing reads
+  // any more, if it has one (memory_plan.cpp). `last_touch`: blob name -> its last layer.
+  void reuse_dead_bottom(int i, const proto::LayerParameter& lp, const std::map<std::string, int>& last_touch);
   // (layer, index) of each parameter that uses another's memory -> (layer, index) of its owner;
   // throws ModelError when sharers' shapes or multipliers differ.
   std::map<std::pair<int, int>, std::pair<int, int>> shared_params(const std::string& source) const;
@@ -126,6 +130,7 @@ class Net {
   std::vector<std::vector<bool>> propagate_down_;
   std::vector<bool> needs_backward_;
   std::vector<bool> absorbed_;
+  std::set<const Blob<T>*> written_over_;  // blobs whose memory a later layer's output took
   bool force_backward_ = false;  // the model's force_backward: every layer runs backward
   std::vector<std::vector<float>> loss_weights_;  // per layer, per top
   std::map<std::string, std::unique_ptr<Blob<T>>> blobs_;

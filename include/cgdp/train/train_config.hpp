@@ -74,6 +74,9 @@ struct TrainConfig {
   bool tf32 = false;
   int64_t cudnn_workspace_mb = 1024;
   bool nondeterministic = false;
+  // cuDNN's convolution choices: read from this file when it exists (those problems are not
+  // searched again), written back at the end with every choice the run made. Empty: neither.
+  std::string cudnn_algorithms_path;
   std::string sync;                 // cgdp, ps0, local; empty: cgdp for > 1 device, else local
   // Chunk plan for cgdp (see chunk_plan.hpp), or "auto"; empty: default_chunk_spec(device kind).
   std::string chunk;
