@@ -107,6 +107,25 @@ TEST(ChunkSearch, ALoserSlowedThroughoutGetsASecondLookAndTheWalkGoesOn) {
   EXPECT_EQ(search.trials().back().verdict, SearchTrial::Verdict::Confirmed);
 }
 
+// The search's cost: every iteration of a slower trial (warm-up included) lost the difference to
+// the chosen plan's median; the chosen plan's own trials lost nothing.
+TEST(ChunkSearch, TheSearchCostIsTheTimeTheSlowerTrialsLost) {
+  ChunkSearchOptions o;
+  o.interval = 4;
+  o.warmup = 1;
+  ChunkSearch search(3, 0, o);
+  drive(search, [](int c, int) { return c == 0 ? 10.0 : c == 1 ? 12.5 : 30.0; });
+  ASSERT_TRUE(search.settled());
+  ASSERT_EQ(search.best(), 0);
+  int64_t of_1 = 0, of_2 = 0;
+  for (const SearchTrial& t : search.trials()) {
+    if (t.candidate == 1) of_1 += t.iterations;
+    if (t.candidate == 2) of_2 += t.iterations;
+  }
+  ASSERT_GT(of_1, 0);
+  EXPECT_DOUBLE_EQ(search.cost_ms(), 2.5 * of_1 + 20.0 * of_2);
+}
+
 TEST(ChunkSearch, OneCandidateIsSettledAtOnce) {
   ChunkSearch search(1, 0, {});
   EXPECT_TRUE(search.settled());

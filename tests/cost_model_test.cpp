@@ -164,6 +164,25 @@ TEST(Formulas, Ps0ByHand) {
   expect_near(formula_ps0(small_inputs(small_profile(), 4)).backward_us, 63.5 + 15.2 + 10.8);
 }
 
+// One worker on one host trains `local` (train/trainer.cpp): no sync points, no copies, no sum;
+// every plan predicts forward + backward + update, and the plan search picks one chunk.
+TEST(Simulator, OneWorkerPredictsTheLocalRunWithNoExchange) {
+  const CostInputs in = small_inputs(small_profile(), 1);
+  for (const char* spec : {"layer", "all"}) {
+    const IterationPrediction p = simulate_cgdp(in, make_chunk_plan(small_params(), spec));
+    expect_near(p.backward_us, in.backward_total_us());
+    EXPECT_EQ(p.exchange_after_backward_us, 0) << spec;
+    EXPECT_EQ(p.sum_us, 0) << spec;
+    expect_near(p.iteration_us, in.forward_us + in.backward_total_us() + p.update_us);
+  }
+  const PlanSearchResult r = best_plan(in);
+  EXPECT_EQ(r.best.spec, "all");
+  expect_near(r.best.iteration_us, simulate_cgdp(in, r.best.plan).iteration_us);
+  // Two workers do exchange: the same plan costs more.
+  EXPECT_GT(simulate_cgdp(small_inputs(), make_chunk_plan(small_params(), "layer")).iteration_us,
+            simulate_cgdp(in, make_chunk_plan(small_params(), "layer")).iteration_us);
+}
+
 TEST(Simulator, CgdpPerLayerByHand) {
   const IterationPrediction p =
       simulate_cgdp(small_inputs(), make_chunk_plan(small_params(), "layer"));
@@ -210,23 +229,24 @@ TEST(Simulator, CgdpCopiesShareThePool) {
 TEST(Simulator, Ps0TwoWorkersByHand) {
   const IterationPrediction p = simulate_ps0(small_inputs());
   expect_near(p.backward_us, 63.5);
-  expect_near(p.exchange_after_backward_us, 9.6);
+  // The copy (1 us latency + 4.4 us) and the add (2.2 us); no sync point (the paper's t_as = 0).
+  expect_near(p.exchange_after_backward_us, 7.6);
   expect_near(p.update_us, 1.1);
-  expect_near(p.broadcast_us, 7.4);
+  expect_near(p.broadcast_us, 5.4);
   expect_near(p.sum_us, 2.2);
-  expect_near(p.iteration_us, 44 + 63.5 + 9.6 + 1.1 + 7.4);
+  expect_near(p.iteration_us, 44 + 63.5 + 7.6 + 1.1 + 5.4);
 }
 
 // Four workers on the CPU backend, copies sharing a 1 GB/s pool. Up: 1->0 and 3->2 at once at
-// 0.5 GB/s (3 + 8.8 = 11.8, to 75.3), adds to 77.5, 2->0 alone (7.4, to 84.9), add to 87.1.
-// Update to 88.2. Down: 0->2 and 0->1 at once (11.8, to 100), then 2->3 alone (7.4, to 107.4).
+// 0.5 GB/s (1 + 8.8 = 9.8, to 73.3), adds to 75.5, 2->0 alone (5.4, to 80.9), add to 83.1.
+// Update to 84.2. Down: 0->2 and 0->1 at once (9.8, to 94), then 2->3 alone (5.4, to 99.4).
 TEST(Simulator, Ps0FourWorkersShareThePoolLevelByLevel) {
   Profile prof = small_profile();
   prof.backend = "cpu";
   prof.host_memory_gbps = 1;
   const IterationPrediction p = simulate_ps0(small_inputs(prof, 4));
-  expect_near(p.exchange_after_backward_us, 87.1 - 63.5);
-  expect_near(p.broadcast_us, 107.4 - 88.2);
+  expect_near(p.exchange_after_backward_us, 83.1 - 63.5);
+  expect_near(p.broadcast_us, 99.4 - 84.2);
   expect_near(p.sum_us, 3 * 2.2);
 }
 
@@ -296,6 +316,18 @@ TEST(EventSim, PoolIsSharedMaxMinFairly) {
   expect_near(sim.end_us(fast), 4);
   expect_near(sim.start_us(after), 4);
   expect_near(sim.makespan_us(), 4.25);
+}
+
+// The capped task gets its cap whatever order the tasks were added in: taken first, the fast one
+// would get half the pool and leave the part the slow one cannot use idle.
+TEST(EventSim, ACappedTaskAddedLastStillLeavesTheRestToTheOthers) {
+  EventSim sim;
+  const int pool = sim.add_pool(1);
+  const int fast = sim.add({sim.add_stream(), 0, 900, 5, pool, {}, 0});
+  const int slow = sim.add({sim.add_stream(), 0, 100, 0.1, pool, {}, 0});
+  sim.run();
+  expect_near(sim.end_us(fast), 1);  // 0.9 GB/s, not 0.5
+  expect_near(sim.end_us(slow), 1);
 }
 
 TEST(EventSim, StreamRunsItsTasksInOrder) {

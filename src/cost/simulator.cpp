@@ -65,6 +65,11 @@ IterationPrediction simulate_cgdp(const CostInputs& in, const ChunkPlan& plan) {
   IterationPrediction p;
   p.forward_us = in.forward_us;
   p.update_us = update_us(in);
+  if (in.devices == 1 && in.hosts == 1) {  // train runs one worker `local`: nothing to exchange
+    p.backward_us = in.backward_total_us();
+    p.iteration_us = p.forward_us + p.backward_us + p.update_us;
+    return p;
+  }
   EventSim sim;
   const CgdpStreams streams = make_streams(sim, in, chunk_stages(in, 0, 0));
   std::vector<int> ready_task;               // worker 0's compute task per chunk
@@ -118,7 +123,9 @@ IterationPrediction simulate_ps0(const CostInputs& in) {
     h2d.push_back(sim.add_stream());
     last.push_back(sim.add({compute[w], p.backward_us, 0, 0, -1, {}, 0}));
   }
-  const EventSim::Task copy{0, in.sync_us + in.p2p.latency_us, bytes, in.p2p.gbps, pool, {}, 0};
+  // No sync_us on the hand-offs: the paper's classic scheme has t_as = 0 (sec. 3.1); its one
+  // exchange after backward waits on events, not on per-layer sync points.
+  const EventSim::Task copy{0, in.p2p.latency_us, bytes, in.p2p.gbps, pool, {}, 0};
   std::vector<std::pair<int, int>> edges;  // (parent, child): stride 1, then 2, 4, ...
   for (int stride = 1; stride < in.devices; stride *= 2)
     for (int child = stride; child < in.devices; child += 2 * stride)
