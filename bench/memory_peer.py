@@ -5,11 +5,11 @@ cgdp: `cgdp inspect --memory --json` (what `train` checks before it allocates): 
 gradients, momentum, activations and layer scratch of one worker, and worker 0's total, which
 adds the test net. PyTorch: torchvision's model of the same name trained on the CPU in a fresh
 process (SGD with momentum, two iterations: the second is the steady state), its peak resident
-memory (VmHWM, reset through /proc/self/clear_refs after import and input set-up) less the
-resident memory before the model was built. That peak holds what cgdp counts, plus PyTorch's
-workspace. torchvision's AlexNet is not Caffe's (no LRN, no groups, other widths), so the AlexNet
-row trains Caffe's AlexNet written with torch.nn (LRN, grouped convolutions, 227x227 input, the
-same 60,965,224 parameters). torchvision's GoogLeNet has BatchNorm and no aux heads here; the
+memory (VmHWM, reset through /proc/self/clear_refs after import) less the resident memory
+before the input batch and the model were made (cgdp's accounting holds its input blob too).
+That peak holds what cgdp counts, plus PyTorch's workspace. torchvision's AlexNet is not
+Caffe's (no LRN, no groups, other widths), so the AlexNet row trains Caffe's AlexNet written with
+torch.nn (LRN, grouped convolutions, 227x227 input, the same 60,965,224 parameters). torchvision's GoogLeNet has BatchNorm and no aux heads here; the
 parameter counts are printed beside cgdp's.
 
 Usage: bench/memory_peer.py [--cgdp build/cgdp] [--baseline OTHER_CGDP] [--rows alexnet:256,...]
@@ -57,12 +57,13 @@ def child(model_name, batch):
 
     torch.manual_seed(0)
     size = 227 if model_name == "alexnet" else 224
-    images = torch.randn(batch, 3, size, size)
-    labels = torch.randint(0, 1000, (batch,))
     kwargs = {"aux_logits": False, "init_weights": True} if model_name == "googlenet" else {}
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # resets VmHWM to the current resident set
     before = resident_kib("VmRSS")
+    # The batch counts, as cgdp's input blob does.
+    images = torch.randn(batch, 3, size, size)
+    labels = torch.randint(0, 1000, (batch,))
     model = caffe_alexnet(torch) if model_name == "alexnet" else getattr(torchvision.models, model_name)(**kwargs)
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)

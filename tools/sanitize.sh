@@ -3,7 +3,8 @@
 # between runs so a second run rebuilds only what changed). Any report fails the run.
 #   tools/sanitize.sh thread    ThreadSanitizer on the threaded code: streams and events, the host
 #                               aggregator and its sums, the shards and their clients, the batch
-#                               loader, the trainer (OpenMP regions run on one thread there)
+#                               loader, the trainer and its issuing threads (OpenMP regions run
+#                               on one thread there)
 #   tools/sanitize.sh address   AddressSanitizer and UBSan on the parsers and readers: model files,
 #                               data files, checkpoints, safetensors, the shard protocol (with its
 #                               fuzzing), the CLI, the shipped models
@@ -15,7 +16,7 @@ case "$kind" in
   thread)
     flags=thread
     suites=(cpu_stream_test host_aggregator_test host_sum_test shard_test shard_fault_test
-            cgdp_pipeline_test data_test train_test scale_out_test launchers_test)
+            cgdp_pipeline_test data_test train_test scale_out_test launchers_test issue_threads_test)
     # The sanitizer builds' -O2 code (no -march=x86-64-v3: other FMA contraction) misses this
     # test's 1e-5 tolerance at 4.4e-5, in either sanitizer; the bit-for-bit ones still run here.
     skip=ScaleOut.TwoHostsOfThreeDevicesMatchOneHostOfSixOnFashionCnn
@@ -26,7 +27,8 @@ case "$kind" in
     flags=address,undefined
     suites=(model_file_test wiring_check_test data_test checkpoint_test safetensors_test file_test
             shard_test shard_fault_test cli_test models_test image_data_test random_resized_crop_test memory_estimate_test
-            launchers_test caffe_import_test caffe_files_test memory_plan_test weights_test hdf5_data_test)
+            launchers_test caffe_import_test caffe_files_test memory_plan_test weights_test hdf5_data_test
+            conv_algorithm_table_test)
     skip=
     # Slow unwinding: the hwloc plugin frames have no frame pointers, and the suppression below
     # must see hwloc_topology_load.
