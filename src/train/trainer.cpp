@@ -141,6 +141,8 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
   workers_ = make_workers(config.devices, device_kind, model_, per_worker_batch_, config.seed,
                           model_path_, config.accumulate);
   if (config.fail_worker >= 0) inject_fault(config.fail_worker, config.fail_after_copies);
+  if (config.issue_threads != "per-worker" && config.issue_threads != "one")
+    throw UsageError(cat("--issue-threads must be per-worker or one, not '", config.issue_threads, "'"));
   issuers_ = std::make_unique<IssueThreads>(num_workers(), config.issue_threads == "per-worker",
                                             [this](int w) { workers_[w].device->bind_calling_thread(); });
   Net<float>& net0 = net();
