@@ -5,6 +5,7 @@
 # machine terms of fashion_cnn's profile; measure the same run side by side. Also predicts from
 # the model's own whole profile (in-sample), for comparison. Prints one table and the median and
 # worst |predicted - measured| / measured of both.
+# The runs are tools/chunk_tuner's (cgdp, one worker too), so predict takes --sync cgdp.
 # Usage: bench/predict_cross_model.sh [measured iterations (5)] [warm-up iterations (2)]
 # Env: MODELS ("fashion_cnn:32 resnet_small:16 alexnet:2"), DEVICES ("1 2 4"), PLANS ("layer all")
 # Set-up: tools/setup-debian.sh
@@ -46,9 +47,9 @@ MERGE
     for plan in "${plans[@]}"; do
       measured=$(awk -v p="$plan" '$1 == p && NF >= 4 {print $4; exit}' "$out/${model}_$n.tuner.log")
       [[ -n $measured ]] || { cat "$out/${model}_$n.tuner.log" >&2; exit 1; }
-      cross=$(build/cgdp predict --model "$model" --profile "$out/${model}_$n.cross.json" --chunk "$plan" --json |
+      cross=$(build/cgdp predict --model "$model" --profile "$out/${model}_$n.cross.json" --chunk "$plan" --sync cgdp --json |
         jq '.cgdp.simulated.iteration_us / 1000')
-      in_sample=$(build/cgdp predict --model "$model" --profile "$own" --chunk "$plan" --json |
+      in_sample=$(build/cgdp predict --model "$model" --profile "$own" --chunk "$plan" --sync cgdp --json |
         jq '.cgdp.simulated.iteration_us / 1000')
       printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$n" "$plan" "$measured" "$cross" "$in_sample" >>"$rows"
     done

@@ -100,7 +100,7 @@ MERGE
     predicted_best=0 measured_best=0 best_predicted='' best_measured=''
     for i in "${!plans[@]}"; do
       build/cgdp predict --model "$model" --profile "$out/$tag.json" --chunk "${plans[$i]}" \
-        --json >"$out/$tag.predict.json"
+        --sync cgdp --json >"$out/$tag.predict.json"  # measured under cgdp, one worker too
       predicted=$(jq '.cgdp.simulated.iteration_us / 1000' "$out/$tag.predict.json")
       measured=$(cat "$out/$tag.$i.times")
       if [[ -z $best_predicted ]] || awk -v a="$predicted" -v b="$best_predicted" 'BEGIN {exit !(a < b)}'; then

@@ -178,6 +178,12 @@ TEST(Simulator, OneWorkerPredictsTheLocalRunWithNoExchange) {
   const PlanSearchResult r = best_plan(in);
   EXPECT_EQ(r.best.spec, "all");
   expect_near(r.best.iteration_us, simulate_cgdp(in, r.best.plan).iteration_us);
+  // With --sync cgdp (tools/chunk_tuner, --chunk auto) the one worker exchanges anyway.
+  CostInputs alone = in;
+  alone.local_when_alone = false;
+  const IterationPrediction cgdp = simulate_cgdp(alone, make_chunk_plan(small_params(), "layer"));
+  EXPECT_GT(cgdp.sum_us, 0);
+  EXPECT_GT(cgdp.backward_us, in.backward_total_us());  // its sync points
   // Two workers do exchange: the same plan costs more.
   EXPECT_GT(simulate_cgdp(small_inputs(), make_chunk_plan(small_params(), "layer")).iteration_us,
             simulate_cgdp(in, make_chunk_plan(small_params(), "layer")).iteration_us);
@@ -423,6 +429,11 @@ TEST(PlanSearch, DynamicProgrammeMatchesBruteForce) {
     const int n = 1 + trial % 9, devices = 1 + trial % 4;
     const CostInputs in = random_inputs(rng, n, devices);
     const PlanSearchResult r = expect_search_is_exact(in);
+    if (devices == 1) {  // --sync cgdp with one worker: the pipeline runs, and the search is exact
+      CostInputs alone = in;
+      alone.local_when_alone = false;
+      expect_search_is_exact(alone);
+    }
     // The search's pipeline agrees with the event simulation of the plan it names.
     const ChunkPlan named = make_chunk_plan(layers_of(in), r.best.spec);
     ASSERT_EQ(named.chunks.size(), r.best.plan.chunks.size()) << r.best.spec;

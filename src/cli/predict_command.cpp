@@ -31,6 +31,7 @@ struct PredictOptions {
   bool formula = false;
   bool json = false;
   int loader_threads = 0;  // 0: the profile's
+  std::string sync;        // "cgdp": one worker exchanges anyway; empty: as train (local)
   WhatIf what_if;
 };
 
@@ -63,6 +64,7 @@ Prediction predict(const PredictOptions& opt) {
   p.params = param_layers(net);
   p.inputs = make_cost_inputs(p.profile, p.params,
                               opt.devices > 0 ? opt.devices : p.profile.devices, opt.what_if);
+  p.inputs.local_when_alone = opt.sync != "cgdp";
   p.chunk = opt.chunk.empty() ? default_chunk_spec(p.profile.backend == "cuda" ? DeviceKind::Cuda : DeviceKind::Cpu)
                               : opt.chunk;
   p.plan = make_chunk_plan(p.params, p.chunk);
@@ -292,6 +294,10 @@ Runner add_predict_command(CLI::App& app) {
   cmd->add_option("--chunk", opt->chunk,
                   cat("cgdp chunk plan: layer, K, bytes:MB, all, or b1,b2,... (default: train's on the "
                       "profile's backend: layer on cpu, bytes:", kDefaultCudaChunkMiB, " on cuda)"));
+  cmd->add_option("--sync", opt->sync,
+                  "cgdp: one worker runs cgdp's exchange too, as train --sync cgdp (default: as "
+                  "train, one worker trains local, with no exchange)")
+      ->check(CLI::IsMember({"cgdp", "local"}));
   cmd->add_flag("--formula", opt->formula, "Also print the paper's closed-form predictions");
   cmd->add_flag("--json", opt->json, "Print JSON instead of tables");
   cmd->add_option("--loader-threads", opt->loader_threads,

@@ -146,7 +146,7 @@ std::string plan_spec(const ChunkPlan& plan, int num_layers) {
 }
 
 double exchange_end_us(const CostInputs& in, const ChunkPlan& plan) {
-  if (in.devices == 1 && in.hosts == 1) return in.backward_total_us();  // `local`: no exchange
+  if (!in.exchanges()) return in.backward_total_us();  // `local`: no exchange
   const Pipeline pipe(in);
   State s;
   for (const Chunk& c : plan.chunks)
@@ -166,7 +166,7 @@ PlanSearchResult best_plan(const CostInputs& in) {
     result.equal_size.push_back(choice(in, equal_size_plan(layers, k)));
     result.equal_size.back().spec = std::to_string(k);  // the paper's K, as --chunk takes it
   }
-  if (in.devices == 1 && in.hosts == 1) {  // one worker runs `local`: every plan costs the same
+  if (!in.exchanges()) {  // one worker runs `local`: every plan costs the same
     result.best = choice(in, single_chunk_plan(layers));
     result.best_equal_size = result.equal_size.front();
     return result;

@@ -65,7 +65,7 @@ IterationPrediction simulate_cgdp(const CostInputs& in, const ChunkPlan& plan) {
   IterationPrediction p;
   p.forward_us = in.forward_us;
   p.update_us = update_us(in);
-  if (in.devices == 1 && in.hosts == 1) {  // train runs one worker `local`: nothing to exchange
+  if (!in.exchanges()) {  // train runs one worker `local`: nothing to exchange
     p.backward_us = in.backward_total_us();
     p.iteration_us = p.forward_us + p.backward_us + p.update_us;
     return p;

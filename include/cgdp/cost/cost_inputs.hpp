@@ -45,6 +45,10 @@ struct ParamCost {
 
 struct CostInputs {
   int devices = 1;                // N workers
+  // One worker on one host trains `local` (no exchange), as `train` does without --sync; false:
+  // it runs cgdp's exchange anyway (--sync cgdp, as tools/chunk_tuner and --chunk auto run).
+  bool local_when_alone = true;
+  bool exchanges() const { return devices > 1 || hosts > 1 || !local_when_alone; }
   double forward_us = 0;          // the whole forward pass of one worker
   std::vector<ParamCost> params;  // backward order, as the flat gradient buffer
   double tail_backward_us = 0;    // backward of the layers below the lowest param layer
