@@ -76,9 +76,8 @@ TEST(ConvAlgorithmTable, BadTextNamesTheFileAndLineAndChangesNothing) {
   EXPECT_EQ(t.size(), 0u);  // the good first line was not taken either
 }
 
-TEST(ConvAlgorithmTable, ACheckpointCarriesTheTableAndAResumeLoadsIt) {
-  const auto dir = std::filesystem::temp_directory_path() / cat("cgdp_conv_table_", ::getpid());
-  std::filesystem::create_directories(dir);
+// A short fashion_cnn run on the CPU (which chooses no convolution algorithms itself).
+TrainConfig short_run(int iterations) {
   TrainConfig c;
   c.model = "fashion_cnn";
   c.data = "synthetic";
@@ -86,11 +85,18 @@ TEST(ConvAlgorithmTable, ACheckpointCarriesTheTableAndAResumeLoadsIt) {
   c.test_batch = 4;
   c.test_samples = 4;
   c.test_interval = -1;
-  c.iterations = 2;
-  c.snapshot_every = 2;
-  c.snapshot_prefix = (dir / "run").string();
+  c.iterations = iterations;
   c.plain_output = true;
   c.solver.set_base_lr(0.01f);
+  return c;
+}
+
+TEST(ConvAlgorithmTable, ACheckpointCarriesTheTableAndAResumeLoadsIt) {
+  const auto dir = std::filesystem::temp_directory_path() / cat("cgdp_conv_table_", ::getpid());
+  std::filesystem::create_directories(dir);
+  TrainConfig c = short_run(2);
+  c.snapshot_every = 2;
+  c.snapshot_prefix = (dir / "run").string();
   FILE* sink = std::fopen("/dev/null", "w");
   ConvAlgorithmTable& process = ConvAlgorithmTable::process();
   process.clear();
@@ -119,16 +125,7 @@ TEST(ConvAlgorithmTable, TheAlgorithmsFileIsReadAtTheStartAndWrittenAtTheEnd) {
   const std::string path = (dir / "algos.txt").string();
   const std::string stored = cat(kH100, "\t1\t4,1,28,28\t3\t0\t1\n");
   write_file_atomically(path, stored);
-  TrainConfig c;
-  c.model = "fashion_cnn";
-  c.data = "synthetic";
-  c.batch = 4;
-  c.test_batch = 4;
-  c.test_samples = 4;
-  c.test_interval = -1;
-  c.iterations = 1;
-  c.plain_output = true;
-  c.solver.set_base_lr(0.01f);
+  TrainConfig c = short_run(1);
   c.cudnn_algorithms_path = path;
   FILE* sink = std::fopen("/dev/null", "w");
   ConvAlgorithmTable& process = ConvAlgorithmTable::process();
