@@ -5,6 +5,7 @@
 // engine: CAFFE; on a GPU, cuDNN (convolution_layer_cuda.cpp).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <vector>
@@ -24,7 +25,7 @@ class ConvolutionLayer final : public Layer<T> {
   bool absorb_relu() override;
   // Its input, and its output only when it runs an absorbed ReLU's backward.
   bool backward_reads(const Blob<T>& blob, const BlobVec<T>& bottom, const BlobVec<T>&) const override {
-    return relu_ || &blob == bottom[0];
+    return relu_ || std::find(bottom.begin(), bottom.end(), &blob) != bottom.end();
   }
 
   // The per-image GEMM shapes, per group: out_channels x out_pixels (x) col_rows x out_pixels.
