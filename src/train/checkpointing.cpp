@@ -125,6 +125,19 @@ void Trainer::resume(const std::string& path) {
                static_cast<long long>(c.iteration));
 }
 
+void Trainer::load_cudnn_algorithms() {
+  const std::string& path = config_.cudnn_algorithms_path;
+  if (!path.empty() && std::filesystem::exists(path)) ConvAlgorithmTable::process().merge_text(read_file(path), path);
+}
+
+std::string Trainer::save_cudnn_algorithms() const {
+  const std::string& path = config_.cudnn_algorithms_path;
+  if (path.empty() || rank() != 0) return "";
+  const ConvAlgorithmTable& table = ConvAlgorithmTable::process();
+  write_file_atomically(path, table.to_text());
+  return cat("cgdp: wrote ", table.size(), " cuDNN convolution choice", table.size() == 1 ? "" : "s", " to ", path);
+}
+
 void Trainer::save_parameters(const std::string& path) {
   average_state();
   if (rank() != 0) return;

@@ -20,7 +20,6 @@
 #include "cgdp/data/open_dataset.hpp"
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/device/devices.hpp"
-#include "cgdp/device/conv_algorithm_table.hpp"
 #include "cgdp/device/cuda_options.hpp"
 #include "cgdp/io/file.hpp"
 #include "cgdp/net/graph_rewrite.hpp"
@@ -173,8 +172,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
                                                          static_cast<double>(per_update)));
   if (max_iterations_ <= 0) throw UsageError("nothing to train: give --iterations or --epochs > 0");
   make_scheme(sync, profile ? &*profile : nullptr);
-  if (!config.cudnn_algorithms_path.empty() && std::filesystem::exists(config.cudnn_algorithms_path))
-    ConvAlgorithmTable::process().merge_text(read_file(config.cudnn_algorithms_path), config.cudnn_algorithms_path);
+  load_cudnn_algorithms();
   if (!config.resume_path.empty()) resume(config.resume_path);  // its choices win over the file's
   if (cluster_) agree_with_other_hosts();
   LoaderOptions lo;
@@ -627,12 +625,7 @@ void Trainer::finish(ProgressReporter& progress, const TrainResult& result) {
     if (rank() == 0) progress.message(cat("cgdp: wrote parameters to ", config_.save_path));
   }
   if (cluster_) cluster_->finish();  // every exchange is done
-  if (!config_.cudnn_algorithms_path.empty() && rank() == 0) {
-    const ConvAlgorithmTable& table = ConvAlgorithmTable::process();
-    write_file_atomically(config_.cudnn_algorithms_path, table.to_text());
-    progress.message(cat("cgdp: wrote ", table.size(), " cuDNN convolution choice", table.size() == 1 ? "" : "s",
-                         " to ", config_.cudnn_algorithms_path));
-  }
+  if (const std::string line = save_cudnn_algorithms(); !line.empty()) progress.message(line);
   if (!config_.timeline_path.empty()) {
     timeline_.write(config_.timeline_path);
     progress.message(cat("cgdp: wrote timeline ", config_.timeline_path, " (open it in Perfetto)"));

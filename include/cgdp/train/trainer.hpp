@@ -83,6 +83,10 @@ class Trainer {
   void announce(ProgressReporter& progress, int64_t batch, double epoch_iters);
   void test_point(ProgressReporter& progress, ProgressPoint p, TrainResult& result);
   void finish(ProgressReporter& progress, const TrainResult& result);
+  // --cudnn-algorithms: its choices into the process's table (before any forward), and the
+  // table back to the file at the end (rank 0; returns the line to print, or "").
+  void load_cudnn_algorithms();
+  std::string save_cudnn_algorithms() const;
   void issue_micro_batch(Worker& w, const Batch& batch, int micro, int64_t it);
   void check_loss(double loss, int64_t iteration);
   void average_state();
