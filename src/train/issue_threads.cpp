@@ -7,11 +7,7 @@ namespace cgdp {
 
 IssueThreads::IssueThreads(int count, bool parallel, std::function<void(int)> bind)
     : count_(count), errors_(count) {
-  if (!parallel || count <= 1) {
-    if (bind)
-      for (int w = 0; w < count; ++w) bind(w);  // each call re-binds anyway; this checks the device
-    return;
-  }
+  if (!parallel || count <= 1) return;  // the caller issues; every CUDA call binds its device
   threads_.reserve(count);
   for (int w = 0; w < count; ++w)
     threads_.emplace_back([this, w, bind] { thread_main(w, bind); });

@@ -41,9 +41,9 @@ class ConvAlgorithmTable {
 
   // One line per choice, "gpu<TAB>pass<TAB>p1,p2,...<TAB>algo<TAB>workspace<TAB>math".
   std::string to_text() const;
-  // Adds the choices of to_text()'s form; a key already chosen keeps its choice when it agrees,
-  // and takes `text`'s when not (the resumed run repeats the run it continues). Throws IoError
-  // naming `source`, the line and what was expected.
+  // Adds the choices of to_text()'s form, replacing this process's for the same keys (a resumed
+  // run repeats the run it continues). Throws IoError naming `source`, the line and what was
+  // expected, and then adds nothing.
   void merge_text(std::string_view text, const std::string& source);
 
   size_t size() const;

@@ -20,7 +20,6 @@ class EltwiseLayer final : public Layer<T> {
   // Writes the result over bottom k's values (the top aliases them): the net asks when no later
   // layer and no backward reads that bottom. Before setup.
   void write_over_bottom(int k) { written_over_ = k; }
-  int written_over_bottom() const { return written_over_; }
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;

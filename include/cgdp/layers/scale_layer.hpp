@@ -13,9 +13,9 @@ class ScaleLayer final : public Layer<T> {
   ScaleLayer(const proto::LayerParameter& param, Device& device);
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   void use_kept_input(const Blob<T>* kept) override { kept_input_ = kept; }
-  // The input out of place (in place it reads a kept copy), and a second bottom (the scale).
+  // Its input when out of place; in place it reads a kept copy instead.
   bool backward_reads(const Blob<T>& blob, const BlobVec<T>& bottom, const BlobVec<T>& top) const override {
-    return (&blob == bottom[0] && top[0] != bottom[0]) || (bottom.size() > 1 && &blob == bottom[1]);
+    return &blob == bottom[0] && top[0] != bottom[0];
   }
   bool reads_kept_input() const { return kept_input_ != nullptr; }
 

@@ -16,8 +16,8 @@ namespace cgdp {
 class IssueThreads {
  public:
   // `count` threads; thread w runs `bind(w)` once before any work (to make worker w's device its
-  // current one). `parallel` false: run() calls every worker's work in turn on the caller, as a
-  // single-threaded trainer does (for comparisons).
+  // current one). `parallel` false or one worker: no threads; run() calls every worker's work in
+  // turn on the caller, as a single-threaded trainer does (for comparisons).
   IssueThreads(int count, bool parallel, std::function<void(int)> bind);
   ~IssueThreads();
   IssueThreads(const IssueThreads&) = delete;
