@@ -209,7 +209,6 @@ TEST_F(CudaNet, BadLabelFailsTheStreamWithTheCpuMessage) {
   const std::string text = "name: 'loss' type: 'SoftmaxWithLoss'";
   const auto scores = random_values(40, 2, -1, 1);
   const std::vector<float> labels{1, 2, 3, 12};  // 12 is not one of the 10 classes
-  const RunContext ctx{Phase::Train, stream_.get(), 1, 0, 40};
   std::string cpu_error, gpu_error;
   try {
     forward_once(text, cpu_, nullptr, {{{4, 10}, scores}, {{4}, labels}}, {Phase::Train, nullptr, 1, 0, 40});
@@ -217,6 +216,7 @@ TEST_F(CudaNet, BadLabelFailsTheStreamWithTheCpuMessage) {
     cpu_error = e.what();
   }
   auto failing = gpu_->create_stream("failing");  // a failed stream stays failed
+  const RunContext ctx{Phase::Train, failing.get(), 1, 0, 40};  // the layer issues on ctx.stream
   try {
     forward_once(text, *gpu_, failing.get(), {{{4, 10}, scores}, {{4}, labels}}, ctx);
   } catch (const DataError& e) {
@@ -233,6 +233,7 @@ TEST_F(CudaNet, WorkersSharingAGpuAreAnnouncedFirst) {
   c.device_kind = "cuda";
   c.devices = cuda_device_count() + 1;
   c.batch = 4;
+  c.solver.set_base_lr(0.01f);
   c.iterations = 2;
   c.test_interval = -1;
   c.test_samples = 8;

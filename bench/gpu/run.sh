@@ -123,7 +123,7 @@ bench() {
       --batch "$batch" --devices "$n" --device-kind cuda --sync "$sync" --iterations "$its" \
       --test-interval -1 --test-batch "$batch" --test-samples "$batch" --display "$its" \
       --plain --phase-table --tf32 --nondeterministic --loader-threads 8 --lr 0.001 \
-      --cudnn-algorithms "$results/cudnn_${model}_b$batch.txt" "$@" \
+      --cudnn-algorithms "$results/cudnn_${model}_b$batch.txt" $( ((n > 1)) && echo --oversubscribe) "$@" \
       >"$log" 2>&1 || echo "cgdp: error: exit $? (timeout or failure)" >>"$log"
   }
   size_of() { [[ $1 == alexnet ]] && echo 227 || echo 224; }
@@ -210,9 +210,49 @@ tests() {
   return $failed
 }
 
+# Two flag sets side by side on one model: ROUNDS alternating cgdp runs of each (N workers share
+# the GPU), then per set the median "total per iteration" and "gradient sum" over the rounds.
+ab() {  # model batch workers "A flags" "B flags" [rounds]
+  (($# >= 5)) || die "usage: run.sh ab MODEL BATCH WORKERS 'A FLAGS' 'B FLAGS' [ROUNDS]"
+  gpu_setup
+  local model=$1 batch=$2 n=$3 rounds=${6:-3} logs
+  logs=${OUT:-$work}/ab_${model}_b${batch}_n$n
+  mkdir -p "$logs"
+  local algos=$carry/cudnn/cudnn_${model}_b$batch.txt
+  [[ -f $algos ]] || algos=$logs/cudnn.txt
+  for ((r = 1; r <= rounds; r++)); do
+    for set in A B; do
+      local flags=$4
+      [[ $set == B ]] && flags=$5
+      # shellcheck disable=SC2086  # the flag sets are word lists
+      timeout 120 "$bin/cgdp" train --model "models/$model.prototxt" --data synthetic \
+        --batch "$batch" --devices "$n" --device-kind cuda --sync cgdp --iterations 10 \
+        --test-interval -1 --test-batch "$batch" --test-samples "$batch" --display 10 --plain \
+        --phase-table --tf32 --nondeterministic --lr 0.001 --cudnn-algorithms "$algos" \
+        $( ((n > 1)) && echo --oversubscribe) $flags >"$logs/${set}_$r.log" 2>&1 ||
+        echo "cgdp: error: exit $?" >>"$logs/${set}_$r.log"
+    done
+  done
+  python3 - "$logs" "$rounds" "$4" "$5" <<'EOF2'
+import re, statistics, sys
+logs, rounds, flags = sys.argv[1], int(sys.argv[2]), {"A": sys.argv[3], "B": sys.argv[4]}
+def phase(text, name):
+    m = re.search(r"^\s+%s\s+([0-9.]+)$" % name, text, re.M)
+    return float(m.group(1)) if m else float("nan")
+for s in "AB":
+    texts = [open("%s/%s_%d.log" % (logs, s, r)).read() for r in range(1, rounds + 1)]
+    total = [phase(t, "total per iteration") for t in texts]
+    summ = [phase(t, "gradient sum") for t in texts]
+    print("%s  total %s ms (median %.1f)  sum median %.1f ms  flags: %s" % (
+        s, " ".join("%.1f" % v for v in total), statistics.median(total),
+        statistics.median(summ), flags[s] or "(none)"))
+EOF2
+}
+
 case ${1:-} in
   prepare) prepare ;;
   bench) bench ;;
+  ab) shift; ab "$@" ;;
   test) tests ;;
   *) sed -n 2,14p "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
