@@ -9,6 +9,8 @@
 #                              1, 2 and 4 workers sharing the GPU, cgdp vs ps0, with the phases;
 #                              chunk copy GB/s next to plain pinned cudaMemcpy; MiB per worker
 #   bench/gpu/run.sh test      on the GPU machine: the CUDA tests from the carry folder
+#   bench/gpu/run.sh ab M B N 'A flags' 'B flags' [ROUNDS]   on the GPU machine: two flag sets,
+#                              alternating cgdp runs; median ms per iteration and gradient sum
 # With the device tool: run(command="bench/gpu/run.sh bench", carry=["build-gpu/carry"]).
 # Environment: ITERATIONS (10), BUDGET_S (520), CONFIGS ("alexnet:256 googlenet:64 vgg16:32
 # resnet152:12 resnet152:16"), JOBS (build jobs, 2), OUT (gets table.txt and the logs' archive).
@@ -218,6 +220,8 @@ ab() {  # model batch workers "A flags" "B flags" [rounds]
   local model=$1 batch=$2 n=$3 rounds=${6:-3} logs
   logs=${OUT:-$work}/ab_${model}_b${batch}_n$n
   mkdir -p "$logs"
+  # cuDNN's choices from an earlier bench (its logs' cudnn_*.txt copied to $carry/cudnn/) skip
+  # the search; without them the first run searches and the others reuse what it wrote.
   local algos=$carry/cudnn/cudnn_${model}_b$batch.txt
   [[ -f $algos ]] || algos=$logs/cudnn.txt
   for ((r = 1; r <= rounds; r++)); do
@@ -254,5 +258,5 @@ case ${1:-} in
   bench) bench ;;
   ab) shift; ab "$@" ;;
   test) tests ;;
-  *) sed -n 2,14p "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n 2,16p "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
