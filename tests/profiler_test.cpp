@@ -60,6 +60,7 @@ TEST_P(FashionProfile, CoversEveryLayerWithSensibleCosts) {
   // Measured from a per-layer-chunk run against the one-chunk run: a finite factor >= 0.
   EXPECT_TRUE(std::isfinite(p.contention_factor));
   EXPECT_GE(p.contention_factor, 0);
+  EXPECT_EQ(p.overlap_us_per_mb, 0);  // on shared cores the factor stands for it
   ASSERT_EQ(p.layers.size(), static_cast<size_t>(net.num_layers()));
   int64_t param_bytes = 0;
   for (int i = 0; i < net.num_layers(); ++i) {
@@ -124,6 +125,15 @@ TEST(FitLink, BandwidthFollowsTheLargeCopies) {
 TEST(FitGbps, TotalBytesOverTotalTime) {
   const std::vector<TimedBytes> points = {{1e6, 100}, {3e6, 900}};
   EXPECT_LT(relative_error(fit_gbps(points), 4e6 / 1000 / 1e3), 1e-12);
+}
+
+// fc (4000 B) and conv (400 B) with per-layer chunks: only fc's exchange runs beside a layer, so
+// the 2 us the layers lost are 2 us per 0.004 MB; a faster per-layer run is noise: 0.
+TEST(OverlapPerMegabyte, LossOverTheBytesBesideTheLayers) {
+  const std::vector<ParamLayer> params = {{3, "fc", 0, 1000}, {1, "conv", 1000, 100}};
+  EXPECT_DOUBLE_EQ(overlap_us_per_mb(params, 100, 102), 500);
+  EXPECT_EQ(overlap_us_per_mb(params, 100, 99), 0);
+  EXPECT_EQ(overlap_us_per_mb(std::vector<ParamLayer>{{1, "fc", 0, 1000}}, 100, 150), 0);
 }
 
 TEST(Median, OddAndEvenCounts) {

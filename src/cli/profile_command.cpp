@@ -52,6 +52,8 @@ void print_summary(const Profile& p, FILE* out) {
     std::fprintf(out, "  copies at once share %.2f GB/s of host memory\n", p.host_memory_gbps);
   std::fprintf(out, "  sync point %.1f us; update %.2f GB/s; device sum %.2f GB/s\n", p.sync_us,
                p.update_gbps, p.device_sum_gbps);
+  if (p.overlap_us_per_mb > 0)
+    std::fprintf(out, "  exchange beside backward: %.2f us per MB\n", p.overlap_us_per_mb);
   std::string sums;
   for (const HostSumCost& s : p.host_sum) {
     char item[48];

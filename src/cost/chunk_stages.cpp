@@ -31,6 +31,10 @@ double contention_us(const CostInputs& in, const std::vector<StageCost>& stages)
   return in.contention_factor * core_us / in.shared_cores;
 }
 
+double overlap_us(const CostInputs& in, int64_t bytes) {
+  return in.overlap_us_per_mb * static_cast<double>(bytes) * 1e-6;
+}
+
 double stage_us(const CostInputs& in, const StageCost& stage) {
   if (stage.bytes == 0) return stage.fixed_us;
   return copy_us({stage.cap_gbps, stage.fixed_us}, stage.bytes, in.devices,

@@ -117,6 +117,7 @@ CostInputs make_cost_inputs(const Profile& profile, std::span<const ParamLayer> 
   in.host_memory_gbps = what_if.host_memory_gbps.value_or(profile.host_memory_gbps);
   in.p2p_shares_host_memory = profile.backend == "cpu";
   in.sync_us = profile.sync_us;
+  in.overlap_us_per_mb = profile.overlap_us_per_mb;
   in.host_sum_gbps = sum_gbps(profile, devices, what_if, in.host_memory_gbps);
   in.shared_cores = what_if.shared_cores.value_or(profile.shared_cores);
   in.contention_factor = what_if.contention_factor.value_or(profile.contention_factor);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "cgdp/cost/chunk_stages.hpp"
 #include "cgdp/cost/network_stage.hpp"
 
 namespace cgdp {
@@ -15,7 +16,8 @@ FormulaPrediction formula_cgdp(const CostInputs& in, const ChunkPlan& plan) {
     ChunkTerms t;
     for (int i = chunk.first; i <= chunk.last; ++i) t.t_bp += in.params[i].backward_us;
     const int64_t bytes = chunk.count * 4;
-    t.t_as = in.sync_us;
+    // The paper's t_as, plus what the exchange takes from the layers beside it (not the last's).
+    t.t_as = in.sync_us + (&chunk != &plan.chunks.back() ? overlap_us(in, bytes) : 0);
     t.t_aa = d2h_us(in, bytes) + host_sum_us(in, bytes);
     t.t_net = network_us(in, chunk.offset * 4, bytes);
     t.t_bc = h2d_us(in, bytes);
@@ -24,12 +26,14 @@ FormulaPrediction formula_cgdp(const CostInputs& in, const ChunkPlan& plan) {
     f.chunks.push_back(t);
   }
   // The layers below the last chunk still run, after every sync point.
-  f.backward_us = f.t_bp_us + in.sync_us * static_cast<double>(plan.chunks.size());
+  double sync_points = 0;
+  for (const ChunkTerms& t : f.chunks) sync_points += t.t_as;
+  f.backward_us = f.t_bp_us + sync_points;
   for (const ChunkTerms& t : f.chunks) f.backward_us = std::max(f.backward_us, t.total);
   f.overhead_us = f.backward_us - f.t_bp_us;
   if (!f.chunks.empty())
-    f.overhead_approx_us = in.sync_us * static_cast<double>(f.chunks.size()) +
-                           f.chunks.back().t_aa + f.chunks.back().t_net + f.chunks.back().t_bc;
+    f.overhead_approx_us =
+        sync_points + f.chunks.back().t_aa + f.chunks.back().t_net + f.chunks.back().t_bc;
   f.iteration_us = in.forward_us + f.backward_us + update_us(in);
   return f;
 }

@@ -169,6 +169,7 @@ Profile parse_profile(const json& root, const std::string& file) {
   p.h2d = r.link("h2d");
   p.p2p = r.link("p2p");
   p.sync_us = r.number("sync_us", 0, false);
+  p.overlap_us_per_mb = r.number("overlap_us_per_mb", 0, false, /*optional=*/true);
   p.host_sum = read_host_sums(r, p.devices, file);
   p.update_gbps = r.number("update_gbps", 0, true);
   p.device_sum_gbps = r.number("device_sum_gbps", 0, true);
@@ -228,6 +229,7 @@ void write_profile(const Profile& p, const std::string& path) {
                        {"update_gbps", p.update_gbps},
                        {"device_sum_gbps", p.device_sum_gbps},
                        {"host_memory_gbps", p.host_memory_gbps}};
+  if (p.overlap_us_per_mb > 0) root["overlap_us_per_mb"] = p.overlap_us_per_mb;
   if (p.shared_cores > 0) root["shared_cores"] = p.shared_cores;
   if (p.contention_factor != 1) root["contention_factor"] = p.contention_factor;
   if (p.network)

@@ -400,6 +400,15 @@ double median(std::vector<double> values) {
   return (values[mid] + *std::max_element(values.begin(), values.begin() + mid)) / 2;
 }
 
+double overlap_us_per_mb(std::span<const ParamLayer> params, double one_chunk_us,
+                         double per_layer_us) {
+  const ChunkPlan plan = per_layer_plan(params);
+  int64_t beside = 0;
+  for (size_t c = 0; c + 1 < plan.chunks.size(); ++c) beside += plan.chunks[c].count * 4;
+  if (beside <= 0) return 0;
+  return std::max(0.0, (per_layer_us - one_chunk_us) / (static_cast<double>(beside) * 1e-6));
+}
+
 LinkCost fit_link(std::span<const TimedBytes> points) {
   CGDP_ASSERT(points.size() >= 2);
   // Ordinary least squares for us = a + b x: the slope follows the large copies, which are
@@ -458,7 +467,7 @@ Profile measure_profile(const TrainConfig& config, const ProfileOptions& options
   p.update_gbps = param_bytes / std::max(update_us(spans, n), 1.0) / 1e3;
   // CPU workers compute on the host's cores, where the copies and the sum run too.
   const bool shared = workers[0].device->kind() == DeviceKind::Cpu;
-  const bool calibrate = shared && trainer.param_layers().size() > 1;  // one layer: nothing beside
+  const bool calibrate = trainer.param_layers().size() > 1;  // one layer: nothing runs beside
   const double layered_us = calibrate ? per_layer_backward_us(trainer, options) : 0;
   measure_links(workers, options, p);
   const auto sizes = sum_sizes(net, options.max_sum_bytes);
@@ -466,11 +475,16 @@ Profile measure_profile(const TrainConfig& config, const ProfileOptions& options
       measure_host_sums(workers, sizes, trainer.sum_threads(), options.repeats, &p.host_threads);
   p.device_sum_gbps = measure_device_sum(workers, sizes.back(), options.repeats);
   if (trainer.train_data()->decodes()) p.loader = measure_loader(trainer, p.batch * n);
+  // What the exchange beside the backward costs it: on shared cores, a factor on the cores it
+  // takes; on a GPU, time per MB (copies take device memory bandwidth). One measurement, so one.
   if (shared) {
     p.shared_cores = omp_get_num_procs();
     if (calibrate)
       p.contention_factor = contention_factor(p, trainer.param_layers(),
                                               backward_pass_us(net, spans, n), layered_us);
+  } else if (calibrate) {
+    p.overlap_us_per_mb =
+        overlap_us_per_mb(trainer.param_layers(), backward_pass_us(net, spans, n), layered_us);
   }
   return p;
 }

@@ -84,9 +84,9 @@ IterationPrediction simulate_cgdp(const CostInputs& in, const ChunkPlan& plan) {
     ready_task.push_back(ready[0]);
     stages.push_back(chunk_stages(in, chunk.offset * 4, chunk.count * 4));
     stage_task.push_back(add_chunk_stages(sim, streams, stages.back(), ready));
-    // On shared cores the exchange slows the layers computed after it; after the last chunk
-    // little backward is left to slow.
-    const double contention = contention_us(in, stages.back());
+    // The exchange slows the layers computed beside it (shared cores, or bandwidth); after the
+    // last chunk little backward is left to slow.
+    const double contention = contention_us(in, stages.back()) + overlap_us(in, chunk.count * 4);
     if (contention > 0 && &chunk != &plan.chunks.back())
       for (int w = 0; w < in.devices; ++w)
         sim.add({streams.compute[w], contention, 0, 0, -1, {}, 0});

@@ -41,6 +41,10 @@ std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t offset_bytes, 
 // busy computing backward, backward ends this much later. 0 without shared cores.
 double contention_us(const CostInputs& in, const std::vector<StageCost>& stages);
 
+// The backward time a chunk's exchange of `bytes` per worker takes from the layers computed beside
+// it, by bandwidth rather than cores (in.overlap_us_per_mb; the GPU's copies). 0 without.
+double overlap_us(const CostInputs& in, int64_t bytes);
+
 // A stage's time when the N workers run it together, as cgdp's workers do (same pace, paper
 // sec. 3.2): a copy shares its pool N ways.
 double stage_us(const CostInputs& in, const StageCost& stage);

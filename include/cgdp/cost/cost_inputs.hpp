@@ -61,6 +61,7 @@ struct CostInputs {
   int host_threads = 1;                 // threads the host sum runs on
   bool p2p_shares_host_memory = false;  // the CPU backend's peer copies are host memcpys
   double sync_us = 0;                   // per sync point on the compute stream
+  double overlap_us_per_mb = 0;         // backward lost per MB of exchange beside it (profile.hpp)
   double host_sum_gbps = 0;             // summing N inputs: bytes of one input per second (1e9)
   double update_gbps = 0;
   double device_sum_gbps = 0;

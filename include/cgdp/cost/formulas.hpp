@@ -15,7 +15,7 @@ namespace cgdp {
 // Per chunk c (backward order), the paper's terms, microseconds.
 struct ChunkTerms {
   double t_bp = 0;  // backward of the chunk's layers (and the layers above it since the last chunk)
-  double t_as = 0;  // its sync point
+  double t_as = 0;  // its sync point (and what its exchange takes from the layers beside it)
   double t_aa = 0;  // accumulation: D2H copy + host sum
   // With several hosts (not in the paper): the network exchange, network_us (network_stage.hpp),
   // one more step on the chunk's path that, like the others, is assumed to overlap perfectly.

@@ -60,6 +60,10 @@ struct Profile {
   LinkCost h2d;        // pinned host -> device
   LinkCost p2p;        // device -> device (ps0's tree)
   double sync_us = 0;  // one sync point: event record + wait + host callback hand-off
+  // Optional (0): backward time lost per MB (1e6 bytes) of a chunk whose exchange runs beside
+  // it (on a GPU the copies take device memory bandwidth from the layers); `cgdp profile` measures
+  // it on CUDA. The CPU backend's equivalent is shared_cores and contention_factor.
+  double overlap_us_per_mb = 0;
   std::vector<HostSumCost> host_sum;  // by number of inputs, at least inputs = devices
   double update_gbps = 0;             // solver step over parameter bytes, on one device
   double device_sum_gbps = 0;         // ps0: a parent adds one child's gradients, on device

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cgdp/cost/profile.hpp"
+#include "cgdp/sync/chunk_plan.hpp"
 #include "cgdp/train/train_config.hpp"
 
 namespace cgdp {
@@ -42,6 +43,11 @@ LinkCost fit_link(std::span<const TimedBytes> points);
 // A bandwidth only (host and device sums): all the bytes over all the time, so that summing every
 // point once takes the measured total.
 double fit_gbps(std::span<const TimedBytes> points);
+// Backward time lost per MB of exchange beside it (Profile::overlap_us_per_mb): the backward
+// with per-layer chunks less the one-chunk backward (layer spans only, so sync points are not in
+// it), over the MB of every chunk but the last (whose exchange runs after the layers). >= 0.
+double overlap_us_per_mb(std::span<const ParamLayer> params, double one_chunk_us,
+                         double per_layer_us);
 // Median of a non-empty list (mean of the middle two for an even count).
 double median(std::vector<double> values);
 
