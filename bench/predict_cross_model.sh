@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # The cost model held out across models, on this machine's CPU backend: for N = 1, 2, 4 workers,
-# profile fashion_cnn once (the machine: copies, sync point, host sums, update rate, contention),
-# then for every model profile its own per-layer compute and predict its iteration with the
-# machine terms of fashion_cnn's profile; measure the same run side by side. Also predicts from
-# the model's own whole profile (in-sample), for comparison. Prints one table and the median and
-# worst |predicted - measured| / measured of both.
+# profile fashion_cnn (the machine: copies, sync point, host sums, update rate, contention), then
+# for every model profile its own per-layer compute and predict its iteration with the machine
+# terms of fashion_cnn's profile; measure the same run side by side. Also predicts from the
+# model's own whole profile (in-sample), for comparison. This machine's speed swings by up to 2x
+# within a minute, so profiles and measurements alternate in ROUNDS (3) rounds, as
+# bench/predict_vs_measure.sh does: each round profiles the machine model and every model and
+# measures every plan once; the prediction uses each profile's median over rounds, the measured
+# time is the median of the rounds' medians. Prints one table and the median and worst
+# |predicted - measured| / measured of both.
 # The runs are tools/chunk_tuner's (cgdp, one worker too), so predict takes --sync cgdp.
 # Usage: bench/predict_cross_model.sh [measured iterations (5)] [warm-up iterations (2)]
-# Env: MODELS ("fashion_cnn:32 resnet_small:16 alexnet:2"), DEVICES ("1 2 4"), PLANS ("layer all")
+# Env: MODELS ("fashion_cnn:32 resnet_small:16 alexnet:2"), DEVICES ("1 2 4"), PLANS ("layer all"),
+# ROUNDS (3)
 # Set-up: tools/setup-debian.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,27 +31,58 @@ profile() {  # model batch n out
 }
 rows=$out/rows.tsv
 : >"$rows"
+rounds=${ROUNDS:-3}
+# Element-wise median of profiles (names and units kept from the first): argv[1] out, the rest in.
+merge_profiles() {
+  python3 - "$@" <<'MERGE'
+import json, statistics, sys
+def merge(values):
+    first = values[0]
+    if all(v == first for v in values):
+        return first
+    if isinstance(first, bool) or not isinstance(first, (int, float, dict, list)):
+        return first
+    if isinstance(first, (int, float)):
+        return statistics.median(values)
+    if isinstance(first, dict):
+        return {k: merge([v[k] for v in values]) for k in first}
+    return [merge(list(items)) for items in zip(*values)]
+json.dump(merge([json.load(open(f)) for f in sys.argv[2:]]), open(sys.argv[1], "w"), indent=1)
+MERGE
+}
 for n in ${DEVICES:-1 2 4}; do
-  profile "${machine_model%%:*}" "${machine_model##*:}" "$n" "$out/machine_$n.json"
+  for ((r = 0; r < rounds; ++r)); do
+    profile "${machine_model%%:*}" "${machine_model##*:}" "$n" "$out/machine_$n.r$r.json"
+    for entry in $models; do
+      model=${entry%%:*} batch=${entry##*:}
+      profile "$model" "$batch" "$n" "$out/${model}_$n.r$r.json"
+      build/tools/chunk_tuner/chunk_tuner --model "$model" --data synthetic --devices "$n" --oversubscribe \
+        --batch "$batch" --plans "${plans[@]}" --interval $((warmup + iterations)) --warmup "$warmup" \
+        --rounds 1 --seed "$((r + 1))" >"$out/${model}_$n.tuner.log" 2>&1
+      for plan in "${plans[@]}"; do
+        measured=$(awk -v p="$plan" '$1 == p && NF >= 4 {print $4; exit}' "$out/${model}_$n.tuner.log")
+        [[ -n $measured ]] || { cat "$out/${model}_$n.tuner.log" >&2; exit 1; }
+        echo "$measured" >>"$out/${model}_$n.$plan.times"
+      done
+    done
+  done
+  merge_profiles "$out/machine_$n.json" "$out"/machine_$n.r*.json
   for entry in $models; do
-    model=${entry%%:*} batch=${entry##*:}
+    model=${entry%%:*}
     own=$out/${model}_$n.json
-    profile "$model" "$batch" "$n" "$own"
+    merge_profiles "$own" "$out/${model}_$n".r*.json
     # The model's layers (its own compute) with every machine term of the first model's profile.
-    python3 - "$own" "$out/machine_$n.json" "$out/${model}_$n.cross.json" <<'MERGE'
+    python3 - "$own" "$out/machine_$n.json" "$out/${model}_$n.cross.json" <<'CROSS'
 import json, sys
 own, machine = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 model_terms = {"version", "model", "backend", "device", "devices", "batch", "layers", "loader"}
 merged = {k: v for k, v in own.items() if k in model_terms}
 merged.update({k: v for k, v in machine.items() if k not in model_terms})
 json.dump(merged, open(sys.argv[3], "w"), indent=1)
-MERGE
-    build/tools/chunk_tuner/chunk_tuner --model "$model" --data synthetic --devices "$n" --oversubscribe \
-      --batch "$batch" --plans "${plans[@]}" --interval $((warmup + iterations)) --warmup "$warmup" \
-      --rounds 1 >"$out/${model}_$n.tuner.log" 2>&1
+CROSS
     for plan in "${plans[@]}"; do
-      measured=$(awk -v p="$plan" '$1 == p && NF >= 4 {print $4; exit}' "$out/${model}_$n.tuner.log")
-      [[ -n $measured ]] || { cat "$out/${model}_$n.tuner.log" >&2; exit 1; }
+      measured=$(sort -g "$out/${model}_$n.$plan.times" | awk '{v[NR] = $1} END {
+        print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')
       cross=$(build/cgdp predict --model "$model" --profile "$out/${model}_$n.cross.json" --chunk "$plan" --sync cgdp --json |
         jq '.cgdp.simulated.iteration_us / 1000')
       in_sample=$(build/cgdp predict --model "$model" --profile "$own" --chunk "$plan" --sync cgdp --json |

@@ -11,6 +11,9 @@
 #   bench/gpu/run.sh test      on the GPU machine: the CUDA tests from the carry folder
 #   bench/gpu/run.sh ab M B N 'A flags' 'B flags' [ROUNDS]   on the GPU machine: two flag sets,
 #                              alternating cgdp runs; median ms per iteration and gradient sum
+#   bench/gpu/run.sh predict M B N   on the GPU machine: `cgdp profile` (the GPU's sync point,
+#                              copies and overlap per MB), then per chunk plan (layer, all) the
+#                              predicted phases next to one measured `cgdp train --phase-table`
 # With the device tool: run(command="bench/gpu/run.sh bench", carry=["build-gpu/carry"]).
 # Environment: ITERATIONS (10), BUDGET_S (520), CONFIGS ("alexnet:256 googlenet:64 vgg16:32
 # resnet152:12 resnet152:16"), JOBS (build jobs, 2), OUT (gets table.txt and the logs' archive).
@@ -253,10 +256,52 @@ for s in "AB":
 EOF2
 }
 
+# The cost model on the GPU: a profile of N workers, then each plan predicted and measured.
+# KIND=cpu runs the same on this machine's CPU backend (no GPU set-up), to try the script.
+predict_check() {  # model batch workers
+  (($# == 3)) || die "usage: run.sh predict MODEL BATCH WORKERS"
+  local model=$1 batch=$2 n=$3 kind=${KIND:-cuda}
+  if [[ $kind == cuda ]]; then gpu_setup; else bin=build work=$(mktemp -d); fi
+  local logs=${OUT:-$work}/predict_${model}_b${batch}_n$n
+  mkdir -p "$logs"
+  local common=(--model "models/$model.prototxt" --data synthetic --batch "$batch" --devices "$n"
+                --device-kind "$kind" --oversubscribe)
+  timeout 300 "$bin/cgdp" profile "${common[@]}" --iterations 10 --warmup 3 \
+    --out "$logs/profile.json" >"$logs/profile.log" 2>&1 || { cat "$logs/profile.log" >&2; die "cgdp profile failed"; }
+  for plan in layer all; do
+    "$bin/cgdp" predict --model "models/$model.prototxt" --profile "$logs/profile.json" \
+      --chunk "$plan" --sync cgdp --json >"$logs/predict_$plan.json"
+    timeout 300 "$bin/cgdp" train "${common[@]}" --sync cgdp --chunk "$plan" --iterations 13 \
+      --test-interval -1 --test-batch "$batch" --test-samples "$batch" --display 13 --plain \
+      --phase-table >"$logs/train_$plan.log" 2>&1 || echo "cgdp: error: exit $?" >>"$logs/train_$plan.log"
+  done
+  python3 - "$logs" <<'EOF2'
+import json, re, sys
+logs = sys.argv[1]
+keys = [("forward", "forward_us"), ("backward", "backward_us"),
+        ("exchange after backward", "exchange_after_backward_us"), ("update", "update_us"),
+        ("total per iteration", "iteration_us")]
+print("%-6s %-26s %12s %12s %8s" % ("plan", "phase", "predicted ms", "measured ms", "error"))
+for plan in ("layer", "all"):
+    predicted = json.load(open("%s/predict_%s.json" % (logs, plan)))["cgdp"]["simulated"]
+    text = open("%s/train_%s.log" % (logs, plan)).read()
+    for phase, key in keys:
+        m = re.search(r"^\s+%s\s+([0-9.]+)$" % phase, text, re.M)
+        p, meas = predicted[key] / 1e3, float(m.group(1)) if m else float("nan")
+        err = "%+.1f%%" % ((p - meas) / meas * 100) if meas > 0 else "-"
+        print("%-6s %-26s %12.2f %12.2f %8s" % (plan, phase, p, meas, err))
+profile = json.load(open(logs + "/profile.json"))
+print("profile: sync point %.1f us, overlap %.2f us per MB, d2h %.1f GB/s, h2d %.1f GB/s" % (
+    profile["sync_us"], profile.get("overlap_us_per_mb", 0), profile["d2h"]["gbps"],
+    profile["h2d"]["gbps"]))
+EOF2
+}
+
 case ${1:-} in
   prepare) prepare ;;
   bench) bench ;;
   ab) shift; ab "$@" ;;
+  predict) shift; predict_check "$@" ;;
   test) tests ;;
-  *) sed -n 2,16p "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n 2,19p "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
