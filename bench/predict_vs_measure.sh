@@ -11,9 +11,9 @@
 # stretch of the machine's swings. Prints one table, the median |predicted - measured| /
 # measured, per (model, N) the measured time of the plan predicted best against the measured
 # best, and per phase predicted / measured (measured: one `cgdp train --phase-table` run per
-# plan). The measured best of three noisy medians flatters itself (the winner's curse): where it
-# is not the plan predicted best, CONFIRM_ROUNDS (6) rounds of just those two plans give the gap
-# the target is judged by. Last, the median error per phase over the phases that take 1 ms or
+# plan and round, the median over rounds). The measured best of three noisy medians flatters
+# itself (the winner's curse): where it is not the plan predicted best, CONFIRM_ROUNDS (6) rounds
+# of just those two plans give the gap the target is judged by. Last, the median error per phase over the phases that take 1 ms or
 # more (the predicted update, which holds the gradient reset, against the measured update plus
 # broadcast, where the phase table puts the reset).
 # Usage: bench/predict_vs_measure.sh [measured iterations (5)] [warm-up iterations (2)]
@@ -52,7 +52,7 @@ measure_plans() {
     [[ -s $out/$tag.$i.$suffix ]] || { cat "$out/$tag.tuner.log" >&2; exit 1; }
   done
 }
-# Trains plans[$1] once with --phase-table and writes its phase figures to $2.
+# Trains plans[$1] once with --phase-table and adds its phase figures to $2, one line per run.
 phases_of_plan() {
   build/cgdp train --model "$model" --data synthetic --devices "$n" --oversubscribe --batch "$batch" \
     --sync cgdp --chunk "${plans[$1]}" --iterations $((warmup + iterations)) \
@@ -60,7 +60,7 @@ phases_of_plan() {
     >"$out/$tag.train.log"
   # Zeroing the gradients is in the measured broadcast but in the predicted update.
   grep -E '^  (broadcast|forward|backward|exchange after backward|update) ' \
-    "$out/$tag.train.log" | awk '{print $NF}' | paste -sd ' ' >"$2"
+    "$out/$tag.train.log" | awk '{print $NF}' | paste -sd ' ' >>"$2"
 }
 for entry in $models; do
   model=${entry%%:*}
@@ -77,6 +77,8 @@ for entry in $models; do
         plans=(layer all "$((params / 2)),")
       fi
       measure_plans 1 "$((r + 1))" "round$r" "${!plans[@]}"
+      # The phases in every round too, so that they sample the same moments as the totals.
+      for i in "${!plans[@]}"; do phases_of_plan "$i" "$out/$tag.$i.phases"; done
     done
     python3 - "$out/$tag.json" "$out/$tag".profile*.json <<'MERGE'
 import json, statistics, sys
@@ -98,7 +100,6 @@ MERGE
       cat "$out/$tag.$i".round* | sort -g | awk '{v[NR] = $1} END {
         print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}' >"$out/$tag.$i.times"
     done
-    for i in "${!plans[@]}"; do phases_of_plan "$i" "$out/$tag.$i.phases"; done
     predicted_best=0 measured_best=0 best_predicted='' best_measured=''
     for i in "${!plans[@]}"; do
       build/cgdp predict --model "$model" --profile "$out/$tag.json" --chunk "${plans[$i]}" \
@@ -115,9 +116,9 @@ MERGE
       # trainer's phase table (it drops the first iteration).
       phases_predicted=$(jq -r '.cgdp.simulated | [.forward_us, .backward_us,
         .exchange_after_backward_us, .update_us] | map(. / 1000) | @tsv' "$out/$tag.predict.json")
-      phases_measured=$(awk '{for (k = 1; k <= NF; ++k) s[k] += $k} END {
-        for (k = 1; k <= NF; ++k) printf "%s%.3f", (k > 1 ? "\t" : ""), s[k] / NR}' \
-        "$out/$tag.$i.phases")
+      phases_measured=$(python3 -c 'import statistics, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1])]
+print("\t".join("%.3f" % statistics.median(c) for c in zip(*rows)))' "$out/$tag.$i.phases")
       printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$n" "${plans[$i]}" "$predicted" \
         "$measured" "$phases_predicted" "$phases_measured" >>"$rows"
     done
@@ -161,8 +162,8 @@ for m, n in groups:
     print(f"  {m:<14}{n:>2}  predicted best {pred_best[2]:<6} measured {pred_best[4]:8.1f} ms; "
           f"measured best {meas_best[2]:<6} {meas_best[4]:8.1f} ms; {text}")
 print(f"within 5%: {hits} of {len(groups)}")
-print("phases, ms, predicted / measured (measured: one run's phase table; its broadcast is the")
-print("gradient reset and the input copy)")
+print("phases, ms, predicted / measured (measured: the median over rounds of one run's phase")
+print("table; its broadcast is the gradient reset and the input copy)")
 print(f"{'model':<14}{'N':>3}  {'plan':<7}{'forward':>16}{'backward':>18}{'exchange':>16}"
       f"{'update':>14}{'broadcast':>10}")
 for (m, n, p, *_), ph in zip(rows, phases):
