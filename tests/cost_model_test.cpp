@@ -224,8 +224,6 @@ TEST(Simulator, CgdpPerLayerByHand) {
   expect_near(p.chunks[1].stages[0].start_us, 67);
 }
 
-// A slow host sum (0.1 GB/s) makes conv1's sum queue behind fc1's on the one aggregator thread:
-// fc1's sum 48..88, conv1's 88..92, its H2D 92..92.7. The formula assumes no queueing (90.5).
 // The same in the event simulation: fc1's exchange delays conv1's backward by 2 us; with one
 // chunk, or for ps0 (one exchange after backward), nothing changes.
 TEST(Simulator, OverlapPerMegabyteDelaysTheLayersBeside) {
@@ -240,6 +238,8 @@ TEST(Simulator, OverlapPerMegabyteDelaysTheLayersBeside) {
   expect_near(simulate_ps0(per_mb).iteration_us, simulate_ps0(plain).iteration_us);
 }
 
+// A slow host sum (0.1 GB/s) makes conv1's sum queue behind fc1's on the one aggregator thread:
+// fc1's sum 48..88, conv1's 88..92, its H2D 92..92.7. The formula assumes no queueing (90.5).
 TEST(Simulator, AggregatorQueueIsWhereSimulationAndFormulaDiffer) {
   Profile prof = small_profile();
   prof.host_sum = {{2, 0.1}};
