@@ -32,24 +32,6 @@ profile() {  # model batch n out
 rows=$out/rows.tsv
 : >"$rows"
 rounds=${ROUNDS:-3}
-# Element-wise median of profiles (names and units kept from the first): argv[1] out, the rest in.
-merge_profiles() {
-  python3 - "$@" <<'MERGE'
-import json, statistics, sys
-def merge(values):
-    first = values[0]
-    if all(v == first for v in values):
-        return first
-    if isinstance(first, bool) or not isinstance(first, (int, float, dict, list)):
-        return first
-    if isinstance(first, (int, float)):
-        return statistics.median(values)
-    if isinstance(first, dict):
-        return {k: merge([v[k] for v in values]) for k in first}
-    return [merge(list(items)) for items in zip(*values)]
-json.dump(merge([json.load(open(f)) for f in sys.argv[2:]]), open(sys.argv[1], "w"), indent=1)
-MERGE
-}
 for n in ${DEVICES:-1 2 4}; do
   for ((r = 0; r < rounds; ++r)); do
     profile "${machine_model%%:*}" "${machine_model##*:}" "$n" "$out/machine_$n.r$r.json"
@@ -66,11 +48,11 @@ for n in ${DEVICES:-1 2 4}; do
       done
     done
   done
-  merge_profiles "$out/machine_$n.json" "$out"/machine_$n.r*.json
+  bench/merge_profiles.py "$out/machine_$n.json" "$out"/machine_$n.r*.json
   for entry in $models; do
     model=${entry%%:*}
     own=$out/${model}_$n.json
-    merge_profiles "$own" "$out/${model}_$n".r*.json
+    bench/merge_profiles.py "$own" "$out/${model}_$n".r*.json
     # The model's layers (its own compute) with every machine term of the first model's profile.
     python3 - "$own" "$out/machine_$n.json" "$out/${model}_$n.cross.json" <<'CROSS'
 import json, sys

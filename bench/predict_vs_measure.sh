@@ -80,22 +80,7 @@ for entry in $models; do
       # The phases in every round too, so that they sample the same moments as the totals.
       for i in "${!plans[@]}"; do phases_of_plan "$i" "$out/$tag.$i.phases"; done
     done
-    python3 - "$out/$tag.json" "$out/$tag".profile*.json <<'MERGE'
-import json, statistics, sys
-def merge(values):
-    """Element-wise median of numbers; anything else (names, units) is kept from the first."""
-    first = values[0]
-    if all(v == first for v in values):
-        return first
-    if isinstance(first, bool) or not isinstance(first, (int, float, dict, list)):
-        return first
-    if isinstance(first, (int, float)):
-        return statistics.median(values)
-    if isinstance(first, dict):
-        return {k: merge([v[k] for v in values]) for k in first}
-    return [merge(list(items)) for items in zip(*values)]
-json.dump(merge([json.load(open(f)) for f in sys.argv[2:]]), open(sys.argv[1], "w"), indent=1)
-MERGE
+    bench/merge_profiles.py "$out/$tag.json" "$out/$tag".profile*.json
     for i in "${!plans[@]}"; do
       cat "$out/$tag.$i".round* | sort -g | awk '{v[NR] = $1} END {
         print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}' >"$out/$tag.$i.times"
