@@ -102,7 +102,8 @@ def main():
     args = parser.parse_args()
     alexnet = layer_costs(args.cgdp, "alexnet", 256, FORWARD_MS, BACKWARD_MS)
     sync_us, per_mb = sync_terms(alexnet)
-    one_term = round((CGDP_BACKWARD_MS - BACKWARD_MS) * 1e3 / 8, 1)  # the old form: 875 us
+    syncs = sum(1 for l in alexnet if l["param_bytes"] > 0)
+    one_term = round((CGDP_BACKWARD_MS - BACKWARD_MS) * 1e3 / syncs, 1)  # the old form: 875 us
     ratio = BACKWARD_MS / FORWARD_MS
     alexnet_one_gpu_ms = sum(TABLE2["alexnet"]["one"]) / 2 - UPDATE_MS
     per_layer_us = (FORWARD_MS + BACKWARD_MS - alexnet_one_gpu_ms) * 1e3 / len(alexnet)
@@ -111,10 +112,11 @@ def main():
     rows = []
     for model, paper in TABLE2.items():
         if model == "alexnet":
-            layers, note = alexnet, ""
+            alone = layers = alexnet
+            note = ""
         else:
-            param_bytes = json.loads(run(args.cgdp, "inspect", "--model", model, "--json"))["layers"]
-            update_ms = sum(l["params"] * 4 for l in param_bytes) / (MACHINE["update_gbps"] * 1e6)
+            inspected = json.loads(run(args.cgdp, "inspect", "--model", model, "--json"))["layers"]
+            update_ms = sum(l["params"] * 4 for l in inspected) / (MACHINE["update_gbps"] * 1e6)
             compute_ms = sum(paper["one"]) / 2 - update_ms
             forward_ms = compute_ms / (1 + ratio)
             alone = layer_costs(args.cgdp, model, paper["batch"], forward_ms, forward_ms * ratio)
@@ -126,7 +128,7 @@ def main():
                     " per layer, machine terms AlexNet's")
         two = profile(model, layers, paper["batch"], sync_us, per_mb, note)
         one = profile(model, layers, paper["batch"], one_term, 0, note)
-        single = profile(model, alone if model != "alexnet" else layers, paper["batch"], sync_us, per_mb, note)
+        single = profile(model, alone, paper["batch"], sync_us, per_mb, note)
         predicted = {}
         for name, p in (("two", two), ("one", one), ("single", single)):
             path = os.path.join(tmp, "%s_%s.json" % (model, name))
