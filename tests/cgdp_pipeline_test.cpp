@@ -98,6 +98,39 @@ TEST(CgdpPipeline, NoChunkComesBackBeforeEveryWorkerSentIt) {
   EXPECT_EQ(checked, 4 * 4);  // 4 param layers, 4 iterations
 }
 
+// Two sum lanes train to the same bits as one (each chunk's sum is per element in a fixed order),
+// with the lanes' sums on tracks of their own; more lanes than summing threads is refused.
+TEST(CgdpPipeline, SumLanesTrainToTheSameBitsAndNeedAThreadEach) {
+  TrainConfig c = pipeline_config(3);
+  c.host_threads = 2;
+  FILE* sink = std::fopen("/dev/null", "w");
+  auto trained = [&](int lanes) {
+    TrainConfig with = c;
+    with.sum_lanes = lanes;
+    Trainer t(with, sink);
+    t.run();
+    std::vector<float> values(t.net().learnable_count());
+    t.net().device().copy(values.data(), t.net().flat_data().data(), values.size() * sizeof(float));
+    return values;
+  };
+  const std::vector<float> one = trained(1);
+  EXPECT_EQ(trained(2), one);
+  c.sum_lanes = 3;
+  try {
+    Trainer t(c, sink);
+    ADD_FAILURE() << "3 lanes on 2 host threads were accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--sum-lanes 3: expected 1 to the 2 host summing threads"),
+              std::string::npos)
+        << e.what();
+  }
+  std::fclose(sink);
+  c.sum_lanes = 2;
+  bool second_lane = false;
+  for (const TraceEvent& e : run_with_timeline(c)) second_lane |= e.track == "sum lane 1";
+  EXPECT_TRUE(second_lane) << "no sum on the second lane's track";
+}
+
 // Runs a training whose worker 1 fails its copies; returns the error, or "" if none.
 std::string failing_run(const std::string& sync, int64_t after_copies) {
   TrainConfig c = pipeline_config(3);

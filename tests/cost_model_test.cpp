@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/cost/chunk_stages.hpp"
@@ -46,7 +47,7 @@ Profile small_profile() {
   p.device = "hand-made";
   p.devices = 2;
   p.batch = 8;
-  p.host_threads = 4;
+  p.host_threads = 1;  // chunks of under 32 Ki floats are summed by one thread anyway (sum_team)
   p.layers = {{"data", "Input", 1, 0.5, 0},
               {"conv1", "Convolution", 10, 20, 400},
               {"relu1", "ReLU", 2, 2, 0},
@@ -90,15 +91,17 @@ TEST(CostInputs, WhatIfScalesBandwidthsBatchAndHostThreads) {
   w.d2h_gbps = 4;
   w.h2d_gbps = 4;
   w.batch = 16;        // twice the profiled batch: twice the compute
-  w.host_threads = 8;  // twice the threads: twice the sum bandwidth
+  w.host_threads = 2;  // twice the threads: twice the sum bandwidth, for chunks that use them
   const CostInputs in = make_cost_inputs(small_profile(), small_params(), 2, w);
   expect_near(in.forward_us, 88);
   expect_near(in.params[0].backward_us, 82);
   expect_near(d2h_us(in, 4000), 2);
   expect_near(h2d_us(in, 4000), 1.5);
-  expect_near(host_sum_us(in, 4000), 4);
+  constexpr int64_t k256KiB = 262144;  // 64 Ki floats: a team of two threads
+  expect_near(host_sum_us(in, k256KiB), 262.144);
+  expect_near(host_sum_us(in, 4000), 8);  // 1000 floats: one thread of the two, at half the rate
   w.host_memory_gbps = 2.4;  // the sum cannot beat memory: 2.4 / (N + 1) = 0.8 GB/s
-  expect_near(host_sum_us(make_cost_inputs(small_profile(), small_params(), 2, w), 4000), 5);
+  expect_near(host_sum_us(make_cost_inputs(small_profile(), small_params(), 2, w), k256KiB), 327.68);
   WhatIf bad;
   bad.d2h_gbps = 0;
   EXPECT_THROW(make_cost_inputs(small_profile(), small_params(), 2, bad), UsageError);
@@ -251,6 +254,33 @@ TEST(Simulator, AggregatorQueueIsWhereSimulationAndFormulaDiffer) {
   expect_near(formula_cgdp(in, plan).backward_us, 90.5);
 }
 
+// Two host threads in two lanes: each chunk is summed by one thread (as by one of two threads in
+// one lane: 1000 floats make a team of one), at 0.1 / 2 GB/s. fc1 sums 48..128, H2D 2.5 -> 130.5.
+// One lane: conv1 (ready 67, D2H 1.4) waits for it, sums 128..136, H2D 0.7 -> 136.7. Two lanes:
+// conv1 sums at once, 68.4..76.4, and its H2D follows fc1's on each worker's stream: 131.2.
+TEST(Simulator, SumLanesSumAChunkBesideAnother) {
+  Profile prof = small_profile();
+  prof.host_sum = {{2, 0.1}};
+  prof.host_threads = 2;
+  const ChunkPlan plan = make_chunk_plan(small_params(), "layer");
+  const CostInputs one = small_inputs(prof);
+  WhatIf w;
+  w.sum_lanes = 2;
+  const CostInputs two = make_cost_inputs(prof, small_params(), 2, w);
+  for (const auto& [in, conv1_sum, end] : {std::tuple{&one, 128.0, 136.7}, {&two, 68.4, 131.2}}) {
+    SCOPED_TRACE(cat(in->sum_lanes, " lanes"));
+    const IterationPrediction p = simulate_cgdp(*in, plan);
+    expect_near(p.chunks[0].stages[1].end_us, 128);
+    expect_near(p.chunks[1].stages[1].start_us, conv1_sum);
+    expect_near(p.backward_us + p.exchange_after_backward_us, end);
+    expect_near(exchange_end_us(*in, plan), end, "plan search pipeline");
+  }
+  w.sum_lanes = 3;  // more lanes than threads
+  EXPECT_THROW(make_cost_inputs(prof, small_params(), 2, w), UsageError);
+  w.sum_lanes = 0;
+  EXPECT_THROW(make_cost_inputs(prof, small_params(), 2, w), UsageError);
+}
+
 // Both workers copy at once over a 1 GB/s pool: 0.5 GB/s each. One chunk ready at 65: D2H
 // 1 + 8.8, sum 8.8, H2D 0.5 + 8.8: the exchange ends at 65 + 9.8 + 8.8 + 9.3 = 92.9.
 TEST(Simulator, CgdpCopiesShareThePool) {
@@ -288,9 +318,9 @@ TEST(Simulator, Ps0FourWorkersShareThePoolLevelByLevel) {
 }
 
 // On 2 shared cores (the CPU backend) fc1's exchange takes compute from the workers: 2 D2H
-// copies of 5 us on a core each, the sum's 8 us on min(4 host threads, 2 cores), 2 H2D copies of
-// 2.5 us: 31 core-us over 2 cores, 15.5 us. conv1 then starts at 43 + 15.5 and is ready at 82.5
-// (not 67); backward ends at 83, conv1's exchange at 82.5 + 1.4 + 0.8 + 0.7 = 85.4. The last
+// copies of 5 us on a core each, the sum's 8 us on its team of one thread, 2 H2D copies of
+// 2.5 us: 23 core-us over 2 cores, 11.5 us. conv1 then starts at 43 + 11.5 and is ready at 78.5
+// (not 67); backward ends at 79, conv1's exchange at 78.5 + 1.4 + 0.8 + 0.7 = 81.4. The last
 // chunk's exchange slows nothing, so one chunk predicts as without shared cores.
 TEST(Simulator, SharedCoresLetTheExchangeSlowTheLayersBelow) {
   Profile prof = small_profile();
@@ -299,11 +329,11 @@ TEST(Simulator, SharedCoresLetTheExchangeSlowTheLayersBelow) {
   const ChunkPlan per_layer = make_chunk_plan(small_params(), "layer");
   const IterationPrediction p = simulate_cgdp(in, per_layer);
   expect_near(p.chunks[0].ready_us, 43);
-  expect_near(p.chunks[1].ready_us, 82.5);
-  expect_near(p.backward_us, 83);
-  expect_near(p.exchange_after_backward_us, 85.4 - 83);
-  expect_near(p.iteration_us, 44 + 85.4 + 1.1);
-  expect_near(exchange_end_us(in, per_layer), 85.4, "plan search pipeline");
+  expect_near(p.chunks[1].ready_us, 78.5);
+  expect_near(p.backward_us, 79);
+  expect_near(p.exchange_after_backward_us, 81.4 - 79);
+  expect_near(p.iteration_us, 44 + 81.4 + 1.1);
+  expect_near(exchange_end_us(in, per_layer), 81.4, "plan search pipeline");
   const ChunkPlan one = make_chunk_plan(small_params(), "all");
   expect_near(simulate_cgdp(in, one).iteration_us, simulate_cgdp(small_inputs(), one).iteration_us,
               "one chunk");
@@ -314,8 +344,8 @@ TEST(Simulator, SharedCoresLetTheExchangeSlowTheLayersBelow) {
       44 + 69.9 + 1.1, "--shared-cores 0");
 }
 
-// The measured contention factor scales what each exchange takes: at 2, fc1's 15.5 us become 31,
-// so conv1 is ready at 43 + 31 + 24 = 98 and backward ends at 98.5; conv1's exchange at 100.9.
+// The measured contention factor scales what each exchange takes: at 2, fc1's 11.5 us become 23,
+// so conv1 is ready at 43 + 23 + 24 = 90 and backward ends at 90.5; conv1's exchange at 92.9.
 // At 0 the shared cores cost nothing, as without them.
 TEST(Simulator, ContentionFactorScalesWhatTheExchangeTakes) {
   Profile prof = small_profile();
@@ -323,9 +353,9 @@ TEST(Simulator, ContentionFactorScalesWhatTheExchangeTakes) {
   prof.contention_factor = 2;
   const ChunkPlan per_layer = make_chunk_plan(small_params(), "layer");
   const IterationPrediction p = simulate_cgdp(small_inputs(prof), per_layer);
-  expect_near(p.chunks[1].ready_us, 98);
-  expect_near(p.backward_us, 98.5);
-  expect_near(p.iteration_us, 44 + 100.9 + 1.1);
+  expect_near(p.chunks[1].ready_us, 90);
+  expect_near(p.backward_us, 90.5);
+  expect_near(p.iteration_us, 44 + 92.9 + 1.1);
   WhatIf none;
   none.contention_factor = 0;
   expect_near(
@@ -382,6 +412,26 @@ TEST(EventSim, StreamRunsItsTasksInOrder) {
 
 // A task of no time and no bytes (a layer a profile measured at 0) ends where it starts; its
 // 0/0 rate once spun the loop forever, so the run is watched from a thread of its own.
+// A stream of width 2 runs two tasks at once, in issue order: c starts when a finishes; d waits
+// on e (on another stream) and holds back f behind it.
+TEST(EventSim, WideStreamRunsThatManyAtOnceInOrder) {
+  EventSim sim;
+  const int wide = sim.add_stream(2), other = sim.add_stream();
+  const int a = sim.add({wide, 1, 0, 0, -1, {}, 0});
+  const int b = sim.add({wide, 3, 0, 0, -1, {}, 0});
+  const int c = sim.add({wide, 1, 0, 0, -1, {}, 0});
+  const int e = sim.add({other, 5, 0, 0, -1, {}, 0});
+  const int d = sim.add({wide, 1, 0, 0, -1, {e}, 0});
+  const int f = sim.add({wide, 1, 0, 0, -1, {}, 0});
+  sim.run();
+  expect_near(sim.end_us(a), 1);
+  expect_near(sim.end_us(b), 3);
+  expect_near(sim.start_us(c), 1);
+  expect_near(sim.start_us(d), 5);
+  expect_near(sim.start_us(f), 5);
+  expect_near(sim.end_us(f), 6);
+}
+
 TEST(EventSim, ZeroLengthTasksEndWhereTheyStart) {
   auto sim = std::make_shared<EventSim>();
   const int s = sim->add_stream();
@@ -484,6 +534,21 @@ TEST(PlanSearch, DynamicProgrammeMatchesBruteForceWithSharedCores) {
   for (int trial = 0; trial < 12; ++trial) {
     WhatIf w;
     w.shared_cores = 1 + trial % 4;
+    const CostInputs in = random_inputs(rng, 2 + trial % 7, 1 + trial % 4, w);
+    const PlanSearchResult r = expect_search_is_exact(in);
+    const IterationPrediction sim = simulate_cgdp(in, r.best.plan);
+    expect_near(sim.backward_us + sim.exchange_after_backward_us, r.best.exchange_end_us);
+  }
+}
+
+// With sum lanes the sum stage keeps one finish time per lane: still exact.
+TEST(PlanSearch, DynamicProgrammeMatchesBruteForceWithSumLanes) {
+  std::mt19937 rng(19);
+  for (int trial = 0; trial < 12; ++trial) {
+    WhatIf w;
+    w.host_threads = 4;
+    w.sum_lanes = 1 + trial % 4;
+    if (trial % 3 == 0) w.shared_cores = 2;
     const CostInputs in = random_inputs(rng, 2 + trial % 7, 1 + trial % 4, w);
     const PlanSearchResult r = expect_search_is_exact(in);
     const IterationPrediction sim = simulate_cgdp(in, r.best.plan);

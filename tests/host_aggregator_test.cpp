@@ -1,5 +1,5 @@
 // The host aggregator on exactly representable inputs: the summed chunks that come back to every
-// worker are the same bits for any chunk plan, thread count and arrival order; with a reducer
+// worker are the same bits for any chunk plan, thread count, lane count and arrival order; with a reducer
 // (scale-out) it keeps summing and pushing while earlier pulls wait, and what is pulled comes back.
 #include <gtest/gtest.h>
 
@@ -39,10 +39,17 @@ std::vector<ChunkSpan> spans_of(const std::vector<int64_t>& sizes) {
   return out;
 }
 
+struct Setup {
+  int lanes = 1;
+  ChunkReducer* reducer = nullptr;
+  bool stage_pulled_sums = false;
+  bool in_chunk_order = false;     // arrivals in chunk order, worker after worker, no delays
+  Timeline* timeline = nullptr;    // null: none recorded
+};
+
 // Runs `iterations` exchanges; each worker's chunks arrive in a random order with random delays.
 std::vector<float> exchange(int workers, const std::vector<int64_t>& chunk_sizes, int threads,
-                            uint64_t order_seed, int iterations, ChunkReducer* reducer = nullptr,
-                            bool stage_pulled_sums = false) {
+                            uint64_t order_seed, int iterations, const Setup& setup = {}) {
   int64_t n = 0;
   for (int64_t s : chunk_sizes) n += s;
   std::vector<std::unique_ptr<FakeWorker>> fakes;
@@ -51,22 +58,23 @@ std::vector<float> exchange(int workers, const std::vector<int64_t>& chunk_sizes
     fakes.push_back(std::make_unique<FakeWorker>(w, n));
     agg.push_back({&fakes[w]->device, fakes[w]->h2d.get(), fakes[w]->data()});
   }
-  Timeline timeline(false);
-  HostAggregator aggregator(agg, spans_of(chunk_sizes), threads, timeline, reducer);
-  if (stage_pulled_sums) aggregator.stage_pulled_sums();
+  Timeline off(false);
+  HostAggregator aggregator(agg, spans_of(chunk_sizes), threads, setup.timeline ? *setup.timeline : off,
+                            setup.reducer, {}, setup.lanes);
+  if (setup.stage_pulled_sums) aggregator.stage_pulled_sums();
   std::mt19937_64 rng(order_seed);
   for (int it = 0; it < iterations; ++it) {
     aggregator.begin_iteration(100 + it);
     for (int w = 0; w < workers; ++w)  // small integers: every partial sum is exact
       for (int64_t i = 0; i < n; ++i) fakes[w]->data()[i] = static_cast<float>((i * 7 + w * 13 + it) % 61 - 30);
     std::vector<std::pair<int, int>> arrivals;
-    for (int w = 0; w < workers; ++w)
-      for (int c = 0; c < aggregator.num_chunks(); ++c) arrivals.push_back({w, c});
-    std::shuffle(arrivals.begin(), arrivals.end(), rng);
+    for (int c = 0; c < aggregator.num_chunks(); ++c)
+      for (int w = 0; w < workers; ++w) arrivals.push_back({w, c});
+    if (!setup.in_chunk_order) std::shuffle(arrivals.begin(), arrivals.end(), rng);
     for (auto [w, c] : arrivals) {
       const ChunkSpan& span = aggregator.chunk(c);
       Stream& d2h = *fakes[w]->d2h;
-      const int delay = static_cast<int>(rng() % 3);
+      const int delay = setup.in_chunk_order ? 0 : static_cast<int>(rng() % 3);
       d2h.submit([delay] { std::this_thread::sleep_for(std::chrono::microseconds(100 * delay)); });
       d2h.copy_async(aggregator.receive_buffer(w, c), fakes[w]->data() + span.offset, span.count * sizeof(float));
       d2h.launch_host_func([&aggregator, w, c] { aggregator.arrived(w, c); });
@@ -96,9 +104,11 @@ TEST(HostAggregator, SumIsExactAndIdenticalForAnyPlanThreadsAndArrivalOrder) {
       if (sizes.empty()) sizes = {n};
       for (int threads : {1, 2, 3})
         for (uint64_t order : {2u, 3u}) {
-          const auto got = exchange(workers, sizes, threads, order, 1);
+          const int lanes = 1 + static_cast<int>(order % 2) * 2;  // 1 or 3 lanes
+          const auto got = exchange(workers, sizes, threads, order, 1, {.lanes = lanes});
           ASSERT_EQ(0, std::memcmp(reference.data(), got.data(), n * sizeof(float)))
-              << workers << " workers, " << sizes.size() << " chunks, " << threads << " threads, order " << order;
+              << workers << " workers, " << sizes.size() << " chunks, " << threads << " threads, "
+              << lanes << " lanes, order " << order;
         }
     }
   }
@@ -159,12 +169,67 @@ TEST(HostAggregator, ReducerGetsEveryChunkWhileEarlierPullsWaitAndItsSumComesBac
   for (const bool staged : {false, true}) {
     SCOPED_TRACE(staged ? "staged in pinned memory" : "read where received");
     FakeShards shards(static_cast<int>(sizes.size()), 3);
-    const auto global = exchange(2, sizes, 2, 4, 2, &shards, staged);
+    const auto global = exchange(2, sizes, 2, 4, 2, {.reducer = &shards, .stage_pulled_sums = staged});
     for (size_t i = 0; i < local.size(); ++i) ASSERT_EQ(global[i], 3 * local[i]) << i;
     EXPECT_EQ(shards.pushed_.size(), 2 * sizes.size());  // each (iteration, chunk) once
     EXPECT_TRUE(shards.pushed_.count({100, 0}) && shards.pushed_.count({101, 3}));
     EXPECT_EQ(shards.push_order_, shards.pull_order_);
   }
+}
+
+// With lanes a small chunk's sum can end before a larger one that became ready first; it is still
+// pushed after it, so that every host pushes (and the shards answer) in one order.
+TEST(HostAggregator, LanesPushInTheOrderTheChunksBecameReady) {
+  const std::vector<int64_t> sizes = {400000, 5, 7, 300000, 3};
+  FakeShards shards(static_cast<int>(sizes.size()), 2);
+  const auto local = exchange(2, sizes, 3, 1, 2);
+  const auto global = exchange(2, sizes, 3, 1, 2, {.lanes = 3, .reducer = &shards, .in_chunk_order = true});
+  for (size_t i = 0; i < local.size(); i += 101) ASSERT_EQ(global[i], 2 * local[i]) << i;
+  EXPECT_EQ(shards.push_order_, (std::vector<int>{0, 1, 2, 3, 4, 0, 1, 2, 3, 4}));
+}
+
+// Waits in the push of the first chunk until the timeline shows another chunk summed: only a
+// second lane can do that while the first lane is still pushing.
+class PushWaitsForAnotherSum final : public ChunkReducer {
+ public:
+  explicit PushWaitsForAnotherSum(const Timeline& timeline) : timeline_(timeline) {}
+  void push(int64_t, int chunk, const float* sum, int64_t count) override {
+    if (pushes_++ == 0) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!summed_besides(chunk) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      saw_overlap_ = summed_besides(chunk);
+    }
+    pushed_[chunk].assign(sum, sum + count);
+  }
+  PulledChunk pull(int64_t, int chunk) override {
+    auto sum = std::make_shared<std::vector<float>>(pushed_.at(chunk));
+    return PulledChunk({{0, sum->data(), static_cast<int64_t>(sum->size())}}, sum);
+  }
+  bool saw_overlap_ = false;
+
+ private:
+  bool summed_besides(int chunk) const {
+    for (const TraceEvent& e : timeline_.events())
+      if (e.category == "sum" && e.name != cat("sum chunk ", chunk)) return true;
+    return false;
+  }
+  const Timeline& timeline_;
+  int pushes_ = 0;  // pushes come from one lane at a time (in turn)
+  std::map<int, std::vector<float>> pushed_;
+};
+
+TEST(HostAggregator, SecondLaneSumsWhileTheFirstIsStillBusy) {
+  Timeline timeline(true);
+  PushWaitsForAnotherSum reducer(timeline);
+  const auto local = exchange(2, {1000, 2000}, 2, 1, 1);
+  const auto got = exchange(2, {1000, 2000}, 2, 1, 1,
+                            {.lanes = 2, .reducer = &reducer, .in_chunk_order = true, .timeline = &timeline});
+  EXPECT_TRUE(reducer.saw_overlap_) << "no other chunk was summed while the first was pushed";
+  EXPECT_EQ(local, got);
+  bool second_track = false;
+  for (const TraceEvent& e : timeline.events()) second_track |= e.track == "sum lane 1";
+  EXPECT_TRUE(second_track) << "the second lane's sums have their own track";
 }
 
 }  // namespace

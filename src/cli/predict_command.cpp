@@ -312,6 +312,9 @@ Runner add_predict_command(CLI::App& app) {
                   "What if: bandwidth copies share, GB/s (0: none)");
   cmd->add_option("--host-threads,--host-cores", w.host_threads,
                   "What if: host summing threads (host sum scales)");
+  cmd->add_option("--sum-lanes", w.sum_lanes,
+                  "What if: chunks the host sums at once, each on host threads / lanes threads, "
+                  "as train --sum-lanes (default 1)");
   cmd->add_option("--shared-cores", w.shared_cores,
                   "What if: cores the workers compute on that the copies and the host sum also "
                   "use, so they slow backward (CPU backend; 0: none; default: the profile's)");

@@ -14,6 +14,7 @@
 #include "cgdp/data/image/mean_file.hpp"
 #include "cgdp/device/devices.hpp"
 #include "cgdp/net/model_file.hpp"
+#include "cgdp/sync/host_aggregator.hpp"
 #include "cli/number_checks.hpp"
 
 namespace cgdp::cli {
@@ -123,6 +124,12 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--device-kind", c.device_kind, "cpu, or cuda (workers share GPUs round-robin)")
       ->capture_default_str();
   cmd->add_option("--host-threads", c.host_threads, "Threads that sum gradients on the host (default: one per worker, leaving a core per worker)");
+  cmd->add_option("--sum-lanes", c.sum_lanes,
+                  cat("Chunks the host sums at once, each on --host-threads / lanes threads: helps "
+                      "when chunks are too small to keep every thread busy (1 to ",
+                      kMaxSumLanes, ", at most the host threads)"))
+      ->capture_default_str()
+      ->check(CLI::Range(1, kMaxSumLanes));
   cmd->add_option("--issue-threads", c.issue_threads,
                   "per-worker: each worker's streams get their own issuing thread; one: one thread "
                   "issues every worker in turn")

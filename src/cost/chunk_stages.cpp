@@ -9,13 +9,13 @@
 namespace cgdp {
 
 std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t offset_bytes, int64_t bytes) {
-  // On shared cores a copy is a memcpy on one core per worker; the sum runs on its threads.
+  // On shared cores a copy is a memcpy on one core per worker; the sum runs on its team.
   const bool shared = in.shared_cores > 0;
   const int copy_cores = shared ? in.devices : 0;
-  const int sum_cores = shared ? std::min(in.host_threads, in.shared_cores) : 0;
+  const int sum_cores = shared ? std::min(host_sum_team(in, bytes), in.shared_cores) : 0;
   std::vector<StageCost> stages = {
       {"d2h", true, in.d2h.latency_us, bytes, in.d2h.gbps, Pool::ToHost, copy_cores},
-      {"sum", false, host_sum_us(in, bytes), 0, 0, Pool::None, sum_cores},
+      {"sum", false, host_sum_us(in, bytes), 0, 0, Pool::None, sum_cores, in.sum_lanes},
   };
   if (in.hosts > 1)  // the network waits on sockets: no cores to speak of
     stages.push_back({"network", false, network_us(in, offset_bytes, bytes), 0, 0, Pool::None});

@@ -6,6 +6,8 @@
 #include <cstdlib>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/sync/host_aggregator.hpp"
+#include "cgdp/sync/host_sum.hpp"
 
 namespace cgdp {
 
@@ -42,6 +44,7 @@ void check_what_if(const WhatIf& w) {
   at_least(w.shared_cores, 0, "--shared-cores");
   non_negative(w.contention_factor, "--contention-factor");
   at_least(w.host_threads, 1, "--host-threads");
+  at_least(w.sum_lanes, 1, "--sum-lanes");
   at_least(w.batch, 1, "--batch");
   at_least(w.hosts, 1, "--hosts");
   positive(w.network_gbps, "--network-gbps");
@@ -122,6 +125,12 @@ CostInputs make_cost_inputs(const Profile& profile, std::span<const ParamLayer> 
   in.shared_cores = what_if.shared_cores.value_or(profile.shared_cores);
   in.contention_factor = what_if.contention_factor.value_or(profile.contention_factor);
   in.host_threads = what_if.host_threads.value_or(profile.host_threads);
+  in.sum_lanes = what_if.sum_lanes.value_or(1);
+  if (in.sum_lanes > kMaxSumLanes)
+    throw UsageError(cat("--sum-lanes: expected an integer <= ", kMaxSumLanes, ", got ", in.sum_lanes));
+  if (in.sum_lanes > in.host_threads)
+    throw UsageError(cat("--sum-lanes ", in.sum_lanes, ": expected at most the host threads (",
+                         in.host_threads, "), as each lane sums on one or more of them"));
   set_network(in, profile, what_if);
   in.update_gbps = profile.update_gbps;
   in.device_sum_gbps = profile.device_sum_gbps;
@@ -142,8 +151,12 @@ double h2d_us(const CostInputs& in, int64_t bytes) {
   return copy_us(in.h2d, bytes, in.devices, in.host_memory_gbps);
 }
 
+int host_sum_team(const CostInputs& in, int64_t bytes) {
+  return sum_team(bytes / 4, in.lane_threads());
+}
+
 double host_sum_us(const CostInputs& in, int64_t bytes) {
-  return transfer_us(bytes, in.host_sum_gbps);
+  return transfer_us(bytes, in.host_sum_gbps * host_sum_team(in, bytes) / in.host_threads);
 }
 
 double p2p_us(const CostInputs& in, int64_t bytes, int at_once) {

@@ -15,8 +15,10 @@ struct EventSim::Running {
   double rate = 0;       // bytes per microsecond while moving
 };
 
-int EventSim::add_stream() {
+int EventSim::add_stream(int width) {
+  CGDP_ASSERT(width >= 1);
   streams_.emplace_back();
+  widths_.push_back(width);
   return static_cast<int>(streams_.size()) - 1;
 }
 
@@ -42,20 +44,20 @@ double EventSim::makespan_us() const {
   return end;
 }
 
-// Starts the next task of every idle stream whose dependencies have finished.
+// Starts, in issue order, the next tasks of every stream with a free slot whose dependencies have
+// finished (a task that must wait holds back the ones behind it).
 void EventSim::start_ready(double now, std::vector<Running>& running, std::vector<size_t>& next) {
   for (size_t s = 0; s < streams_.size(); ++s) {
-    if (next[s] >= streams_[s].size()) continue;
-    const int id = streams_[s][next[s]];
-    const bool busy = std::any_of(running.begin(), running.end(), [&](const Running& r) {
+    auto busy = std::count_if(running.begin(), running.end(), [&](const Running& r) {
       return tasks_[r.task].stream == static_cast<int>(s);
     });
-    const Task& t = tasks_[id];
-    if (busy || !std::all_of(t.deps.begin(), t.deps.end(), [&](int d) { return done_[d]; }))
-      continue;
-    start_[id] = std::max(now, t.not_before_us);
-    running.push_back({id, start_[id] + t.fixed_us, static_cast<double>(t.bytes), 0});
-    ++next[s];
+    for (; next[s] < streams_[s].size() && busy < widths_[s]; ++next[s], ++busy) {
+      const int id = streams_[s][next[s]];
+      const Task& t = tasks_[id];
+      if (!std::all_of(t.deps.begin(), t.deps.end(), [&](int d) { return done_[d]; })) break;
+      start_[id] = std::max(now, t.not_before_us);
+      running.push_back({id, start_[id] + t.fixed_us, static_cast<double>(t.bytes), 0});
+    }
   }
 }
 

@@ -7,35 +7,44 @@
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/cost/chunk_stages.hpp"
+#include "cgdp/sync/host_aggregator.hpp"
 
 namespace cgdp {
 
 namespace {
 
 constexpr int kMaxStages = 8;
+constexpr int kMaxSlots = kMaxStages + kMaxSumLanes;  // a slot per lane of each stage
 using Times = std::array<double, kMaxStages>;
+using Slots = std::array<double, kMaxSlots>;
 
 // Where the pipeline stands after some chunks: what the next chunk's times depend on.
 struct State {
   double compute = 0;  // the compute stream has run the last chunk's sync point
-  Times free{};        // each stage's last finish
+  Slots free{};        // per stage, each lane's last finish, ascending within the stage
   int chunks = 0;
   int from = 0;     // the last chunk starts at this param layer
   int parent = -1;  // the state before it, in the front of `from` layers covered
 };
 
 // The chunk pipeline with workers at the same pace: chunk c's stage k starts when its stage k-1
-// and chunk c-1's stage k have finished. This is what simulate_cgdp's event simulation does
-// when every worker runs the same times.
+// has finished and a lane of stage k is free (one lane: chunk c-1's stage k has finished). This
+// is what simulate_cgdp's event simulation does when every worker runs the same times.
 class Pipeline {
  public:
-  explicit Pipeline(const CostInputs& in)
-      : in_(in), stages_(static_cast<int>(chunk_stages(in, 0, 0).size())), prefix_(1, 0.0) {
-    CGDP_ASSERT(stages_ < kMaxStages);  // one slot left for the contention
+  explicit Pipeline(const CostInputs& in) : in_(in), prefix_(1, 0.0) {
+    for (const StageCost& stage : chunk_stages(in, 0, 0)) {
+      first_slot_.push_back(slots_);
+      lanes_.push_back(stage.per_worker ? 1 : stage.lanes);
+      slots_ += lanes_.back();
+    }
+    stages_ = static_cast<int>(lanes_.size());
+    CGDP_ASSERT(stages_ < kMaxStages && slots_ <= kMaxSlots);  // d[stages_]: the contention
     for (const ParamCost& p : in.params) prefix_.push_back(prefix_.back() + p.backward_us);
   }
 
   int stages() const { return stages_; }
+  int slots() const { return slots_; }
 
   // Stage times of the chunk of param layers [first, last], then (at index stages()) the compute
   // time its exchange takes from the workers (contention_us on shared cores, and overlap_us).
@@ -53,7 +62,14 @@ class Pipeline {
     State next = s;
     next.compute = s.compute + prefix_[last + 1] - prefix_[first] + in_.sync_us;
     double t = next.compute;
-    for (int k = 0; k < stages_; ++k) next.free[k] = t = std::max(t, s.free[k]) + d[k];
+    for (int k = 0; k < stages_; ++k) {
+      // The lane free first takes the chunk; the stage's lanes stay ascending.
+      double* lane = next.free.data() + first_slot_[k];
+      t = std::max(t, lane[0]) + d[k];
+      int i = 0;
+      for (; i + 1 < lanes_[k] && lane[i + 1] < t; ++i) lane[i] = lane[i + 1];
+      lane[i] = t;
+    }
     // As simulate_cgdp: the exchange slows the compute after the chunk is ready, but the last's.
     if (last + 1 < in_.num_params()) next.compute += d[stages_];
     ++next.chunks;
@@ -64,7 +80,7 @@ class Pipeline {
   // Backward start to the end of the exchange once every layer is in a chunk.
   double finish(const State& s) const {
     const double compute_end = s.compute + in_.tail_backward_us;
-    return stages_ == 0 ? compute_end : std::max(compute_end, s.free[stages_ - 1]);
+    return stages_ == 0 ? compute_end : std::max(compute_end, last_finish(s, stages_ - 1));
   }
 
   // No completion of `s` (covering `covered` layers) can finish before this: the rest of the
@@ -75,30 +91,37 @@ class Pipeline {
     double tail = 0, bound = 0;
     for (int k = stages_ - 1; k >= 0; --k) {
       tail += last_layer[k];
-      bound = std::max(bound, s.free[k] + tail);
+      bound = std::max(bound, s.free[first_slot_[k]] + tail);  // its first free lane
     }
     const double ready = s.compute + prefix_[n] - prefix_[covered] + in_.sync_us;
     return std::max({bound, ready + tail, ready + in_.tail_backward_us});
   }
 
  private:
+  // Stage k's last finish: its lane that finished last.
+  double last_finish(const State& s, int k) const { return s.free[first_slot_[k] + lanes_[k] - 1]; }
+
   const CostInputs& in_;
-  int stages_;
-  std::vector<double> prefix_;  // backward time of the first i param layers
+  int stages_ = 0;
+  int slots_ = 0;
+  std::vector<int> first_slot_, lanes_;  // per stage
+  std::vector<double> prefix_;           // backward time of the first i param layers
 };
 
-bool dominates(const State& a, const State& b, int stages) {
+// Lane by lane within a stage (both ascending): sound, as a lane freed no later frees every
+// later chunk no later.
+bool dominates(const State& a, const State& b, int slots) {
   if (a.compute > b.compute || a.chunks > b.chunks) return false;
-  for (int k = 0; k < stages; ++k)
+  for (int k = 0; k < slots; ++k)
     if (a.free[k] > b.free[k]) return false;
   return true;
 }
 
 // Adds `s` to a Pareto front unless a kept state dominates it; drops those it dominates.
-void insert(std::vector<State>& front, const State& s, int stages) {
+void insert(std::vector<State>& front, const State& s, int slots) {
   for (const State& kept : front)
-    if (dominates(kept, s, stages)) return;
-  std::erase_if(front, [&](const State& kept) { return dominates(s, kept, stages); });
+    if (dominates(kept, s, slots)) return;
+  std::erase_if(front, [&](const State& kept) { return dominates(s, kept, slots); });
   front.push_back(s);
 }
 
@@ -196,7 +219,7 @@ PlanSearchResult best_plan(const CostInputs& in) {
         if (pipe.lower_bound(s, covered, last_layer) > bound * (1 + 1e-12)) continue;
         if (covered < n)  // finishing with one more chunk is a real plan: a tighter bound
           bound = std::min(bound, pipe.finish(pipe.advance(s, covered, n - 1, rest)));
-        insert(fronts[covered], s, pipe.stages());
+        insert(fronts[covered], s, pipe.slots());
       }
     }
     result.states_explored += static_cast<int64_t>(fronts[covered].size());

@@ -361,9 +361,11 @@ std::vector<HostSumCost> measure_host_sums(std::vector<Worker>& workers,
     *resolved_threads = threads > 0 ? threads : omp_get_max_threads();
     for (size_t k = 1; k <= workers.size(); ++k) {
       std::vector<TimedBytes> points;
+      // The rate of a full team: a size summed by fewer threads (sum_team) counts as the bytes
+      // the whole team would have summed in its time, as host_sum_us charges it.
       for (int64_t bytes : sizes)
-        points.push_back(
-            {double(bytes), time_host_sum(dst, {srcs.data(), k}, bytes / 4, threads, repeats)});
+        points.push_back({double(bytes) * *resolved_threads / sum_team(bytes / 4, *resolved_threads),
+                          time_host_sum(dst, {srcs.data(), k}, bytes / 4, threads, repeats)});
       costs.push_back({static_cast<int>(k), fit_gbps(points)});
     }
   }).join();

@@ -11,7 +11,7 @@ namespace cgdp {
 namespace {
 
 // Streams of the cgdp simulation: per worker its compute stream and one per per-worker stage;
-// one host thread per host stage (the aggregator for the sum, the link for the network).
+// one stream per host stage (the aggregator's sum lanes for the sum, the link for the network).
 struct CgdpStreams {
   std::vector<int> compute;             // [worker]
   std::vector<std::vector<int>> stage;  // [stage][worker], one entry for a host stage
@@ -27,7 +27,7 @@ CgdpStreams make_streams(EventSim& sim, const CostInputs& in,
   for (const StageCost& stage : stages) {
     s.stage.emplace_back();
     for (int w = 0; w < (stage.per_worker ? in.devices : 1); ++w)
-      s.stage.back().push_back(sim.add_stream());
+      s.stage.back().push_back(sim.add_stream(stage.per_worker ? 1 : stage.lanes));
     s.pool.push_back(stage.pool == Pool::ToHost     ? to_host
                      : stage.pool == Pool::FromHost ? from_host
                                                     : -1);

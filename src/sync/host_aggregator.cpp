@@ -1,6 +1,8 @@
-// Host aggregator: arrival bookkeeping, fixed-order OpenMP sums, pushes and pulls through a
-// reducer (scale-out), H2D copies of each sum.
+// Host aggregator: arrival bookkeeping, fixed-order OpenMP sums on one or more lanes, pushes and
+// pulls through a reducer (scale-out), H2D copies of each sum.
 #include "cgdp/sync/host_aggregator.hpp"
+
+#include <omp.h>
 
 #include <algorithm>
 
@@ -11,15 +13,16 @@
 namespace cgdp {
 
 HostAggregator::HostAggregator(std::vector<AggregatorWorker> workers, std::vector<ChunkSpan> chunks,
-                               int threads, Timeline& timeline, ChunkReducer* reducer, CoreSet cpus)
+                               int threads, Timeline& timeline, ChunkReducer* reducer, CoreSet cpus,
+                               int lanes)
     : workers_(std::move(workers)),
       chunks_(std::move(chunks)),
-      threads_(threads),
+      lane_threads_(std::max(1, (threads > 0 ? threads : omp_get_max_threads()) / lanes)),
       timeline_(timeline),
       reducer_(reducer),
       cpus_(std::move(cpus)),
       arrivals_(chunks_.size(), 0) {
-  CGDP_ASSERT(!workers_.empty() && !chunks_.empty());
+  CGDP_ASSERT(!workers_.empty() && !chunks_.empty() && lanes >= 1 && lanes <= kMaxSumLanes);
   total_ = chunks_.back().offset + chunks_.back().count;
   const size_t bytes = static_cast<size_t>(total_) * sizeof(float);
   for (const auto& w : workers_) {
@@ -30,8 +33,9 @@ HostAggregator::HostAggregator(std::vector<AggregatorWorker> workers, std::vecto
   copies_from_pulled_ = std::all_of(workers_.begin(), workers_.end(), [](const AggregatorWorker& w) {
     return w.device->kind() == DeviceKind::Cpu;
   });
-  thread_ = start_thread(&HostAggregator::run_sums);
-  if (reducer_) pull_thread_ = start_thread(&HostAggregator::run_pulls);
+  for (int lane = 0; lane < lanes; ++lane)
+    sum_threads_.push_back(start_thread([this, lane] { run_sums(lane); }, lane == 0));
+  if (reducer_) pull_thread_ = start_thread([this] { run_pulls(); }, false);
 }
 
 HostAggregator::~HostAggregator() { stop(); }
@@ -42,19 +46,20 @@ void HostAggregator::stop() {
     stopping_ = true;
   }
   changed_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (std::thread& t : sum_threads_)
+    if (t.joinable()) t.join();
   if (pull_thread_.joinable()) pull_thread_.join();
 }
 
-std::thread HostAggregator::start_thread(void (HostAggregator::*body)()) {
-  return std::thread([this, body] {
+std::thread HostAggregator::start_thread(std::function<void()> body, bool keep_binding) {
+  return std::thread([this, body = std::move(body), keep_binding] {
     if (!cpus_.empty()) {
       BindStatus status = bind_current_thread(cpus_);
       std::lock_guard lock(mutex_);
-      if (body == &HostAggregator::run_sums) bind_status_ = std::move(status);
+      if (keep_binding) bind_status_ = std::move(status);
     }
     try {
-      (this->*body)();
+      body();
     } catch (...) {
       abort(std::current_exception());
     }
@@ -93,10 +98,10 @@ std::string HostAggregator::binding_note() const {
   return bind_status_.bound ? cat("bound to cpus ", cpus_.to_string()) : bind_status_.note;
 }
 
-void HostAggregator::run_sums() {
+void HostAggregator::run_sums(int lane) {
   for (;;) {
     int chunk;
-    int64_t iteration;
+    int64_t iteration, turn;
     {
       std::unique_lock lock(mutex_);
       changed_.wait(lock, [&] { return stopping_ || error_ || !ready_.empty(); });
@@ -104,24 +109,40 @@ void HostAggregator::run_sums() {
       chunk = ready_.front();
       ready_.pop_front();
       iteration = iteration_;
+      turn = taken_++;
     }
-    sum(chunk);
-    const ChunkSpan& span = chunks_[chunk];
-    if (reducer_) {
-      Timeline::Scope push(timeline_, Timeline::kAggregatorPid, "push", {"push chunk ", chunk}, "push",
-                           {{"chunk", chunk}, {"bytes", span.count * 4}, {"iteration", iteration}});
-      reducer_->push(iteration, chunk, global_sum() + span.offset, span.count);
-    } else {
-      send(chunk);
-    }
+    sum(lane, chunk);
+    if (reducer_) push_in_turn(turn, iteration, chunk);
+    else send(chunk);
     {
       std::lock_guard lock(mutex_);
       arrivals_[chunk] = 0;  // summed: the next iteration may reuse the receive buffers
-      if (reducer_) pushed_.push_back({iteration, chunk});
-      else ++issued_;
+      if (!reducer_) ++issued_;
     }
     changed_.notify_all();
   }
+}
+
+// Every host pushes in the order its chunks became ready, whichever lane summed first, so that
+// the shards (and run_pulls) see one order.
+void HostAggregator::push_in_turn(int64_t turn, int64_t iteration, int chunk) {
+  {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return stopping_ || error_ || pushed_turns_ == turn; });
+    if (stopping_ || error_) return;
+  }
+  const ChunkSpan& span = chunks_[chunk];
+  {
+    Timeline::Scope push(timeline_, Timeline::kAggregatorPid, "push", {"push chunk ", chunk}, "push",
+                         {{"chunk", chunk}, {"bytes", span.count * 4}, {"iteration", iteration}});
+    reducer_->push(iteration, chunk, global_sum() + span.offset, span.count);
+  }
+  {
+    std::lock_guard lock(mutex_);
+    ++pushed_turns_;
+    pushed_.push_back({iteration, chunk});
+  }
+  changed_.notify_all();
 }
 
 // Pulls in push order: the shards answer in that order too, as every host pushes alike.
@@ -154,19 +175,27 @@ void HostAggregator::run_pulls() {
   }
 }
 
-void HostAggregator::sum(int chunk) {
+void HostAggregator::sum(int lane, int chunk) {
   const ChunkSpan& span = chunks_[chunk];
   std::vector<const float*> sources;
   for (size_t w = 0; w < workers_.size(); ++w) sources.push_back(receive_buffer(static_cast<int>(w), chunk));
   float* sum = static_cast<float*>(global_.get()) + span.offset;
-  const int64_t begin = timeline_.now_us();
-  sum_buffers(sum, sources, span.count, threads_);
-  const int64_t end = timeline_.now_us();
+  const int64_t begin = summing(+1);
+  sum_buffers(sum, sources, span.count, lane_threads_);
+  const int64_t end = summing(-1);
   if (timeline_.enabled())
-    timeline_.add(Timeline::kAggregatorPid, "sum", cat("sum chunk ", chunk), "sum", begin, end,
-                  {{"chunk", chunk}, {"bytes", span.count * 4}});
+    timeline_.add(Timeline::kAggregatorPid, lane == 0 ? std::string("sum") : cat("sum lane ", lane),
+                  cat("sum chunk ", chunk), "sum", begin, end,
+                  {{"chunk", chunk}, {"bytes", span.count * 4}, {"lane", lane}});
+}
+
+// Counts the time any lane sums (overlapping sums once): a sum starts (+1) or ends (-1).
+int64_t HostAggregator::summing(int change) {
+  const int64_t now = timeline_.now_us();
   std::lock_guard lock(mutex_);
-  sum_us_ += end - begin;
+  if (change > 0 && sums_running_++ == 0) summing_since_ = now;
+  if (change < 0 && --sums_running_ == 0) sum_us_ += now - summing_since_;
+  return now;
 }
 
 void HostAggregator::send(int chunk) {
@@ -183,6 +212,7 @@ void HostAggregator::send(int chunk, const PulledChunk& sum) {
 
 void HostAggregator::issue_h2d(int chunk, std::span<const PulledChunk::Piece> pieces) {
   const ChunkSpan& span = chunks_[chunk];
+  std::lock_guard issuing(issue_mutex_);  // lanes finish in any order; one issues at a time
   for (size_t i = 0; i < workers_.size(); ++i) {
     const AggregatorWorker& w = workers_[i];
     traced(*w.h2d, timeline_, static_cast<int>(i), "h2d", {"h2d chunk ", chunk}, "h2d",

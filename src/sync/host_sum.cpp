@@ -132,6 +132,10 @@ void sum_tail(float* dst, const float* const* srcs, int nsrc, int64_t begin, int
 
 }  // namespace
 
+int sum_team(int64_t n, int threads) {
+  return static_cast<int>(std::clamp<int64_t>(n / kMinPerThread, 1, std::max(threads, 1)));
+}
+
 void sum_buffers(float* dst, std::span<const float* const> srcs, int64_t n, int threads) {
   if (n <= 0) return;
   if (srcs.empty()) {
@@ -141,8 +145,7 @@ void sum_buffers(float* dst, std::span<const float* const> srcs, int64_t n, int 
   const int nsrc = static_cast<int>(srcs.size());
   const float* const* s = srcs.data();
   const int64_t full_blocks = n / kBlock;
-  const int64_t wanted = threads > 0 ? threads : omp_get_max_threads();
-  const int team = static_cast<int>(std::clamp<int64_t>(n / kMinPerThread, 1, wanted));
+  const int team = sum_team(n, threads > 0 ? threads : omp_get_max_threads());
   // Static schedule: each thread sums one contiguous range of blocks.
 #pragma omp parallel for schedule(static) num_threads(team) if (team > 1)
   for (int64_t b = 0; b < full_blocks; ++b) sum_block(dst, s, nsrc, b * kBlock);

@@ -265,11 +265,16 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
   placement_ = plan_placement(Topology::discover(), refs, config_.host_threads, config_.loader_threads);
   placement_summary_ = cat(placement_.single_node ? "single NUMA node" : "several NUMA nodes");
   options.host_threads = sum_threads();
+  options.sum_lanes = config_.sum_lanes;
+  if (kind == SyncKind::Cgdp && (options.sum_lanes < 1 || options.sum_lanes > options.host_threads))
+    throw UsageError(cat("--sum-lanes ", options.sum_lanes, ": expected 1 to the ",
+                         options.host_threads, " host summing threads (raise --host-threads)"));
   if (kind == SyncKind::Cgdp) {
     options.aggregator_cpus = placement_.aggregator_cpus();
     placement_summary_ += cat(", aggregator: ", options.host_threads, " thread",
-                              options.host_threads == 1 ? "" : "s", " on cpus ",
-                              options.aggregator_cpus.to_string());
+                              options.host_threads == 1 ? "" : "s",
+                              options.sum_lanes > 1 ? cat(" in ", options.sum_lanes, " sum lanes") : "",
+                              " on cpus ", options.aggregator_cpus.to_string());
   }
   const int loaders = loader_threads(*train_data_);
   placement_summary_ += cat(", loader: ", loaders, " thread", loaders == 1 ? "" : "s", " on cpus ",

@@ -26,6 +26,7 @@ struct StageCost {
   double cap_gbps = 0;
   Pool pool = Pool::None;
   int busy_cores = 0;  // cores it keeps busy while it runs, over all workers (CPU backend)
+  int lanes = 1;       // a host stage: chunks it runs at once (the sum's lanes), first come first
 };
 
 // The stages of the chunk of `bytes` (per worker) at `offset_bytes` in the flat gradient, in

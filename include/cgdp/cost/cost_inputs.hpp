@@ -3,6 +3,7 @@
 // host sum, one update) under the documented sharing model (docs/profile.md).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -25,6 +26,9 @@ struct WhatIf {
   // Host summing threads: the host sum bandwidth scales by host_threads / profile.host_threads,
   // but never beyond what host memory allows (host_memory_gbps / (N + 1), when set).
   std::optional<int> host_threads;  // >= 1
+  // Chunks the aggregator sums at once, each on host_threads / sum_lanes threads (train's
+  // --sum-lanes); <= host_threads.
+  std::optional<int> sum_lanes;  // >= 1
   // Samples per worker: forward and backward times scale by batch / profile.batch.
   std::optional<int> batch;  // >= 1
   // Scale-out (docs/scale-out.md): hosts of N workers each, one shard per host. With hosts > 1 a
@@ -59,6 +63,8 @@ struct CostInputs {
   int shared_cores = 0;
   double contention_factor = 1;  // scales what the exchange takes from the backward (profile.hpp)
   int host_threads = 1;                 // threads the host sum runs on
+  int sum_lanes = 1;                    // chunks summed at once, host_threads / sum_lanes each
+  int lane_threads() const { return std::max(1, host_threads / sum_lanes); }
   bool p2p_shares_host_memory = false;  // the CPU backend's peer copies are host memcpys
   double sync_us = 0;                   // per sync point on the compute stream
   double overlap_us_per_mb = 0;         // backward lost per MB of exchange beside it (profile.hpp)
@@ -88,8 +94,12 @@ double copy_us(const LinkCost& link, int64_t bytes, int at_once, double pool_gbp
 // A chunk of `bytes` per worker, as cgdp moves it: all N workers copy at once.
 double d2h_us(const CostInputs& in, int64_t bytes);
 double h2d_us(const CostInputs& in, int64_t bytes);
-// The aggregator sums the N copies of a chunk of `bytes`.
+// The aggregator sums the N copies of a chunk of `bytes` on one lane: host_sum_gbps scaled to the
+// team sum_buffers starts for the chunk (sum_team: one thread per 32 Ki floats, at most
+// lane_threads()) out of host_threads.
 double host_sum_us(const CostInputs& in, int64_t bytes);
+// Threads that sum a chunk of `bytes` (host_sum.hpp's sum_team on one lane).
+int host_sum_team(const CostInputs& in, int64_t bytes);
 // ps0: one peer copy of `bytes` while `at_once` peer copies run; a parent adds one child.
 double p2p_us(const CostInputs& in, int64_t bytes, int at_once);
 double device_sum_us(const CostInputs& in, int64_t bytes);

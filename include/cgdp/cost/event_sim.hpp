@@ -1,5 +1,5 @@
-// A small discrete-event simulation of streams: each stream runs its tasks one at a time in the
-// order they were added, each once its dependencies have finished; a task takes a fixed time and
+// A small discrete-event simulation of streams: each stream runs its tasks in the order they were
+// added, up to `width` at once (1: one at a time), each once its dependencies have finished; a task takes a fixed time and
 // then moves its bytes at a rate it shares with the other tasks of its pool that are moving bytes
 // at the same time (max-min fair: a task never goes faster than its own cap).
 #pragma once
@@ -22,7 +22,9 @@ class EventSim {
     double not_before_us = 0;  // earliest start
   };
 
-  int add_stream();
+  // width > 1: a queue served by `width` workers (the aggregator's sum lanes), first come first
+  // served.
+  int add_stream(int width = 1);
   int add_pool(double gbps);  // gbps 0: unlimited (each task at its cap)
   int add(Task task);         // returns the task's id
   // Runs to completion; throws Error when the tasks deadlock (a dependency that never finishes).
@@ -39,6 +41,7 @@ class EventSim {
 
   std::vector<Task> tasks_;
   std::vector<std::vector<int>> streams_;  // task ids in issue order
+  std::vector<int> widths_;                // tasks a stream runs at once
   std::vector<double> pools_;
   std::vector<double> start_, end_;
   std::vector<bool> done_;

@@ -1,14 +1,17 @@
 // The host aggregator: receives every worker's copy of a gradient chunk in pinned host memory,
 // sums the copies with OpenMP threads in a fixed order (worker 0, 1, ...), and sends the sum back
 // to every worker on its H2D stream. Host callbacks only call arrived(); all summing happens on
-// the aggregator's own thread. With a ChunkReducer (scale-out), that thread pushes each local
-// sum and goes on with the next chunk, while a second thread pulls the global sums back in push
-// order and issues their H2D copies.
+// the aggregator's own threads: one per lane, each summing one ready chunk at a time with its
+// share of the OpenMP threads (one lane: chunks are summed one after another with all of them).
+// With a ChunkReducer (scale-out), a lane pushes each local sum (in the order the chunks became
+// ready) and goes on with the next chunk, while another thread pulls the global sums back in
+// push order and issues their H2D copies.
 #pragma once
 
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -22,6 +25,9 @@
 #include "cgdp/train/timeline.hpp"
 
 namespace cgdp {
+
+// The most chunks the aggregator sums at once (--sum-lanes).
+inline constexpr int kMaxSumLanes = 16;
 
 // A chunk's place in the flat gradient buffer (elements).
 struct ChunkSpan {
@@ -52,12 +58,14 @@ class ChunkReducer {
 class HostAggregator {
  public:
   // Allocates all host memory now (never per iteration): per worker a pinned receive buffer as
-  // large as the gradients, and one global buffer. `threads` OpenMP threads sum each chunk.
-  // Sums are recorded on `timeline` (track "sum" of the aggregator process; "push" and "pull"
-  // with a reducer). The aggregator's threads (and the OpenMP team the summing one starts) run on
-  // `cpus` when given (the placement's choice).
+  // large as the gradients, and one global buffer. `lanes` (1..kMaxSumLanes) chunks are summed at
+  // once, each by threads / lanes OpenMP threads (at least one; threads <= 0: OpenMP's default
+  // number split alike). Sums are recorded on `timeline` (track "sum", then "sum lane 1", ... of the
+  // aggregator process; "push" and "pull" with a reducer). The aggregator's threads (and the
+  // OpenMP teams the lanes start) run on `cpus` when given (the placement's choice).
   HostAggregator(std::vector<AggregatorWorker> workers, std::vector<ChunkSpan> chunks, int threads,
-                 Timeline& timeline, ChunkReducer* reducer = nullptr, CoreSet cpus = {});
+                 Timeline& timeline, ChunkReducer* reducer = nullptr, CoreSet cpus = {},
+                 int lanes = 1);
   ~HostAggregator();
   HostAggregator(const HostAggregator&) = delete;
   HostAggregator& operator=(const HostAggregator&) = delete;
@@ -89,7 +97,8 @@ class HostAggregator {
   Event& landed(int worker) { return *landed_[worker]; }
   // Whether the thread binding took effect, and why not (after the first sum).
   std::string binding_note() const;
-  // Microseconds spent summing during the iteration wait_all_issued() last completed.
+  // Microseconds during which some lane summed, in the iteration wait_all_issued() last
+  // completed (overlapping sums count once).
   int64_t last_sum_us() const { return last_sum_us_; }
   // Makes wait_all_issued() and the aggregator thread give up (a worker failed).
   void abort(std::exception_ptr why);
@@ -98,13 +107,16 @@ class HostAggregator {
   void stop();
 
  private:
-  // Runs `body` on a thread bound to cpus_ until it returns or throws (which aborts).
-  std::thread start_thread(void (HostAggregator::*body)());
-  void run_sums();
+  // Runs `body` on a thread bound to cpus_ until it returns or throws (which aborts);
+  // keep_binding: binding_note() reports this thread's binding.
+  std::thread start_thread(std::function<void()> body, bool keep_binding);
+  void run_sums(int lane);
+  void push_in_turn(int64_t turn, int64_t iteration, int chunk);
   void run_pulls();
   // Local sums (pushed from here with a reducer), and global sums copied back on CUDA.
   const float* global_sum() const { return static_cast<const float*>(global_.get()); }
-  void sum(int chunk);
+  void sum(int lane, int chunk);
+  int64_t summing(int change);  // a sum starts (+1) or ends (-1); returns the time
   void send(int chunk);  // issues the H2D copies of chunk c's sum from global_
   // Issues the H2D copies of chunk c's global sum straight from where the reducer received it.
   void send(int chunk, const PulledChunk& sum);
@@ -113,7 +125,7 @@ class HostAggregator {
   std::vector<AggregatorWorker> workers_;
   std::vector<ChunkSpan> chunks_;
   int64_t total_ = 0;  // elements in each receive buffer
-  int threads_;
+  int lane_threads_;  // OpenMP threads per lane
   Timeline& timeline_;
   ChunkReducer* reducer_;
   CoreSet cpus_;
@@ -124,6 +136,7 @@ class HostAggregator {
   PinnedHostBuffer global_;
   std::vector<std::unique_ptr<Event>> landed_;
 
+  std::mutex issue_mutex_;  // lanes issue H2D copies one at a time
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<int> arrivals_;  // per chunk, this iteration
@@ -131,12 +144,16 @@ class HostAggregator {
   std::deque<std::pair<int64_t, int>> pushed_;  // (iteration, chunk) pushed, not pulled yet
   int64_t iteration_ = 0;
   int issued_ = 0;             // chunks summed and sent this iteration
-  int64_t sum_us_ = 0;         // summing time this iteration
+  int64_t taken_ = 0;          // ready chunks taken by a lane, ever: each one's turn to push
+  int64_t pushed_turns_ = 0;   // turns pushed, ever
+  int sums_running_ = 0;
+  int64_t summing_since_ = 0;  // when sums_running_ last rose from 0
+  int64_t sum_us_ = 0;         // time some lane summed, this iteration
   int64_t last_sum_us_ = 0;
   bool stopping_ = false;
   std::exception_ptr error_;
-  std::thread thread_;       // sums (and pushes)
-  std::thread pull_thread_;  // pulls and sends, with a reducer only
+  std::vector<std::thread> sum_threads_;  // one per lane: sums (and pushes)
+  std::thread pull_thread_;               // pulls and sends, with a reducer only
 };
 
 }  // namespace cgdp

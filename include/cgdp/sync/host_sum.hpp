@@ -16,4 +16,8 @@ namespace cgdp {
 // No sources sets dst to zero. threads <= 0 means OpenMP's default; small n uses fewer threads.
 void sum_buffers(float* dst, std::span<const float* const> srcs, int64_t n, int threads);
 
+// The OpenMP team sum_buffers uses for n elements with `threads` (>= 1): one thread per 32 Ki
+// elements, at most `threads`, at least one. The cost model charges a chunk's sum at this team.
+int sum_team(int64_t n, int threads);
+
 }  // namespace cgdp

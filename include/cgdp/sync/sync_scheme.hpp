@@ -50,6 +50,7 @@ class SyncScheme {
 struct SyncOptions {
   ChunkPlan plan;            // cgdp only
   int host_threads = 0;      // cgdp: OpenMP threads that sum; 0 = all cores
+  int sum_lanes = 1;         // cgdp: chunks summed at once, host_threads / sum_lanes each
   CoreSet aggregator_cpus;   // cgdp: where the aggregator runs (empty: anywhere)
   ChunkReducer* reducer = nullptr;  // cgdp across hosts: the parameter-server client
   LrPolicy lr;

@@ -86,6 +86,7 @@ struct TrainConfig {
   std::vector<std::string> chunk_plans;
   ChunkSearchOptions chunk_search;
   int host_threads = 0;             // aggregator threads; 0: one per worker (sync/placement.cpp)
+  int sum_lanes = 1;                // chunks the aggregator sums at once, splitting its threads
   // "per-worker": each worker's work is issued by its own host thread; "one": one thread issues
   // every worker in turn (the old way, for comparisons).
   std::string issue_threads = "per-worker";
