@@ -9,6 +9,10 @@ import statistics
 import sys
 
 
+# Optional profile fields that a profile leaves out at these values (docs/profile.md).
+DEFAULTS = {"contention_factor": 1, "exchange_stretch": 1, "overlap_us_per_mb": 0, "shared_cores": 0}
+
+
 def merge(values):
     first = values[0]
     if all(v == first for v in values):
@@ -22,8 +26,17 @@ def merge(values):
     return [merge(list(items)) for items in zip(*values)]
 
 
+def merge_profiles(profiles):
+    """An optional field one round wrote and another left out counts at its default there."""
+    for key, default in DEFAULTS.items():
+        if any(key in p for p in profiles):
+            for p in profiles:
+                p.setdefault(key, default)
+    return merge(profiles)
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 3:
         sys.exit(__doc__.splitlines()[3])
     with open(sys.argv[1], "w") as out:
-        json.dump(merge([json.load(open(f)) for f in sys.argv[2:]]), out, indent=1)
+        json.dump(merge_profiles([json.load(open(f)) for f in sys.argv[2:]]), out, indent=1)

@@ -20,6 +20,7 @@
 #include "cgdp/cost/network_stage.hpp"
 #include "cgdp/cost/plan_search.hpp"
 #include "cgdp/cost/profile_match.hpp"
+#include "cgdp/cost/profiler.hpp"
 #include "cgdp/cost/simulator.hpp"
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/net/model_file.hpp"
@@ -281,6 +282,42 @@ TEST(Simulator, SumLanesSumAChunkBesideAnother) {
   EXPECT_THROW(make_cost_inputs(prof, small_params(), 2, w), UsageError);
 }
 
+// Stretch 2: fc1's stages beside conv1's layers take twice as long: D2H 2 + 8 -> 53, sum 16 -> 69,
+// H2D 1 + 4 -> 74. conv1's chunk is the last and runs as before but queues behind fc1's: its sum
+// 69..69.8, its H2D 74..74.7. Backward still ends at 67.5, so 7.2 us are left (2.4 unstretched).
+TEST(Simulator, ExchangeStretchSlowsTheStagesBesideTheLayers) {
+  Profile prof = small_profile();
+  prof.exchange_stretch = 2;
+  const CostInputs in = small_inputs(prof);
+  const ChunkPlan per_layer = make_chunk_plan(small_params(), "layer");
+  const IterationPrediction p = simulate_cgdp(in, per_layer);
+  expect_near(p.chunks[0].stages[0].end_us, 53);
+  expect_near(p.chunks[0].stages[1].end_us, 69);
+  expect_near(p.chunks[1].stages[1].start_us, 69);
+  expect_near(p.backward_us, 67.5);
+  expect_near(p.exchange_after_backward_us, 7.2);
+  expect_near(exchange_end_us(in, per_layer), 74.7, "plan search pipeline");
+  expect_near(simulate_cgdp(small_inputs(), per_layer).exchange_after_backward_us, 2.4, "unstretched");
+  const ChunkPlan one = make_chunk_plan(small_params(), "all");  // nothing beside it to stretch
+  expect_near(simulate_cgdp(in, one).iteration_us, simulate_cgdp(small_inputs(), one).iteration_us);
+  WhatIf below_one;
+  below_one.exchange_stretch = 0.5;
+  EXPECT_THROW(make_cost_inputs(prof, small_params(), 2, below_one), UsageError);
+}
+
+// The profiler's stretch: fc1's chunk is the only one beside the layers (conv1's is the last);
+// the model gives its stages 5 + 8 + 2.5 = 15.5 us, so 31 us measured is a stretch of 2. Less
+// than modelled is noise (1), as is any measure with one param layer.
+TEST(ExchangeStretch, StagesMeasuredBesideTheLayersOverTheirModelledTime) {
+  Profile prof = small_profile();
+  prof.shared_cores = 2;
+  prof.exchange_stretch = 5;  // what the profile held before is not used
+  EXPECT_DOUBLE_EQ(exchange_stretch(prof, small_params(), 31), 2);
+  EXPECT_EQ(exchange_stretch(prof, small_params(), 10), 1);
+  const std::vector<ParamLayer> one = {{3, "fc1", 0, 1000}};
+  EXPECT_EQ(exchange_stretch(prof, one, 100), 1);
+}
+
 // Both workers copy at once over a 1 GB/s pool: 0.5 GB/s each. One chunk ready at 65: D2H
 // 1 + 8.8, sum 8.8, H2D 0.5 + 8.8: the exchange ends at 65 + 9.8 + 8.8 + 9.3 = 92.9.
 TEST(Simulator, CgdpCopiesShareThePool) {
@@ -470,6 +507,7 @@ CostInputs random_inputs(std::mt19937& rng, int n, int devices, const WhatIf& wh
   p.h2d = {0.5 + 10 * u(rng), 20 * u(rng)};
   p.sync_us = 50 * u(rng);
   p.overlap_us_per_mb = u(rng) < 0.5 ? 0 : 5000 * u(rng);  // up to 20 us on the largest layer
+  p.exchange_stretch = u(rng) < 0.5 ? 1 : 1 + 3 * u(rng);
   p.host_sum = {{devices, 0.2 + 5 * u(rng)}};
   p.devices = devices;
   p.host_memory_gbps = u(rng) < 0.5 ? 0 : 1 + 10 * u(rng);
@@ -768,6 +806,7 @@ TEST(ProfileJson, RoundTripKeepsEveryField) {
   p.host_memory_gbps = 12.5;
   p.shared_cores = 16;
   p.contention_factor = 3.25;
+  p.exchange_stretch = 2.5;
   p.overlap_us_per_mb = 41.5;
   p.host_sum.push_back({4, 0.3});
   p.network = NetworkCost{25, 30};
@@ -783,6 +822,7 @@ TEST(ProfileJson, RoundTripKeepsEveryField) {
   EXPECT_EQ(q.host_threads, p.host_threads);
   EXPECT_EQ(q.shared_cores, 16);
   EXPECT_EQ(q.contention_factor, 3.25);
+  EXPECT_EQ(q.exchange_stretch, 2.5);
   ASSERT_EQ(q.layers.size(), p.layers.size());
   for (size_t i = 0; i < p.layers.size(); ++i) {
     EXPECT_EQ(q.layers[i].name, p.layers[i].name);
@@ -838,6 +878,8 @@ TEST(ProfileJson, EachValidationErrorNamesTheField) {
   expect_invalid([](J& j) { j["shared_cores"] = 2.5; }, "shared_cores: expected an integer >= 0");
   expect_invalid([](J& j) { j["contention_factor"] = -1; },
                  "contention_factor: expected a number >= 0");
+  expect_invalid([](J& j) { j["exchange_stretch"] = 0.5; },
+                 "exchange_stretch: expected a number >= 1");
   expect_invalid([](J& j) { j["update_gbps"] = 0; }, "update_gbps: expected a number > 0");
   expect_invalid([](J& j) { j["device_sum_gbps"] = nullptr; },
                  "device_sum_gbps: expected a number > 0");
@@ -892,6 +934,8 @@ TEST(ProfileJson, OptionalHostMemoryDefaultsToUnlimited) {
   EXPECT_FALSE(read_profile(path).network);       // and no network unless given
   EXPECT_EQ(read_profile(path).shared_cores, 0);  // nor shared cores
   EXPECT_EQ(read_profile(path).contention_factor, 1);
+  EXPECT_EQ(read_profile(path).exchange_stretch, 1);
+  EXPECT_FALSE(j.contains("exchange_stretch"));
   EXPECT_EQ(read_profile(path).overlap_us_per_mb, 0);  // profiles written before it read as before
   EXPECT_FALSE(j.contains("overlap_us_per_mb"));        // and a zero term is not written
 }

@@ -256,8 +256,12 @@ void print_report(const Prediction& p, const PredictOptions& opt) {
               opt.model.c_str(), opt.profile.c_str(), prof.backend.c_str(), prof.device.c_str(),
               p.inputs.devices, opt.what_if.batch.value_or(prof.batch));
   if (p.inputs.shared_cores > 0)
-    std::printf("the exchange shares %d cores with the backward (contention factor %.2f)\n",
-                p.inputs.shared_cores, p.inputs.contention_factor);
+    std::printf("the exchange shares %d cores with the backward (contention factor %.2f, "
+                "exchange stretch %.2f)\n",
+                p.inputs.shared_cores, p.inputs.contention_factor, p.inputs.exchange_stretch);
+  if (p.inputs.sum_lanes > 1)
+    std::printf("the host sums %d chunks at once, %d threads each\n", p.inputs.sum_lanes,
+                p.inputs.lane_threads());
   print_layers(p);
   std::printf("plan --chunk %s: %s\n", p.chunk.c_str(), describe(p.plan, p.params).c_str());
   std::printf("simulated (ms)                     %9s %9s %9s %9s %9s %10s\n", "forward",
@@ -318,6 +322,9 @@ Runner add_predict_command(CLI::App& app) {
   cmd->add_option("--shared-cores", w.shared_cores,
                   "What if: cores the workers compute on that the copies and the host sum also "
                   "use, so they slow backward (CPU backend; 0: none; default: the profile's)");
+  cmd->add_option("--exchange-stretch", w.exchange_stretch,
+                  "What if: exchange stages beside the layers take this many times longer "
+                  "(default: the profile's, 1 if it has none)");
   cmd->add_option("--contention-factor", w.contention_factor,
                   "What if: the exchange costs backward this many times its core time over the "
                   "shared cores (default: the profile's, 1 if it has none)");

@@ -54,6 +54,11 @@ void print_summary(const Profile& p, FILE* out) {
                p.update_gbps, p.device_sum_gbps);
   if (p.overlap_us_per_mb > 0)
     std::fprintf(out, "  exchange beside backward: %.2f us per MB\n", p.overlap_us_per_mb);
+  if (p.shared_cores > 0)
+    std::fprintf(out,
+                 "  exchange on %d shared cores: contention factor %.2f, stretched %.2fx beside "
+                 "backward\n",
+                 p.shared_cores, p.contention_factor, p.exchange_stretch);
   std::string sums;
   for (const HostSumCost& s : p.host_sum) {
     char item[48];

@@ -24,6 +24,14 @@ std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t offset_bytes, 
   return stages;
 }
 
+std::vector<StageCost> beside_layers(const CostInputs& in, std::vector<StageCost> stages) {
+  for (StageCost& stage : stages) {
+    stage.fixed_us *= in.exchange_stretch;
+    stage.cap_gbps /= in.exchange_stretch;
+  }
+  return stages;
+}
+
 double contention_us(const CostInputs& in, const std::vector<StageCost>& stages) {
   if (in.shared_cores <= 0) return 0;
   double core_us = 0;

@@ -43,6 +43,8 @@ void check_what_if(const WhatIf& w) {
   non_negative(w.host_memory_gbps, "--host-memory-gbps");
   at_least(w.shared_cores, 0, "--shared-cores");
   non_negative(w.contention_factor, "--contention-factor");
+  if (w.exchange_stretch && !(*w.exchange_stretch >= 1))
+    throw UsageError(cat("--exchange-stretch: expected a number >= 1, got ", *w.exchange_stretch));
   at_least(w.host_threads, 1, "--host-threads");
   at_least(w.sum_lanes, 1, "--sum-lanes");
   at_least(w.batch, 1, "--batch");
@@ -124,6 +126,7 @@ CostInputs make_cost_inputs(const Profile& profile, std::span<const ParamLayer> 
   in.host_sum_gbps = sum_gbps(profile, devices, what_if, in.host_memory_gbps);
   in.shared_cores = what_if.shared_cores.value_or(profile.shared_cores);
   in.contention_factor = what_if.contention_factor.value_or(profile.contention_factor);
+  in.exchange_stretch = what_if.exchange_stretch.value_or(profile.exchange_stretch);
   in.host_threads = what_if.host_threads.value_or(profile.host_threads);
   in.sum_lanes = what_if.sum_lanes.value_or(1);
   if (in.sum_lanes > kMaxSumLanes)

@@ -46,14 +46,17 @@ class Pipeline {
   int stages() const { return stages_; }
   int slots() const { return slots_; }
 
-  // Stage times of the chunk of param layers [first, last], then (at index stages()) the compute
-  // time its exchange takes from the workers (contention_us on shared cores, and overlap_us).
+  // Stage times of the chunk of param layers [first, last] (stretched but for the last chunk),
+  // then (at index stages()) the compute time its exchange takes from the workers
+  // (contention_us on shared cores, and overlap_us).
   Times durations(int first, int last) const {
     const int64_t offset = in_.params[first].layer.offset;
     const int64_t count = in_.params[last].layer.offset + in_.params[last].layer.count - offset;
     Times d{};
     const auto list = chunk_stages(in_, offset * 4, count * 4);
-    for (int k = 0; k < stages_; ++k) d[k] = stage_us(in_, list[k]);
+    const bool beside = last + 1 < in_.num_params();
+    const auto timed = beside ? beside_layers(in_, list) : list;
+    for (int k = 0; k < stages_; ++k) d[k] = stage_us(in_, timed[k]);
     d[stages_] = contention_us(in_, list) + overlap_us(in_, count * 4);
     return d;
   }

@@ -96,6 +96,16 @@ class Spans {
     for (size_t k = 0; k < spans.size(); ++k) us[k] = static_cast<double>(spans[k]->duration_us());
     return us;
   }
+  // The last iterations() spans of one key: a later run's, when an earlier one ran other keys.
+  std::vector<const TraceEvent*> latest(int pid, const std::string& category,
+                                        const std::string& name) const {
+    auto it = by_key_.find({pid, category, name});
+    const size_t have = it == by_key_.end() ? 0 : it->second.size();
+    if (have < static_cast<size_t>(iterations_))
+      throw RuntimeCheckError(cat("profile: '", name, "' (", category, ") ran ", have,
+                                  " times, fewer than the ", iterations_, " measured iterations"));
+    return {it->second.end() - iterations_, it->second.end()};
+  }
   int iterations() const { return iterations_; }
 
  private:
@@ -153,14 +163,38 @@ double backward_pass_us(const Net<float>& net, const Spans& spans, int workers) 
   return median(total);
 }
 
-// Backward with every param layer its own chunk, so that the exchange runs beside it: after the
-// one-chunk iterations the trainer has run, `options.warmup + options.iterations` more.
-double per_layer_backward_us(Trainer& trainer, const ProfileOptions& options) {
-  trainer.set_chunk_plan(per_layer_plan(trainer.param_layers()));
+// The per-layer chunks' run: its backward, and how long the stages of every chunk but the last
+// took (the copies as a mean over workers), which ran beside the layers.
+struct PerLayerRun {
+  double backward_us = 0;
+  double stages_beside_us = 0;
+};
+
+// Per measured iteration, the D2H, sum and H2D spans of chunks 0..chunks-2 (copies: the mean
+// over workers), added up; the median over iterations.
+double stages_beside_us(const Spans& spans, int workers, int chunks) {
+  std::vector<double> total(spans.iterations(), 0.0);
+  for (int c = 0; c + 1 < chunks; ++c) {
+    for (const char* copy : {"d2h", "h2d"})
+      for (int w = 0; w < workers; ++w) {
+        const auto each = spans.latest(w, copy, cat(copy, " chunk ", c));
+        for (int k = 0; k < spans.iterations(); ++k) total[k] += each[k]->duration_us() / double(workers);
+      }
+    const auto sums = spans.latest(Timeline::kAggregatorPid, "sum", cat("sum chunk ", c));
+    for (int k = 0; k < spans.iterations(); ++k) total[k] += double(sums[k]->duration_us());
+  }
+  return median(total);
+}
+
+PerLayerRun per_layer_run(Trainer& trainer, const ProfileOptions& options) {
+  const ChunkPlan plan = per_layer_plan(trainer.param_layers());
+  trainer.set_chunk_plan(plan);
   for (int k = 0; k < options.warmup + options.iterations; ++k) trainer.train_iteration();
   const Spans spans(trainer.timeline().events(), 2 * options.warmup + options.iterations,
                     options.iterations);
-  return backward_pass_us(trainer.net(), spans, trainer.num_workers());
+  const int n = trainer.num_workers();
+  return {backward_pass_us(trainer.net(), spans, n),
+          stages_beside_us(spans, n, static_cast<int>(plan.chunks.size()))};
 }
 
 // On shared cores a core that a copy or a sum takes mid-way stalls the OpenMP region whose
@@ -402,6 +436,20 @@ double median(std::vector<double> values) {
   return (values[mid] + *std::max_element(values.begin(), values.begin() + mid)) / 2;
 }
 
+double exchange_stretch(const Profile& p, std::span<const ParamLayer> params,
+                        double stages_beside_us) {
+  Profile unit = p;
+  unit.exchange_stretch = 1;
+  CostInputs in = make_cost_inputs(unit, params, p.devices);
+  const ChunkPlan plan = per_layer_plan(params);
+  double modelled = 0;
+  for (size_t c = 0; c + 1 < plan.chunks.size(); ++c)
+    for (const StageCost& stage : chunk_stages(in, plan.chunks[c].offset * 4, plan.chunks[c].count * 4))
+      modelled += stage_us(in, stage);
+  if (modelled <= 0) return 1;
+  return std::max(1.0, stages_beside_us / modelled);
+}
+
 double overlap_us_per_mb(std::span<const ParamLayer> params, double one_chunk_us,
                          double per_layer_us) {
   const ChunkPlan plan = per_layer_plan(params);
@@ -470,7 +518,7 @@ Profile measure_profile(const TrainConfig& config, const ProfileOptions& options
   // CPU workers compute on the host's cores, where the copies and the sum run too.
   const bool shared = workers[0].device->kind() == DeviceKind::Cpu;
   const bool calibrate = trainer.param_layers().size() > 1;  // one layer: nothing runs beside
-  const double layered_us = calibrate ? per_layer_backward_us(trainer, options) : 0;
+  const PerLayerRun layered = calibrate ? per_layer_run(trainer, options) : PerLayerRun{};
   measure_links(workers, options, p);
   const auto sizes = sum_sizes(net, options.max_sum_bytes);
   p.host_sum =
@@ -479,14 +527,17 @@ Profile measure_profile(const TrainConfig& config, const ProfileOptions& options
   if (trainer.train_data()->decodes()) p.loader = measure_loader(trainer, p.batch * n);
   // What the exchange beside the backward costs it: on shared cores, a factor on the cores it
   // takes; on a GPU, time per MB (copies take device memory bandwidth). One measurement, so one.
+  // Then, on shared cores, how much the layers slow the exchange beside them.
   if (shared) {
     p.shared_cores = omp_get_num_procs();
-    if (calibrate)
+    if (calibrate) {
       p.contention_factor = contention_factor(p, trainer.param_layers(),
-                                              backward_pass_us(net, spans, n), layered_us);
+                                              backward_pass_us(net, spans, n), layered.backward_us);
+      p.exchange_stretch = exchange_stretch(p, trainer.param_layers(), layered.stages_beside_us);
+    }
   } else if (calibrate) {
-    p.overlap_us_per_mb =
-        overlap_us_per_mb(trainer.param_layers(), backward_pass_us(net, spans, n), layered_us);
+    p.overlap_us_per_mb = overlap_us_per_mb(trainer.param_layers(), backward_pass_us(net, spans, n),
+                                            layered.backward_us);
   }
   return p;
 }

@@ -83,14 +83,17 @@ IterationPrediction simulate_cgdp(const CostInputs& in, const ChunkPlan& plan) {
       ready.push_back(sim.add({streams.compute[w], compute_us, 0, 0, -1, {}, 0}));
     ready_task.push_back(ready[0]);
     stages.push_back(chunk_stages(in, chunk.offset * 4, chunk.count * 4));
-    stage_task.push_back(add_chunk_stages(sim, streams, stages.back(), ready));
-    // The exchange slows the layers computed beside it (shared cores, or bandwidth); after the
-    // last chunk little backward is left to slow.
+    // The exchange and the layers computed beside it slow each other (shared cores, or
+    // bandwidth); after the last chunk little backward is left to slow, or to slow it.
+    const bool beside = &chunk != &plan.chunks.back();
+    const std::vector<StageCost> timed = beside ? beside_layers(in, stages.back()) : stages.back();
+    stage_task.push_back(add_chunk_stages(sim, streams, timed, ready));
+    // Its core time, not its stretched wall time, is what the exchange takes from the layers.
     const double contention = contention_us(in, stages.back()) + overlap_us(in, chunk.count * 4);
-    if (contention > 0 && &chunk != &plan.chunks.back())
+    if (contention > 0 && beside)
       for (int w = 0; w < in.devices; ++w)
         sim.add({streams.compute[w], contention, 0, 0, -1, {}, 0});
-    for (const StageCost& st : stages.back())
+    for (const StageCost& st : timed)
       if (!st.per_worker && st.name == "sum") p.sum_us += st.fixed_us;
   }
   const int tail = sim.add({streams.compute[0], in.tail_backward_us, 0, 0, -1, {}, 0});

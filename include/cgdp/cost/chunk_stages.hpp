@@ -36,6 +36,10 @@ struct StageCost {
 // chunk's, which this treats as the same link: a little pessimistic across shard boundaries).
 std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t offset_bytes, int64_t bytes);
 
+// `stages` as they run while the layers compute beside them (every chunk but the last):
+// in.exchange_stretch times longer (latencies and host stages longer, copy rates lower).
+std::vector<StageCost> beside_layers(const CostInputs& in, std::vector<StageCost> stages);
+
 // The compute time a chunk's exchange takes from the workers when they share in.shared_cores
 // with it (the CPU backend): its stages' work in core-microseconds (a copy keeps one core busy
 // per worker, the host sum its threads) over the cores. The work is conserved: with every core

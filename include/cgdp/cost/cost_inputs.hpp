@@ -23,6 +23,7 @@ struct WhatIf {
   std::optional<double> host_memory_gbps;  // >= 0 (0: copies do not share)
   std::optional<int> shared_cores;         // >= 0 (0: the exchange takes no compute cores)
   std::optional<double> contention_factor;  // >= 0
+  std::optional<double> exchange_stretch;   // >= 1
   // Host summing threads: the host sum bandwidth scales by host_threads / profile.host_threads,
   // but never beyond what host memory allows (host_memory_gbps / (N + 1), when set).
   std::optional<int> host_threads;  // >= 1
@@ -62,6 +63,7 @@ struct CostInputs {
   // CPU backend), so the exchange's work slows the backward pass (chunk_stages.hpp).
   int shared_cores = 0;
   double contention_factor = 1;  // scales what the exchange takes from the backward (profile.hpp)
+  double exchange_stretch = 1;   // exchange stages beside the layers take this much longer
   int host_threads = 1;                 // threads the host sum runs on
   int sum_lanes = 1;                    // chunks summed at once, host_threads / sum_lanes each
   int lane_threads() const { return std::max(1, host_threads / sum_lanes); }

@@ -78,6 +78,10 @@ struct Profile {
   // the backward (a core lost mid-way stalls the OpenMP region its other threads wait in);
   // `cgdp profile` measures it on the CPU backend. See docs/profile.md.
   double contention_factor = 1;
+  // Optional (1): how many times longer each exchange stage of a chunk takes while the layers
+  // compute beside it (every chunk but the last): on shared cores the copies and sums get only
+  // part of a core. `cgdp profile` measures it on the CPU backend. See docs/profile.md.
+  double exchange_stretch = 1;
   // Optional: the network, for predicting a run over several hosts (flags override it).
   std::optional<NetworkCost> network;
   // Optional: the loader's decode rate, measured when the profile's data are image files.

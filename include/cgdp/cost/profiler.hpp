@@ -48,6 +48,12 @@ double fit_gbps(std::span<const TimedBytes> points);
 // it), over the MB of every chunk but the last (whose exchange runs after the layers). >= 0.
 double overlap_us_per_mb(std::span<const ParamLayer> params, double one_chunk_us,
                          double per_layer_us);
+// The exchange stretch (Profile::exchange_stretch) of a profile `p` whose other terms are set:
+// the stages of every per-layer chunk but the last as measured beside the layers (copies as a
+// mean over workers), over the same stages' unstretched times in the model. Never below 1
+// (noise); 1 for one param layer.
+double exchange_stretch(const Profile& p, std::span<const ParamLayer> params,
+                        double stages_beside_us);
 // Median of a non-empty list (mean of the middle two for an even count).
 double median(std::vector<double> values);
 
