@@ -11,7 +11,8 @@
 # stretch of the machine's swings. Prints one table, the median |predicted - measured| /
 # measured, per (model, N) the measured time of the plan predicted best against the measured
 # best, and per phase predicted / measured (measured: one `cgdp train --phase-table` run per
-# plan and round, the median over rounds). The measured best of three noisy medians flatters
+# plan and round, the median over rounds; backward is the slowest worker's and the exchange the
+# one left after the last backward, as the model predicts them). The measured best of three noisy medians flatters
 # itself (the winner's curse): where it is not the plan predicted best, CONFIRM_ROUNDS (6) rounds
 # of just those two plans give the gap the target is judged by. Last, the median error per phase over the phases that take 1 ms or
 # more (the predicted update, which holds the gradient reset, against the measured update plus
@@ -58,9 +59,15 @@ phases_of_plan() {
     --sync cgdp --chunk "${plans[$1]}" --iterations $((warmup + iterations)) \
     --test-interval -1 --test-samples 2 --test-batch 2 --plain --phase-table \
     >"$out/$tag.train.log"
-  # Zeroing the gradients is in the measured broadcast but in the predicted update.
-  grep -E '^  (broadcast|forward|backward|exchange after backward|update) ' \
-    "$out/$tag.train.log" | awk '{print $NF}' | paste -sd ' ' >>"$2"
+  # Zeroing the gradients is in the measured broadcast but in the predicted update. Backward and
+  # the exchange left after it are the iteration's, as the model predicts them: the slowest
+  # worker's backward, and the exchange left after the last backward (a worker's own "exchange
+  # after backward" also holds its wait for the slowest worker's backward).
+  local row
+  for row in 'broadcast' 'forward' 'backward, slowest worker' 'exchange after last backward' 'update'; do
+    awk -v row="$row" '{name = $0; sub(/^ +/, "", name); sub(/ +[-0-9.]+$/, "", name)}
+      name == row {print $NF; exit}' "$out/$tag.train.log"
+  done | paste -sd ' ' >>"$2"
 }
 for entry in $models; do
   model=${entry%%:*}

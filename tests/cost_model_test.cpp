@@ -102,7 +102,8 @@ TEST(CostInputs, WhatIfScalesBandwidthsBatchAndHostThreads) {
   expect_near(host_sum_us(in, k256KiB), 262.144);
   expect_near(host_sum_us(in, 4000), 8);  // 1000 floats: one thread of the two, at half the rate
   w.host_memory_gbps = 2.4;  // the sum cannot beat memory: 2.4 / (N + 1) = 0.8 GB/s
-  expect_near(host_sum_us(make_cost_inputs(small_profile(), small_params(), 2, w), k256KiB), 327.68);
+  expect_near(host_sum_us(make_cost_inputs(small_profile(), small_params(), 2, w), k256KiB),
+              327.68);
   WhatIf bad;
   bad.d2h_gbps = 0;
   EXPECT_THROW(make_cost_inputs(small_profile(), small_params(), 2, bad), UsageError);
@@ -297,7 +298,8 @@ TEST(Simulator, ExchangeStretchSlowsTheStagesBesideTheLayers) {
   expect_near(p.backward_us, 67.5);
   expect_near(p.exchange_after_backward_us, 7.2);
   expect_near(exchange_end_us(in, per_layer), 74.7, "plan search pipeline");
-  expect_near(simulate_cgdp(small_inputs(), per_layer).exchange_after_backward_us, 2.4, "unstretched");
+  expect_near(simulate_cgdp(small_inputs(), per_layer).exchange_after_backward_us, 2.4,
+              "unstretched");
   const ChunkPlan one = make_chunk_plan(small_params(), "all");  // nothing beside it to stretch
   expect_near(simulate_cgdp(in, one).iteration_us, simulate_cgdp(small_inputs(), one).iteration_us);
   WhatIf below_one;

@@ -1,6 +1,7 @@
 // The host aggregator on exactly representable inputs: the summed chunks that come back to every
-// worker are the same bits for any chunk plan, thread count, lane count and arrival order; with a reducer
-// (scale-out) it keeps summing and pushing while earlier pulls wait, and what is pulled comes back.
+// worker are the same bits for any chunk plan, thread count, lane count and arrival order; with a
+// reducer (scale-out) it keeps summing and pushing while earlier pulls wait, and what is pulled
+// comes back.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -43,8 +44,8 @@ struct Setup {
   int lanes = 1;
   ChunkReducer* reducer = nullptr;
   bool stage_pulled_sums = false;
-  bool in_chunk_order = false;     // arrivals in chunk order, worker after worker, no delays
-  Timeline* timeline = nullptr;    // null: none recorded
+  bool in_chunk_order = false;   // arrivals in chunk order, worker after worker, no delays
+  Timeline* timeline = nullptr;  // null: none recorded
 };
 
 // Runs `iterations` exchanges; each worker's chunks arrive in a random order with random delays.
@@ -59,8 +60,8 @@ std::vector<float> exchange(int workers, const std::vector<int64_t>& chunk_sizes
     agg.push_back({&fakes[w]->device, fakes[w]->h2d.get(), fakes[w]->data()});
   }
   Timeline off(false);
-  HostAggregator aggregator(agg, spans_of(chunk_sizes), threads, setup.timeline ? *setup.timeline : off,
-                            setup.reducer, {}, setup.lanes);
+  HostAggregator aggregator(agg, spans_of(chunk_sizes), threads,
+                            setup.timeline ? *setup.timeline : off, setup.reducer, {}, setup.lanes);
   if (setup.stage_pulled_sums) aggregator.stage_pulled_sums();
   std::mt19937_64 rng(order_seed);
   for (int it = 0; it < iterations; ++it) {
@@ -169,7 +170,8 @@ TEST(HostAggregator, ReducerGetsEveryChunkWhileEarlierPullsWaitAndItsSumComesBac
   for (const bool staged : {false, true}) {
     SCOPED_TRACE(staged ? "staged in pinned memory" : "read where received");
     FakeShards shards(static_cast<int>(sizes.size()), 3);
-    const auto global = exchange(2, sizes, 2, 4, 2, {.reducer = &shards, .stage_pulled_sums = staged});
+    const auto global =
+        exchange(2, sizes, 2, 4, 2, {.reducer = &shards, .stage_pulled_sums = staged});
     for (size_t i = 0; i < local.size(); ++i) ASSERT_EQ(global[i], 3 * local[i]) << i;
     EXPECT_EQ(shards.pushed_.size(), 2 * sizes.size());  // each (iteration, chunk) once
     EXPECT_TRUE(shards.pushed_.count({100, 0}) && shards.pushed_.count({101, 3}));
@@ -183,7 +185,8 @@ TEST(HostAggregator, LanesPushInTheOrderTheChunksBecameReady) {
   const std::vector<int64_t> sizes = {400000, 5, 7, 300000, 3};
   FakeShards shards(static_cast<int>(sizes.size()), 2);
   const auto local = exchange(2, sizes, 3, 1, 2);
-  const auto global = exchange(2, sizes, 3, 1, 2, {.lanes = 3, .reducer = &shards, .in_chunk_order = true});
+  const auto global =
+      exchange(2, sizes, 3, 1, 2, {.lanes = 3, .reducer = &shards, .in_chunk_order = true});
   for (size_t i = 0; i < local.size(); i += 101) ASSERT_EQ(global[i], 2 * local[i]) << i;
   EXPECT_EQ(shards.push_order_, (std::vector<int>{0, 1, 2, 3, 4, 0, 1, 2, 3, 4}));
 }
@@ -223,8 +226,9 @@ TEST(HostAggregator, SecondLaneSumsWhileTheFirstIsStillBusy) {
   Timeline timeline(true);
   PushWaitsForAnotherSum reducer(timeline);
   const auto local = exchange(2, {1000, 2000}, 2, 1, 1);
-  const auto got = exchange(2, {1000, 2000}, 2, 1, 1,
-                            {.lanes = 2, .reducer = &reducer, .in_chunk_order = true, .timeline = &timeline});
+  const auto got =
+      exchange(2, {1000, 2000}, 2, 1, 1,
+               {.lanes = 2, .reducer = &reducer, .in_chunk_order = true, .timeline = &timeline});
   EXPECT_TRUE(reducer.saw_overlap_) << "no other chunk was summed while the first was pushed";
   EXPECT_EQ(local, got);
   bool second_track = false;

@@ -278,8 +278,9 @@ predict_check() {  # model batch workers
   python3 - "$logs" <<'EOF2'
 import json, re, sys
 logs = sys.argv[1]
-keys = [("forward", "forward_us"), ("backward", "backward_us"),
-        ("exchange after backward", "exchange_after_backward_us"), ("update", "update_us"),
+# The iteration's backward and exchange, as the model predicts them (phase_table.hpp).
+keys = [("forward", "forward_us"), ("backward, slowest worker", "backward_us"),
+        ("exchange after last backward", "exchange_after_backward_us"), ("update", "update_us"),
         ("total per iteration", "iteration_us")]
 print("%-6s %-26s %12s %12s %8s" % ("plan", "phase", "predicted ms", "measured ms", "error"))
 for plan in ("layer", "all"):

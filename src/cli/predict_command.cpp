@@ -256,9 +256,10 @@ void print_report(const Prediction& p, const PredictOptions& opt) {
               opt.model.c_str(), opt.profile.c_str(), prof.backend.c_str(), prof.device.c_str(),
               p.inputs.devices, opt.what_if.batch.value_or(prof.batch));
   if (p.inputs.shared_cores > 0)
-    std::printf("the exchange shares %d cores with the backward (contention factor %.2f, "
-                "exchange stretch %.2f)\n",
-                p.inputs.shared_cores, p.inputs.contention_factor, p.inputs.exchange_stretch);
+    std::printf(
+        "the exchange shares %d cores with the backward (contention factor %.2f, "
+        "exchange stretch %.2f)\n",
+        p.inputs.shared_cores, p.inputs.contention_factor, p.inputs.exchange_stretch);
   if (p.inputs.sum_lanes > 1)
     std::printf("the host sums %d chunks at once, %d threads each\n", p.inputs.sum_lanes,
                 p.inputs.lane_threads());

@@ -130,7 +130,8 @@ CostInputs make_cost_inputs(const Profile& profile, std::span<const ParamLayer> 
   in.host_threads = what_if.host_threads.value_or(profile.host_threads);
   in.sum_lanes = what_if.sum_lanes.value_or(1);
   if (in.sum_lanes > kMaxSumLanes)
-    throw UsageError(cat("--sum-lanes: expected an integer <= ", kMaxSumLanes, ", got ", in.sum_lanes));
+    throw UsageError(
+        cat("--sum-lanes: expected an integer <= ", kMaxSumLanes, ", got ", in.sum_lanes));
   if (in.sum_lanes > in.host_threads)
     throw UsageError(cat("--sum-lanes ", in.sum_lanes, ": expected at most the host threads (",
                          in.host_threads, "), as each lane sums on one or more of them"));

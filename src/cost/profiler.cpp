@@ -178,7 +178,8 @@ double stages_beside_us(const Spans& spans, int workers, int chunks) {
     for (const char* copy : {"d2h", "h2d"})
       for (int w = 0; w < workers; ++w) {
         const auto each = spans.latest(w, copy, cat(copy, " chunk ", c));
-        for (int k = 0; k < spans.iterations(); ++k) total[k] += each[k]->duration_us() / double(workers);
+        for (int k = 0; k < spans.iterations(); ++k)
+          total[k] += each[k]->duration_us() / double(workers);
       }
     const auto sums = spans.latest(Timeline::kAggregatorPid, "sum", cat("sum chunk ", c));
     for (int k = 0; k < spans.iterations(); ++k) total[k] += double(sums[k]->duration_us());
@@ -398,8 +399,9 @@ std::vector<HostSumCost> measure_host_sums(std::vector<Worker>& workers,
       // The rate of a full team: a size summed by fewer threads (sum_team) counts as the bytes
       // the whole team would have summed in its time, as host_sum_us charges it.
       for (int64_t bytes : sizes)
-        points.push_back({double(bytes) * *resolved_threads / sum_team(bytes / 4, *resolved_threads),
-                          time_host_sum(dst, {srcs.data(), k}, bytes / 4, threads, repeats)});
+        points.push_back(
+            {double(bytes) * *resolved_threads / sum_team(bytes / 4, *resolved_threads),
+             time_host_sum(dst, {srcs.data(), k}, bytes / 4, threads, repeats)});
       costs.push_back({static_cast<int>(k), fit_gbps(points)});
     }
   }).join();
@@ -444,7 +446,8 @@ double exchange_stretch(const Profile& p, std::span<const ParamLayer> params,
   const ChunkPlan plan = per_layer_plan(params);
   double modelled = 0;
   for (size_t c = 0; c + 1 < plan.chunks.size(); ++c)
-    for (const StageCost& stage : chunk_stages(in, plan.chunks[c].offset * 4, plan.chunks[c].count * 4))
+    for (const StageCost& stage :
+         chunk_stages(in, plan.chunks[c].offset * 4, plan.chunks[c].count * 4))
       modelled += stage_us(in, stage);
   if (modelled <= 0) return 1;
   return std::max(1.0, stages_beside_us / modelled);

@@ -24,9 +24,9 @@ class CgdpSync final : public SyncScheme {
     }
     std::vector<ChunkSpan> spans = index_plan();
     if (!spans.empty())
-      aggregator_ = std::make_unique<HostAggregator>(std::move(agg), std::move(spans), o.host_threads,
-                                                     timeline, o.reducer, o.aggregator_cpus,
-                                                     o.sum_lanes);
+      aggregator_ =
+          std::make_unique<HostAggregator>(std::move(agg), std::move(spans), o.host_threads,
+                                           timeline, o.reducer, o.aggregator_cpus, o.sum_lanes);
   }
 
   void set_chunk_plan(const ChunkPlan& plan) override {

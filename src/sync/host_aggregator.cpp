@@ -12,12 +12,21 @@
 
 namespace cgdp {
 
+namespace {
+
+// Each lane's share of the summing threads (threads <= 0: OpenMP's default), at least one.
+int threads_per_lane(int threads, int lanes) {
+  return std::max(1, (threads > 0 ? threads : omp_get_max_threads()) / std::max(lanes, 1));
+}
+
+}  // namespace
+
 HostAggregator::HostAggregator(std::vector<AggregatorWorker> workers, std::vector<ChunkSpan> chunks,
                                int threads, Timeline& timeline, ChunkReducer* reducer, CoreSet cpus,
                                int lanes)
     : workers_(std::move(workers)),
       chunks_(std::move(chunks)),
-      lane_threads_(std::max(1, (threads > 0 ? threads : omp_get_max_threads()) / lanes)),
+      lane_threads_(threads_per_lane(threads, lanes)),
       timeline_(timeline),
       reducer_(reducer),
       cpus_(std::move(cpus)),
@@ -112,8 +121,10 @@ void HostAggregator::run_sums(int lane) {
       turn = taken_++;
     }
     sum(lane, chunk);
-    if (reducer_) push_in_turn(turn, iteration, chunk);
-    else send(chunk);
+    if (reducer_)
+      push_in_turn(turn, iteration, chunk);
+    else
+      send(chunk);
     {
       std::lock_guard lock(mutex_);
       arrivals_[chunk] = 0;  // summed: the next iteration may reuse the receive buffers
@@ -133,7 +144,8 @@ void HostAggregator::push_in_turn(int64_t turn, int64_t iteration, int chunk) {
   }
   const ChunkSpan& span = chunks_[chunk];
   {
-    Timeline::Scope push(timeline_, Timeline::kAggregatorPid, "push", {"push chunk ", chunk}, "push",
+    Timeline::Scope push(timeline_, Timeline::kAggregatorPid, "push", {"push chunk ", chunk},
+                         "push",
                          {{"chunk", chunk}, {"bytes", span.count * 4}, {"iteration", iteration}});
     reducer_->push(iteration, chunk, global_sum() + span.offset, span.count);
   }

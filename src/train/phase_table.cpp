@@ -1,6 +1,7 @@
 // Phase table: turns stream-order marks into per-phase milliseconds.
 #include "cgdp/train/phase_table.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace cgdp {
@@ -13,6 +14,7 @@ double ms(int64_t from_us, int64_t to_us) { return to_us > from_us ? (to_us - fr
 
 void PhaseTable::add(const std::vector<Worker>& workers, int64_t sum_us, int64_t wall_us) {
   PhaseTimes t;
+  int64_t last_backward_end = 0, last_exchange_end = 0;
   for (const Worker& w : workers) {
     const PhaseMarks& m = w.marks;
     t.broadcast_ms += ms(m.begin, m.forward_begin);
@@ -20,7 +22,12 @@ void PhaseTable::add(const std::vector<Worker>& workers, int64_t sum_us, int64_t
     t.backward_ms += ms(m.forward_end, m.backward_end);
     t.exchange_after_backward_ms += ms(m.backward_end, m.exchange_end);
     t.update_ms += ms(m.exchange_end, m.update_end);
+    t.slowest_backward_ms = std::max(t.slowest_backward_ms, ms(m.forward_end, m.backward_end));
+    last_backward_end = std::max(last_backward_end, m.backward_end);
+    last_exchange_end = std::max(last_exchange_end, m.exchange_end);
   }
+  sum_.slowest_backward_ms += t.slowest_backward_ms;
+  sum_.exchange_after_last_backward_ms += ms(last_backward_end, last_exchange_end);
   const double n = static_cast<double>(workers.size());
   sum_.broadcast_ms += t.broadcast_ms / n;
   sum_.forward_ms += t.forward_ms / n;
@@ -34,8 +41,17 @@ void PhaseTable::add(const std::vector<Worker>& workers, int64_t sum_us, int64_t
 
 PhaseTimes PhaseTable::mean() const {
   const double n = iterations_ ? static_cast<double>(iterations_) : 1.0;
-  return {sum_.broadcast_ms / n, sum_.forward_ms / n, sum_.backward_ms / n,
-          sum_.exchange_after_backward_ms / n, sum_.sum_ms / n, sum_.update_ms / n, sum_.total_ms / n};
+  PhaseTimes m;
+  m.broadcast_ms = sum_.broadcast_ms / n;
+  m.forward_ms = sum_.forward_ms / n;
+  m.backward_ms = sum_.backward_ms / n;
+  m.exchange_after_backward_ms = sum_.exchange_after_backward_ms / n;
+  m.slowest_backward_ms = sum_.slowest_backward_ms / n;
+  m.exchange_after_last_backward_ms = sum_.exchange_after_last_backward_ms / n;
+  m.sum_ms = sum_.sum_ms / n;
+  m.update_ms = sum_.update_ms / n;
+  m.total_ms = sum_.total_ms / n;
+  return m;
 }
 
 std::string PhaseTable::format(const std::string& title) const {
@@ -44,11 +60,13 @@ std::string PhaseTable::format(const std::string& title) const {
       {"broadcast", m.broadcast_ms},   {"forward", m.forward_ms},
       {"backward", m.backward_ms},     {"exchange after backward", m.exchange_after_backward_ms},
       {"gradient sum", m.sum_ms},      {"update", m.update_ms},
-      {"total per iteration", m.total_ms}};
+      {"total per iteration", m.total_ms},
+      {"backward, slowest worker", m.slowest_backward_ms},
+      {"exchange after last backward", m.exchange_after_last_backward_ms}};
   std::string out = title + cat(" (ms per iteration, mean of ", iterations_, " iterations)\n");
   for (const auto& [name, value] : rows) {
     char line[96];
-    std::snprintf(line, sizeof line, "  %-26s %10.3f\n", name, value);
+    std::snprintf(line, sizeof line, "  %-29s %10.3f\n", name, value);
     out += line;
   }
   return out;

@@ -271,10 +271,10 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
                          options.host_threads, " host summing threads (raise --host-threads)"));
   if (kind == SyncKind::Cgdp) {
     options.aggregator_cpus = placement_.aggregator_cpus();
-    placement_summary_ += cat(", aggregator: ", options.host_threads, " thread",
-                              options.host_threads == 1 ? "" : "s",
-                              options.sum_lanes > 1 ? cat(" in ", options.sum_lanes, " sum lanes") : "",
-                              " on cpus ", options.aggregator_cpus.to_string());
+    placement_summary_ +=
+        cat(", aggregator: ", options.host_threads, " thread", options.host_threads == 1 ? "" : "s",
+            options.sum_lanes > 1 ? cat(" in ", options.sum_lanes, " sum lanes") : "", " on cpus ",
+            options.aggregator_cpus.to_string());
   }
   const int loaders = loader_threads(*train_data_);
   placement_summary_ += cat(", loader: ", loaders, " thread", loaders == 1 ? "" : "s", " on cpus ",

@@ -1,7 +1,7 @@
 // A small discrete-event simulation of streams: each stream runs its tasks in the order they were
-// added, up to `width` at once (1: one at a time), each once its dependencies have finished; a task takes a fixed time and
-// then moves its bytes at a rate it shares with the other tasks of its pool that are moving bytes
-// at the same time (max-min fair: a task never goes faster than its own cap).
+// added, up to `width` at once (1: one at a time), each once its dependencies have finished; a task
+// takes a fixed time and then moves its bytes at a rate it shares with the other tasks of its pool
+// that are moving bytes at the same time (max-min fair: a task never goes faster than its own cap).
 #pragma once
 
 #include <cstdint>

@@ -28,8 +28,9 @@ struct PlanSearchResult {
 };
 
 // Exact: keeps, per number of layers covered, the Pareto front of pipeline states (per-stage
-// finish times), which is sound because every stage's finish time is non-decreasing in those of
-// the previous chunk. Ties go to the plan with fewer chunks.
+// finish times, one per lane of the sum stage with --sum-lanes), which is sound because every
+// stage's finish time is non-decreasing in those of the previous chunk. Ties go to the plan with
+// fewer chunks.
 PlanSearchResult best_plan(const CostInputs& in);
 
 // The --chunk value that reproduces `plan` over `num_layers` param layers.

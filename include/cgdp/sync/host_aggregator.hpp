@@ -60,8 +60,8 @@ class HostAggregator {
   // Allocates all host memory now (never per iteration): per worker a pinned receive buffer as
   // large as the gradients, and one global buffer. `lanes` (1..kMaxSumLanes) chunks are summed at
   // once, each by threads / lanes OpenMP threads (at least one; threads <= 0: OpenMP's default
-  // number split alike). Sums are recorded on `timeline` (track "sum", then "sum lane 1", ... of the
-  // aggregator process; "push" and "pull" with a reducer). The aggregator's threads (and the
+  // number split alike). Sums are recorded on `timeline` (track "sum", then "sum lane 1", ... of
+  // the aggregator process; "push" and "pull" with a reducer). The aggregator's threads (and the
   // OpenMP teams the lanes start) run on `cpus` when given (the placement's choice).
   HostAggregator(std::vector<AggregatorWorker> workers, std::vector<ChunkSpan> chunks, int threads,
                  Timeline& timeline, ChunkReducer* reducer = nullptr, CoreSet cpus = {},
@@ -125,7 +125,7 @@ class HostAggregator {
   std::vector<AggregatorWorker> workers_;
   std::vector<ChunkSpan> chunks_;
   int64_t total_ = 0;  // elements in each receive buffer
-  int lane_threads_;  // OpenMP threads per lane
+  int lane_threads_;   // OpenMP threads per lane
   Timeline& timeline_;
   ChunkReducer* reducer_;
   CoreSet cpus_;

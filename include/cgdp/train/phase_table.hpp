@@ -1,5 +1,9 @@
 // Per-phase time of an iteration, as in the CGDP paper's Table 3: broadcast, forward, backward,
 // the exchange left after backward, gradient sum, update and total, averaged over iterations.
+// Each worker's phases are averaged over workers; on a shared host the workers' paces differ, and
+// a worker's "exchange after backward" then holds its wait for the slowest one's backward. So
+// two rows are of the iteration as a whole, as the cost model predicts it: the slowest worker's
+// backward, and the exchange left after the last backward to end.
 #pragma once
 
 #include <string>
@@ -14,6 +18,8 @@ struct PhaseTimes {
   double forward_ms = 0;
   double backward_ms = 0;
   double exchange_after_backward_ms = 0;
+  double slowest_backward_ms = 0;              // the longest backward of any worker
+  double exchange_after_last_backward_ms = 0;  // last exchange end less last backward end
   double sum_ms = 0;
   double update_ms = 0;
   double total_ms = 0;
