@@ -596,6 +596,24 @@ TEST(PlanSearch, DynamicProgrammeMatchesBruteForceWithSumLanes) {
   }
 }
 
+// Sixteen lanes on 40 layers whose sums queue: the fronts would grow without end, so the search
+// keeps the most promising states and says it is not exact; what it names is still a real plan
+// that simulates to its time, no worse than the paper's equal-size plans. One lane stays exact.
+TEST(PlanSearch, ManySumLanesOnADeepNetCutTheFrontAndSaySo) {
+  std::mt19937 rng(23);
+  WhatIf w;
+  w.host_threads = 16;
+  w.sum_lanes = 16;
+  CostInputs in = random_inputs(rng, 40, 4, w);
+  in.host_sum_gbps *= 0.02;  // sums far slower than the layers: they queue on the lanes
+  const PlanSearchResult r = best_plan(in);
+  EXPECT_FALSE(r.exact);
+  expect_near(simulate_cgdp(in, r.best.plan).iteration_us, r.best.iteration_us, "simulated");
+  EXPECT_LE(r.best.iteration_us, r.best_equal_size.iteration_us * (1 + 1e-12));
+  in.sum_lanes = 1;
+  EXPECT_TRUE(best_plan(in).exact);
+}
+
 // With 2..4 hosts the network stage's time depends on where a chunk lies in the shard layout,
 // not only on its size; the search stays exact (its lower bound takes the least over chunks).
 TEST(PlanSearch, DynamicProgrammeMatchesBruteForceWithHosts) {

@@ -278,7 +278,8 @@ void print_report(const Prediction& p, const PredictOptions& opt) {
   if (opt.formula) print_formulas(p, cgdp_name);
   const PlanChoice& best = p.search.best;
   const PlanChoice& equal = p.search.best_equal_size;
-  std::printf("best plan (exact search): --chunk %s  %.3f ms per iteration (%s)\n",
+  std::printf("best plan (%s): --chunk %s  %.3f ms per iteration (%s)\n",
+              p.search.exact ? "exact search" : "search cut to its most promising states",
               best.spec.c_str(), ms(best.iteration_us), describe(best.plan, p.params).c_str());
   std::printf("best equal-size plan (paper, K = 1..%d): --chunk %s  %.3f ms per iteration\n",
               p.inputs.num_params(), equal.spec.c_str(), ms(equal.iteration_us));

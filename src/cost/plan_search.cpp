@@ -75,6 +75,9 @@ class Pipeline {
     }
     // As simulate_cgdp: the exchange slows the compute after the chunk is ready, but the last's.
     if (last + 1 < in_.num_params()) next.compute += d[stages_];
+    // Every later chunk reaches a stage after next.compute, so a lane free earlier is as good as
+    // one free then: the same state for the future, and fewer states kept.
+    for (int k = 0; k < slots_; ++k) next.free[k] = std::max(next.free[k], next.compute);
     ++next.chunks;
     next.from = first;
     return next;
@@ -225,10 +228,24 @@ PlanSearchResult best_plan(const CostInputs& in) {
         insert(fronts[covered], s, pipe.slots());
       }
     }
+    if (in.sum_lanes > 1 && fronts[covered].size() > kMaxFrontStates) {  // the most promising
+      auto& front = fronts[covered];  // (later fronts index into it; none does yet)
+      std::sort(front.begin(), front.end(), [&](const State& a, const State& b) {
+        return pipe.lower_bound(a, covered, last_layer) < pipe.lower_bound(b, covered, last_layer);
+      });
+      front.resize(kMaxFrontStates);
+      result.exact = false;
+    }
     result.states_explored += static_cast<int64_t>(fronts[covered].size());
   }
-  const std::vector<int64_t> starts = best_starts(fronts, pipe);
-  result.best = choice(in, plan_from_starts(layers, starts));
+  // A cut front may have dropped every way to beat the equal-size plans (the bound came from one).
+  if (fronts.back().empty()) {
+    result.best = result.best_equal_size;
+    return result;
+  }
+  result.best = choice(in, plan_from_starts(layers, best_starts(fronts, pipe)));
+  if (!result.exact && result.best_equal_size.iteration_us < result.best.iteration_us)
+    result.best = result.best_equal_size;
   return result;
 }
 

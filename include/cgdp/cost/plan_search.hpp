@@ -25,12 +25,20 @@ struct PlanSearchResult {
   PlanChoice best_equal_size;          // the best of equal_size_plan for K = 1..L
   std::vector<PlanChoice> equal_size;  // K = 1..L, in order (empty for a net without params)
   int64_t states_explored = 0;         // DP states kept (for the record)
+  // false when, with sum lanes, a front outgrew kMaxFrontStates and was cut to its most
+  // promising states: `best` is then the best plan found, not necessarily the optimum.
+  bool exact = true;
 };
+
+// With sum lanes (one finish time each), the most pipeline states the search keeps per number of
+// layers covered; one lane keeps every state.
+inline constexpr size_t kMaxFrontStates = 512;
 
 // Exact: keeps, per number of layers covered, the Pareto front of pipeline states (per-stage
 // finish times, one per lane of the sum stage with --sum-lanes), which is sound because every
 // stage's finish time is non-decreasing in those of the previous chunk. Ties go to the plan with
-// fewer chunks.
+// fewer chunks. With sum lanes a front can grow large; past kMaxFrontStates it keeps the states
+// with the lowest lower bound (result.exact = false).
 PlanSearchResult best_plan(const CostInputs& in);
 
 // The --chunk value that reproduces `plan` over `num_layers` param layers.
