@@ -568,32 +568,36 @@ TEST(PlanSearch, DynamicProgrammeMatchesBruteForce) {
   }
 }
 
-// With shared cores a chunk's exchange delays the next chunk's compute: still exact.
-TEST(PlanSearch, DynamicProgrammeMatchesBruteForceWithSharedCores) {
-  std::mt19937 rng(17);
+// Twelve random nets of 2..8 param layers on 1..4 workers, each with what_if(trial): the search is
+// exact, and its pipeline ends where the event simulation of its plan does.
+void expect_exact_over_trials(unsigned seed, const std::function<WhatIf(int)>& what_if) {
+  std::mt19937 rng(seed);
   for (int trial = 0; trial < 12; ++trial) {
-    WhatIf w;
-    w.shared_cores = 1 + trial % 4;
-    const CostInputs in = random_inputs(rng, 2 + trial % 7, 1 + trial % 4, w);
+    const CostInputs in = random_inputs(rng, 2 + trial % 7, 1 + trial % 4, what_if(trial));
     const PlanSearchResult r = expect_search_is_exact(in);
     const IterationPrediction sim = simulate_cgdp(in, r.best.plan);
     expect_near(sim.backward_us + sim.exchange_after_backward_us, r.best.exchange_end_us);
   }
 }
 
+// With shared cores a chunk's exchange delays the next chunk's compute: still exact.
+TEST(PlanSearch, DynamicProgrammeMatchesBruteForceWithSharedCores) {
+  expect_exact_over_trials(17, [](int trial) {
+    WhatIf w;
+    w.shared_cores = 1 + trial % 4;
+    return w;
+  });
+}
+
 // With sum lanes the sum stage keeps one finish time per lane: still exact.
 TEST(PlanSearch, DynamicProgrammeMatchesBruteForceWithSumLanes) {
-  std::mt19937 rng(19);
-  for (int trial = 0; trial < 12; ++trial) {
+  expect_exact_over_trials(19, [](int trial) {
     WhatIf w;
     w.host_threads = 4;
     w.sum_lanes = 1 + trial % 4;
     if (trial % 3 == 0) w.shared_cores = 2;
-    const CostInputs in = random_inputs(rng, 2 + trial % 7, 1 + trial % 4, w);
-    const PlanSearchResult r = expect_search_is_exact(in);
-    const IterationPrediction sim = simulate_cgdp(in, r.best.plan);
-    expect_near(sim.backward_us + sim.exchange_after_backward_us, r.best.exchange_end_us);
-  }
+    return w;
+  });
 }
 
 // Sixteen lanes on 40 layers whose sums queue: the fronts would grow without end, so the search
@@ -617,13 +621,11 @@ TEST(PlanSearch, ManySumLanesOnADeepNetCutTheFrontAndSaySo) {
 // With 2..4 hosts the network stage's time depends on where a chunk lies in the shard layout,
 // not only on its size; the search stays exact (its lower bound takes the least over chunks).
 TEST(PlanSearch, DynamicProgrammeMatchesBruteForceWithHosts) {
-  std::mt19937 rng(13);
-  for (int trial = 0; trial < 12; ++trial) {
+  expect_exact_over_trials(13, [](int trial) {
     WhatIf w;
     w.hosts = 2 + trial % 3;
-    const CostInputs in = random_inputs(rng, 2 + trial % 7, 1 + trial % 4, w);
-    expect_search_is_exact(in);
-  }
+    return w;
+  });
 }
 
 TEST(PlanSearch, DeepNetStaysExactAgainstItsOwnPlans) {
