@@ -202,16 +202,23 @@ PerLayerRun per_layer_run(Trainer& trainer, const ProfileOptions& options) {
 // other threads wait for it, so the backward loses more than the exchange's core time spread
 // over the cores. The factor: what per-layer chunks measured (their backward over the one
 // chunk's) over what the model charges them at factor 1. Never below 0 (noise).
+// The stages of every per-layer chunk but the last: the exchanges that run beside the layers.
+std::vector<std::vector<StageCost>> stages_beside_layers(const CostInputs& in,
+                                                         std::span<const ParamLayer> params) {
+  const ChunkPlan plan = per_layer_plan(params);
+  std::vector<std::vector<StageCost>> beside;
+  for (size_t c = 0; c + 1 < plan.chunks.size(); ++c)
+    beside.push_back(chunk_stages(in, plan.chunks[c].offset * 4, plan.chunks[c].count * 4));
+  return beside;
+}
+
 double contention_factor(const Profile& p, std::span<const ParamLayer> params,
                          double one_chunk_us, double per_layer_us) {
   Profile unit = p;
   unit.contention_factor = 1;
   const CostInputs in = make_cost_inputs(unit, params, p.devices);
-  const ChunkPlan plan = per_layer_plan(params);
   double charged = 0;  // the last chunk's exchange runs after backward and is not charged
-  for (size_t c = 0; c + 1 < plan.chunks.size(); ++c)
-    charged += contention_us(in, chunk_stages(in, plan.chunks[c].offset * 4,
-                                              plan.chunks[c].count * 4));
+  for (const auto& stages : stages_beside_layers(in, params)) charged += contention_us(in, stages);
   if (charged <= 0) return 1;
   return std::max(0.0, (per_layer_us - one_chunk_us) / charged);
 }
@@ -442,13 +449,10 @@ double exchange_stretch(const Profile& p, std::span<const ParamLayer> params,
                         double stages_beside_us) {
   Profile unit = p;
   unit.exchange_stretch = 1;
-  CostInputs in = make_cost_inputs(unit, params, p.devices);
-  const ChunkPlan plan = per_layer_plan(params);
+  const CostInputs in = make_cost_inputs(unit, params, p.devices);
   double modelled = 0;
-  for (size_t c = 0; c + 1 < plan.chunks.size(); ++c)
-    for (const StageCost& stage :
-         chunk_stages(in, plan.chunks[c].offset * 4, plan.chunks[c].count * 4))
-      modelled += stage_us(in, stage);
+  for (const auto& stages : stages_beside_layers(in, params))
+    for (const StageCost& stage : stages) modelled += stage_us(in, stage);
   if (modelled <= 0) return 1;
   return std::max(1.0, stages_beside_us / modelled);
 }

@@ -14,9 +14,9 @@ namespace cgdp {
 
 namespace {
 
-// Each lane's share of the summing threads (threads <= 0: OpenMP's default), at least one.
+// Each lane's share of the summing threads (threads <= 0: OpenMP's default).
 int threads_per_lane(int threads, int lanes) {
-  return std::max(1, (threads > 0 ? threads : omp_get_max_threads()) / std::max(lanes, 1));
+  return sum_lane_threads(threads > 0 ? threads : omp_get_max_threads(), std::max(lanes, 1));
 }
 
 }  // namespace

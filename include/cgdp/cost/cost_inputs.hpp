@@ -3,7 +3,6 @@
 // host sum, one update) under the documented sharing model (docs/profile.md).
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -12,6 +11,7 @@
 
 #include "cgdp/cost/profile.hpp"
 #include "cgdp/sync/chunk_plan.hpp"
+#include "cgdp/sync/host_sum.hpp"
 
 namespace cgdp {
 
@@ -66,7 +66,7 @@ struct CostInputs {
   double exchange_stretch = 1;   // exchange stages beside the layers take this much longer
   int host_threads = 1;                 // threads the host sum runs on
   int sum_lanes = 1;                    // chunks summed at once, host_threads / sum_lanes each
-  int lane_threads() const { return std::max(1, host_threads / sum_lanes); }
+  int lane_threads() const { return sum_lane_threads(host_threads, sum_lanes); }
   bool p2p_shares_host_memory = false;  // the CPU backend's peer copies are host memcpys
   double sync_us = 0;                   // per sync point on the compute stream
   double overlap_us_per_mb = 0;         // backward lost per MB of exchange beside it (profile.hpp)

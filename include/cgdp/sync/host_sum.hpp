@@ -20,4 +20,9 @@ void sum_buffers(float* dst, std::span<const float* const> srcs, int64_t n, int 
 // elements, at most `threads`, at least one. The cost model charges a chunk's sum at this team.
 int sum_team(int64_t n, int threads);
 
+// Each of `lanes` sum lanes' share of `threads` summing threads (both >= 1), at least one.
+inline int sum_lane_threads(int threads, int lanes) {
+  return threads / lanes > 1 ? threads / lanes : 1;
+}
+
 }  // namespace cgdp
