@@ -136,6 +136,44 @@ TEST(OverlapPerMegabyte, LossOverTheBytesBesideTheLayers) {
   EXPECT_EQ(overlap_us_per_mb(std::vector<ParamLayer>{{1, "fc", 0, 1000}}, 100, 150), 0);
 }
 
+// A made-up timeline of fashion_cnn: worker 0 leaves a 5 us wait before every layer of a pass
+// but the first, and each iteration one layer of its own is preempted for 100 us; worker 1 is
+// faster. The layer times come from worker 0, count the waits, and add up to its median pass.
+TEST(LayerCosts, CountWaitsBetweenLayersAndAddUpToTheMedianPass) {
+  Net<float> net(load_model(find_model_file("fashion_cnn")), Phase::Train, default_cpu_device(), 16,
+                 1);
+  const int layers = net.num_layers(), iterations = 3;
+  ASSERT_GE(layers, iterations + 2);
+  std::vector<TraceEvent> events;
+  int64_t t = 0;
+  for (int k = 0; k < iterations; ++k)
+    for (int w = 0; w < 2; ++w)
+      for (const char* category : {"forward", "backward"}) {
+        const bool forward = category == std::string("forward");
+        for (int j = 0; j < layers; ++j) {
+          const int i = forward ? j : layers - 1 - j;
+          const bool input = net.layer(i).is_input();
+          if (input && !forward) continue;
+          const int64_t wait = w == 0 && j > (forward ? 1 : 0) ? 5 : 0;  // layer 0 is the input
+          const int64_t spike = w == 0 && j == 2 + k ? 100 : 0;
+          t += wait;
+          events.push_back({w, "compute", net.layer(i).name(), category, t, t + 10 + spike, {}});
+          t += 10 + spike;
+        }
+      }
+  ASSERT_TRUE(net.layer(0).is_input());
+  const std::vector<LayerCost> costs = layer_costs_from_timeline(net, events, 0, iterations, 2);
+  ASSERT_EQ(static_cast<int>(costs.size()), layers);
+  double forward = 0, backward = 0;
+  for (const LayerCost& c : costs) forward += c.forward_us, backward += c.backward_us;
+  // Worker 0's pass: the input's 10, the first layer's 10, 15 for each later one, one spike.
+  EXPECT_NEAR(forward, 10 + 10 + 15 * (layers - 2) + 100, 1e-6);
+  EXPECT_NEAR(backward, 10 + 15 * (layers - 2) + 100, 1e-6);  // the input has no backward
+  EXPECT_NEAR(costs[2].forward_us / costs[1].forward_us, 1.5, 1e-9);  // the wait is counted
+  EXPECT_NEAR(costs[1].forward_us / costs[0].forward_us, 1.0, 1e-9);
+  EXPECT_NEAR(costs[layers - 2].backward_us / costs[layers - 1].backward_us, 1.5, 1e-9);
+}
+
 TEST(Median, OddAndEvenCounts) {
   EXPECT_EQ(median({3, 1, 2}), 2);
   EXPECT_EQ(median({4, 1, 3, 2}), 2.5);

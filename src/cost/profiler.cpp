@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <string_view>
 #include <thread>
 #include <tuple>
 
@@ -114,40 +115,92 @@ class Spans {
   std::map<std::tuple<int, std::string, std::string>, std::vector<const TraceEvent*>> by_key_;
 };
 
+// One worker's layer times in one pass ("forward" or "backward"), [layer][measured iteration]:
+// from the end of the pass's previous layer on the stream to the end of this one, so that a
+// stream's wait between layers (for its issuing thread, on a shared host) counts as the layer's.
+// The pass's first layer and the input layer (issued before the forward marks) count alone.
+using PassTimes = std::vector<std::vector<double>>;
+PassTimes pass_times(const Net<float>& net, const Spans& spans, int worker, const char* category) {
+  const int layers = net.num_layers(), iterations = spans.iterations();
+  const bool forward = std::string_view(category) == "forward";
+  PassTimes us(layers, std::vector<double>(iterations, 0.0));
+  std::vector<double> previous_end(iterations, -1);
+  for (int j = 0; j < layers; ++j) {
+    const int i = forward ? j : layers - 1 - j;
+    const auto each = spans.measured(worker, category, net.layer(i).name());
+    for (size_t k = 0; k < each.size(); ++k) {
+      const double own = double(each[k]->duration_us()), end = double(each[k]->end_us);
+      if (net.layer(i).is_input()) {
+        us[i][k] = own;
+        continue;
+      }
+      us[i][k] = previous_end[k] < 0 ? own : std::max(own, end - previous_end[k]);
+      previous_end[k] = end;
+    }
+  }
+  return us;
+}
+
+// Both passes of every worker.
+struct WorkerPasses {
+  PassTimes forward, backward;
+};
+std::vector<WorkerPasses> all_passes(const Net<float>& net, const Spans& spans, int workers) {
+  std::vector<WorkerPasses> out;
+  for (int w = 0; w < workers; ++w)
+    out.push_back({pass_times(net, spans, w, "forward"), pass_times(net, spans, w, "backward")});
+  return out;
+}
+
+double pass_total(const PassTimes& pass, int k) {
+  double total = 0;
+  for (const auto& layer : pass) total += layer[k];
+  return total;
+}
+
 // Per measured iteration, the worker whose layers took longest in all: every chunk's sum waits
 // for its copy, so the iteration goes at its pace (on a shared host the workers' paces differ).
-std::vector<int> slowest_workers(const Net<float>& net, const Spans& spans, int workers) {
-  const int iterations = spans.iterations();
+std::vector<int> slowest_workers(const std::vector<WorkerPasses>& passes, int iterations) {
   std::vector<int> slowest(iterations, 0);
   std::vector<double> longest(iterations, -1);
-  for (int w = 0; w < workers; ++w) {
-    std::vector<double> total(iterations, 0.0);
-    for (int i = 0; i < net.num_layers(); ++i)
-      for (const char* category : {"forward", "backward"}) {
-        const auto us = spans.durations(w, category, net.layer(i).name());
-        for (int k = 0; k < iterations; ++k) total[k] += us[k];
-      }
-    for (int k = 0; k < iterations; ++k)
-      if (total[k] > longest[k]) longest[k] = total[k], slowest[k] = w;
-  }
+  for (size_t w = 0; w < passes.size(); ++w)
+    for (int k = 0; k < iterations; ++k) {
+      const double total = pass_total(passes[w].forward, k) + pass_total(passes[w].backward, k);
+      if (total > longest[k]) longest[k] = total, slowest[k] = static_cast<int>(w);
+    }
   return slowest;
 }
 
-// Each layer's times on the slowest worker of each iteration, median over iterations.
-std::vector<LayerCost> layer_costs(const Net<float>& net, const Spans& spans, int workers) {
-  const std::vector<int> pace = slowest_workers(net, spans, workers);
-  auto median_on_pace = [&](const char* category, const std::string& name) {
+// Each pass's layer medians (pace: the slowest worker of each iteration), scaled to sum to the
+// pass's median total. On shared cores a preemption lands in one layer per iteration, so small
+// layers' medians miss it, and their sum fell to half the pass (resnet_small, 4 workers).
+std::vector<double> pass_medians(const std::vector<WorkerPasses>& passes,
+                                 const std::vector<int>& pace, PassTimes WorkerPasses::*which) {
+  const int iterations = static_cast<int>(pace.size());
+  std::vector<double> layers, totals;
+  for (size_t i = 0; i < (passes[0].*which).size(); ++i) {
     std::vector<double> us;
-    for (int k = 0; k < spans.iterations(); ++k)
-      us.push_back(spans.durations(pace[k], category, name)[k]);
-    return median(us);
-  };
+    for (int k = 0; k < iterations; ++k) us.push_back((passes[pace[k]].*which)[i][k]);
+    layers.push_back(median(us));
+  }
+  for (int k = 0; k < iterations; ++k) totals.push_back(pass_total(passes[pace[k]].*which, k));
+  double sum = 0;
+  for (double us : layers) sum += us;
+  const double scale = sum > 0 ? median(totals) / sum : 1.0;
+  for (double& us : layers) us *= scale;
+  return layers;
+}
+
+std::vector<LayerCost> layer_costs(const Net<float>& net, const Spans& spans, int workers) {
+  const auto passes = all_passes(net, spans, workers);
+  const std::vector<int> pace = slowest_workers(passes, spans.iterations());
+  const auto forward = pass_medians(passes, pace, &WorkerPasses::forward);
+  const auto backward = pass_medians(passes, pace, &WorkerPasses::backward);
   std::vector<LayerCost> layers;
   for (int i = 0; i < net.num_layers(); ++i) {
     const auto& layer = net.layer(i);
     const auto [begin, end] = net.layer_param_range(i);
-    layers.push_back({layer.name(), layer.type(), median_on_pace("forward", layer.name()),
-                      median_on_pace("backward", layer.name()),
+    layers.push_back({layer.name(), layer.type(), forward[i], backward[i],
                       (end - begin) * static_cast<int64_t>(sizeof(float))});
   }
   return layers;
@@ -155,11 +208,10 @@ std::vector<LayerCost> layer_costs(const Net<float>& net, const Spans& spans, in
 
 // The whole backward pass on the slowest worker of each iteration, median over iterations.
 double backward_pass_us(const Net<float>& net, const Spans& spans, int workers) {
-  const std::vector<int> pace = slowest_workers(net, spans, workers);
-  std::vector<double> total(spans.iterations(), 0.0);
-  for (int i = 0; i < net.num_layers(); ++i)
-    for (int k = 0; k < spans.iterations(); ++k)
-      total[k] += spans.durations(pace[k], "backward", net.layer(i).name())[k];
+  const auto passes = all_passes(net, spans, workers);
+  const std::vector<int> pace = slowest_workers(passes, spans.iterations());
+  std::vector<double> total;
+  for (int k = 0; k < spans.iterations(); ++k) total.push_back(pass_total(passes[pace[k]].backward, k));
   return median(total);
 }
 
@@ -436,6 +488,12 @@ double measure_device_sum(std::vector<Worker>& workers, int64_t bytes, int repea
 }
 
 }  // namespace
+
+std::vector<LayerCost> layer_costs_from_timeline(const Net<float>& net,
+                                                 std::vector<TraceEvent> events, int warmup,
+                                                 int iterations, int workers) {
+  return layer_costs(net, Spans(std::move(events), warmup, iterations), workers);
+}
 
 double median(std::vector<double> values) {
   CGDP_ASSERT(!values.empty());

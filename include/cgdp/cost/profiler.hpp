@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "cgdp/cost/profile.hpp"
+#include "cgdp/net/net.hpp"
 #include "cgdp/sync/chunk_plan.hpp"
+#include "cgdp/train/timeline.hpp"
 #include "cgdp/train/train_config.hpp"
 
 namespace cgdp {
@@ -54,6 +56,14 @@ double overlap_us_per_mb(std::span<const ParamLayer> params, double one_chunk_us
 // (noise); 1 for one param layer.
 double exchange_stretch(const Profile& p, std::span<const ParamLayer> params,
                         double stages_beside_us);
+// Each layer's forward and backward from a run's timeline (`events`: `warmup` + `iterations`
+// iterations of `workers` workers). In a pass a layer takes from the end of the pass's previous
+// layer on its stream to its own end, so waits between layers count; the layers' medians over
+// the measured iterations, on each iteration's slowest worker, are scaled to add up to the
+// pass's median total.
+std::vector<LayerCost> layer_costs_from_timeline(const Net<float>& net,
+                                                 std::vector<TraceEvent> events, int warmup,
+                                                 int iterations, int workers);
 // Median of a non-empty list (mean of the middle two for an even count).
 double median(std::vector<double> values);
 
