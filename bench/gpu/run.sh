@@ -223,13 +223,19 @@ tests() {
   return $failed
 }
 
+# The device tool brings back a few files from $OUT: a run's logs go in one archive.
+keep_logs() {
+  [[ -n ${OUT:-} ]] || return 0
+  tar -C "$(dirname "$1")" -czf "$OUT/$(basename "$1").tar.gz" "$(basename "$1")"
+}
+
 # Two flag sets side by side on one model: ROUNDS alternating cgdp runs of each (N workers share
 # the GPU), then per set the median "total per iteration" and "gradient sum" over the rounds.
 ab() {  # model batch workers "A flags" "B flags" [rounds]
   (($# >= 5)) || die "usage: run.sh ab MODEL BATCH WORKERS 'A FLAGS' 'B FLAGS' [ROUNDS]"
   gpu_setup
   local model=$1 batch=$2 n=$3 rounds=${6:-3} logs
-  logs=${OUT:-$work}/ab_${model}_b${batch}_n$n
+  logs=$work/ab_${model}_b${batch}_n$n
   mkdir -p "$logs"
   # cuDNN's choices from an earlier bench (its logs' cudnn_*.txt copied to $carry/cudnn/) skip
   # the search; without them the first run searches and the others reuse what it wrote.
@@ -262,6 +268,7 @@ for s in "AB":
         s, " ".join("%.1f" % v for v in total), statistics.median(total),
         statistics.median(summ), flags[s] or "(none)"))
 EOF2
+  keep_logs "$logs"
 }
 
 # The cost model on the GPU: a profile of N workers, then each plan predicted and measured.
@@ -270,7 +277,7 @@ predict_check() {  # model batch workers
   (($# == 3)) || die "usage: run.sh predict MODEL BATCH WORKERS"
   local model=$1 batch=$2 n=$3 kind=${KIND:-cuda}
   if [[ $kind == cuda ]]; then gpu_setup; else bin=build work=$(mktemp -d); fi
-  local logs=${OUT:-$work}/predict_${model}_b${batch}_n$n
+  local logs=$work/predict_${model}_b${batch}_n$n
   mkdir -p "$logs"
   local common=(--model "models/$model.prototxt" --data synthetic --batch "$batch" --devices "$n"
                 --device-kind "$kind" --oversubscribe)
@@ -310,6 +317,7 @@ print("profile: sync point %.1f us, overlap %.2f us per MB, d2h %.1f GB/s, h2d %
     profile["sync_us"], profile.get("overlap_us_per_mb", 0), profile["d2h"]["gbps"],
     profile["h2d"]["gbps"]))
 EOF2
+  keep_logs "$logs"
 }
 
 case ${1:-} in
