@@ -211,7 +211,8 @@ double backward_pass_us(const Net<float>& net, const Spans& spans, int workers) 
   const auto passes = all_passes(net, spans, workers);
   const std::vector<int> pace = slowest_workers(passes, spans.iterations());
   std::vector<double> total;
-  for (int k = 0; k < spans.iterations(); ++k) total.push_back(pass_total(passes[pace[k]].backward, k));
+  for (int k = 0; k < spans.iterations(); ++k)
+    total.push_back(pass_total(passes[pace[k]].backward, k));
   return median(total);
 }
 
