@@ -251,10 +251,6 @@ PerLayerRun per_layer_run(Trainer& trainer, const ProfileOptions& options) {
           stages_beside_us(spans, n, static_cast<int>(plan.chunks.size()))};
 }
 
-// On shared cores a core that a copy or a sum takes mid-way stalls the OpenMP region whose
-// other threads wait for it, so the backward loses more than the exchange's core time spread
-// over the cores. The factor: what per-layer chunks measured (their backward over the one
-// chunk's) over what the model charges them at factor 1. Never below 0 (noise).
 // The stages of every per-layer chunk but the last: the exchanges that run beside the layers.
 std::vector<std::vector<StageCost>> stages_beside_layers(const CostInputs& in,
                                                          std::span<const ParamLayer> params) {
@@ -265,6 +261,10 @@ std::vector<std::vector<StageCost>> stages_beside_layers(const CostInputs& in,
   return beside;
 }
 
+// On shared cores a core that a copy or a sum takes mid-way stalls the OpenMP region whose
+// other threads wait for it, so the backward loses more than the exchange's core time spread
+// over the cores. The factor: what per-layer chunks measured (their backward over the one
+// chunk's) over what the model charges them at factor 1. Never below 0 (noise).
 double contention_factor(const Profile& p, std::span<const ParamLayer> params,
                          double one_chunk_us, double per_layer_us) {
   Profile unit = p;
