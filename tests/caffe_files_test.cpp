@@ -14,6 +14,7 @@
 #include "cgdp/train/data_feeds.hpp"
 #include "support/caffe_tree.hpp"
 #include "support/run_command.hpp"
+#include "support/test_paths.hpp"
 
 namespace cgdp {
 namespace {
@@ -69,7 +70,7 @@ TEST(PublishedCaffeFiles, DeployFilesBuildWithThePublishedTotals) {
 TEST(PublishedCaffeFiles, TrainValFilesInspectAsPublishedFromTheirRoot) {
   const CaffeTree tree;
   for (const Published& p : kTrainFiles) {
-    const auto r = testing::run_command(cat("cd ", tree.root(), " && ", CGDP_BINARY_DIR,
+    const auto r = testing::run_command(cat("cd ", tree.root(), " && ", testing::binary_dir(),
                                             "/cgdp inspect --model ", p.file, " 2>&1"));
     EXPECT_EQ(r.exit_code, 0) << p.file << "\n" << r.output;
     EXPECT_NE(r.output.find(cat("total learnable parameters: ", p.params, "\n")), std::string::npos)
@@ -182,7 +183,7 @@ TEST(DataLayers, ImageDataReadsItsListUnderItsRootFolder) {
     layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 2 } }
     layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
   )";
-  const auto r = testing::run_command(cat("cd ", dir.path(), " && ", CGDP_BINARY_DIR,
+  const auto r = testing::run_command(cat("cd ", dir.path(), " && ", testing::binary_dir(),
                                           "/cgdp train --model m.prototxt --iterations 3 --plain 2>&1"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("on list:train.txt,images/ (train): 4 train / 2 test samples (train in file order), batch 2"), std::string::npos)
@@ -207,7 +208,7 @@ TEST(DataLayers, DummyDataFeedsItsFillers) {
     layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
     layer { name: "acc" type: "Accuracy" bottom: "ip" bottom: "label" top: "acc" include { phase: TEST } }
   )";
-  const auto r = testing::run_command(cat("cd ", dir.path(), " && ", CGDP_BINARY_DIR,
+  const auto r = testing::run_command(cat("cd ", dir.path(), " && ", testing::binary_dir(),
                                           "/cgdp train --model m.prototxt --iterations 30 --lr 0.1 --plain 2>&1"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // Every label is 1: the net learns to say so, whatever the gaussian data.
@@ -215,7 +216,7 @@ TEST(DataLayers, DummyDataFeedsItsFillers) {
   std::ofstream(dir / "bad.prototxt") << R"(
     layer { name: "data" type: "DummyData" top: "data" top: "label"
             dummy_data_param { shape { dim: 4 dim: 6 } shape { dim: 4 } } })";
-  const auto bad = testing::run_command(cat("cd ", dir.path(), " && ", CGDP_BINARY_DIR,
+  const auto bad = testing::run_command(cat("cd ", dir.path(), " && ", testing::binary_dir(),
                                             "/cgdp inspect --model bad.prototxt 2>&1"));
   EXPECT_NE(bad.output.find("its first top must be N x C x H x W"), std::string::npos) << bad.output;
 }

@@ -10,6 +10,7 @@
 #include "cgdp/net/model_file.hpp"
 #include "support/caffe_tree.hpp"
 #include "support/run_command.hpp"
+#include "support/test_paths.hpp"
 
 namespace cgdp {
 namespace {
@@ -18,7 +19,7 @@ using testing::CaffeTree;
 using testing::published_caffe_files;
 
 testing::CommandResult cgdp_in(const std::filesystem::path& dir, const std::string& args) {
-  return testing::run_command(cat("cd ", dir, " && ", CGDP_BINARY_DIR, "/cgdp ", args, " 2>&1"));
+  return testing::run_command(cat("cd ", dir, " && ", testing::binary_dir(), "/cgdp ", args, " 2>&1"));
 }
 
 int count_of(const std::string& text, const std::string& part) {

@@ -13,12 +13,13 @@
 #include "support/run_command.hpp"
 #include "support/temp_dir.hpp"
 #include "support/tiny_chunk_model.hpp"
+#include "support/test_paths.hpp"
 
 namespace cgdp {
 namespace {
 
 testing::CommandResult cgdp_run(const std::string& args) {
-  return testing::run_command(cat(CGDP_BINARY_DIR, "/cgdp ", args, " 2>&1"));
+  return testing::run_command(cat(testing::binary_dir(), "/cgdp ", args, " 2>&1"));
 }
 
 // What follows `prefix` on its line in `text`; empty when absent.

@@ -15,6 +15,7 @@
 #include "cgdp/layers/registry.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
+#include "support/test_paths.hpp"
 
 namespace cgdp {
 namespace {
@@ -178,7 +179,7 @@ TEST(ChunkPlan, DescribeForLogs) {
 
 // Real models, batch 1. Skipped while a layer type they use is not registered yet.
 void check_model(const std::string& file) {
-  const proto::NetParameter model = load_model(std::string(CGDP_SOURCE_DIR) + "/models/" + file);
+  const proto::NetParameter model = load_model(std::string(testing::source_dir()) + "/models/" + file);
   const std::vector<std::string> known = known_layer_types();
   for (const auto& lp : model.layer())
     if (!std::binary_search(known.begin(), known.end(), lp.type()))
@@ -218,7 +219,7 @@ void check_model(const std::string& file) {
 // them small Scale layers) go out in far fewer chunks, none over the cap unless one layer is.
 TEST(ChunkPlan, TheDefaultOnCudaCapsChunksInsteadOfOnePerLayer) {
   EXPECT_EQ(default_chunk_spec(DeviceKind::Cpu), "layer");
-  const proto::NetParameter model = load_model(std::string(CGDP_SOURCE_DIR) + "/models/resnet152.prototxt");
+  const proto::NetParameter model = load_model(std::string(testing::source_dir()) + "/models/resnet152.prototxt");
   Net<float> net(model, Phase::Train, default_cpu_device(), 1, 1);
   const std::vector<ParamLayer> layers = param_layers(net);
   EXPECT_EQ(layers.size(), 311u);

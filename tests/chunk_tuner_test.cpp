@@ -10,13 +10,14 @@
 #include "support/run_command.hpp"
 #include "support/temp_dir.hpp"
 #include "support/tiny_chunk_model.hpp"
+#include "support/test_paths.hpp"
 
 namespace cgdp {
 namespace {
 
 testing::CommandResult tuner(const std::string& args) {
   return testing::run_command(
-      cat(CGDP_BINARY_DIR, "/tools/chunk_tuner/chunk_tuner ", args, " 2>&1"));
+      cat(testing::binary_dir(), "/tools/chunk_tuner/chunk_tuner ", args, " 2>&1"));
 }
 
 std::string read_text(const std::filesystem::path& path) {

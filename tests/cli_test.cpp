@@ -10,6 +10,7 @@
 
 #include "cgdp/core/error.hpp"
 #include "support/run_command.hpp"
+#include "support/test_paths.hpp"
 
 namespace cgdp {
 namespace {
@@ -19,7 +20,7 @@ namespace fs = std::filesystem;
 using Result = testing::CommandResult;
 
 Result run(const std::string& args) {
-  return testing::run_command(cat(CGDP_BINARY_DIR, "/cgdp ", args, " 2>&1"));
+  return testing::run_command(cat(testing::binary_dir(), "/cgdp ", args, " 2>&1"));
 }
 
 class Cli : public ::testing::Test {
@@ -140,7 +141,7 @@ TEST_F(Cli, DataDirectoryWithoutPermissionIsNamed) {
   const std::string as_user =
       ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
   const Result r = testing::run_command(
-      cat(as_user, CGDP_BINARY_DIR, "/cgdp train --iterations 1 --data idx:", d.string(), " 2>&1"));
+      cat(as_user, testing::binary_dir(), "/cgdp train --iterations 1 --data idx:", d.string(), " 2>&1"));
   fs::permissions(d, fs::perms::owner_all);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(r.output, cat("cgdp: error: ", (d / "train-images-idx3-ubyte.gz").string(),

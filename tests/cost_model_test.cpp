@@ -26,6 +26,7 @@
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
 #include "support/temp_dir.hpp"
+#include "support/test_paths.hpp"
 
 namespace cgdp {
 namespace {
@@ -979,7 +980,7 @@ TEST(ProfileJson, NotJsonAndMissingFileAreOneLine) {
 // The example profile (AlexNet on four P100s, from the paper's Tables 2-4) matches models/alexnet
 // and predicts what the paper measured: about 167 ms per iteration for cgdp and 203 ms for ps0.
 TEST(ProfileJson, PaperExampleMatchesAlexNetAndThePaper) {
-  const Profile p = read_profile(CGDP_SOURCE_DIR "/docs/examples/profile_alexnet_p100x4.json");
+  const Profile p = read_profile(cat(testing::source_dir(), "/docs/examples/profile_alexnet_p100x4.json"));
   const std::string model = find_model_file("alexnet");
   Net<float> net(load_model(model), Phase::Train, default_cpu_device(), 1, 1, model);
   check_profile_matches(p, net);
@@ -1001,7 +1002,8 @@ TEST(ProfileJson, PaperHeldOutExamplesPredictTable2) {
     double ps0_ms, cgdp_ms;
   };
   for (const Cell& cell : {Cell{"vgg16", 445.6, 369.1}, Cell{"googlenet", 163.4, 156.7}}) {
-    const Profile p = read_profile(cat(CGDP_SOURCE_DIR "/docs/examples/profile_", cell.model, "_p100x4.json"));
+    const Profile p = read_profile(
+        cat(testing::source_dir(), "/docs/examples/profile_", cell.model, "_p100x4.json"));
     const std::string model = find_model_file(cell.model);
     Net<float> net(load_model(model), Phase::Train, default_cpu_device(), 1, 1, model);
     check_profile_matches(p, net);

@@ -8,6 +8,7 @@
 #include "cgdp/device/cuda_status.hpp"
 #include "cgdp/device/devices.hpp"
 #include "support/run_command.hpp"
+#include "support/test_paths.hpp"
 
 namespace cgdp {
 namespace {
@@ -35,7 +36,7 @@ TEST(WhyNoGpu, NamesTheCauseAndBothVersions) {
 }
 
 TEST(WhyNoGpu, ThisMachinesAnswerReachesTheUser) {
-  const auto r = testing::run_command(cat(CGDP_BINARY_DIR, "/cgdp train --device-kind cuda --iterations 1 --plain ",
+  const auto r = testing::run_command(cat(testing::binary_dir(), "/cgdp train --device-kind cuda --iterations 1 --plain ",
                                           "--data synthetic --test-samples 10 2>&1"));
   if (cuda_device_count() > 0) {
     EXPECT_EQ(cuda_unavailable_reason(), "");

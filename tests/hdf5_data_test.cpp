@@ -12,6 +12,7 @@
 #include "cgdp/data/hdf5_dataset.hpp"
 #include "support/run_command.hpp"
 #include "support/temp_dir.hpp"
+#include "support/test_paths.hpp"
 
 namespace cgdp {
 namespace {
@@ -113,20 +114,20 @@ TEST(Hdf5Data, TrainsFromAModelFilesLayers) {
     layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
   )";
   std::ofstream(dir / "m.prototxt") << model;
-  const auto r = testing::run_command(cat("cd ", dir.path(), " && ", CGDP_BINARY_DIR,
+  const auto r = testing::run_command(cat("cd ", dir.path(), " && ", testing::binary_dir(),
                                           "/cgdp train --model m.prototxt --iterations 4 --plain 2>&1"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("on hdf5:train.txt: 40 train / 10 test samples (train in file order), batch 8"),
             std::string::npos)
       << r.output;
   // shuffle: true, or --order shuffled, visits a new permutation each epoch instead.
-  const auto flagged = testing::run_command(cat("cd ", dir.path(), " && ", CGDP_BINARY_DIR,
+  const auto flagged = testing::run_command(cat("cd ", dir.path(), " && ", testing::binary_dir(),
                                                 "/cgdp train --model m.prototxt --iterations 2 --order shuffled --plain 2>&1"));
   EXPECT_NE(flagged.output.find("40 train / 10 test samples, batch 8"), std::string::npos) << flagged.output;
   std::string shuffling = model;
   shuffling.replace(shuffling.find("batch_size: 8"), 13, "batch_size: 8 shuffle: true");
   std::ofstream(dir / "s.prototxt") << shuffling;
-  const auto shuffled = testing::run_command(cat("cd ", dir.path(), " && ", CGDP_BINARY_DIR,
+  const auto shuffled = testing::run_command(cat("cd ", dir.path(), " && ", testing::binary_dir(),
                                                  "/cgdp train --model s.prototxt --iterations 2 --plain 2>&1"));
   EXPECT_NE(shuffled.output.find("40 train / 10 test samples, batch 8"), std::string::npos) << shuffled.output;
 }

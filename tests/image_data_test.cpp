@@ -23,6 +23,7 @@
 #include "cgdp/data/open_dataset.hpp"
 #include "cgdp/io/file.hpp"
 #include "support/run_command.hpp"
+#include "support/test_paths.hpp"
 
 namespace cgdp {
 namespace {
@@ -322,7 +323,7 @@ TEST_F(ImageFiles, TrainingFromAFolderResumesExactlyMidEpoch) {
       for (int i = 0; i < 6; ++i) write(cat(split, "/c", k, "/", i, ".png"), encode_png(picture(32, 32, 1, 10 * k + i)));
   // Caffe's recipe, then torchvision's.
   for (const char* recipe : {" --crop 28 --mirror", " --augment rrc:28 --mirror --mean-value 100 --std 60"}) {
-    const std::string run = cat(CGDP_BINARY_DIR, "/cgdp train --data folder:", dir_.string(), recipe,
+    const std::string run = cat(testing::binary_dir(), "/cgdp train --data folder:", dir_.string(), recipe,
                                 " --batch 4 --test-batch 4 --test-samples 4 --plain"
                                 " --lr 0.05 --lr-policy fixed ");  // poly would decay over each run
     const std::string a = (dir_ / "a.safetensors").string(), b = (dir_ / "b.safetensors").string();
@@ -414,7 +415,7 @@ TEST_F(ImageFiles, TrainingWithSkipBadImagesReportsThemAtTheEnd) {
   for (const char* split : {"train", "val"})
     for (int i = 0; i < 4; ++i) write(cat(split, "/c", i % 2, "/", i, ".png"), encode_png(picture(28, 28, 1, i)));
   write("train/c0/2.png", {'n', 'o', 't'});
-  const std::string run = cat(CGDP_BINARY_DIR, "/cgdp train --data folder:", dir_.string(),
+  const std::string run = cat(testing::binary_dir(), "/cgdp train --data folder:", dir_.string(),
                               " --batch 4 --test-batch 4 --iterations 2 --plain");
   testing::CommandResult r = testing::run_command(run + " 2>&1");
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -458,7 +459,7 @@ TEST_F(ImageSources, MeanImageIsThePixelAverageInBgrPlanes) {
   write("val/c0/0.png", encode_png(pictures[0]));
   write("val/c1/0.png", encode_png(pictures[1]));
   const std::string out = (dir_ / "mean.binaryproto").string();
-  const std::string mean = cat(CGDP_BINARY_DIR, "/cgdp mean --data folder:", dir_.string(), " --out ", out);
+  const std::string mean = cat(testing::binary_dir(), "/cgdp mean --data folder:", dir_.string(), " --out ", out);
   testing::CommandResult r = testing::run_command(mean + " 2>&1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("the 3x4x6 mean of 3 images"), std::string::npos) << r.output;
@@ -499,7 +500,7 @@ TEST_F(ImageSources, LoaderRatesAreMeasuredAloneAndInProfiles) {
       for (int i = 0; i < 4; ++i) write(cat(split, "/c", k, "/", i, ".png"), encode_png(picture(30, 30, 1, i)));
   const std::string data = cat(" --data folder:", dir_.string());
   testing::CommandResult r = testing::run_command(
-      cat(CGDP_BINARY_DIR, "/cgdp loader", data, " --crop 28 --channels 1 --batch 4 --seconds 0.1 --batches 3 "
+      cat(testing::binary_dir(), "/cgdp loader", data, " --crop 28 --channels 1 --batch 4 --seconds 0.1 --batches 3 "
           "--loader-threads 2 --json 2>&1"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto rate = nlohmann::json::parse(r.output);
@@ -507,11 +508,11 @@ TEST_F(ImageSources, LoaderRatesAreMeasuredAloneAndInProfiles) {
   EXPECT_GE(rate["images"].get<int>(), 12);  // at least 3 batches of 4
   EXPECT_GT(rate["images_per_s"].get<double>(), 0);
   EXPECT_EQ(rate["sample_shape"], "1x28x28");
-  r = testing::run_command(cat(CGDP_BINARY_DIR, "/cgdp loader --data synthetic 2>&1"));
+  r = testing::run_command(cat(testing::binary_dir(), "/cgdp loader --data synthetic 2>&1"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("the loader decodes images"), std::string::npos) << r.output;
   const std::string profile = (dir_ / "p.json").string();
-  r = testing::run_command(cat(CGDP_BINARY_DIR, "/cgdp profile", data, " --crop 28 --batch 4 --iterations 2 "
+  r = testing::run_command(cat(testing::binary_dir(), "/cgdp profile", data, " --crop 28 --batch 4 --iterations 2 "
                                "--warmup 1 --loader-threads 1 -o ", profile, " 2>&1"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto written = nlohmann::json::parse(read_file(profile));
@@ -574,7 +575,7 @@ TEST_F(ImageSources, LmdbProblemsAreOneLineNamingTheDatabaseOrKey) {
 // tools/fashion_to_folder.py writes lossless PNGs: the folder reads the IDX files' pixels.
 TEST_F(ImageFiles, FashionMnistAsAPngFolderReadsAsTheIdxFiles) {
   const testing::CommandResult r = testing::run_command(
-      cat(CGDP_SOURCE_DIR, "/tools/fashion_to_folder.py ", dir_.string(), " --limit 40 2>&1"));
+      cat(testing::source_dir(), "/tools/fashion_to_folder.py ", dir_.string(), " --limit 40 2>&1"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ImageOptions o;
   o.channels = 1;

@@ -12,6 +12,7 @@
 #include "cgdp/train/memory_estimate.hpp"
 #include "cgdp/train/trainer.hpp"
 #include "support/run_command.hpp"
+#include "support/test_paths.hpp"
 
 namespace cgdp {
 namespace {
@@ -107,7 +108,7 @@ TEST_F(HugeNet, IsMeasuredWithoutCommittingItsMemory) {
 }
 
 TEST_F(HugeNet, IsRefusedBeforeAnyAllocationNamingTheLargestParts) {
-  const std::string cmd = cat(CGDP_BINARY_DIR, "/cgdp train --model ", path_,
+  const std::string cmd = cat(testing::binary_dir(), "/cgdp train --model ", path_,
                               " --data synthetic:1,1,100000,10 --iterations 1 2>&1");
   const testing::CommandResult r = testing::run_command(cmd);
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -135,7 +136,7 @@ TEST(MemoryBudget, TheBudgetFlagIsTheLimitAndTheLineNamesIt) {
 // old default of 100 it alone was 79 GiB), so the run fits 80 GB; a budget below the total
 // `inspect --memory` gives is refused at start naming that total.
 TEST(MemoryBudget, TrainRefusesWhatInspectReports) {
-  const std::string bin = cat(CGDP_BINARY_DIR, "/cgdp ");
+  const std::string bin = cat(testing::binary_dir(), "/cgdp ");
   const testing::CommandResult inspect =
       testing::run_command(bin + "inspect --model resnet152 --memory --batch 16 --json 2>&1");
   ASSERT_EQ(inspect.exit_code, 0) << inspect.output;

@@ -17,6 +17,7 @@
 #include "cgdp/sync/chunk_plan.hpp"
 #include "support/run_command.hpp"
 #include "support/temp_dir.hpp"
+#include "support/test_paths.hpp"
 
 namespace cgdp {
 namespace {
@@ -79,7 +80,7 @@ class PredictCli : public ::testing::Test {
 
   testing::CommandResult run(const std::string& args) const {
     return testing::run_command(
-        cat(CGDP_BINARY_DIR, "/cgdp predict --model ", model_, " ", args, " 2>&1"));
+        cat(testing::binary_dir(), "/cgdp predict --model ", model_, " ", args, " 2>&1"));
   }
 
   Json run_json(const std::string& args) const {

@@ -16,6 +16,7 @@
 #include "cgdp/net/net.hpp"
 #include "support/run_command.hpp"
 #include "support/temp_dir.hpp"
+#include "support/test_paths.hpp"
 
 namespace cgdp {
 namespace {
@@ -201,7 +202,7 @@ TEST(ProfileOptions, BadValuesNameTheFlag) {
 }
 
 testing::CommandResult run_cgdp(const std::string& args) {
-  return testing::run_command(cat(CGDP_BINARY_DIR, "/cgdp ", args, " 2>&1"));
+  return testing::run_command(cat(testing::binary_dir(), "/cgdp ", args, " 2>&1"));
 }
 
 TEST(ProfileCommand, WritesAProfileThatReadsBack) {

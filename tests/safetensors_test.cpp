@@ -13,6 +13,7 @@
 #include "cgdp/core/error.hpp"
 #include "cgdp/io/file.hpp"
 #include "support/temp_dir.hpp"
+#include "support/test_paths.hpp"
 
 namespace cgdp {
 namespace {
@@ -157,7 +158,7 @@ TEST(Safetensors, IndependentPythonReaderAgrees) {
   const auto path = dir / "model.safetensors";
   save_safetensors(path, sample_tensors(), {{"model", "lenet"}});
   const std::string command =
-      cat(python, " ", CGDP_SOURCE_DIR, "/tools/read_safetensors.py ", path.string(), " 2>&1");
+      cat(python, " ", testing::source_dir(), "/tools/read_safetensors.py ", path.string(), " 2>&1");
   FILE* pipe = ::popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;

@@ -12,17 +12,18 @@
 #include "cgdp/core/error.hpp"
 #include "support/run_command.hpp"
 #include "support/temp_dir.hpp"
+#include "support/test_paths.hpp"
 
 namespace cgdp {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kCheck = cat(CGDP_SOURCE_DIR, "/tools/check_setup_deps.py");
-const std::string kSetup = cat(CGDP_SOURCE_DIR, "/tools/setup-debian.sh");
+const std::string kCheck = cat(testing::source_dir(), "/tools/check_setup_deps.py");
+const std::string kSetup = cat(testing::source_dir(), "/tools/setup-debian.sh");
 
 testing::CommandResult check(const std::string& args) {
-  return testing::run_command(cat(kCheck, " --build ", CGDP_BINARY_DIR, " ", args, " 2>&1"));
+  return testing::run_command(cat(kCheck, " --build ", testing::binary_dir(), " ", args, " 2>&1"));
 }
 
 std::string read_file(const fs::path& path) {

@@ -13,6 +13,7 @@
 
 #include "cgdp/core/error.hpp"
 #include "support/run_command.hpp"
+#include "support/test_paths.hpp"
 
 namespace cgdp {
 namespace {
@@ -241,7 +242,7 @@ TEST(Binding, UnknownNodeIsRejected) {
 
 TEST(TopoCommand, ReportsNodesAndPlacement) {
   const Topology t = Topology::discover();
-  const auto text = testing::run_command(CGDP_BINARY_DIR "/cgdp topo --cpu --devices 2 2>&1");
+  const auto text = testing::run_command(cat(testing::binary_dir(), "/cgdp topo --cpu --devices 2 2>&1"));
   ASSERT_EQ(text.exit_code, 0) << text.output;
   EXPECT_THAT(text.output, HasSubstr(cat("NUMA nodes: ", t.numa_nodes.size(), ",")));
   EXPECT_THAT(text.output, HasSubstr("cpu:1 -> NUMA node"));
@@ -249,7 +250,7 @@ TEST(TopoCommand, ReportsNodesAndPlacement) {
     EXPECT_THAT(text.output, HasSubstr("single NUMA node: all workers and aggregator threads"));
   if (t.gpus.empty()) EXPECT_THAT(text.output, HasSubstr("no CUDA GPU found"));
 
-  const auto json = testing::run_command(CGDP_BINARY_DIR "/cgdp topo --json 2>&1");
+  const auto json = testing::run_command(cat(testing::binary_dir(), "/cgdp topo --json 2>&1"));
   ASSERT_EQ(json.exit_code, 0) << json.output;
   const auto d = nlohmann::json::parse(json.output);
   EXPECT_EQ(d["numa_nodes"].size(), t.numa_nodes.size());
@@ -265,8 +266,8 @@ TEST(TopoCommand, ReportsNodesAndPlacement) {
 TEST(TopoCommand, ReportsRefusedMemoryBindingOnADescribedTwoNodeMachine) {
   const Topology real = Topology::discover();
   const auto r = testing::run_command(
-      "HWLOC_THISSYSTEM=1 HWLOC_SYNTHETIC='pack:2 [numa(memory=1GB)] core:2 pu:1' " CGDP_BINARY_DIR
-      "/cgdp topo --cpu --devices 3 --aggregator-threads 4 2>&1");
+      cat("HWLOC_THISSYSTEM=1 HWLOC_SYNTHETIC='pack:2 [numa(memory=1GB)] core:2 pu:1' ",
+          testing::binary_dir(), "/cgdp topo --cpu --devices 3 --aggregator-threads 4 2>&1"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("NUMA nodes: 2, cores: 4, logical CPUs: 4"));
   EXPECT_THAT(r.output,
@@ -274,8 +275,8 @@ TEST(TopoCommand, ReportsRefusedMemoryBindingOnADescribedTwoNodeMachine) {
   EXPECT_THAT(r.output, HasSubstr("one core each: CPUs 0 | 2 | 1 | 3"));
   // The default: one per worker, leaving a core per worker (4 - 3).
   const auto d = testing::run_command(
-      "HWLOC_THISSYSTEM=1 HWLOC_SYNTHETIC='pack:2 [numa(memory=1GB)] core:2 pu:1' " CGDP_BINARY_DIR
-      "/cgdp topo --cpu --devices 3 2>&1");
+      cat("HWLOC_THISSYSTEM=1 HWLOC_SYNTHETIC='pack:2 [numa(memory=1GB)] core:2 pu:1' ",
+          testing::binary_dir(), "/cgdp topo --cpu --devices 3 2>&1"));
   EXPECT_THAT(d.output, HasSubstr("placement for 3 workers and 1 aggregator thread:"));
   const bool has_node_1 = std::any_of(real.numa_nodes.begin(), real.numa_nodes.end(),
                                       [](const NumaNode& n) { return n.os_index == 1; });
@@ -288,7 +289,7 @@ TEST(TopoCommand, TooManyGpuWorkersIsAUsageError) {
   const Topology t = Topology::discover();
   if (t.gpus.empty()) GTEST_SKIP() << "no CUDA GPU: without GPUs topo plans CPU workers";
   const auto r = testing::run_command(
-      cat(CGDP_BINARY_DIR, "/cgdp topo --devices ", t.gpus.size() + 1, " 2>&1"));
+      cat(testing::binary_dir(), "/cgdp topo --devices ", t.gpus.size() + 1, " 2>&1"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("add --cpu to plan CPU workers"));
 }

@@ -16,6 +16,7 @@
 #include "support/caffe_tree.hpp"
 #include "support/run_command.hpp"
 #include "support/temp_dir.hpp"
+#include "support/test_paths.hpp"
 
 namespace cgdp {
 namespace {
@@ -46,7 +47,7 @@ std::vector<float> write_independent(Net<float>& net, const std::string& format,
                               {"v1_type", v1_type(net.layer(i).type())}, {"blobs", blobs}});
   }
   std::ofstream(out + ".json") << spec.dump();
-  const auto r = testing::run_command(cat(CGDP_SOURCE_DIR, "/tests/support/write_caffemodel.py ", out, ".json ", out, " 2>&1"));
+  const auto r = testing::run_command(cat(testing::source_dir(), "/tests/support/write_caffemodel.py ", out, ".json ", out, " 2>&1"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   const std::string raw = read_file(out + ".f32");
   std::vector<float> values(raw.size() / 4);
@@ -228,7 +229,7 @@ TEST(Forward, WritesTheOutputsOfTheGivenWeightsAndInputs) {
   std::copy(inputs.begin(), inputs.end(), trained->input_data().mutable_data_span().begin());
   trained->forward(RunContext{.phase = Phase::Test});
   const std::vector<float> expected = values_of(*trained->blob("prob"));
-  const std::string forward = cat(CGDP_BINARY_DIR, "/cgdp forward --model ", lenet_path(), " --weights ",
+  const std::string forward = cat(testing::binary_dir(), "/cgdp forward --model ", lenet_path(), " --weights ",
                                   (dir / "w.safetensors").string(), " --out ", (dir / "out.safetensors").string());
   const auto r = testing::run_command(cat(forward, " --input ", (dir / "in.safetensors").string(), " 2>&1"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -251,7 +252,7 @@ TEST(Forward, WritesTheOutputsOfTheGivenWeightsAndInputs) {
   const std::vector<float> conv1 = values_of(*trained->layer(1).params()[0]), bias = values_of(*trained->layer(1).params()[1]);
   save_safetensors(dir / "part.safetensors", {{"conv1.weight", TensorRef::of(conv1, trained->layer(1).params()[0]->shape())},
                                               {"conv1.bias", TensorRef::of(bias, trained->layer(1).params()[1]->shape())}});
-  const auto part = testing::run_command(cat(CGDP_BINARY_DIR, "/cgdp forward --model ", lenet_path(), " --weights ",
+  const auto part = testing::run_command(cat(testing::binary_dir(), "/cgdp forward --model ", lenet_path(), " --weights ",
                                              (dir / "part.safetensors").string(), " --out ", (dir / "p.safetensors").string(),
                                              " --input ", (dir / "in.safetensors").string(), " 2>&1"));
   EXPECT_EQ(part.exit_code, 1);
@@ -277,13 +278,13 @@ TEST(Weights, TrainFromWeightsAndExportThem) {
   const std::string file = (tree.root() / "lenet.caffemodel").string();
   const auto raw = write_independent(*net, "v2", file);
   const auto trained = testing::run_command(
-      cat("cd ", tree.root(), " && ", CGDP_BINARY_DIR, "/cgdp train --solver examples/mnist/lenet_solver.prototxt "
+      cat("cd ", tree.root(), " && ", testing::binary_dir(), "/cgdp train --solver examples/mnist/lenet_solver.prototxt "
           "--device-kind cpu --iterations 1 --batch 2 --test-batch 2 --test-iter 1 --plain --weights ", file, " 2>&1"));
   EXPECT_EQ(trained.exit_code, 0) << trained.output;
   EXPECT_NE(trained.output.find("cgdp: weights: 4 layers loaded, 0 initialised by their fillers"), std::string::npos)
       << trained.output;
   TempDir dir;
-  const auto r = testing::run_command(cat(CGDP_BINARY_DIR, "/cgdp export --model ", lenet_path(), " --weights ", file,
+  const auto r = testing::run_command(cat(testing::binary_dir(), "/cgdp export --model ", lenet_path(), " --weights ", file,
                                           " --to caffemodel --out ", dir / "back.caffemodel", " 2>&1"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("weights: 4 layers loaded, 0 initialised by their fillers"), std::string::npos) << r.output;

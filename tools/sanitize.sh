@@ -11,6 +11,7 @@
 # Set-up: tools/setup-debian.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/stage_timing.sh
 kind=${1:-}
 case "$kind" in
   thread)
@@ -40,10 +41,15 @@ case "$kind" in
 esac
 start=$SECONDS
 dir=build-$kind
-cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCGDP_SANITIZE="$flags" >/dev/null
-cmake --build "$dir" -j"$(nproc)" --target cgdp "${suites[@]}" >"$dir/build.log" 2>&1 ||
-  { grep -E "error" "$dir/build.log" | head -20 >&2; echo "sanitize $kind: build failed ($dir/build.log)" >&2; exit 1; }
+build() {
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCGDP_SANITIZE="$flags" >/dev/null || return 1
+  cmake --build "$dir" -j"$(nproc)" --target cgdp "${suites[@]}" >"$dir/build.log" 2>&1 ||
+    { grep -E "error" "$dir/build.log" | head -20 >&2; echo "sanitize $kind: build failed ($dir/build.log)" >&2; return 1; }
+}
+stage "sanitize $kind: configure and build ($dir/)" build
 built=$((SECONDS - start))
 labels=$(IFS='|'; echo "^(${suites[*]})\$")
-(cd "$dir" && ctest --output-on-failure -j"$(nproc)" --timeout 900 -L "$labels" ${skip:+-E "^$skip\$"})
+# shellcheck disable=SC2046  # junit_flag prints nothing or one option and its path
+(cd "$dir" && stage "sanitize $kind: tests" ctest --output-on-failure -j"$(nproc)" --timeout 900 \
+   -L "$labels" ${skip:+-E "^$skip\$"} $(junit_flag "$kind"))
 echo "sanitize $kind: built in ${built} s, tested in $((SECONDS - start - built)) s"

@@ -9,6 +9,8 @@ set -euo pipefail
 packages=(
   # build
   cmake g++ make pkg-config protobuf-compiler
+  # a compiler cache, used as the compiler launcher when installed (CMakeLists.txt)
+  ccache
   # libraries
   libopenblas-openmp-dev libprotobuf-dev libhwloc-dev zlib1g-dev libcli11-dev nlohmann-json3-dev
   libzmq3-dev cppzmq-dev libsodium-dev libgtest-dev libgmock-dev libbenchmark-dev

@@ -14,6 +14,10 @@
 #   bench/gpu/run.sh predict M B N   on the GPU machine: `cgdp profile` (the GPU's sync point,
 #                              copies and overlap per MB), then per chunk plan (layer, all) the
 #                              predicted phases next to one measured `cgdp train --phase-table`
+#   bench/gpu/run.sh hostsum   on the GPU machine: the host sum of 4 buffers next to a triad on
+#                              the same cores, at 1, 4, 8 and 14 threads (bench/host_aggregate_table.sh)
+#   bench/gpu/run.sh profiles [M:B ...]   on the GPU machine: one GPU's `cgdp profile` of each net,
+#                              host sums timed up to 4 inputs, for `cgdp predict --devices 4`
 # With the device tool: run(command="bench/gpu/run.sh bench", carry=["build-gpu/carry"]).
 # Environment: ITERATIONS (10), BUDGET_S (520), CONFIGS ("alexnet:256 googlenet:64 vgg16:32
 # resnet152:12 resnet152:16"), JOBS (build jobs, 2), OUT (gets table.txt and the logs' archive).
@@ -22,17 +26,14 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 carry=build-gpu/carry
 binaries=(cgdp gpu_copy_bench cuda_device_test cuda_layers_test cuda_net_test train_test
-          cgdp_equivalence_test)
+          cgdp_equivalence_test host_aggregate_bench)
 
 die() { echo "bench/gpu/run.sh: $*" >&2; exit 1; }
 
 prepare() {
   mkdir -p build-gpu
-  local launchers=()
-  command -v ccache >/dev/null && launchers=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache
-                                             -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCGDP_WITH_CUDA=ON -DCGDP_STATIC_DEPS=ON -DCGDP_WITH_ONEDNN=OFF -DCGDP_WITH_HDF5=OFF \
-    "-DCMAKE_CUDA_ARCHITECTURES=80-real;90" -DBUILD_TESTING=ON "${launchers[@]}" >build-gpu/cmake.log 2>&1 ||
+    "-DCMAKE_CUDA_ARCHITECTURES=80-real;90" -DBUILD_TESTING=ON >build-gpu/cmake.log 2>&1 ||
     { cat build-gpu/cmake.log >&2; die "cmake failed"; }
   grep -q "cgdp: CUDA backend ON" build-gpu/cmake.log || die "no nvcc here: the GPU build needs CUDA"
   cmake --build build-gpu -j"${JOBS:-2}" --target "${binaries[@]}" >build-gpu/build.log 2>&1 ||
@@ -52,6 +53,7 @@ prepare() {
   for b in "${binaries[@]}"; do
     local path=build-gpu/$b
     [[ -x $path ]] || path=build-gpu/tests/$b
+    [[ -x $path ]] || path=build-gpu/bench/$b
     cp "$path" "$stage/bin/" && strip "$stage/bin/$b"
   done
   # Shared libraries the binaries still need, but for glibc, the C++ runtime and CUDA's (the
@@ -320,11 +322,53 @@ EOF2
   keep_logs "$logs"
 }
 
+# The host's sum next to a STREAM-like triad on the same cores: OpenMP's team is the same for
+# both (bound to cores), at several sizes of team. N=4 inputs, as four GPUs send.
+host_sum_check() {
+  gpu_setup
+  local logs=$work/hostsum
+  mkdir -p "$logs"
+  { nproc; lscpu | grep -E '^(Model name|Socket|Core|Thread|NUMA|L3)'; "$bin/cgdp" topo; } \
+    >"$logs/machine.txt" 2>&1 || true
+  cat "$logs/machine.txt"
+  for t in 1 4 8 14; do
+    echo "== $t threads (OMP_PLACES=cores OMP_PROC_BIND=close)"
+    OMP_NUM_THREADS=$t OMP_PLACES=cores OMP_PROC_BIND=close bench/host_aggregate_table.sh \
+      "$bin/host_aggregate_bench" '--benchmark_filter=BM_SumVsTriads/N:4/bytes:(4194304|67108864)/' \
+      --benchmark_min_time=0.3 2>&1 | tee "$logs/threads_$t.txt"
+  done
+  keep_logs "$logs"
+}
+
+# One GPU's profile of each net (the bench's batches), host sums up to 4 inputs at 8 threads: what
+# `cgdp predict --devices 4` needs for four real GPUs. cuDNN's choices are kept beside them.
+profiles() {
+  gpu_setup
+  local logs=$work/profiles
+  mkdir -p "$logs"
+  local configs=("$@")
+  ((${#configs[@]})) || configs=(alexnet:256 vgg16:32 googlenet:64 resnet152:16)
+  for c in "${configs[@]}"; do
+    local model=${c%%:*} batch=${c##*:}
+    local algos=$carry/cudnn/cudnn_${model}_b$batch.txt
+    [[ -f $algos ]] || algos=$logs/cudnn_${model}_b$batch.txt
+    timeout "${PROFILE_TIMEOUT:-150}" "$bin/cgdp" profile --model "models/$model.prototxt" --data synthetic \
+      --batch "$batch" --devices 1 --device-kind cuda --tf32 --nondeterministic --host-threads 8 \
+      --sum-inputs 4 --iterations 8 --warmup 2 --cudnn-algorithms "$algos" \
+      --out "$logs/profile_${model}_b$batch.json" >"$logs/profile_${model}_b$batch.log" 2>&1 ||
+      echo "cgdp profile: exit $?" >>"$logs/profile_${model}_b$batch.log"
+    tail -n 12 "$logs/profile_${model}_b$batch.log"
+  done
+  keep_logs "$logs"
+}
+
 case ${1:-} in
   prepare) prepare ;;
+  hostsum) host_sum_check ;;
+  profiles) shift; profiles "$@" ;;
   bench) bench ;;
   ab) shift; ab "$@" ;;
   predict) shift; predict_check "$@" ;;
   test) tests ;;
-  *) sed -n 2,19p "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n 2,23p "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

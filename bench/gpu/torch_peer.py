@@ -3,7 +3,9 @@
 synthetic data already on the GPU, fp32 with cudnn.benchmark on and PyTorch's default math
 (TF32 for convolutions, not for matrix products), one iteration = forward + backward + SGD step
 (momentum 0.9, weight decay 5e-4). Times the iterations after the warm-up with CUDA events and
-prints one JSON line. Usage: torch_peer.py --model resnet152 --batch 16 [--size 224]
+prints one JSON line. --amp: autocast bf16 and channels_last, as a PyTorch user runs on a tensor-core
+GPU (the loss and the SGD step stay fp32). Usage: torch_peer.py --model resnet152 --batch 16
+[--size 224] [--amp]
 Set-up: the GPU machine (its own CUDA, PyTorch and torchvision)."""
 import argparse
 import json
@@ -30,6 +32,8 @@ def main():
     parser.add_argument("--classes", type=int, default=1000)
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--amp", action="store_true",
+                        help="autocast bf16 with channels_last (PyTorch's mixed precision)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         sys.exit("torch_peer.py: error: PyTorch sees no CUDA GPU")
@@ -39,13 +43,18 @@ def main():
     model = getattr(torchvision.models, name)(weights=None, num_classes=args.classes, **extra)
     model = model.cuda().train()
     images = torch.randn(args.batch, 3, args.size, args.size, device="cuda")
+    if args.amp:
+        model = model.to(memory_format=torch.channels_last)
+        images = images.contiguous(memory_format=torch.channels_last)
     labels = torch.randint(0, args.classes, (args.batch,), device="cuda")
     loss_fn = torch.nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
 
     def step():
         optimizer.zero_grad(set_to_none=False)
-        loss_fn(model(images), labels).backward()
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.amp):
+            loss = loss_fn(model(images), labels)
+        loss.backward()
         optimizer.step()
 
     for _ in range(args.warmup):
@@ -60,6 +69,7 @@ def main():
     ms = start.elapsed_time(end) / args.iterations
     print(json.dumps({
         "model": args.model, "batch": args.batch, "size": args.size,
+        "precision": "amp bf16, channels_last" if args.amp else "fp32",
         "ms_per_iteration": ms, "images_per_s": args.batch * 1000.0 / ms,
         "max_memory_mib": torch.cuda.max_memory_allocated() / 2**20,
         "torch": torch.__version__, "torchvision": torchvision.__version__,

@@ -82,6 +82,9 @@ Runner add_profile_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--repeats", f->options.repeats, "Repetitions of each copy and sum size")
       ->capture_default_str();
+  cmd->add_option("--sum-inputs", f->options.sum_inputs,
+                  "Time host sums of 1..N inputs (default: the worker count)")
+      ->check(CLI::Range(1, 64));
   cmd->add_option("-o,--out", f->out, "Write the profile here (JSON)")->required();
   return [f, cmd] {
     const std::filesystem::path out(f->out);

@@ -438,23 +438,23 @@ double time_host_sum(float* dst, std::span<const float* const> srcs, int64_t cou
   return median(us);
 }
 
-// Host sums of 1..N inputs in pinned memory, on a thread of its own as the aggregator's (so
-// OpenMP's defaults are the aggregator's, not the trainer thread's).
+// Host sums of 1..max_inputs inputs in pinned memory, on a thread of its own as the aggregator's
+// (so OpenMP's defaults are the aggregator's, not the trainer thread's).
 std::vector<HostSumCost> measure_host_sums(std::vector<Worker>& workers,
-                                           const std::vector<int64_t>& sizes, int threads,
-                                           int repeats, int* resolved_threads) {
+                                           const std::vector<int64_t>& sizes, size_t max_inputs,
+                                           int threads, int repeats, int* resolved_threads) {
   const int64_t count = sizes.back() / 4;
   std::vector<PinnedHostBuffer> inputs;
-  for (size_t w = 0; w <= workers.size(); ++w)
+  for (size_t w = 0; w <= max_inputs; ++w)
     inputs.emplace_back(*workers[std::min(w, workers.size() - 1)].device, count * 4);
   std::vector<const float*> srcs;
-  for (size_t w = 0; w < workers.size(); ++w)
+  for (size_t w = 0; w < max_inputs; ++w)
     srcs.push_back(static_cast<const float*>(inputs[w].get()));
   float* dst = static_cast<float*>(inputs.back().get());
   std::vector<HostSumCost> costs;
   std::thread([&] {
     *resolved_threads = threads > 0 ? threads : omp_get_max_threads();
-    for (size_t k = 1; k <= workers.size(); ++k) {
+    for (size_t k = 1; k <= max_inputs; ++k) {
       std::vector<TimedBytes> points;
       // The rate of a full team: a size summed by fewer threads (sum_team) counts as the bytes
       // the whole team would have summed in its time, as host_sum_us charges it.
@@ -587,8 +587,9 @@ Profile measure_profile(const TrainConfig& config, const ProfileOptions& options
   const PerLayerRun layered = calibrate ? per_layer_run(trainer, options) : PerLayerRun{};
   measure_links(workers, options, p);
   const auto sizes = sum_sizes(net, options.max_sum_bytes);
-  p.host_sum =
-      measure_host_sums(workers, sizes, trainer.sum_threads(), options.repeats, &p.host_threads);
+  const size_t sum_inputs = options.sum_inputs > 0 ? options.sum_inputs : workers.size();
+  p.host_sum = measure_host_sums(workers, sizes, sum_inputs, trainer.sum_threads(),
+                                 options.repeats, &p.host_threads);
   p.device_sum_gbps = measure_device_sum(workers, sizes.back(), options.repeats);
   if (trainer.train_data()->decodes()) p.loader = measure_loader(trainer, p.batch * n);
   // What the exchange beside the backward costs it: on shared cores, a factor on the cores it

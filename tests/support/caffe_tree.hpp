@@ -10,11 +10,12 @@
 #include "cgdp/data/image/lmdb_dataset.hpp"
 #include "cgdp/data/image/mean_file.hpp"
 #include "support/temp_dir.hpp"
+#include "support/test_paths.hpp"
 
 namespace cgdp::testing {
 
 inline std::filesystem::path published_caffe_files() {
-  return std::filesystem::path(CGDP_SOURCE_DIR) / "tests/data/caffe-models";
+  return std::filesystem::path(testing::source_dir()) / "tests/data/caffe-models";
 }
 
 // `count` raw Datum records of C x H x W pixels, labels 0..classes-1 in turn, pixels a function

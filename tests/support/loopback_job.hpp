@@ -17,11 +17,12 @@
 #include "cgdp/io/safetensors.hpp"
 #include "support/run_command.hpp"
 #include "support/temp_dir.hpp"
+#include "support/test_paths.hpp"
 
 namespace cgdp::testing {
 
 inline const std::string kJobToken = "loopback-test-token-0123456789";
-inline const std::string kCgdp = cat(CGDP_BINARY_DIR, "/cgdp");
+inline const std::string kCgdp = cat(testing::binary_dir(), "/cgdp");
 
 // `count` TCP ports on 127.0.0.1 that nothing listens on now (bound together, then released).
 // With `consecutive`, ports p, p+1, ... (for launch's --port-base).

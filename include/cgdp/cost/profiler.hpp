@@ -25,6 +25,9 @@ struct ProfileOptions {
   // capped at this many bytes (memory: devices + 1 buffers of it).
   int64_t max_sum_bytes = int64_t{64} << 20;
   int repeats = 5;
+  // Host sums are timed for 1..this many inputs; 0: the worker count. More than the workers lets
+  // one GPU's profile predict the host sum of several real GPUs.
+  int sum_inputs = 0;
 };
 
 // Runs `config` (model, data, devices, batch, host threads; its sync, chunk and iteration fields
