@@ -5,7 +5,7 @@
 
 #include <chrono>
 
-#include "cgdp/cost/profiler.hpp"
+#include "cgdp/cost/fits.hpp"
 
 namespace cgdp::bench {
 

@@ -16,13 +16,15 @@
 #include "cgdp/core/error.hpp"
 #include "cgdp/cost/chunk_stages.hpp"
 #include "cgdp/cost/event_sim.hpp"
+#include "cgdp/cost/fc_exchange.hpp"
 #include "cgdp/cost/formulas.hpp"
 #include "cgdp/cost/network_stage.hpp"
 #include "cgdp/cost/plan_search.hpp"
 #include "cgdp/cost/profile_match.hpp"
-#include "cgdp/cost/profiler.hpp"
+#include "cgdp/cost/fits.hpp"
 #include "cgdp/cost/simulator.hpp"
 #include "cgdp/device/cpu_device.hpp"
+#include "cgdp/device/measuring_device.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
 #include "support/temp_dir.hpp"
@@ -982,7 +984,8 @@ TEST(ProfileJson, NotJsonAndMissingFileAreOneLine) {
 TEST(ProfileJson, PaperExampleMatchesAlexNetAndThePaper) {
   const Profile p = read_profile(cat(testing::source_dir(), "/docs/examples/profile_alexnet_p100x4.json"));
   const std::string model = find_model_file("alexnet");
-  Net<float> net(load_model(model), Phase::Train, default_cpu_device(), 1, 1, model);
+  MeasuringDevice measuring;  // shapes only: nothing is filled or touched
+  Net<float> net(load_model(model), Phase::Train, measuring, 1, 1, model);
   check_profile_matches(p, net);
   const auto params = param_layers(net);
   const CostInputs in = make_cost_inputs(p, params, 4);
@@ -1005,13 +1008,92 @@ TEST(ProfileJson, PaperHeldOutExamplesPredictTable2) {
     const Profile p = read_profile(
         cat(testing::source_dir(), "/docs/examples/profile_", cell.model, "_p100x4.json"));
     const std::string model = find_model_file(cell.model);
-    Net<float> net(load_model(model), Phase::Train, default_cpu_device(), 1, 1, model);
+    MeasuringDevice measuring;  // shapes only: nothing is filled or touched
+    Net<float> net(load_model(model), Phase::Train, measuring, 1, 1, model);
     check_profile_matches(p, net);
     const auto params = param_layers(net);
     const CostInputs in = make_cost_inputs(p, params, 4);
     const double cgdp = simulate_cgdp(in, make_chunk_plan(params, "layer")).iteration_us;
     EXPECT_NEAR(cgdp / 1e3, cell.cgdp_ms, cell.cgdp_ms * 0.1) << cell.model;
     EXPECT_NEAR(simulate_ps0(in).iteration_us / 1e3, cell.ps0_ms, cell.ps0_ms * 0.1) << cell.model;
+  }
+}
+
+// ---- fully-connected weights as sufficient factors (cost/fc_exchange.hpp) ----
+
+// Poseidon's rule on cgdp's links, by hand: AlexNet's fc6 (9216 -> 4096) at 256 samples per
+// worker and 4 workers sends 256 x 13312 floats up and 4 times that down, 17.0 M floats against
+// the weight's 2 x 37.7 M; at 4096 samples the factors would be the larger.
+TEST(FcExchange, PoseidonsRuleComparesTheBytesOfBothLinks) {
+  ParamLayer fc6{0, "fc6", 0, 4096 * 9216 + 4096};
+  fc6.factors = {1, 4096, 9216};
+  const LinkBytes dense = layer_bytes(fc6, false, 256, 4);
+  const LinkBytes factors = layer_bytes(fc6, true, 256, 4);
+  EXPECT_EQ(dense.d2h, (4096 * 9216 + 4096) * 4);
+  EXPECT_EQ(dense.h2d, dense.d2h);
+  EXPECT_EQ(factors.d2h, (4096 + 256 * 13312) * 4);  // the bias stays dense
+  EXPECT_EQ(factors.h2d, (4096 + 4 * 256 * 13312) * 4);
+  EXPECT_TRUE(factors_move_fewer_bytes(fc6, 256, 4));
+  EXPECT_FALSE(factors_move_fewer_bytes(fc6, 4096, 4));
+  ParamLayer conv{1, "conv1", 0, 1000};  // not factorable
+  EXPECT_FALSE(factors_move_fewer_bytes(conv, 1, 4));
+  EXPECT_EQ(factored_by_bytes(std::vector<ParamLayer>{fc6, conv}, FcExchange::Factors, 4096, 4),
+            (std::vector<bool>{true, false}));
+  EXPECT_EQ(factored_by_bytes(std::vector<ParamLayer>{fc6, conv}, FcExchange::Dense, 256, 4),
+            (std::vector<bool>{false, false}));
+}
+
+// The paper's AlexNet and VGG-16 on four P100s: with every fully-connected weight as factors a
+// worker sends at least 5x fewer bytes to the host per iteration than the dense gradient.
+TEST(FcExchange, FactorsCutThePaperNetsBytesToTheHostFivefold) {
+  for (const char* name : {"alexnet", "vgg16"}) {
+    SCOPED_TRACE(name);
+    const Profile p =
+        read_profile(cat(testing::source_dir(), "/docs/examples/profile_", name, "_p100x4.json"));
+    const std::string model = find_model_file(name);
+    MeasuringDevice measuring;  // shapes only: nothing is filled or touched
+    Net<float> net(load_model(model), Phase::Train, measuring, 1, 1, model);
+    const auto params = param_layers(net);
+    CostInputs in = make_cost_inputs(p, params, 4);
+    const ChunkPlan plan = make_chunk_plan(params, "layer");
+    const LinkBytes dense = exchange_bytes(in);
+    EXPECT_EQ(dense.d2h, in.param_bytes());
+    const std::vector<bool> all = choose_factored(in, plan, FcExchange::Factors);
+    EXPECT_EQ(std::count(all.begin(), all.end(), true), 3);  // fc6, fc7, fc8
+    apply_factors(in, all);
+    const LinkBytes factors = exchange_bytes(in);
+    EXPECT_LE(factors.d2h * 5, dense.d2h);
+    EXPECT_LT(factors.h2d, dense.h2d);
+  }
+}
+
+// Auto keeps a layer's factors only where the simulated iteration gets faster: never slower than
+// all dense or all factors. Over links of 1 GB/s factors win; over links of 10 TB/s with a host
+// sum as fast the dense gradient does, since the rebuild's GEMM is work it does not do.
+TEST(FcExchange, AutoIsNeverSlowerThanAllDenseOrAllFactors) {
+  const Profile p =
+      read_profile(cat(testing::source_dir(), "/docs/examples/profile_alexnet_p100x4.json"));
+  const std::string model = find_model_file("alexnet");
+  MeasuringDevice measuring;  // shapes only: nothing is filled or touched
+  Net<float> net(load_model(model), Phase::Train, measuring, 1, 1, model);
+  const auto params = param_layers(net);
+  const ChunkPlan plan = make_chunk_plan(params, "layer");
+  const auto iteration = [&](CostInputs in, const std::vector<bool>& factored) {
+    apply_factors(in, factored);
+    return simulate_cgdp(in, plan).iteration_us;
+  };
+  WhatIf slow, fast;
+  slow.d2h_gbps = slow.h2d_gbps = 1;
+  fast.d2h_gbps = fast.h2d_gbps = 1e4;
+  fast.host_threads = 1000;
+  for (const WhatIf& w : {slow, fast}) {
+    const CostInputs in = make_cost_inputs(p, params, 4, w);
+    const auto chosen = choose_factored(in, plan, FcExchange::Auto);
+    const double t = iteration(in, chosen);
+    EXPECT_LE(t, iteration(in, choose_factored(in, plan, FcExchange::Dense)));
+    EXPECT_LE(t, iteration(in, choose_factored(in, plan, FcExchange::Factors)));
+    const bool any = std::count(chosen.begin(), chosen.end(), true) > 0;
+    EXPECT_EQ(any, *w.d2h_gbps == 1) << describe_factored(params, chosen);
   }
 }
 

@@ -16,6 +16,7 @@
 #include "cgdp/device/cuda_options.hpp"
 #include "cgdp/device/devices.hpp"
 #include "cgdp/layers/registry.hpp"
+#include "cgdp/layers/sufficient_factors.hpp"
 
 namespace cgdp {
 namespace {
@@ -307,6 +308,64 @@ std::vector<Spec> specs() {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllLayers, CudaLayers, ::testing::ValuesIn(specs()), spec_name);
+
+// Sufficient factors on the GPU: two micro-batches' staged rows are the very values the CPU layer
+// stages, the weight gradient is left alone, and the rebuild, issued on another stream of the
+// device (as the H2D stream runs it), matches the CPU's float64 rebuild.
+TEST(CudaInnerProductFactors, StagedRowsAndTheRebuildMatchTheCpu) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
+  set_cuda_options({/*tf32=*/false, size_t{256} << 20, /*deterministic=*/true});
+  const auto device = make_device(DeviceKind::Cuda, 0);
+  const auto compute = device->create_stream("compute"), h2d = device->create_stream("h2d");
+  const Spec spec{"ip", "name: 'ip' type: 'InnerProduct' inner_product_param { num_output: 5 "
+                        "weight_filler { type: 'gaussian' std: 1 } }", {{4, 3, 2, 2}}};
+  Instance<float> gpu(spec, *device);
+  Instance<double> cpu(spec, default_cpu_device());
+  Rng rng_gpu(5), rng_cpu(5);
+  gpu.layer->setup(gpu.bottom, gpu.top, rng_gpu);
+  cpu.layer->setup(cpu.bottom, cpu.top, rng_cpu);
+  for (size_t p = 0; p < gpu.layer->params().size(); ++p)
+    upload(*cpu.layer->params()[p], to_host(*gpu.layer->params()[p]));
+  auto& gf = dynamic_cast<SufficientFactors<float>&>(*gpu.layer);
+  auto& cf = dynamic_cast<SufficientFactors<double>&>(*cpu.layer);
+  const FactorShape shape = gf.factor_shape();
+  const int64_t per_micro = shape.out_elements() + shape.in_elements();
+  DeviceBuffer staging(*device, 2 * per_micro * sizeof(float));
+  auto* rows = static_cast<float*>(staging.get());
+  std::vector<double> cpu_rows(2 * per_micro);
+  gf.stage_factors(rows, rows + 2 * shape.out_elements());
+  cf.stage_factors(cpu_rows.data(), cpu_rows.data() + 2 * shape.out_elements());
+  Blob<float>& weight = *gpu.layer->params()[0];
+  const std::vector<float> poison(weight.count(), std::numeric_limits<float>::quiet_NaN());
+  upload(weight, poison, true);
+  for (int micro = 0; micro < 2; ++micro) {
+    const auto x = random_values(gpu.bottom[0]->count(), 11 + micro, false);
+    const auto dy = random_values(shape.out_elements(), 50 + micro, false);
+    upload(*gpu.bottom[0], x);
+    upload(*cpu.bottom[0], x);
+    upload(*gpu.top[0], dy, true);
+    upload(*cpu.top[0], dy, true);
+    RunContext ctx{Phase::Train, compute.get()};
+    ctx.micro_batch = micro;
+    compute->submit([&] { gpu.layer->backward(ctx, gpu.top, {true}, gpu.bottom); });
+    ctx.stream = nullptr;
+    cpu.layer->backward(ctx, cpu.top, {true}, cpu.bottom);
+  }
+  compute->synchronize();
+  std::vector<float> staged(cpu_rows.size());
+  device->copy(staged.data(), rows, staged.size() * sizeof(float));
+  EXPECT_EQ(std::vector<double>(staged.begin(), staged.end()), cpu_rows);
+  EXPECT_TRUE(std::isnan(to_host(weight, true)[0])) << "the weight gradient was written";
+  RunContext ctx{Phase::Train, h2d.get()};
+  h2d->submit([&] {
+    gf.rebuild_weight_diff(ctx, rows, rows + 2 * shape.out_elements(), 2 * shape.rows);
+  });
+  h2d->synchronize();
+  cf.rebuild_weight_diff({}, cpu_rows.data(), cpu_rows.data() + 2 * shape.out_elements(),
+                         2 * shape.rows);
+  expect_close(to_host(weight, true), to_host(*cpu.layer->params()[0], true), 1e-5,
+               "rebuilt weight gradient");
+}
 
 }  // namespace
 }  // namespace cgdp

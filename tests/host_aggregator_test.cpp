@@ -34,7 +34,7 @@ std::vector<ChunkSpan> spans_of(const std::vector<int64_t>& sizes) {
   std::vector<ChunkSpan> out;
   int64_t offset = 0;
   for (int64_t s : sizes) {
-    out.push_back({offset, s});
+    out.push_back(whole_chunk(offset, s));
     offset += s;
   }
   return out;
@@ -234,6 +234,67 @@ TEST(HostAggregator, SecondLaneSumsWhileTheFirstIsStillBusy) {
   bool second_track = false;
   for (const TraceEvent& e : timeline.events()) second_track |= e.track == "sum lane 1";
   EXPECT_TRUE(second_track) << "the second lane's sums have their own track";
+}
+
+}  // namespace
+}  // namespace cgdp
+
+namespace cgdp {
+namespace {
+
+// A chunk with a hole (a weight sent as factors inside it) sums only its parts and leaves the
+// hole alone on every worker; a factor slot gathers each worker's rows side by side in worker
+// order, copies all of them to every worker's target once the last arrived, and then issues
+// rebuild(w), which runs after that copy in worker w's H2D stream order.
+TEST(HostAggregator, SumsOnlyAChunksPartsAndGathersFactorRowsInWorkerOrder) {
+  const int workers = 3;
+  const int64_t n = 30, outs = 2, ins = 3;
+  std::vector<std::unique_ptr<FakeWorker>> fakes;
+  std::vector<AggregatorWorker> agg;
+  std::vector<DeviceBuffer> targets;
+  FactorSlot slot{outs, ins, {}, {}};
+  for (int w = 0; w < workers; ++w) {
+    fakes.push_back(std::make_unique<FakeWorker>(w, n));
+    agg.push_back({&fakes[w]->device, fakes[w]->h2d.get(), fakes[w]->data()});
+    for (int64_t i = 0; i < n; ++i) fakes[w]->data()[i] = static_cast<float>(i + 100 * w);
+    targets.emplace_back(fakes[w]->device, workers * (outs + ins) * sizeof(float));
+    slot.targets.push_back(static_cast<float*>(targets.back().get()));
+  }
+  std::vector<std::vector<float>> rebuilt(workers);
+  slot.rebuild = [&](int w) {
+    fakes[w]->h2d->submit([&, w] {
+      rebuilt[w].assign(slot.targets[w], slot.targets[w] + workers * (outs + ins));
+    });
+  };
+  Timeline off(false);
+  const ChunkSpan chunk{0, n, {{0, 10}, {20, 10}}};  // elements 10..19: the factored weight
+  HostAggregator aggregator(agg, {chunk}, 2, off, nullptr, {}, 1, {slot});
+  std::vector<std::vector<float>> rows(workers);
+  for (int w = workers - 1; w >= 0; --w) {  // the last worker's factors arrive first
+    for (int64_t k = 0; k < outs + ins; ++k) rows[w].push_back(static_cast<float>(10 * w + k));
+    Stream& d2h = *fakes[w]->d2h;
+    d2h.copy_async(aggregator.factor_out_buffer(w, 0), rows[w].data(), outs * sizeof(float));
+    d2h.copy_async(aggregator.factor_in_buffer(w, 0), rows[w].data() + outs, ins * sizeof(float));
+    d2h.launch_host_func([&aggregator, w] { aggregator.factors_arrived(w, 0); });
+    for (const ElementRange& part : chunk.parts)
+      d2h.copy_async(aggregator.receive_buffer(w, 0) + part.offset, fakes[w]->data() + part.offset,
+                     part.count * sizeof(float));
+    d2h.launch_host_func([&aggregator, w] { aggregator.arrived(w, 0); });
+  }
+  for (auto& f : fakes) f->d2h->synchronize();
+  aggregator.wait_all_issued();
+  std::vector<float> gathered;  // [outs of w0, w1, w2][ins of w0, w1, w2]
+  for (int w = 0; w < workers; ++w) gathered.insert(gathered.end(), rows[w].begin(), rows[w].begin() + outs);
+  for (int w = 0; w < workers; ++w) gathered.insert(gathered.end(), rows[w].begin() + outs, rows[w].end());
+  for (int w = 0; w < workers; ++w) {
+    fakes[w]->h2d->synchronize();
+    EXPECT_EQ(rebuilt[w], gathered) << "worker " << w;
+    for (int64_t i = 0; i < n; ++i) {
+      const bool hole = i >= 10 && i < 20;
+      const float want = hole ? static_cast<float>(i + 100 * w) : static_cast<float>(3 * i + 300);
+      ASSERT_EQ(fakes[w]->data()[i], want) << "worker " << w << ", element " << i;
+    }
+  }
 }
 
 }  // namespace

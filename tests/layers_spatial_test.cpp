@@ -15,6 +15,7 @@
 
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
+#include "cgdp/layers/sufficient_factors.hpp"
 #include "cgdp/layers/registry.hpp"
 #include "support/gradient_checker.hpp"
 
@@ -571,6 +572,62 @@ TEST(InnerProduct, GradientsMatchFiniteDifferences) {
                           : (Shape{h.top.shape(-1),
                                    count_of(c.shape, c.axis, static_cast<int>(c.shape.size()))}));
     check_gradients(*h.layer, {&h.bottom}, {&h.top});
+  }
+}
+
+// Sufficient factors: with staging, backward copies each micro-batch's rows of out_diff and in
+// and leaves the weight gradient alone, while the bias and input gradients stay the dense
+// backward's; the rebuild from two micro-batches' rows is the float64 sum of their outer products.
+TYPED_TEST(SpatialForward, InnerProductFactorsRebuildTheWeightGradient) {
+  using T = TypeParam;
+  for (const IpCase& c : ip_cases()) {
+    SCOPED_TRACE(c.body);
+    Harness<T> dense(ip_text(c.body), c.shape), factored(ip_text(c.body), c.shape);
+    auto& f = dynamic_cast<SufficientFactors<T>&>(*factored.layer);
+    const FactorShape shape = f.factor_shape();
+    const int64_t inputs = count_of(c.shape, c.axis, static_cast<int>(c.shape.size()));
+    ASSERT_EQ(shape.rows, count_of(c.shape, 0, c.axis));
+    ASSERT_EQ(shape.inputs, inputs);
+    ASSERT_EQ(shape.outputs, dense.top.shape(-1));
+    std::vector<T> outs(2 * shape.out_elements()), ins(2 * shape.in_elements());
+    f.stage_factors(outs.data(), ins.data());
+    Blob<T>& weight = *factored.layer->params()[0];
+    std::fill_n(weight.mutable_diff(), weight.count(), T(7));
+    std::vector<double> ref(shape.outputs * inputs, 0.0);
+    for (int micro = 0; micro < 2; ++micro) {
+      for (Harness<T>* h : {&dense, &factored}) {
+        fill_uniform(h->bottom, -1, 1, 10 + micro);
+        h->forward();
+        Blob<T> grad(default_cpu_device(), h->top.shape());
+        fill_uniform(grad, -1, 1, 20 + micro);
+        std::copy_n(grad.data(), grad.count(), h->top.mutable_diff());
+        RunContext ctx;
+        ctx.micro_batch = micro;
+        h->layer->backward(ctx, {&h->top}, {true}, {&h->bottom});
+      }
+      const T* out = dense.top.diff();
+      const T* in = dense.bottom.data();
+      for (int64_t r = 0; r < shape.rows; ++r)
+        for (int64_t o = 0; o < shape.outputs; ++o)
+          for (int64_t i = 0; i < inputs; ++i)
+            ref[c.transpose ? i * shape.outputs + o : o * inputs + i] +=
+                double(out[r * shape.outputs + o]) * in[r * inputs + i];
+      EXPECT_TRUE(std::equal(dense.bottom.diff(), dense.bottom.diff() + dense.bottom.count(),
+                             factored.bottom.diff()));
+      if (c.bias) {
+        const Blob<T>& a = *dense.layer->params()[1];
+        EXPECT_TRUE(std::equal(a.diff(), a.diff() + a.count(), factored.layer->params()[1]->diff()));
+      }
+    }
+    EXPECT_TRUE(std::all_of(weight.diff(), weight.diff() + weight.count(),
+                            [](T v) { return v == T(7); }));
+    f.rebuild_weight_diff({}, outs.data(), ins.data(), 2 * shape.rows);
+    Blob<T> rebuilt(default_cpu_device(), weight.shape());
+    std::copy_n(weight.diff(), weight.count(), rebuilt.mutable_data());
+    EXPECT_LT(relative_error(rebuilt, ref), tolerance<T>());
+    f.stage_factors(nullptr, nullptr);  // back to the dense weight gradient
+    factored.layer->backward({}, {&factored.top}, {true}, {&factored.bottom});
+    EXPECT_FALSE(std::equal(rebuilt.data(), rebuilt.data() + rebuilt.count(), weight.diff()));
   }
 }
 

@@ -125,7 +125,7 @@ TEST_F(PredictCli, WithoutChunkItPredictsTrainsDefaultForTheProfilesBackend) {
 }
 
 TEST_F(PredictCli, BestPlanPastedBackPredictsWhatTheSearchSaid) {
-  const Json j = run_json("--profile " + profile_);
+  const Json j = run_json("--profile " + profile_ + " --fc-exchange dense");
   EXPECT_EQ(j["devices"], 2);
   EXPECT_EQ(j["layers"].size(), 7u);
   EXPECT_EQ(j["layers"][1]["name"], "conv1");
@@ -133,7 +133,7 @@ TEST_F(PredictCli, BestPlanPastedBackPredictsWhatTheSearchSaid) {
   EXPECT_TRUE(j["layers"][2]["chunk"].is_null());
   const std::string best = j["best"]["chunk"];
   const double best_us = j["best"]["iteration_us"];
-  const Json again = run_json("--profile " + profile_ + " --chunk " + best);
+  const Json again = run_json("--profile " + profile_ + " --fc-exchange dense --chunk " + best);
   const double simulated = again["cgdp"]["simulated"]["iteration_us"];
   EXPECT_NEAR(simulated, best_us, 1e-9 * best_us) << best;
   EXPECT_LE(best_us, j["cgdp"]["simulated"]["iteration_us"].get<double>() * (1 + 1e-12));

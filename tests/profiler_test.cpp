@@ -2,7 +2,8 @@
 // the train net in order with its exact parameter bytes, and every cost has a sensible sign; the
 // fits recover known latencies and bandwidths; bad options are refused naming the flag. And
 // `cgdp profile`: its file reads back with read_profile; bad flags give one line and exit != 0.
-#include "cgdp/cost/profiler.hpp"
+#include "cgdp/cost/fits.hpp"
+#include "cgdp/measure/profiler.hpp"
 
 #include <gtest/gtest.h>
 #include <omp.h>

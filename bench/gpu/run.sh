@@ -26,7 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 carry=build-gpu/carry
 binaries=(cgdp gpu_copy_bench cuda_device_test cuda_layers_test cuda_net_test train_test
-          cgdp_equivalence_test host_aggregate_bench)
+          cgdp_equivalence_test fc_exchange_test host_aggregate_bench)
 
 die() { echo "bench/gpu/run.sh: $*" >&2; exit 1; }
 
@@ -222,6 +222,7 @@ tests() {
   done
   "$bin/train_test" --gtest_brief=1 --gtest_filter='*Cuda*' || failed=1
   "$bin/cgdp_equivalence_test" --gtest_brief=1 --gtest_filter='*cuda*' || failed=1
+  "$bin/fc_exchange_test" --gtest_brief=1 --gtest_filter='*Cuda*' || failed=1
   return $failed
 }
 
@@ -266,9 +267,11 @@ for s in "AB":
     texts = [open("%s/%s_%d.log" % (logs, s, r)).read() for r in range(1, rounds + 1)]
     total = [phase(t, "total per iteration") for t in texts]
     summ = [phase(t, "gradient sum") for t in texts]
-    print("%s  total %s ms (median %.1f)  sum median %.1f ms  flags: %s" % (
-        s, " ".join("%.1f" % v for v in total), statistics.median(total),
-        statistics.median(summ), flags[s] or "(none)"))
+    bwd = statistics.median([phase(t, "backward, slowest worker") for t in texts])
+    exch = statistics.median([phase(t, "exchange after last backward") for t in texts])
+    print("%s  total %s ms (median %.1f)  sum median %.1f ms  bwd %.1f  exch %.1f (%.0f%%)  "
+          "flags: %s" % (s, " ".join("%.1f" % v for v in total), statistics.median(total),
+                         statistics.median(summ), bwd, exch, 100 * exch / bwd, flags[s] or "(none)"))
 EOF2
   keep_logs "$logs"
 }

@@ -2,16 +2,19 @@
 // (a given chunk plan) and ps0 by the event simulation and the paper's formulas, and the best
 // chunk plan; as a table or JSON. What-if flags change the machine the profile describes; --hosts
 // predicts a run over several hosts (each chunk gains a network stage; ps0 is not predicted).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cgdp/cost/fc_exchange.hpp"
 #include "cgdp/cost/formulas.hpp"
 #include "cgdp/cost/loader_stage.hpp"
 #include "cgdp/cost/plan_search.hpp"
 #include "cgdp/cost/profile_match.hpp"
 #include "cgdp/cost/simulator.hpp"
 #include "cgdp/device/cpu_device.hpp"
+#include "cgdp/device/measuring_device.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
 #include "cli/commands.hpp"
@@ -32,13 +35,17 @@ struct PredictOptions {
   bool json = false;
   int loader_threads = 0;  // 0: the profile's
   std::string sync;        // "cgdp": one worker exchanges anyway; empty: as train (local)
+  std::string fc_exchange = "auto";
   WhatIf what_if;
 };
 
 struct Prediction {
   Profile profile;
   std::vector<ParamLayer> params;
-  CostInputs inputs;
+  CostInputs inputs;  // cgdp's, with the factored weights applied
+  std::vector<bool> factored;
+  LinkBytes bytes, dense_bytes;  // cgdp per worker and iteration, as chosen and all dense
+  double single_worker_us = 0;  // one worker training local: T(1) of weak scaling
   std::string chunk;  // --chunk, or train's default for the profile's backend
   ChunkPlan plan;
   IterationPrediction cgdp, ps0;
@@ -55,26 +62,49 @@ double ms(double us) {
   return us / 1e3;
 }
 
+// The plan search pipelines the summed chunks only: with weights sent as factors beside them,
+// its plans' times come from the event simulation instead (and the best is best among dense
+// pipelines, not necessarily overall).
+void resimulate(PlanSearchResult& search, const CostInputs& in) {
+  const auto again = [&](PlanChoice& c) {
+    const IterationPrediction s = simulate_cgdp(in, c.plan);
+    c.exchange_end_us = s.backward_us + s.exchange_after_backward_us;
+    c.iteration_us = s.iteration_us;
+  };
+  again(search.best);
+  again(search.best_equal_size);
+  for (PlanChoice& c : search.equal_size) again(c);
+}
+
 Prediction predict(const PredictOptions& opt) {
   const std::string path = find_model_file(opt.model);
-  Net<float> net(load_model(path), Phase::Train, default_cpu_device(), 1, 1, path);
+  MeasuringDevice shapes_only;  // the net's shapes: nothing is allocated or filled for real
+  Net<float> net(load_model(path), Phase::Train, shapes_only, 1, 1, path);
   Prediction p;
   p.profile = read_profile(opt.profile);
   check_profile_matches(p.profile, net);
   p.params = param_layers(net);
-  p.inputs = make_cost_inputs(p.profile, p.params,
-                              opt.devices > 0 ? opt.devices : p.profile.devices, opt.what_if);
+  const CostInputs dense = make_cost_inputs(
+      p.profile, p.params, opt.devices > 0 ? opt.devices : p.profile.devices, opt.what_if);
+  p.inputs = dense;
   p.inputs.local_when_alone = opt.sync != "cgdp";
   p.chunk = opt.chunk.empty() ? default_chunk_spec(p.profile.backend == "cuda" ? DeviceKind::Cuda : DeviceKind::Cpu)
                               : opt.chunk;
   p.plan = make_chunk_plan(p.params, p.chunk);
+  p.dense_bytes = exchange_bytes(p.inputs);
+  p.factored = choose_factored(p.inputs, p.plan, parse_fc_exchange(opt.fc_exchange));
+  apply_factors(p.inputs, p.factored);
+  p.bytes = exchange_bytes(p.inputs);
   p.cgdp = simulate_cgdp(p.inputs, p.plan);
   p.cgdp_formula = formula_cgdp(p.inputs, p.plan);
-  if (p.has_ps0()) {
-    p.ps0 = simulate_ps0(p.inputs);
-    p.ps0_formula = formula_ps0(p.inputs);
+  if (p.has_ps0()) {  // ps0 sums dense gradients on the device
+    p.ps0 = simulate_ps0(dense);
+    p.ps0_formula = formula_ps0(dense);
   }
+  CostInputs alone = make_cost_inputs(p.profile, p.params, 1, opt.what_if);
+  p.single_worker_us = simulate_cgdp(alone, p.plan).iteration_us;
   p.search = best_plan(p.inputs);
+  if (std::count(p.factored.begin(), p.factored.end(), true) > 0) resimulate(p.search, p.inputs);
   if (opt.loader_threads > 0 && !p.profile.loader)
     throw UsageError(cat("--loader-threads: ", opt.profile, " has no loader rate (profile with image "
                          "data: --data folder:, list: or lmdb:)"));
@@ -169,6 +199,13 @@ void add_hosts_json(Json& j, const Prediction& p) {
   j["chunks"] = chunks;
 }
 
+Json factored_names(const Prediction& p) {
+  Json names = Json::array();
+  for (size_t i = 0; i < p.params.size(); ++i)
+    if (p.factored[i]) names.push_back(p.params[i].name);
+  return names;
+}
+
 Json to_json(const Prediction& p, const PredictOptions& opt) {
   Json layers = Json::array();
   const std::vector<int> chunk = chunk_of_layers(p);
@@ -190,7 +227,17 @@ Json to_json(const Prediction& p, const PredictOptions& opt) {
       {"hosts", p.inputs.hosts},
       {"chunk", p.chunk},
       {"layers", layers},
-      {"cgdp", {{"simulated", phases_json(p.cgdp)}, {"formula", formula_json(p.cgdp_formula)}}},
+      {"cgdp",
+       {{"simulated", phases_json(p.cgdp)},
+        {"formula", formula_json(p.cgdp_formula)},
+        {"fc_exchange", opt.fc_exchange},
+        {"factored_layers", factored_names(p)},
+        {"d2h_bytes_per_worker", p.bytes.d2h},
+        {"h2d_bytes_per_worker", p.bytes.h2d},
+        {"dense_d2h_bytes_per_worker", p.dense_bytes.d2h},
+        {"dense_h2d_bytes_per_worker", p.dense_bytes.h2d},
+        {"single_worker_iteration_us", p.single_worker_us},
+        {"weak_scaling_efficiency", p.single_worker_us / p.cgdp.iteration_us}}},
       {"ps0", p.has_ps0() ? Json{{"simulated", phases_json(p.ps0)},
                                  {"formula", formula_json(p.ps0_formula)}}
                           : Json{{"error", kNoPs0}}},
@@ -265,6 +312,10 @@ void print_report(const Prediction& p, const PredictOptions& opt) {
                 p.inputs.lane_threads());
   print_layers(p);
   std::printf("plan --chunk %s: %s\n", p.chunk.c_str(), describe(p.plan, p.params).c_str());
+  std::printf("fully-connected exchange (--fc-exchange %s): %s; per worker and iteration %.2f MB "
+              "to the host, %.2f MB back (all dense: %.2f MB each way)\n",
+              opt.fc_exchange.c_str(), describe_factored(p.params, p.factored).c_str(),
+              p.bytes.d2h / 1e6, p.bytes.h2d / 1e6, p.dense_bytes.d2h / 1e6);
   std::printf("simulated (ms)                     %9s %9s %9s %9s %9s %10s\n", "forward",
               "backward", "exchange", "update", "broadcast", "iteration");
   const std::string cgdp_name = "cgdp --chunk " + p.chunk;
@@ -275,6 +326,11 @@ void print_report(const Prediction& p, const PredictOptions& opt) {
     std::printf("  %-32s %s\n", "ps0", kNoPs0);
     print_chunks(p);
   }
+  if (p.inputs.devices > 1)
+    std::printf("weak scaling: one worker %.3f ms, %d workers %.3f ms: efficiency T(1)/T(%d) = "
+                "%.3f\n",
+                ms(p.single_worker_us), p.inputs.devices, ms(p.cgdp.iteration_us),
+                p.inputs.devices, p.single_worker_us / p.cgdp.iteration_us);
   if (opt.formula) print_formulas(p, cgdp_name);
   const PlanChoice& best = p.search.best;
   const PlanChoice& equal = p.search.best_equal_size;
@@ -304,6 +360,11 @@ Runner add_predict_command(CLI::App& app) {
                   "cgdp: one worker runs cgdp's exchange too, as train --sync cgdp (default: as "
                   "train, one worker trains local, with no exchange)")
       ->check(CLI::IsMember({"cgdp", "local"}));
+  cmd->add_option("--fc-exchange", opt->fc_exchange,
+                  "cgdp: InnerProduct weights dense, as sufficient factors, or auto (the cost "
+                  "model picks per layer)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "dense", "factors"}));
   cmd->add_flag("--formula", opt->formula, "Also print the paper's closed-form predictions");
   cmd->add_flag("--json", opt->json, "Print JSON instead of tables");
   cmd->add_option("--loader-threads", opt->loader_threads,

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "cgdp/core/error.hpp"
-#include "cgdp/cost/profiler.hpp"
+#include "cgdp/measure/profiler.hpp"
 #include "cgdp/io/file.hpp"
 #include "cgdp/launchers/launcher_env.hpp"
 #include "cli/commands.hpp"

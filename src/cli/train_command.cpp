@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "cgdp/launchers/launched_hosts.hpp"
+#include "cgdp/measure/chunk_profile.hpp"
 #include "cgdp/train/trainer.hpp"
 #include "cli/commands.hpp"
 #include "cli/launcher_link.hpp"
@@ -81,6 +82,13 @@ Runner add_train_command(CLI::App& app) {
                   cat("cgdp chunk plan: layer, K, bytes:MB, all, boundaries b1,b2,..., or auto (search); "
                       "default: layer on cpu, bytes:", kDefaultCudaChunkMiB, " on cuda"));
   add_chunk_search_options(*cmd, c);
+  cmd->add_option("--fc-exchange", c.fc_exchange,
+                  "cgdp: InnerProduct weights as dense gradients summed on the host, or as "
+                  "sufficient factors every worker rebuilds (Poseidon's SFB): dense, factors or "
+                  "auto (the cost model with --profile/--chunk auto; else Poseidon's byte rule on "
+                  "cuda, dense on cpu)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "dense", "factors"}));
   cmd->add_option("--timeline", c.timeline_path, "Write a Chrome trace (Perfetto) of every stream");
   cmd->add_flag("--phase-table", c.phase_table, "Print the per-phase time table at the end");
   cmd->add_option("--hosts", c.hosts, "Scale out: host:port of every rank, the same list on every host")
@@ -101,7 +109,7 @@ Runner add_train_command(CLI::App& app) {
     check_worker_count(f->config, f->oversubscribe);
     TrainConfig config = resolved_config(*f, *cmd);
     take_hosts_from_launcher(config, [](const char* name) { return std::getenv(name); }, stdout);
-    Trainer trainer(config);
+    Trainer trainer(config, stdout, measure_chunk_profile);
     trainer.run();
     return 0;
   };

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "cgdp/core/error.hpp"
-#include "cgdp/cost/profiler.hpp"
+#include "cgdp/cost/fits.hpp"
 
 namespace cgdp {
 

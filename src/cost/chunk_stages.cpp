@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "cgdp/cost/fc_exchange.hpp"
 #include "cgdp/cost/network_stage.hpp"
 
 namespace cgdp {
@@ -14,14 +15,31 @@ std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t offset_bytes, 
   const int copy_cores = shared ? in.devices : 0;
   const int sum_cores = shared ? std::min(host_sum_team(in, bytes), in.shared_cores) : 0;
   std::vector<StageCost> stages = {
-      {"d2h", true, in.d2h.latency_us, bytes, in.d2h.gbps, Pool::ToHost, copy_cores},
-      {"sum", false, host_sum_us(in, bytes), 0, 0, Pool::None, sum_cores, in.sum_lanes},
+      {"d2h", true, in.d2h.latency_us, bytes, in.d2h.gbps, Pool::ToHost, copy_cores, 1,
+       Queue::D2H},
+      {"sum", false, host_sum_us(in, bytes), 0, 0, Pool::None, sum_cores, in.sum_lanes,
+       Queue::Host},
   };
   if (in.hosts > 1)  // the network waits on sockets: no cores to speak of
-    stages.push_back({"network", false, network_us(in, offset_bytes, bytes), 0, 0, Pool::None});
-  stages.push_back(
-      {"h2d", true, in.h2d.latency_us, bytes, in.h2d.gbps, Pool::FromHost, copy_cores});
+    stages.push_back({"network", false, network_us(in, offset_bytes, bytes), 0, 0, Pool::None, 0,
+                      1, Queue::Network});
+  stages.push_back({"h2d", true, in.h2d.latency_us, bytes, in.h2d.gbps, Pool::FromHost,
+                    copy_cores, 1, Queue::H2D});
   return stages;
+}
+
+std::vector<StageCost> factor_stages(const CostInputs& in, const ParamCost& p) {
+  const bool shared = in.shared_cores > 0;
+  const int copy_cores = shared ? in.devices : 0;
+  const int64_t bytes = factor_elements(p.layer, in.batch) * 4;
+  return {
+      {"d2h", true, in.d2h.latency_us, bytes, in.d2h.gbps, Pool::ToHost, copy_cores, 1,
+       Queue::D2H},
+      {"gather", false, 0, 0, 0, Pool::None, 0, in.sum_lanes, Queue::Host},
+      {"h2d", true, in.h2d.latency_us, in.devices * bytes, in.h2d.gbps, Pool::FromHost,
+       copy_cores, 1, Queue::H2D},
+      {"rebuild", true, rebuild_us(in, p), 0, 0, Pool::None, 0, 1, Queue::H2D},
+  };
 }
 
 std::vector<StageCost> beside_layers(const CostInputs& in, std::vector<StageCost> stages) {
@@ -41,6 +59,11 @@ double contention_us(const CostInputs& in, const std::vector<StageCost>& stages)
 
 double overlap_us(const CostInputs& in, int64_t bytes) {
   return in.overlap_us_per_mb * static_cast<double>(bytes) * 1e-6;
+}
+
+double factor_overlap_us(const CostInputs& in, const ParamCost& p) {
+  const int64_t bytes = factor_elements(p.layer, in.batch) * 4;
+  return overlap_us(in, (in.devices + 1) * bytes) + rebuild_us(in, p);
 }
 
 double stage_us(const CostInputs& in, const StageCost& stage) {

@@ -87,6 +87,7 @@ void fill_params(CostInputs& in, const Profile& profile, std::span<const ParamLa
     ParamCost cost{p, 0};
     for (size_t i = layer; i < above; ++i)
       cost.backward_us += profile.layers[i].backward_us * scale;
+    cost.own_backward_us = profile.layers[layer].backward_us * scale;
     in.params.push_back(cost);
     above = layer;
   }
@@ -107,13 +108,20 @@ int64_t CostInputs::param_bytes() const {
   return total;
 }
 
+int64_t CostInputs::summed_bytes(int first, int last) const {
+  int64_t total = 0;
+  for (int i = first; i <= last; ++i) total += params[i].summed_bytes();
+  return total;
+}
+
 CostInputs make_cost_inputs(const Profile& profile, std::span<const ParamLayer> params, int devices,
                             const WhatIf& what_if) {
   check_what_if(what_if);
   if (devices < 1) throw UsageError(cat("--devices: expected an integer >= 1, got ", devices));
   CostInputs in;
   in.devices = devices;
-  const double scale = static_cast<double>(what_if.batch.value_or(profile.batch)) / profile.batch;
+  in.batch = what_if.batch.value_or(profile.batch);
+  const double scale = static_cast<double>(in.batch) / profile.batch;
   for (const LayerCost& l : profile.layers) in.forward_us += l.forward_us * scale;
   fill_params(in, profile, params, scale);
   in.d2h = {what_if.d2h_gbps.value_or(profile.d2h.gbps), profile.d2h.latency_us};

@@ -15,7 +15,7 @@ FormulaPrediction formula_cgdp(const CostInputs& in, const ChunkPlan& plan) {
   for (const Chunk& chunk : plan.chunks) {
     ChunkTerms t;
     for (int i = chunk.first; i <= chunk.last; ++i) t.t_bp += in.params[i].backward_us;
-    const int64_t bytes = chunk.count * 4;
+    const int64_t bytes = in.summed_bytes(chunk.first, chunk.last);  // factored weights apart
     // The paper's t_as, plus what the exchange takes from the layers beside it (not the last's).
     t.t_as = in.sync_us + (&chunk != &plan.chunks.back() ? overlap_us(in, bytes) : 0);
     t.t_aa = d2h_us(in, bytes) + host_sum_us(in, bytes);

@@ -51,13 +51,13 @@ class Pipeline {
   // (contention_us on shared cores, and overlap_us).
   Times durations(int first, int last) const {
     const int64_t offset = in_.params[first].layer.offset;
-    const int64_t count = in_.params[last].layer.offset + in_.params[last].layer.count - offset;
+    const int64_t bytes = in_.summed_bytes(first, last);  // factored weights go apart (ignored)
     Times d{};
-    const auto list = chunk_stages(in_, offset * 4, count * 4);
+    const auto list = chunk_stages(in_, offset * 4, bytes);
     const bool beside = last + 1 < in_.num_params();
     const auto timed = beside ? beside_layers(in_, list) : list;
     for (int k = 0; k < stages_; ++k) d[k] = stage_us(in_, timed[k]);
-    d[stages_] = contention_us(in_, list) + overlap_us(in_, count * 4);
+    d[stages_] = contention_us(in_, list) + overlap_us(in_, bytes);
     return d;
   }
 

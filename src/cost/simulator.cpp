@@ -2,61 +2,83 @@
 #include "cgdp/cost/simulator.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "cgdp/cost/chunk_stages.hpp"
 #include "cgdp/cost/event_sim.hpp"
+#include "cgdp/cost/fc_exchange.hpp"
 
 namespace cgdp {
 
 namespace {
 
-// Streams of the cgdp simulation: per worker its compute stream and one per per-worker stage;
-// one stream per host stage (the aggregator's sum lanes for the sum, the link for the network).
+// Streams of the cgdp simulation: per worker its compute stream and its D2H and H2D streams; one
+// stream for each host queue (the aggregator's sum lanes, the network link).
 struct CgdpStreams {
-  std::vector<int> compute;             // [worker]
-  std::vector<std::vector<int>> stage;  // [stage][worker], one entry for a host stage
-  std::vector<int> pool;                // [stage]: the sim's pool, or -1
+  std::vector<int> compute;                     // [worker]
+  std::array<std::vector<int>, kQueues> queue;  // [queue][worker], one entry for a host queue
+  int to_host = -1, from_host = -1;             // the sim's pools
 };
 
-CgdpStreams make_streams(EventSim& sim, const CostInputs& in,
-                         const std::vector<StageCost>& stages) {
+CgdpStreams make_streams(EventSim& sim, const CostInputs& in) {
   CgdpStreams s;
-  const int to_host = sim.add_pool(in.host_memory_gbps);
-  const int from_host = sim.add_pool(in.host_memory_gbps);
-  for (int w = 0; w < in.devices; ++w) s.compute.push_back(sim.add_stream());
-  for (const StageCost& stage : stages) {
-    s.stage.emplace_back();
-    for (int w = 0; w < (stage.per_worker ? in.devices : 1); ++w)
-      s.stage.back().push_back(sim.add_stream(stage.per_worker ? 1 : stage.lanes));
-    s.pool.push_back(stage.pool == Pool::ToHost     ? to_host
-                     : stage.pool == Pool::FromHost ? from_host
-                                                    : -1);
+  s.to_host = sim.add_pool(in.host_memory_gbps);
+  s.from_host = sim.add_pool(in.host_memory_gbps);
+  for (int w = 0; w < in.devices; ++w) {
+    s.compute.push_back(sim.add_stream());
+    s.queue[static_cast<int>(Queue::D2H)].push_back(sim.add_stream());
+    s.queue[static_cast<int>(Queue::H2D)].push_back(sim.add_stream());
   }
+  s.queue[static_cast<int>(Queue::Host)].push_back(sim.add_stream(in.sum_lanes));
+  s.queue[static_cast<int>(Queue::Network)].push_back(sim.add_stream());
   return s;
 }
 
-// Adds chunk `c`'s stage tasks after its compute tasks `ready` (per worker); returns worker 0's
-// task per stage.
-std::vector<int> add_chunk_stages(EventSim& sim, const CgdpStreams& s,
-                                  const std::vector<StageCost>& stages, std::vector<int> prev) {
+// Adds the tasks of `stages` after the tasks `prev` (per worker); returns worker 0's task per
+// stage.
+std::vector<int> add_stages(EventSim& sim, const CgdpStreams& s,
+                            const std::vector<StageCost>& stages, std::vector<int> prev) {
   std::vector<int> worker0;
-  for (size_t k = 0; k < stages.size(); ++k) {
-    const StageCost& st = stages[k];
-    EventSim::Task task{0, st.fixed_us, st.bytes, st.cap_gbps, s.pool[k], {}, 0};
+  for (const StageCost& st : stages) {
+    const int pool = st.pool == Pool::ToHost     ? s.to_host
+                     : st.pool == Pool::FromHost ? s.from_host
+                                                 : -1;
+    const std::vector<int>& streams = s.queue[static_cast<int>(st.queue)];
+    EventSim::Task task{0, st.fixed_us, st.bytes, st.cap_gbps, pool, {}, 0};
     if (st.per_worker) {
       for (size_t w = 0; w < prev.size(); ++w) {
-        task.stream = s.stage[k][w];
+        task.stream = streams[w];
         task.deps = {prev[w]};
         prev[w] = sim.add(task);
       }
     } else {
-      task.stream = s.stage[k][0];
+      task.stream = streams[0];
       task.deps = prev;
       std::fill(prev.begin(), prev.end(), sim.add(task));
     }
     worker0.push_back(prev[0]);
   }
   return worker0;
+}
+
+// The same compute task on every worker; returns them.
+std::vector<int> add_compute(EventSim& sim, const CgdpStreams& s, double us) {
+  std::vector<int> tasks;
+  for (const int stream : s.compute) tasks.push_back(sim.add({stream, us, 0, 0, -1, {}, 0}));
+  return tasks;
+}
+
+// An exchange beside the layers slows them (shared cores, or bandwidth) and is slowed by them;
+// after the last param layer little backward is left to slow, or to slow it.
+struct Pipelined {
+  std::vector<StageCost> timed;  // the stages as they run
+  double taken_us = 0;           // compute time they take from each worker
+};
+
+Pipelined beside_or_after(const CostInputs& in, const std::vector<StageCost>& stages,
+                          bool beside, double overlap) {
+  if (!beside) return {stages, 0};
+  return {beside_layers(in, stages), contention_us(in, stages) + overlap};
 }
 
 }  // namespace
@@ -71,30 +93,38 @@ IterationPrediction simulate_cgdp(const CostInputs& in, const ChunkPlan& plan) {
     return p;
   }
   EventSim sim;
-  const CgdpStreams streams = make_streams(sim, in, chunk_stages(in, 0, 0));
-  std::vector<int> ready_task;               // worker 0's compute task per chunk
+  const CgdpStreams streams = make_streams(sim, in);
+  std::vector<int> ready_task;               // worker 0's sync point per chunk
   std::vector<std::vector<int>> stage_task;  // worker 0's task per chunk and stage
   std::vector<std::vector<StageCost>> stages;
+  const auto add_pipelined = [&](const Pipelined& run, const std::vector<int>& ready) {
+    const std::vector<int> worker0 = add_stages(sim, streams, run.timed, ready);
+    if (run.taken_us > 0) add_compute(sim, streams, run.taken_us);
+    for (const StageCost& st : run.timed)
+      if (st.name == "sum") p.sum_us += st.fixed_us;
+    return worker0;
+  };
   for (const Chunk& chunk : plan.chunks) {
-    double compute_us = in.sync_us;  // the chunk's layers, then its sync point
-    for (int i = chunk.first; i <= chunk.last; ++i) compute_us += in.params[i].backward_us;
-    std::vector<int> ready;
-    for (int w = 0; w < in.devices; ++w)
-      ready.push_back(sim.add({streams.compute[w], compute_us, 0, 0, -1, {}, 0}));
+    // The chunk's layers; a factored weight leaves after its own layer and a sync point.
+    for (int i = chunk.first; i <= chunk.last; ++i) {
+      const ParamCost& param = in.params[i];
+      const std::vector<int> done =
+          add_compute(sim, streams, param.backward_us + (param.factored ? in.sync_us : 0));
+      if (param.factored) {
+        const std::vector<StageCost> list = factor_stages(in, param);
+        add_pipelined(beside_or_after(in, list, i + 1 < in.num_params(),
+                                      factor_overlap_us(in, param)),
+                      done);
+      }
+    }
+    const std::vector<int> ready = add_compute(sim, streams, in.sync_us);
     ready_task.push_back(ready[0]);
-    stages.push_back(chunk_stages(in, chunk.offset * 4, chunk.count * 4));
-    // The exchange and the layers computed beside it slow each other (shared cores, or
-    // bandwidth); after the last chunk little backward is left to slow, or to slow it.
+    const int64_t summed = in.summed_bytes(chunk.first, chunk.last);
+    stages.push_back(summed > 0 ? chunk_stages(in, chunk.offset * 4, summed)
+                                : std::vector<StageCost>{});
     const bool beside = &chunk != &plan.chunks.back();
-    const std::vector<StageCost> timed = beside ? beside_layers(in, stages.back()) : stages.back();
-    stage_task.push_back(add_chunk_stages(sim, streams, timed, ready));
-    // Its core time, not its stretched wall time, is what the exchange takes from the layers.
-    const double contention = contention_us(in, stages.back()) + overlap_us(in, chunk.count * 4);
-    if (contention > 0 && beside)
-      for (int w = 0; w < in.devices; ++w)
-        sim.add({streams.compute[w], contention, 0, 0, -1, {}, 0});
-    for (const StageCost& st : timed)
-      if (!st.per_worker && st.name == "sum") p.sum_us += st.fixed_us;
+    stage_task.push_back(
+        add_pipelined(beside_or_after(in, stages.back(), beside, overlap_us(in, summed)), ready));
   }
   const int tail = sim.add({streams.compute[0], in.tail_backward_us, 0, 0, -1, {}, 0});
   sim.run();

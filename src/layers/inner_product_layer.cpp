@@ -1,6 +1,10 @@
 // InnerProduct on the CPU: three GEMMs (forward, weight gradient, input gradient), each threaded
-// by OpenBLAS, and a GEMV for the bias gradient.
+// by OpenBLAS, and a GEMV for the bias gradient. With staged factors, backward copies its rows of
+// out_diff and in instead of the weight gradient, which one GEMM rebuilds later from every
+// worker's rows (sufficient_factors.hpp).
 #include "cgdp/layers/inner_product_layer.hpp"
+
+#include <cstring>
 
 #include "cgdp/layers/blas.hpp"
 #include "cgdp/layers/filler.hpp"
@@ -51,13 +55,19 @@ void InnerProductLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bott
 }
 
 template <typename T>
-void InnerProductLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
+void InnerProductLayer<T>::backward_cpu(const RunContext& ctx, const BlobVec<T>& top,
                                         const std::vector<bool>& propagate_down,
                                         const BlobVec<T>& bottom) {
   const T* out_diff = top[0]->diff();
   const T* in = bottom[0]->data();
   T* weight_diff = this->params_[0]->mutable_diff();
-  if (transpose_) {  // W [K x N] += in^T [K x M] * out_diff [M x N]
+  if (staged_out_rows_) {
+    const FactorShape f = factor_shape();
+    std::memcpy(staged_out_rows_ + ctx.micro_batch * f.out_elements(), out_diff,
+                f.out_elements() * sizeof(T));
+    std::memcpy(staged_in_rows_ + ctx.micro_batch * f.in_elements(), in,
+                f.in_elements() * sizeof(T));
+  } else if (transpose_) {  // W [K x N] += in^T [K x M] * out_diff [M x N]
     blas::gemm(true, false, inputs_, num_output_, rows_, T(1), in, out_diff, T(1), weight_diff);
   } else {  // W [N x K] += out_diff^T [N x M] * in [M x K]
     blas::gemm(true, false, num_output_, inputs_, rows_, T(1), out_diff, in, T(1), weight_diff);
@@ -71,6 +81,28 @@ void InnerProductLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top
   if (propagate_down[0])
     blas::gemm(false, transpose_, rows_, inputs_, num_output_, T(1), out_diff,
                this->params_[0]->data(), T(0), bottom[0]->mutable_diff());
+}
+
+template <typename T>
+void InnerProductLayer<T>::stage_factors(T* out_rows, T* in_rows) {
+  CGDP_ASSERT((out_rows == nullptr) == (in_rows == nullptr));
+  staged_out_rows_ = out_rows;
+  staged_in_rows_ = in_rows;
+}
+
+template <typename T>
+void InnerProductLayer<T>::rebuild_weight_diff(const RunContext& ctx, const T* out_rows,
+                                               const T* in_rows, int64_t rows) {
+#ifdef CGDP_HAVE_CUDA
+  if (this->device().kind() == DeviceKind::Cuda)
+    return rebuild_weight_diff_cuda(ctx, out_rows, in_rows, rows);
+#endif
+  T* weight_diff = this->params_[0]->mutable_diff();
+  if (transpose_) {  // W [K x N] = in^T [K x R] * out [R x N]
+    blas::gemm(true, false, inputs_, num_output_, rows, T(1), in_rows, out_rows, T(0), weight_diff);
+  } else {  // W [N x K] = out^T [N x R] * in [R x K]
+    blas::gemm(true, false, num_output_, inputs_, rows, T(1), out_rows, in_rows, T(0), weight_diff);
+  }
 }
 
 template class InnerProductLayer<float>;

@@ -1,5 +1,7 @@
 // InnerProduct on CUDA: the CPU layer's three GEMMs and bias GEMV through cuBLAS (row-major via
 // the transposition trick, cublas_gemm.hpp); the bias is added as ones(M) x bias, as in Caffe.
+// Staged factors are copied device to device on the compute stream; the rebuild is one GEMM on
+// the stream it is given.
 #include "cgdp/layers/inner_product_layer.hpp"
 #include "cuda/cublas_gemm.hpp"
 #include "cuda_layer.hpp"
@@ -56,7 +58,13 @@ void InnerProductLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>
   const T* out_diff = top[0]->diff();
   const T* in = bottom[0]->data();
   T* weight_diff = this->params_[0]->mutable_diff();
-  if (transpose_) {  // W [K x N] += in^T [K x M] * out_diff [M x N]
+  if (staged_out_rows_) {
+    const FactorShape f = factor_shape();
+    stream.copy_async(staged_out_rows_ + ctx.micro_batch * f.out_elements(), out_diff,
+                      f.out_elements() * sizeof(T));
+    stream.copy_async(staged_in_rows_ + ctx.micro_batch * f.in_elements(), in,
+                      f.in_elements() * sizeof(T));
+  } else if (transpose_) {  // W [K x N] += in^T [K x M] * out_diff [M x N]
     cublas::gemm(h, true, false, k, n, m, T(1), in, out_diff, T(1), weight_diff);
   } else {  // W [N x K] += out_diff^T [N x M] * in [M x K]
     cublas::gemm(h, true, false, n, k, m, T(1), out_diff, in, T(1), weight_diff);
@@ -71,6 +79,26 @@ void InnerProductLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>
                  bottom[0]->mutable_diff());
 }
 
+template <typename T>
+void InnerProductLayer<T>::rebuild_weight_diff_cuda(const RunContext& ctx, const T* out_rows,
+                                                    const T* in_rows, int64_t rows) {
+  Stream& stream = layer_stream(*this, ctx);
+  const int r = as_int(*this, rows, "factor rows"), n = as_int(*this, num_output_, "num_output"),
+            k = as_int(*this, inputs_, "inputs");
+  const cublasHandle_t h = cublas_handle(stream);
+  T* weight_diff = this->params_[0]->mutable_diff();
+  if (transpose_) {  // W [K x N] = in^T [K x R] * out [R x N]
+    cublas::gemm(h, true, false, k, n, r, T(1), in_rows, out_rows, T(0), weight_diff);
+  } else {  // W [N x K] = out^T [N x R] * in [R x K]
+    cublas::gemm(h, true, false, n, k, r, T(1), out_rows, in_rows, T(0), weight_diff);
+  }
+}
+
 CGDP_INSTANTIATE_CUDA_LAYER(InnerProductLayer)
+template void InnerProductLayer<float>::rebuild_weight_diff_cuda(const RunContext&, const float*,
+                                                                 const float*, int64_t);
+template void InnerProductLayer<double>::rebuild_weight_diff_cuda(const RunContext&,
+                                                                  const double*, const double*,
+                                                                  int64_t);
 
 }  // namespace cgdp

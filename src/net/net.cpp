@@ -297,8 +297,11 @@ void Net<T>::gather_params(const std::string& source) {
   for (const ParamSlot& s : slots_)
     layers_[s.layer]->params()[s.index]->bind_to(flat_data_ptr_ + s.offset,
                                                  flat_diff_ptr_ ? flat_diff_ptr_ + s.offset : nullptr);
-  for (const auto& [sharer, owner] : sharers)
+  for (const auto& [sharer, owner] : sharers) {
     layers_[sharer.first]->params()[sharer.second]->share_with(*layers_[owner.first]->params()[owner.second]);
+    shared_.insert(sharer);
+    shared_.insert(owner);
+  }
 }
 
 template <typename T>

@@ -2,6 +2,10 @@
 // the D2H stream waits on an event for it (no host thread blocks), copies the chunk to pinned
 // host memory and tells the aggregator from a host callback; the aggregator sums and sends the
 // sum back on each H2D stream; every worker's compute stream waits on that before its update.
+// A weight sent as sufficient factors leaves right after its own layer's backward: its rows go
+// up beside the chunks, every worker gets all workers' rows back on its H2D stream and rebuilds
+// the summed weight gradient there with one GEMM (layers/sufficient_factors.hpp).
+#include <algorithm>
 #include <map>
 
 #include "cgdp/sync/host_aggregator.hpp"
@@ -12,6 +16,17 @@ namespace cgdp {
 
 namespace {
 
+// One weight sent as factors: its layer on every worker, and where each worker stages its rows.
+struct FactoredWeight {
+  int layer = 0;  // net layer index
+  std::string name;
+  std::string d2h_span, rebuild_span;  // timeline names
+  std::vector<SufficientFactors<float>*> layers;  // per worker
+  std::vector<DeviceBuffer> staging;              // per worker: [out rows][in rows]
+  int64_t rows = 0;                               // per worker and iteration
+  int64_t out_count = 0, in_count = 0;            // per worker
+};
+
 class CgdpSync final : public SyncScheme {
  public:
   CgdpSync(std::vector<Worker>& workers, const SyncOptions& o, Timeline& timeline)
@@ -21,12 +36,23 @@ class CgdpSync final : public SyncScheme {
       w.solver = std::make_unique<Solver<float>>(*w.net, o.lr, o.solver);
       agg.push_back({w.device.get(), w.h2d.get(), w.net->flat_diff().data()});
       devices_.push_back(w.device.get());
+      h2d_.push_back(w.h2d.get());
     }
+    params_ = param_layers(*workers[0].net);
+    factored_ = o.factored.empty() ? std::vector<bool>(params_.size(), false) : o.factored;
+    CGDP_ASSERT(factored_.size() == params_.size());
+    std::vector<FactorSlot> slots = make_factor_slots(workers, std::max(o.micro_batches, 1));
     std::vector<ChunkSpan> spans = index_plan();
-    if (!spans.empty())
-      aggregator_ =
-          std::make_unique<HostAggregator>(std::move(agg), std::move(spans), o.host_threads,
-                                           timeline, o.reducer, o.aggregator_cpus, o.sum_lanes);
+    if (!spans.empty() || !slots.empty())
+      aggregator_ = std::make_unique<HostAggregator>(std::move(agg), std::move(spans),
+                                                     o.host_threads, timeline, o.reducer,
+                                                     o.aggregator_cpus, o.sum_lanes,
+                                                     std::move(slots));
+  }
+
+  ~CgdpSync() override {
+    for (FactoredWeight& f : factored_weights_)
+      for (SufficientFactors<float>* layer : f.layers) layer->stage_factors(nullptr, nullptr);
   }
 
   void set_chunk_plan(const ChunkPlan& plan) override {
@@ -43,18 +69,23 @@ class CgdpSync final : public SyncScheme {
   }
 
   void after_backward(Worker& w, int layer) override {
+    if (auto s = slot_of_layer_.find(layer); s != slot_of_layer_.end()) send_factors(w, s->second);
     auto it = chunk_of_layer_.find(layer);
     if (it == chunk_of_layer_.end()) return;
     const int c = it->second;
-    const Chunk& chunk = plan_.chunks[c];
+    const ChunkSpan& span = aggregator_->chunk(c);
     Event& done = *chunk_done_[w.index][c];
     w.compute->record(done);
     w.d2h->wait(done);  // the D2H stream, not a host thread, waits for the chunk's gradients
-    const float* src = w.net->flat_diff().data() + chunk.offset;
-    float* dst = aggregator_->receive_buffer(w.index, c);
+    const float* grads = w.net->flat_diff().data();
+    float* dst = aggregator_->receive_buffer(w.index, c) - span.offset;  // at flat offsets
     traced(*w.d2h, timeline_, w.index, "d2h", {"d2h chunk ", c}, "d2h",
-           [&] { w.d2h->copy_async(dst, src, static_cast<size_t>(chunk.count) * sizeof(float)); },
-           {{"chunk", c}, {"bytes", chunk.count * 4}});
+           [&] {
+             for (const ElementRange& part : span.parts)
+               w.d2h->copy_async(dst + part.offset, grads + part.offset,
+                                 static_cast<size_t>(part.count) * sizeof(float));
+           },
+           {{"chunk", c}, {"bytes", span.summed_count() * 4}});
     HostAggregator* agg = aggregator_.get();
     const int worker = w.index;
     w.d2h->launch_host_func([agg, worker, c] { agg->arrived(worker, c); });  // hand-off only
@@ -80,21 +111,6 @@ class CgdpSync final : public SyncScheme {
     }
   }
 
-  // Maps each chunk's completing layer to it and makes sure every worker has an event per chunk
-  // (events are only ever added, so switching back and forth between plans allocates nothing).
-  std::vector<ChunkSpan> index_plan() {
-    std::vector<ChunkSpan> spans;
-    chunk_of_layer_.clear();
-    for (size_t c = 0; c < plan_.chunks.size(); ++c) {
-      spans.push_back({plan_.chunks[c].offset, plan_.chunks[c].count});
-      chunk_of_layer_[plan_.chunks[c].completing_layer] = static_cast<int>(c);
-    }
-    for (size_t w = 0; w < chunk_done_.size(); ++w)
-      while (chunk_done_[w].size() < spans.size())
-        chunk_done_[w].push_back(devices_[w]->create_event());
-    return spans;
-  }
-
   std::string placement_note() const override {
     return aggregator_ ? "host aggregator " + aggregator_->binding_note() : "";
   }
@@ -106,16 +122,148 @@ class CgdpSync final : public SyncScheme {
   int64_t last_sum_us() const override { return aggregator_ ? aggregator_->last_sum_us() : 0; }
   int64_t host_bytes() const override {
     if (!aggregator_) return 0;
-    const ChunkSpan& last = aggregator_->chunk(aggregator_->num_chunks() - 1);
-    return (last.offset + last.count) * 4 * static_cast<int64_t>(chunk_done_.size() + 1);
+    int64_t bytes = 0;
+    if (aggregator_->num_chunks() > 0) {
+      const ChunkSpan& last = aggregator_->chunk(aggregator_->num_chunks() - 1);
+      bytes = (last.offset + last.count) * 4 * static_cast<int64_t>(chunk_done_.size() + 1);
+    }
+    for (const FactoredWeight& f : factored_weights_)
+      bytes += (f.out_count + f.in_count) * 4 * static_cast<int64_t>(chunk_done_.size());
+    return bytes;
   }
 
  private:
+  // The aggregator's chunks for plan_: each one's parts leave its factored weights out, and a
+  // chunk with nothing left is not exchanged. Maps each exchanged chunk's completing layer to it
+  // and makes sure every worker has an event per chunk (events are only ever added, so switching
+  // back and forth between plans allocates nothing).
+  std::vector<ChunkSpan> index_plan() {
+    std::vector<ChunkSpan> spans;
+    chunk_of_layer_.clear();
+    for (const Chunk& chunk : plan_.chunks) {
+      ChunkSpan span{chunk.offset, chunk.count, {}};
+      for (int i = chunk.first; i <= chunk.last; ++i) {
+        const ParamLayer& p = params_[i];
+        const int64_t skip = factored_[i] ? p.weight_count() : 0;  // the weight comes first
+        add_part(span, {p.offset + skip, p.count - skip});
+      }
+      if (span.parts.empty()) continue;
+      chunk_of_layer_[chunk.completing_layer] = static_cast<int>(spans.size());
+      spans.push_back(std::move(span));
+    }
+    for (size_t w = 0; w < chunk_done_.size(); ++w)
+      while (chunk_done_[w].size() < spans.size())
+        chunk_done_[w].push_back(devices_[w]->create_event());
+    return spans;
+  }
+
+  static void add_part(ChunkSpan& span, ElementRange part) {
+    if (part.count == 0) return;
+    if (!span.parts.empty() && span.parts.back().offset + span.parts.back().count == part.offset)
+      span.parts.back().count += part.count;
+    else
+      span.parts.push_back(part);
+  }
+
+  // Stages every factored weight's rows on each worker and makes its aggregator slot; the
+  // workers receive every worker's rows into one device buffer each, large enough for the
+  // largest weight's (the H2D stream copies and rebuilds one weight after another).
+  std::vector<FactorSlot> make_factor_slots(std::vector<Worker>& workers, int micro_batches) {
+    const int64_t n = static_cast<int64_t>(workers.size());
+    int64_t largest = 0;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (!factored_[i]) continue;
+      CGDP_ASSERT(params_[i].factorable());
+      FactoredWeight f;
+      f.layer = params_[i].layer;
+      f.name = params_[i].name;
+      f.d2h_span = cat("d2h factors ", f.name);
+      f.rebuild_span = cat("rebuild ", f.name);
+      for (Worker& w : workers) {
+        auto* layer = dynamic_cast<SufficientFactors<float>*>(&w.net->layer(f.layer));
+        CGDP_ASSERT(layer);
+        const FactorShape shape = layer->factor_shape();
+        f.rows = shape.rows * micro_batches;
+        f.out_count = f.rows * shape.outputs;
+        f.in_count = f.rows * shape.inputs;
+        f.staging.emplace_back(*w.device,
+                               static_cast<size_t>(f.out_count + f.in_count) * sizeof(float));
+        auto* rows = static_cast<float*>(f.staging.back().get());
+        layer->stage_factors(rows, rows + f.out_count);
+        f.layers.push_back(layer);
+      }
+      largest = std::max(largest, n * (f.out_count + f.in_count));
+      slot_of_layer_[f.layer] = static_cast<int>(factored_weights_.size());
+      factored_weights_.push_back(std::move(f));
+    }
+    std::vector<FactorSlot> slots;
+    if (factored_weights_.empty()) return slots;
+    for (Worker& w : workers) {
+      gathered_.emplace_back(*w.device, static_cast<size_t>(largest) * sizeof(float));
+      factors_done_.push_back(std::vector<std::unique_ptr<Event>>());
+      for (size_t s = 0; s < factored_weights_.size(); ++s)
+        factors_done_.back().push_back(w.device->create_event());
+    }
+    for (size_t s = 0; s < factored_weights_.size(); ++s) {
+      FactorSlot slot{factored_weights_[s].out_count, factored_weights_[s].in_count, {}, {}};
+      for (DeviceBuffer& g : gathered_) slot.targets.push_back(static_cast<float*>(g.get()));
+      slot.rebuild = [this, s](int worker) { issue_rebuild(worker, static_cast<int>(s)); };
+      slots.push_back(std::move(slot));
+    }
+    return slots;
+  }
+
+  // Right after the factored layer's backward on worker w: its staged rows to the host.
+  void send_factors(Worker& w, int s) {
+    const FactoredWeight& f = factored_weights_[s];
+    Event& done = *factors_done_[w.index][s];
+    w.compute->record(done);
+    w.d2h->wait(done);
+    const auto* rows = static_cast<const float*>(f.staging[w.index].get());
+    traced(*w.d2h, timeline_, w.index, "d2h", f.d2h_span, "d2h",
+           [&] {
+             w.d2h->copy_async(aggregator_->factor_out_buffer(w.index, s), rows,
+                               static_cast<size_t>(f.out_count) * sizeof(float));
+             w.d2h->copy_async(aggregator_->factor_in_buffer(w.index, s), rows + f.out_count,
+                               static_cast<size_t>(f.in_count) * sizeof(float));
+           },
+           {{"factors", s}, {"bytes", (f.out_count + f.in_count) * 4}});
+    HostAggregator* agg = aggregator_.get();
+    const int worker = w.index;
+    w.d2h->launch_host_func([agg, worker, s] { agg->factors_arrived(worker, s); });
+  }
+
+  // On the aggregator's thread, once every worker's rows of weight s are on their way to worker
+  // w's gathered buffer (in stream order before this): the rebuild, on w's H2D stream.
+  void issue_rebuild(int w, int s) {
+    const FactoredWeight& f = factored_weights_[s];
+    const int64_t n = static_cast<int64_t>(h2d_.size());
+    const auto* outs = static_cast<const float*>(gathered_[w].get());
+    const float* ins = outs + n * f.out_count;
+    SufficientFactors<float>* layer = f.layers[w];
+    Stream* stream = h2d_[w];
+    const int64_t rows = n * f.rows;
+    traced(*stream, timeline_, w, "h2d", f.rebuild_span, "h2d", [&] {
+      stream->submit([layer, stream, outs, ins, rows] {
+        RunContext ctx;
+        ctx.stream = stream;
+        layer->rebuild_weight_diff(ctx, outs, ins, rows);
+      });
+    });
+  }
+
   Timeline& timeline_;
   std::vector<Device*> devices_;  // per worker, for the events of a plan with more chunks
+  std::vector<Stream*> h2d_;      // per worker
   ChunkPlan plan_;
-  std::map<int, int> chunk_of_layer_;  // net layer completing a chunk -> chunk
+  std::vector<ParamLayer> params_;
+  std::vector<bool> factored_;         // per param layer
+  std::map<int, int> chunk_of_layer_;  // net layer completing an exchanged chunk -> chunk
   std::vector<std::vector<std::unique_ptr<Event>>> chunk_done_;  // [worker][chunk]
+  std::vector<FactoredWeight> factored_weights_;                 // one per factor slot
+  std::map<int, int> slot_of_layer_;                             // net layer -> factor slot
+  std::vector<std::vector<std::unique_ptr<Event>>> factors_done_;  // [worker][slot]
+  std::vector<DeviceBuffer> gathered_;  // per worker: every worker's rows of one weight
   std::unique_ptr<HostAggregator> aggregator_;
 };
 

@@ -92,7 +92,16 @@ std::vector<ParamLayer> param_layers(const Net<T>& net) {
   std::vector<ParamLayer> layers;
   for (int i = net.num_layers() - 1; i >= 0; --i) {
     const auto [begin, end] = net.layer_param_range(i);
-    if (end > begin) layers.push_back({i, net.layer(i).name(), begin, end - begin});
+    if (end <= begin) continue;
+    ParamLayer p{i, net.layer(i).name(), begin, end - begin};
+    // The weight must be the layer's own and first in its range: a shared weight's gradient adds
+    // other layers' contributions, which its factors do not carry.
+    const auto* factored = dynamic_cast<const SufficientFactors<T>*>(&net.layer(i));
+    if (factored && !net.param_shared(i, 0) && net.batch_size() > 0) {
+      p.factors = factored->factor_shape();
+      p.factors.rows /= net.batch_size();
+    }
+    layers.push_back(p);
   }
   return layers;
 }

@@ -19,19 +19,47 @@ int threads_per_lane(int threads, int lanes) {
   return sum_lane_threads(threads > 0 ? threads : omp_get_max_threads(), std::max(lanes, 1));
 }
 
+// Parts lie in order inside their chunk; with a reducer a chunk is summed whole (the shards sum
+// whole chunks).
+void check_chunks(const std::vector<ChunkSpan>& chunks, bool whole_only) {
+  for (const ChunkSpan& c : chunks) {
+    CGDP_ASSERT(!c.parts.empty());
+    int64_t end = c.offset;
+    for (const ElementRange& p : c.parts) {
+      CGDP_ASSERT(p.offset >= end && p.count > 0);
+      end = p.offset + p.count;
+    }
+    CGDP_ASSERT(end <= c.offset + c.count);
+    if (whole_only) CGDP_ASSERT(c.parts.size() == 1 && c.summed_count() == c.count);
+  }
+}
+
 }  // namespace
+
+int64_t ChunkSpan::summed_count() const {
+  int64_t n = 0;
+  for (const ElementRange& p : parts) n += p.count;
+  return n;
+}
+
+ChunkSpan whole_chunk(int64_t offset, int64_t count) {
+  return {offset, count, {{offset, count}}};
+}
 
 HostAggregator::HostAggregator(std::vector<AggregatorWorker> workers, std::vector<ChunkSpan> chunks,
                                int threads, Timeline& timeline, ChunkReducer* reducer, CoreSet cpus,
-                               int lanes)
+                               int lanes, std::vector<FactorSlot> factors)
     : workers_(std::move(workers)),
       chunks_(std::move(chunks)),
       lane_threads_(threads_per_lane(threads, lanes)),
       timeline_(timeline),
       reducer_(reducer),
       cpus_(std::move(cpus)),
-      arrivals_(chunks_.size(), 0) {
+      factors_(std::move(factors)),
+      arrivals_(chunks_.size() + factors_.size(), 0) {
   CGDP_ASSERT(!workers_.empty() && !chunks_.empty() && lanes >= 1 && lanes <= kMaxSumLanes);
+  CGDP_ASSERT(!reducer_ || factors_.empty());
+  check_chunks(chunks_, reducer_ != nullptr);
   total_ = chunks_.back().offset + chunks_.back().count;
   const size_t bytes = static_cast<size_t>(total_) * sizeof(float);
   for (const auto& w : workers_) {
@@ -39,6 +67,12 @@ HostAggregator::HostAggregator(std::vector<AggregatorWorker> workers, std::vecto
     landed_.push_back(w.device->create_event());
   }
   global_ = PinnedHostBuffer(*workers_[0].device, bytes);
+  for (const FactorSlot& f : factors_) {
+    CGDP_ASSERT(f.targets.size() == workers_.size() && f.rebuild);
+    gathered_.emplace_back(*workers_[0].device,
+                           static_cast<size_t>(f.out_count + f.in_count) * workers_.size() *
+                               sizeof(float));
+  }
   copies_from_pulled_ = std::all_of(workers_.begin(), workers_.end(), [](const AggregatorWorker& w) {
     return w.device->kind() == DeviceKind::Cpu;
   });
@@ -80,12 +114,23 @@ void HostAggregator::set_chunks(std::vector<ChunkSpan> chunks) {
   std::lock_guard lock(mutex_);  // orders the change before the aggregator thread's next read
   CGDP_ASSERT(issued_ == 0 && ready_.empty() && pushed_.empty());
   for (const int a : arrivals_) CGDP_ASSERT(a == 0);
+  check_chunks(chunks, reducer_ != nullptr);
   chunks_ = std::move(chunks);
-  arrivals_.assign(chunks_.size(), 0);
+  arrivals_.assign(chunks_.size() + factors_.size(), 0);
 }
 
 float* HostAggregator::receive_buffer(int worker, int chunk) {
   return static_cast<float*>(receive_[worker].get()) + chunks_[chunk].offset;
+}
+
+float* HostAggregator::factor_out_buffer(int worker, int slot) {
+  return static_cast<float*>(gathered_[slot].get()) + worker * factors_[slot].out_count;
+}
+
+float* HostAggregator::factor_in_buffer(int worker, int slot) {
+  const FactorSlot& f = factors_[slot];
+  const int64_t n = static_cast<int64_t>(workers_.size());
+  return static_cast<float*>(gathered_[slot].get()) + n * f.out_count + worker * f.in_count;
 }
 
 void HostAggregator::begin_iteration(int64_t iteration) {
@@ -93,10 +138,14 @@ void HostAggregator::begin_iteration(int64_t iteration) {
   iteration_ = iteration;
 }
 
-void HostAggregator::arrived(int worker, int chunk) {
+void HostAggregator::arrived(int, int chunk) { count_arrival(chunk); }
+
+void HostAggregator::factors_arrived(int, int slot) { count_arrival(num_chunks() + slot); }
+
+void HostAggregator::count_arrival(int item) {
   {
     std::lock_guard lock(mutex_);
-    if (++arrivals_[chunk] == static_cast<int>(workers_.size())) ready_.push_back(chunk);
+    if (++arrivals_[item] == static_cast<int>(workers_.size())) ready_.push_back(item);
   }
   changed_.notify_all();
 }
@@ -109,26 +158,30 @@ std::string HostAggregator::binding_note() const {
 
 void HostAggregator::run_sums(int lane) {
   for (;;) {
-    int chunk;
-    int64_t iteration, turn;
+    int item;
+    int64_t iteration, turn = 0;
     {
       std::unique_lock lock(mutex_);
       changed_.wait(lock, [&] { return stopping_ || error_ || !ready_.empty(); });
       if (stopping_ || error_) return;
-      chunk = ready_.front();
+      item = ready_.front();
       ready_.pop_front();
       iteration = iteration_;
-      turn = taken_++;
+      if (!is_factor_item(item)) turn = taken_++;
     }
-    sum(lane, chunk);
-    if (reducer_)
-      push_in_turn(turn, iteration, chunk);
-    else
-      send(chunk);
+    if (is_factor_item(item)) {
+      send_factors(item - num_chunks());  // gathered already: the D2H copies landed side by side
+    } else {
+      sum(lane, item);
+      if (reducer_)
+        push_in_turn(turn, iteration, item);
+      else
+        send(item);
+    }
     {
       std::lock_guard lock(mutex_);
-      arrivals_[chunk] = 0;  // summed: the next iteration may reuse the receive buffers
-      if (!reducer_) ++issued_;
+      arrivals_[item] = 0;  // done: the next iteration may reuse the receive buffers
+      if (!reducer_ || is_factor_item(item)) ++issued_;
     }
     changed_.notify_all();
   }
@@ -189,16 +242,19 @@ void HostAggregator::run_pulls() {
 
 void HostAggregator::sum(int lane, int chunk) {
   const ChunkSpan& span = chunks_[chunk];
-  std::vector<const float*> sources;
-  for (size_t w = 0; w < workers_.size(); ++w) sources.push_back(receive_buffer(static_cast<int>(w), chunk));
-  float* sum = static_cast<float*>(global_.get()) + span.offset;
+  std::vector<const float*> sources(workers_.size());
   const int64_t begin = summing(+1);
-  sum_buffers(sum, sources, span.count, lane_threads_);
+  for (const ElementRange& part : span.parts) {
+    for (size_t w = 0; w < workers_.size(); ++w)
+      sources[w] = static_cast<const float*>(receive_[w].get()) + part.offset;
+    sum_buffers(static_cast<float*>(global_.get()) + part.offset, sources, part.count,
+                lane_threads_);
+  }
   const int64_t end = summing(-1);
   if (timeline_.enabled())
     timeline_.add(Timeline::kAggregatorPid, lane == 0 ? std::string("sum") : cat("sum lane ", lane),
                   cat("sum chunk ", chunk), "sum", begin, end,
-                  {{"chunk", chunk}, {"bytes", span.count * 4}, {"lane", lane}});
+                  {{"chunk", chunk}, {"bytes", span.summed_count() * 4}, {"lane", lane}});
 }
 
 // Counts the time any lane sums (overlapping sums once): a sum starts (+1) or ends (-1).
@@ -212,8 +268,24 @@ int64_t HostAggregator::summing(int change) {
 
 void HostAggregator::send(int chunk) {
   const ChunkSpan& span = chunks_[chunk];
-  const PulledChunk::Piece whole{0, global_sum() + span.offset, span.count};
-  issue_h2d(chunk, {&whole, 1});
+  std::vector<PulledChunk::Piece> pieces;
+  for (const ElementRange& part : span.parts)
+    pieces.push_back({part.offset - span.offset, global_sum() + part.offset, part.count});
+  issue_h2d(chunk, pieces);
+}
+
+void HostAggregator::send_factors(int slot) {
+  const FactorSlot& f = factors_[slot];
+  const int64_t bytes =
+      (f.out_count + f.in_count) * static_cast<int64_t>(workers_.size() * sizeof(float));
+  std::lock_guard issuing(issue_mutex_);
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    const AggregatorWorker& w = workers_[i];
+    traced(*w.h2d, timeline_, static_cast<int>(i), "h2d", {"h2d factors ", slot}, "h2d",
+           [&] { w.h2d->copy_async(f.targets[i], gathered_[slot].get(), static_cast<size_t>(bytes)); },
+           {{"factors", slot}, {"bytes", bytes}});
+    f.rebuild(static_cast<int>(i));
+  }
 }
 
 void HostAggregator::send(int chunk, const PulledChunk& sum) {
@@ -233,13 +305,13 @@ void HostAggregator::issue_h2d(int chunk, std::span<const PulledChunk::Piece> pi
                w.h2d->copy_async(w.device_grads + span.offset + p.offset, p.data,
                                  static_cast<size_t>(p.count) * sizeof(float));
            },
-           {{"chunk", chunk}, {"bytes", span.count * 4}});
+           {{"chunk", chunk}, {"bytes", span.summed_count() * 4}});
   }
 }
 
 void HostAggregator::wait_all_issued() {
   std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] { return error_ || issued_ == num_chunks(); });
+  changed_.wait(lock, [&] { return error_ || issued_ == num_chunks() + num_factor_slots(); });
   if (error_) std::rethrow_exception(error_);
   issued_ = 0;
   last_sum_us_ = sum_us_;

@@ -1,13 +1,11 @@
-// --chunk auto: a profile (read or measured), candidate plans with predictions, the search fed
-// with iteration times, and its log: one line per trial, then the outcome.
+// --chunk auto: candidate plans with predictions from a profile, the search fed with iteration
+// times, and its log: one line per trial, then the outcome.
 #include "cgdp/train/chunk_autotuner.hpp"
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 
 #include "cgdp/core/error.hpp"
-#include "cgdp/cost/profiler.hpp"
 
 namespace cgdp {
 
@@ -38,21 +36,6 @@ std::vector<PlanCandidate> auto_candidates(const TrainConfig& config, const Prof
 }
 
 }  // namespace
-
-Profile auto_chunk_profile(const TrainConfig& config, std::string* note) {
-  if (!config.profile_path.empty()) {
-    *note = cat("profile ", config.profile_path);
-    return read_profile(config.profile_path);
-  }
-  const auto start = std::chrono::steady_clock::now();
-  ProfileOptions options;
-  options.max_copy_bytes = int64_t{16} << 20;  // enough for the chunk sizes of most models
-  Profile profile = measure_profile(config, options);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  *note = cat("profile measured in ", fixed(seconds, 1), " s");
-  return profile;
-}
 
 ChunkAutoTuner::ChunkAutoTuner(const TrainConfig& config, const Profile& profile,
                                std::vector<ParamLayer> layers, int devices, int64_t batch)

@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "cgdp/caffe_import/weights.hpp"
+#include "cgdp/cost/fc_exchange.hpp"
 #include "cgdp/cost/profile_match.hpp"
 #include "cgdp/data/open_dataset.hpp"
 #include "cgdp/device/cpu_device.hpp"
@@ -94,7 +95,7 @@ DeviceKind parse_device_kind(const std::string& name) {
 
 }  // namespace
 
-Trainer::Trainer(const TrainConfig& config, FILE* out)
+Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measure_profile)
     : config_(config), out_(out), timeline_(config.record_timeline || !config.timeline_path.empty()) {
   if (config.threads > 0) {
     omp_set_num_threads(config.threads);
@@ -128,7 +129,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out)
           "--chunk auto does not work with --hosts yet: give a plan (--chunk layer, K, bytes:MB, "
           "b1,b2,...)");
     config.chunk_search.check();
-    profile = auto_chunk_profile(config, &profile_note_);
+    profile = chunk_profile(config, measure_profile);
   }
   if (config.gemm_convolutions)
     for (proto::LayerParameter& layer : *model_.mutable_layer())
@@ -243,6 +244,24 @@ void Trainer::inject_fault(int worker, int64_t after_copies) {
   cpu->fail_copies_after(after_copies);
 }
 
+// --chunk auto's profile: read from config.profile_path, else measured now.
+Profile Trainer::chunk_profile(const TrainConfig& config, const ChunkProfileSource& measure) {
+  if (!config.profile_path.empty()) {
+    profile_note_ = cat("profile ", config.profile_path);
+    return read_profile(config.profile_path);
+  }
+  if (!measure)
+    throw UsageError("--chunk auto needs a profile here: give --profile P.json (cgdp profile)");
+  const auto start = std::chrono::steady_clock::now();
+  Profile profile = measure(config);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", seconds);
+  profile_note_ = cat("profile measured in ", text, " s");
+  return profile;
+}
+
 void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
   SyncOptions options;
   param_layers_ = cgdp::param_layers(net());
@@ -270,6 +289,8 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
     throw UsageError(cat("--sum-lanes ", options.sum_lanes, ": expected 1 to the ",
                          options.host_threads, " host summing threads (raise --host-threads)"));
   if (kind == SyncKind::Cgdp) {
+    options.factored = choose_factored_layers(options.plan, profile);
+    options.micro_batches = config_.accumulate;
     options.aggregator_cpus = placement_.aggregator_cpus();
     placement_summary_ +=
         cat(", aggregator: ", options.host_threads, " thread", options.host_threads == 1 ? "" : "s",
@@ -288,6 +309,41 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
   solver.set_iter_size(config_.accumulate);  // clip_gradients measures over the micro-batches
   options.solver = make_solver_settings(solver, "solver settings");
   scheme_ = make_sync_scheme(kind, workers_, options, timeline_);
+}
+
+// --fc-exchange auto: with a profile the cost model chooses (cost/fc_exchange.hpp); without one,
+// Poseidon's byte rule on CUDA, and dense on the CPU backend, where a copy is a memcpy and the
+// rebuild's GEMM would take the cores the layers compute on. Across hosts every weight stays
+// dense (the shards sum dense chunks).
+std::vector<bool> Trainer::choose_factored_layers(const ChunkPlan& plan, const Profile* profile) {
+  const FcExchange mode = parse_fc_exchange(config_.fc_exchange);
+  const int64_t samples = per_worker_batch_ * config_.accumulate;
+  std::vector<bool> factored(param_layers_.size(), false);
+  std::string why;
+  if (!config_.hosts.empty()) {
+    if (mode == FcExchange::Factors)
+      throw UsageError("--fc-exchange factors does not work with --hosts yet: the shards sum "
+                       "dense chunks (give dense or auto)");
+    why = "dense across hosts";
+  } else if (mode != FcExchange::Auto) {
+    factored = factored_by_bytes(param_layers_, mode, samples, num_workers());
+    why = cat("--fc-exchange ", to_string(mode));
+  } else if (profile) {
+    WhatIf what_if;
+    what_if.batch = static_cast<int>(per_worker_batch_);
+    what_if.host_threads = sum_threads();
+    CostInputs in = make_cost_inputs(*profile, param_layers_, num_workers(), what_if);
+    in.local_when_alone = false;
+    factored = choose_factored(in, plan, mode);
+    why = "the cost model's choice with the profile";
+  } else if (workers_[0].device->kind() == DeviceKind::Cuda) {
+    factored = factored_by_bytes(param_layers_, mode, samples, num_workers());
+    why = "Poseidon's byte rule (no profile)";
+  } else {
+    why = "dense on CPU devices without a profile";
+  }
+  factors_description_ = cat(describe_factored(param_layers_, factored), ", ", why);
+  return factored;
 }
 
 void Trainer::set_chunk_plan(const ChunkPlan& plan) {
@@ -389,7 +445,8 @@ void Trainer::issue_micro_batch(Worker& w, const Batch& batch, int micro, int64_
                                 {{"thread", timeline_.enabled() ? issuing_thread_id() : 0}});
   const int64_t row = w.index * per_worker_batch_;
   w.issue_input(batch, row, timeline_);
-  const RunContext ctx{Phase::Train, w.compute.get(), config_.seed, it, batch.first_sample + row};
+  const RunContext ctx{Phase::Train, w.compute.get(), config_.seed, it, batch.first_sample + row,
+                       micro};
   w.issue_forward(ctx, timeline_);
   w.issue_loss_readback(micro);
   std::function<void(int)> hook;
@@ -525,6 +582,8 @@ void Trainer::announce(ProgressReporter& progress, int64_t batch, double epoch_i
                          workers_.back().device->name(), "), batch ", per_worker_batch_,
                          " each, sync ", to_string(scheme_->kind()),
                          plan_description_.empty() ? std::string() : ", chunks: " + plan_description_));
+  if (!factors_description_.empty())
+    progress.message(cat("cgdp: fully-connected exchange: ", factors_description_));
   if (!placement_summary_.empty()) progress.message(cat("cgdp: placement: ", placement_summary_));
   if (chunk_tuner_) {
     progress.message(chunk_tuner_->describe_start(profile_note_));

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "cgdp/core/error.hpp"
-#include "cgdp/cost/profiler.hpp"
+#include "cgdp/cost/fits.hpp"
 #include "cgdp/train/trainer.hpp"
 #include "chunk_tuner.hpp"
 

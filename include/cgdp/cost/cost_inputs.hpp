@@ -44,8 +44,14 @@ struct ParamCost {
   ParamLayer layer;  // where its gradients sit (4-byte floats)
   int64_t bytes() const { return layer.count * 4; }
   // Backward time of this layer and of the layers above it down from the previous param layer:
-  // the compute stream's work between the two layers' gradients being final.
+  // the compute stream's work between the two layers' gradients being final (less the weight
+  // gradient's GEMM when the weight travels as factors: apply_factors, fc_exchange.hpp).
   double backward_us = 0;
+  double own_backward_us = 0;  // this layer's own backward
+  // Its weight travels as sufficient factors (fc_exchange.hpp); the rest of it, the bias, is summed.
+  bool factored = false;
+  // Bytes summed on the host: all of it, or all but a factored weight.
+  int64_t summed_bytes() const { return bytes() - (factored ? layer.weight_count() * 4 : 0); }
 };
 
 struct CostInputs {
@@ -77,9 +83,13 @@ struct CostInputs {
   NetworkCost network;        // each host's link; used when hosts > 1
   double shard_sum_gbps = 0;  // a shard sums H inputs: bytes of one input per second (1e9)
 
+  int64_t batch = 1;          // samples per worker
+
   int num_params() const { return static_cast<int>(params.size()); }
   double backward_total_us() const;  // every layer's backward, no sync points
   int64_t param_bytes() const;       // all gradients
+  // Bytes the host sums for the chunk of param layers [first, last]: factored weights left out.
+  int64_t summed_bytes(int first, int last) const;
 };
 
 // Throws DataError naming profile.source when a param layer does not match the profile (see

@@ -1,17 +1,23 @@
 // InnerProduct: a fully connected layer. The bottom is flattened from `axis` on into K inputs;
 // top = bottom * W^T + b with W [num_output, K], or bottom * W with W [K, num_output] when
-// `transpose` (Caffe's layout for both).
+// `transpose` (Caffe's layout for both). Its weight gradient can leave as sufficient factors
+// (sufficient_factors.hpp).
 #pragma once
 
 #include "cgdp/layers/layer.hpp"
+#include "cgdp/layers/sufficient_factors.hpp"
 
 namespace cgdp {
 
 template <typename T>
-class InnerProductLayer final : public Layer<T> {
+class InnerProductLayer final : public Layer<T>, public SufficientFactors<T> {
  public:
   using Layer<T>::Layer;
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  FactorShape factor_shape() const override { return {rows_, num_output_, inputs_}; }
+  void stage_factors(T* out_rows, T* in_rows) override;
+  void rebuild_weight_diff(const RunContext& ctx, const T* out_rows, const T* in_rows,
+                           int64_t rows) override;
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
@@ -22,6 +28,8 @@ class InnerProductLayer final : public Layer<T> {
   void forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   void backward_cuda(const RunContext& ctx, const BlobVec<T>& top,
                      const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
+  void rebuild_weight_diff_cuda(const RunContext& ctx, const T* out_rows, const T* in_rows,
+                                int64_t rows);
 #endif
 
  private:
@@ -31,6 +39,8 @@ class InnerProductLayer final : public Layer<T> {
   int axis_ = 1;
   bool bias_term_ = true;
   bool transpose_ = false;
+  T* staged_out_rows_ = nullptr;  // stage_factors: where backward copies its factors instead
+  T* staged_in_rows_ = nullptr;
 };
 
 }  // namespace cgdp

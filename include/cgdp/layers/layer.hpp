@@ -26,6 +26,7 @@ struct RunContext {
   uint64_t seed = 0;          // run seed: dropout masks derive from it
   int64_t iteration = 0;      // solver iteration (dropout masks differ per iteration)
   int64_t sample_offset = 0;  // global index of this batch's first sample in the iteration
+  int micro_batch = 0;        // which micro-batch of the iteration (--accumulate), from 0
 };
 
 using Rng = std::mt19937_64;

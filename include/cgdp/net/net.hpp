@@ -86,6 +86,9 @@ class Net {
   std::span<T> flat_diff() { return {flat_diff_ptr_, static_cast<size_t>(flat_count_)}; }
   // Element range [begin, end) of layer i's parameters in the flat buffers (empty if none).
   std::pair<int64_t, int64_t> layer_param_range(int i) const { return layer_ranges_[i]; }
+  // Whether parameter `index` of layer i is shared by name with another layer's (as owner or
+  // user): its gradient is then the sum of several layers' contributions.
+  bool param_shared(int i, int index) const { return shared_.count({i, index}) > 0; }
   // Sets every parameter gradient to zero, in order on `stream`.
   void zero_param_diffs(Stream& stream);
   // Uses `other`'s parameters and persistent state (matched by layer name): the test net shares
@@ -141,6 +144,7 @@ class Net {
 
   std::vector<ParamSlot> slots_;
   std::vector<std::pair<int64_t, int64_t>> layer_ranges_;
+  std::set<std::pair<int, int>> shared_;  // (layer, index) of every shared parameter
   DeviceBuffer flat_data_buf_, flat_diff_buf_;
   DeviceBuffer activation_diffs_;  // the gradients of activations, planned by liveness
   T* flat_data_ptr_ = nullptr;

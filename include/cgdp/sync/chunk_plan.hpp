@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cgdp/device/device.hpp"
+#include "cgdp/layers/sufficient_factors.hpp"
 
 namespace cgdp {
 
@@ -20,6 +21,12 @@ struct ParamLayer {
   std::string name;
   int64_t offset = 0;  // first element in the flat buffers
   int64_t count = 0;   // elements
+  // A layer whose weight gradient may travel as sufficient factors (an InnerProduct whose weight,
+  // the first weight_count() elements of its range, is its own): their shape for ONE sample
+  // (rows per sample; 1 for an InnerProduct on axis 1). factors.rows == 0 for every other layer.
+  FactorShape factors;
+  bool factorable() const { return factors.rows > 0; }
+  int64_t weight_count() const { return factors.outputs * factors.inputs; }
 };
 
 // The net's layers that have parameters, in backward order (last layer first), as the flat

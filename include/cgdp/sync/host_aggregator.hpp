@@ -6,6 +6,9 @@
 // With a ChunkReducer (scale-out), a lane pushes each local sum (in the order the chunks became
 // ready) and goes on with the next chunk, while another thread pulls the global sums back in
 // push order and issues their H2D copies.
+// A weight that travels as sufficient factors (layers/sufficient_factors.hpp) has a factor slot
+// instead: every worker's rows land side by side in one pinned buffer, nothing is summed, and once
+// all have arrived each worker receives all of them and rebuilds the summed gradient itself.
 #pragma once
 
 #include <condition_variable>
@@ -29,10 +32,33 @@ namespace cgdp {
 // The most chunks the aggregator sums at once (--sum-lanes).
 inline constexpr int kMaxSumLanes = 16;
 
-// A chunk's place in the flat gradient buffer (elements).
+// A run of elements of the flat gradient buffer.
+struct ElementRange {
+  int64_t offset = 0;
+  int64_t count = 0;
+};
+
+// A chunk's place in the flat gradient buffer (elements): what it spans, and the parts of it that
+// are summed; weights inside it that travel as factors are left out of `parts`.
 struct ChunkSpan {
   int64_t offset = 0;
   int64_t count = 0;
+  std::vector<ElementRange> parts;  // in order, within [offset, offset + count), non-empty
+  int64_t summed_count() const;     // elements in the parts
+};
+
+// A chunk whose every element is summed.
+ChunkSpan whole_chunk(int64_t offset, int64_t count);
+
+// One weight that travels as sufficient factors: each worker sends `out_count` + `in_count`
+// elements (its rows of out_diff, then of in); every worker receives all N workers' rows at
+// `targets[w]` (device memory, laid out [out rows of workers 0..N-1][in rows of workers 0..N-1])
+// and then `rebuild(w)` is issued on its H2D stream.
+struct FactorSlot {
+  int64_t out_count = 0;
+  int64_t in_count = 0;
+  std::vector<float*> targets;            // per worker
+  std::function<void(int worker)> rebuild;
 };
 
 // What the aggregator needs of one worker.
@@ -63,9 +89,10 @@ class HostAggregator {
   // number split alike). Sums are recorded on `timeline` (track "sum", then "sum lane 1", ... of
   // the aggregator process; "push" and "pull" with a reducer). The aggregator's threads (and the
   // OpenMP teams the lanes start) run on `cpus` when given (the placement's choice).
+  // Factor slots (`factors`) take no reducer.
   HostAggregator(std::vector<AggregatorWorker> workers, std::vector<ChunkSpan> chunks, int threads,
                  Timeline& timeline, ChunkReducer* reducer = nullptr, CoreSet cpus = {},
-                 int lanes = 1);
+                 int lanes = 1, std::vector<FactorSlot> factors = {});
   ~HostAggregator();
   HostAggregator(const HostAggregator&) = delete;
   HostAggregator& operator=(const HostAggregator&) = delete;
@@ -82,14 +109,21 @@ class HostAggregator {
   void stage_pulled_sums() { copies_from_pulled_ = false; }
   int num_chunks() const { return static_cast<int>(chunks_.size()); }
   const ChunkSpan& chunk(int c) const { return chunks_[c]; }
-  // Where worker w's D2H copy of chunk c must land.
+  // Where worker w's D2H copy of chunk c must land (the chunk's first element; its parts lie at
+  // their offsets from there).
   float* receive_buffer(int worker, int chunk);
+  int num_factor_slots() const { return static_cast<int>(factors_.size()); }
+  // Where worker w's rows of out_diff, and of in, for factor slot s must land.
+  float* factor_out_buffer(int worker, int slot);
+  float* factor_in_buffer(int worker, int slot);
 
   // The iteration the next chunks belong to (what the reducer is told); call it between
   // iterations, before the first arrival.
   void begin_iteration(int64_t iteration);
   // Called from worker w's D2H host callback once its copy of chunk c has landed.
   void arrived(int worker, int chunk);
+  // Called from worker w's D2H host callback once its factors for slot s have landed.
+  void factors_arrived(int worker, int slot);
   // Blocks until every chunk of the current iteration has been summed and its H2D copies
   // issued, then records landed(w) on each worker's H2D stream; rethrows an aggregator error.
   void wait_all_issued();
@@ -122,6 +156,11 @@ class HostAggregator {
   void send(int chunk, const PulledChunk& sum);
   // Issues, on every worker's H2D stream, the copies of chunk c's pieces (offsets in the chunk).
   void issue_h2d(int chunk, std::span<const PulledChunk::Piece> pieces);
+  // Issues every worker's copy of slot s's gathered factors, then its rebuild.
+  void send_factors(int slot);
+  // A ready item: chunk c is c, factor slot s is num_chunks() + s.
+  bool is_factor_item(int item) const { return item >= num_chunks(); }
+  void count_arrival(int item);
   std::vector<AggregatorWorker> workers_;
   std::vector<ChunkSpan> chunks_;
   int64_t total_ = 0;  // elements in each receive buffer
@@ -134,16 +173,18 @@ class HostAggregator {
   BindStatus bind_status_;
   std::vector<PinnedHostBuffer> receive_;
   PinnedHostBuffer global_;
+  std::vector<FactorSlot> factors_;
+  std::vector<PinnedHostBuffer> gathered_;  // per factor slot: every worker's rows, side by side
   std::vector<std::unique_ptr<Event>> landed_;
 
   std::mutex issue_mutex_;  // lanes issue H2D copies one at a time
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  std::vector<int> arrivals_;  // per chunk, this iteration
-  std::deque<int> ready_;      // chunks whose copies have all arrived
+  std::vector<int> arrivals_;  // per item (chunks, then factor slots), this iteration
+  std::deque<int> ready_;      // items whose copies have all arrived
   std::deque<std::pair<int64_t, int>> pushed_;  // (iteration, chunk) pushed, not pulled yet
   int64_t iteration_ = 0;
-  int issued_ = 0;             // chunks summed and sent this iteration
+  int issued_ = 0;             // items summed (or gathered) and sent this iteration
   int64_t taken_ = 0;          // ready chunks taken by a lane, ever: each one's turn to push
   int64_t pushed_turns_ = 0;   // turns pushed, ever
   int sums_running_ = 0;

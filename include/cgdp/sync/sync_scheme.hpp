@@ -49,6 +49,10 @@ class SyncScheme {
 
 struct SyncOptions {
   ChunkPlan plan;            // cgdp only
+  // cgdp: per param layer (param_layers order), whether its weight travels as sufficient factors
+  // (layers/sufficient_factors.hpp); empty: none does. Not with a reducer.
+  std::vector<bool> factored;
+  int micro_batches = 1;     // cgdp with factors: micro-batches per iteration (--accumulate)
   int host_threads = 0;      // cgdp: OpenMP threads that sum; 0 = all cores
   int sum_lanes = 1;         // cgdp: chunks summed at once, host_threads / sum_lanes each
   CoreSet aggregator_cpus;   // cgdp: where the aggregator runs (empty: anywhere)

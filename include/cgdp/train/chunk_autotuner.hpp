@@ -13,11 +13,6 @@
 
 namespace cgdp {
 
-// The profile --chunk auto predicts from: read from config.profile_path, else measured now with
-// the profiler on `config`'s model, data and devices (before the trainer builds its workers).
-// `note` says which, for the log.
-Profile auto_chunk_profile(const TrainConfig& config, std::string* note);
-
 class ChunkAutoTuner {
  public:
   // Candidates from config.chunk_plans (the default set when empty), predicted for `devices`

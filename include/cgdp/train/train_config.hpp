@@ -85,6 +85,8 @@ struct TrainConfig {
   std::string profile_path;
   std::vector<std::string> chunk_plans;
   ChunkSearchOptions chunk_search;
+  // cgdp: how InnerProduct weights travel (cost/fc_exchange.hpp): auto, dense or factors.
+  std::string fc_exchange = "auto";
   int host_threads = 0;             // aggregator threads; 0: one per worker (sync/placement.cpp)
   int sum_lanes = 1;                // chunks the aggregator sums at once, splitting its threads
   // "per-worker": each worker's work is issued by its own host thread; "one": one thread issues

@@ -26,11 +26,16 @@
 
 namespace cgdp {
 
+// Measures the profile --chunk auto predicts from when config.profile_path is empty, before the
+// trainer builds its workers. It runs a trainer of its own (measure/chunk_profile.hpp), which is
+// why the trainer takes it from its caller rather than calling it.
+using ChunkProfileSource = std::function<Profile(const TrainConfig& config)>;
+
 class Trainer {
  public:
   // Loads the model and data, checks every option, and sets up workers; throws before any
-  // training starts.
-  Trainer(const TrainConfig& config, FILE* out = stdout);
+  // training starts. `measure_profile`: for --chunk auto without --profile (none: refused).
+  Trainer(const TrainConfig& config, FILE* out = stdout, ChunkProfileSource measure_profile = {});
   ~Trainer();
   TrainResult run();
   // The param layers chunk plans group (backward order).
@@ -88,6 +93,9 @@ class Trainer {
   void load_cudnn_algorithms();
   std::string save_cudnn_algorithms() const;
   void issue_micro_batch(Worker& w, const Batch& batch, int micro, int64_t it);
+  Profile chunk_profile(const TrainConfig& config, const ChunkProfileSource& measure);
+  // Per param layer: whether its weight travels as sufficient factors (--fc-exchange).
+  std::vector<bool> choose_factored_layers(const ChunkPlan& plan, const Profile* profile);
   void check_loss(double loss, int64_t iteration);
   void average_state();
   // Every file the run will write is checked before any work: a bad path fails now, not after
@@ -121,6 +129,7 @@ class Trainer {
   PhaseTable phases_;
   std::vector<ParamLayer> param_layers_;
   std::string plan_description_;
+  std::string factors_description_;  // cgdp: which weights travel as factors, and why
   Placement placement_;
   std::string placement_summary_;
   int64_t per_worker_batch_ = 0;

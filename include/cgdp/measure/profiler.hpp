@@ -35,30 +35,6 @@ struct ProfileOptions {
 // for a bad config and UsageError for bad options.
 Profile measure_profile(const TrainConfig& config, const ProfileOptions& options);
 
-// One timed point: `bytes` moved (or summed) in `us` microseconds.
-struct TimedBytes {
-  double bytes = 0;
-  double us = 0;
-};
-
-// Fit of us = latency_us + bytes / (gbps * 1e3): the bandwidth from the ordinary least-squares
-// slope (dominated by the large, memory-bound copies), the latency from the smallest copy's time
-// less its bytes at that bandwidth (>= 0). Needs two or more sizes.
-LinkCost fit_link(std::span<const TimedBytes> points);
-// A bandwidth only (host and device sums): all the bytes over all the time, so that summing every
-// point once takes the measured total.
-double fit_gbps(std::span<const TimedBytes> points);
-// Backward time lost per MB of exchange beside it (Profile::overlap_us_per_mb): the backward
-// with per-layer chunks less the one-chunk backward (layer spans only, so sync points are not in
-// it), over the MB of every chunk but the last (whose exchange runs after the layers). >= 0.
-double overlap_us_per_mb(std::span<const ParamLayer> params, double one_chunk_us,
-                         double per_layer_us);
-// The exchange stretch (Profile::exchange_stretch) of a profile `p` whose other terms are set:
-// the stages of every per-layer chunk but the last as measured beside the layers (copies as a
-// mean over workers), over the same stages' unstretched times in the model. Never below 1
-// (noise); 1 for one param layer.
-double exchange_stretch(const Profile& p, std::span<const ParamLayer> params,
-                        double stages_beside_us);
 // Each layer's forward and backward from a run's timeline (`events`: `warmup` + `iterations`
 // iterations of `workers` workers). In a pass a layer takes from the end of the pass's previous
 // layer on its stream to its own end, so waits between layers count; the layers' medians over
@@ -67,7 +43,4 @@ double exchange_stretch(const Profile& p, std::span<const ParamLayer> params,
 std::vector<LayerCost> layer_costs_from_timeline(const Net<float>& net,
                                                  std::vector<TraceEvent> events, int warmup,
                                                  int iterations, int workers);
-// Median of a non-empty list (mean of the middle two for an even count).
-double median(std::vector<double> values);
-
 }  // namespace cgdp

@@ -2,7 +2,7 @@
 // sync figures (from the timeline's stream-order spans); on the CPU backend as many again with
 // per-layer chunks give the contention factor; then copies, host sums and device sums are timed
 // on the same workers, all N of them at once; on image data, the loader alone at the end.
-#include "cgdp/cost/profiler.hpp"
+#include "cgdp/measure/profiler.hpp"
 
 #include <omp.h>
 
@@ -17,6 +17,7 @@
 #include "cgdp/core/error.hpp"
 #include "cgdp/cost/chunk_stages.hpp"
 #include "cgdp/cost/cost_inputs.hpp"
+#include "cgdp/cost/fits.hpp"
 #include "cgdp/data/loader_rate.hpp"
 #include "cgdp/sync/chunk_plan.hpp"
 #include "cgdp/sync/device_sum.hpp"
@@ -251,31 +252,6 @@ PerLayerRun per_layer_run(Trainer& trainer, const ProfileOptions& options) {
           stages_beside_us(spans, n, static_cast<int>(plan.chunks.size()))};
 }
 
-// The stages of every per-layer chunk but the last: the exchanges that run beside the layers.
-std::vector<std::vector<StageCost>> stages_beside_layers(const CostInputs& in,
-                                                         std::span<const ParamLayer> params) {
-  const ChunkPlan plan = per_layer_plan(params);
-  std::vector<std::vector<StageCost>> beside;
-  for (size_t c = 0; c + 1 < plan.chunks.size(); ++c)
-    beside.push_back(chunk_stages(in, plan.chunks[c].offset * 4, plan.chunks[c].count * 4));
-  return beside;
-}
-
-// On shared cores a core that a copy or a sum takes mid-way stalls the OpenMP region whose
-// other threads wait for it, so the backward loses more than the exchange's core time spread
-// over the cores. The factor: what per-layer chunks measured (their backward over the one
-// chunk's) over what the model charges them at factor 1. Never below 0 (noise).
-double contention_factor(const Profile& p, std::span<const ParamLayer> params,
-                         double one_chunk_us, double per_layer_us) {
-  Profile unit = p;
-  unit.contention_factor = 1;
-  const CostInputs in = make_cost_inputs(unit, params, p.devices);
-  double charged = 0;  // the last chunk's exchange runs after backward and is not charged
-  for (const auto& stages : stages_beside_layers(in, params)) charged += contention_us(in, stages);
-  if (charged <= 0) return 1;
-  return std::max(0.0, (per_layer_us - one_chunk_us) / charged);
-}
-
 // The per-iteration parameter work (the gradient reset at its start and the solver step), on
 // the worker that took longest at it (the iteration ends with the last), median over iterations.
 double update_us(const Spans& spans, int workers) {
@@ -494,61 +470,6 @@ std::vector<LayerCost> layer_costs_from_timeline(const Net<float>& net,
                                                  std::vector<TraceEvent> events, int warmup,
                                                  int iterations, int workers) {
   return layer_costs(net, Spans(std::move(events), warmup, iterations), workers);
-}
-
-double median(std::vector<double> values) {
-  CGDP_ASSERT(!values.empty());
-  const size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + mid, values.end());
-  if (values.size() % 2) return values[mid];
-  return (values[mid] + *std::max_element(values.begin(), values.begin() + mid)) / 2;
-}
-
-double exchange_stretch(const Profile& p, std::span<const ParamLayer> params,
-                        double stages_beside_us) {
-  Profile unit = p;
-  unit.exchange_stretch = 1;
-  const CostInputs in = make_cost_inputs(unit, params, p.devices);
-  double modelled = 0;
-  for (const auto& stages : stages_beside_layers(in, params))
-    for (const StageCost& stage : stages) modelled += stage_us(in, stage);
-  if (modelled <= 0) return 1;
-  return std::max(1.0, stages_beside_us / modelled);
-}
-
-double overlap_us_per_mb(std::span<const ParamLayer> params, double one_chunk_us,
-                         double per_layer_us) {
-  const ChunkPlan plan = per_layer_plan(params);
-  int64_t beside = 0;
-  for (size_t c = 0; c + 1 < plan.chunks.size(); ++c) beside += plan.chunks[c].count * 4;
-  if (beside <= 0) return 0;
-  return std::max(0.0, (per_layer_us - one_chunk_us) / (static_cast<double>(beside) * 1e-6));
-}
-
-LinkCost fit_link(std::span<const TimedBytes> points) {
-  CGDP_ASSERT(points.size() >= 2);
-  // Ordinary least squares for us = a + b x: the slope follows the large copies, which are
-  // memory-bound (small ones run in cache, faster than any big chunk moves).
-  double n = 0, sx = 0, sxx = 0, sy = 0, sxy = 0;
-  for (const TimedBytes& p : points)
-    n += 1, sx += p.bytes, sxx += p.bytes * p.bytes, sy += p.us, sxy += p.bytes * p.us;
-  const double det = n * sxx - sx * sx;
-  double b = det > 0 ? (n * sxy - sx * sy) / det : 0;  // us per byte
-  if (b <= 0) b = 1.0 / (fit_gbps(points) * 1e3);      // noise: the plain ratio
-  // The OLS intercept carries the large copies' noise; the smallest copy shows the fixed cost.
-  const TimedBytes& smallest =
-      *std::min_element(points.begin(), points.end(),
-                        [](const TimedBytes& l, const TimedBytes& r) { return l.bytes < r.bytes; });
-  return {1.0 / (b * 1e3), std::max(0.0, smallest.us - smallest.bytes * b)};
-}
-
-double fit_gbps(std::span<const TimedBytes> points) {
-  CGDP_ASSERT(!points.empty());
-  // All the bytes over all the time: at chunk-like sizes, the rate that gives the total time of
-  // summing every chunk once (large chunks weigh as much as they cost).
-  double bytes = 0, us = 0;
-  for (const TimedBytes& p : points) bytes += p.bytes, us += p.us;
-  return bytes / std::max(us, 1e-3) / 1e3;
 }
 
 // The loader alone, on the trainer's training split and threads: a rate per thread.

@@ -1,0 +1,147 @@
+// --fc-exchange factors against dense (layers/sufficient_factors.hpp): the same training to fp32
+// rounding, every worker holding the same bits, with micro-batches too; the start line says which
+// weights went as factors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "cgdp/device/devices.hpp"
+#include "cgdp/train/trainer.hpp"
+#include "support/temp_dir.hpp"
+
+namespace cgdp {
+namespace {
+
+// Conv, LRN and pooling, then three fully-connected layers with dropout: AlexNet's shape, small.
+// Data: --data synthetic:3,24,24,10.
+const char* kSmallAlexNet = R"(name: "SmallAlexNet"
+layer { name: "data" type: "Input" top: "data" top: "label"
+  input_param { shape { dim: 8 dim: 3 dim: 24 dim: 24 } shape { dim: 8 } } }
+layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+  convolution_param { num_output: 8 kernel_size: 5 stride: 2 weight_filler { type: "xavier" } } }
+layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
+layer { name: "norm1" type: "LRN" bottom: "conv1" top: "norm1" lrn_param { local_size: 3 } }
+layer { name: "pool1" type: "Pooling" bottom: "norm1" top: "pool1"
+  pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+layer { name: "fc6" type: "InnerProduct" bottom: "pool1" top: "fc6"
+  inner_product_param { num_output: 48 weight_filler { type: "xavier" } } }
+layer { name: "relu6" type: "ReLU" bottom: "fc6" top: "fc6" }
+layer { name: "drop6" type: "Dropout" bottom: "fc6" top: "fc6" dropout_param { dropout_ratio: 0.5 } }
+layer { name: "fc7" type: "InnerProduct" bottom: "fc6" top: "fc7"
+  inner_product_param { num_output: 32 weight_filler { type: "xavier" } } }
+layer { name: "relu7" type: "ReLU" bottom: "fc7" top: "fc7" }
+layer { name: "fc8" type: "InnerProduct" bottom: "fc7" top: "fc8"
+  inner_product_param { num_output: 10 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc8" bottom: "label" top: "loss" }
+)";
+
+TrainConfig base_config(const std::string& model, const std::string& data, int64_t batch) {
+  TrainConfig c;
+  c.model = model;
+  c.data = data;
+  c.batch = batch;
+  c.devices = 2;
+  c.sync = "cgdp";
+  c.chunk = "layer";
+  c.iterations = 20;
+  c.test_interval = -1;
+  c.test_samples = 8;
+  c.test_batch = 8;
+  c.solver.set_base_lr(0.01f);
+  c.solver.set_momentum(0.9f);
+  c.plain_output = true;
+  return c;
+}
+
+struct Trained {
+  std::vector<std::vector<float>> workers;  // every worker's parameters
+  std::string log;                          // what the run printed
+};
+
+Trained train(const TrainConfig& c, const std::string& fc_exchange) {
+  TrainConfig with = c;
+  with.fc_exchange = fc_exchange;
+  testing::TempDir dir;
+  const std::string log_path = (dir.path() / "log").string();
+  FILE* log = std::fopen(log_path.c_str(), "w");
+  Trained out;
+  {
+    Trainer t(with, log);
+    t.run();
+    for (int w = 0; w < t.num_workers(); ++w) {
+      Net<float>& net = t.worker_net(w);
+      out.workers.emplace_back(net.learnable_count());
+      net.device().copy(out.workers.back().data(), net.flat_data().data(),
+                        out.workers.back().size() * sizeof(float));
+    }
+  }
+  std::fclose(log);
+  std::ifstream in(log_path);
+  out.log.assign(std::istreambuf_iterator<char>(in), {});
+  return out;
+}
+
+// ||a - b|| / ||b||.
+double relative_distance(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    norm += double(b[i]) * b[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+void expect_factors_match_dense(const TrainConfig& c, const std::string& factored_line) {
+  const Trained dense = train(c, "dense");
+  const Trained factors = train(c, "factors");
+  EXPECT_NE(factors.log.find(factored_line), std::string::npos) << factors.log;
+  EXPECT_NE(dense.log.find("none as factors, --fc-exchange dense"), std::string::npos) << dense.log;
+  const double distance = relative_distance(factors.workers[0], dense.workers[0]);
+  EXPECT_LE(distance, 1e-5);
+  EXPECT_GT(distance, 0) << "identical bits: did any weight travel as factors?";
+  for (size_t w = 1; w < factors.workers.size(); ++w)
+    EXPECT_EQ(factors.workers[w], factors.workers[0]) << "worker " << w << " differs";
+}
+
+TEST(FcExchange, FactorsTrainFashionCnnAsDenseDoesToFp32Rounding) {
+  expect_factors_match_dense(base_config("fashion_cnn", "synthetic", 16),
+                             "fully-connected exchange: ip2, ip1 as factors, --fc-exchange factors");
+}
+
+// Three workers, two micro-batches each (their factors add up), and dropout.
+TEST(FcExchange, FactorsTrainASmallAlexNetWithMicroBatchesAsDenseDoes) {
+  testing::TempDir dir;
+  const std::string model = (dir.path() / "small_alexnet.prototxt").string();
+  std::ofstream(model) << kSmallAlexNet;
+  TrainConfig c = base_config(model, "synthetic:3,24,24,10", 8);
+  c.devices = 3;
+  c.accumulate = 2;
+  c.chunk = "2";
+  expect_factors_match_dense(c, "fully-connected exchange: fc8, fc7, fc6 as factors");
+}
+
+// Two workers sharing the GPU: staging on the compute stream, rebuild on the H2D stream (cuBLAS).
+TEST(FcExchange, FactorsOnCudaTrainAsDenseDoes) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
+  TrainConfig c = base_config("fashion_cnn", "synthetic", 16);
+  c.device_kind = "cuda";
+  expect_factors_match_dense(c, "fully-connected exchange: ip2, ip1 as factors");
+}
+
+// Without a profile, auto keeps CPU workers dense: their copies are memcpys, and the rebuild's
+// GEMM would take the cores the layers compute on.
+TEST(FcExchange, AutoWithoutAProfileKeepsCpuWorkersDense) {
+  TrainConfig c = base_config("fashion_cnn", "synthetic", 16);
+  c.iterations = 1;
+  EXPECT_NE(train(c, "auto").log.find("none as factors, dense on CPU devices without a profile"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace cgdp
