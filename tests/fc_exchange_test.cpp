@@ -139,6 +139,58 @@ TEST(FcExchange, FactorsOnCudaTrainAsDenseDoes) {
   expect_factors_match_dense(c, "fully-connected exchange: ip2, ip1 as factors");
 }
 
+// --exchange-dtype bf16 and fp16: one iteration's update is fp32's with each summed gradient
+// rounded once, to 8 or 11 bits (fc weights as factors, narrowed too); every worker ends with the
+// same bits; the run says what its chunks travel as.
+void expect_sixteen_bit_updates_rounded_once(TrainConfig c) {
+  c.iterations = 1;
+  std::vector<float> initial;
+  {
+    FILE* sink = std::fopen("/dev/null", "w");
+    Trainer t(c, sink);  // built, not run: the parameters every run starts from
+    Net<float>& net = t.worker_net(0);
+    initial.resize(net.learnable_count());
+    net.device().copy(initial.data(), net.flat_data().data(), initial.size() * sizeof(float));
+    std::fclose(sink);
+  }
+  const auto step = [&](const Trained& run) {
+    std::vector<float> delta(initial.size());
+    for (size_t i = 0; i < delta.size(); ++i) delta[i] = run.workers[0][i] - initial[i];
+    return delta;
+  };
+  const std::vector<float> fp32 = step(train(c, "dense"));
+  for (const auto& [dtype, bound] : {std::pair{"bf16", 0x1p-8}, std::pair{"fp16", 0x1p-10}}) {
+    SCOPED_TRACE(dtype);
+    TrainConfig narrow = c;
+    narrow.exchange_dtype = dtype;
+    const Trained once = train(narrow, "factors");
+    EXPECT_NE(once.log.find(cat("summed chunks travel as ", dtype)), std::string::npos) << once.log;
+    const double error = relative_distance(step(once), fp32);
+    EXPECT_LE(error, bound);
+    EXPECT_GT(error, 0);
+    narrow.iterations = 5;
+    const Trained five = train(narrow, "factors");
+    for (size_t w = 1; w < five.workers.size(); ++w)
+      EXPECT_EQ(five.workers[w], five.workers[0]) << "worker " << w << " differs";
+  }
+}
+
+TEST(ExchangeDtype, SixteenBitExchangeRoundsEachUpdateOnceAndKeepsWorkersEqual) {
+  TrainConfig c = base_config("fashion_cnn", "synthetic", 16);
+  c.devices = 3;
+  expect_sixteen_bit_updates_rounded_once(c);
+}
+
+// The same on the GPU: kernels/exchange_codec.cu narrows on the D2H stream, widens on the H2D.
+TEST(ExchangeDtype, SixteenBitExchangeOnCudaRoundsEachUpdateOnce) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
+  TrainConfig c = base_config("fashion_cnn", "synthetic", 16);
+  c.device_kind = "cuda";
+  c.gemm_convolutions = true;
+  c.devices = 3;
+  expect_sixteen_bit_updates_rounded_once(c);
+}
+
 // Without a profile, auto keeps CPU workers dense: their copies are memcpys, and the rebuild's
 // GEMM would take the cores the layers compute on.
 TEST(FcExchange, AutoWithoutAProfileKeepsCpuWorkersDense) {

@@ -263,7 +263,8 @@ TEST(HostAggregator, SumsOnlyAChunksPartsAndGathersFactorRowsInWorkerOrder) {
   std::vector<std::vector<float>> rebuilt(workers);
   slot.rebuild = [&](int w) {
     fakes[w]->h2d->submit([&, w] {
-      rebuilt[w].assign(slot.targets[w], slot.targets[w] + workers * (outs + ins));
+      const auto* target = static_cast<const float*>(slot.targets[w]);
+      rebuilt[w].assign(target, target + workers * (outs + ins));
     });
   };
   Timeline off(false);

@@ -136,3 +136,91 @@ TEST(HostSum, NoSourcesGiveZeros) {
 
 }  // namespace
 }  // namespace cgdp
+
+namespace cgdp {
+namespace {
+
+// ---- the 16-bit exchange's sum (exchange_dtype.hpp) ----
+
+// Random 16-bit values of magnitude about 1, narrowed from random floats.
+std::vector<uint16_t> narrowed_values(int64_t n, ExchangeDtype dtype, float scale, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<uint16_t> out(n);
+  for (uint16_t& v : out)
+    v = dtype == ExchangeDtype::Bf16 ? to_bf16(dist(rng) * scale) : to_fp16(dist(rng) * scale);
+  return out;
+}
+
+float widened(uint16_t v, ExchangeDtype dtype) {
+  return dtype == ExchangeDtype::Bf16 ? from_bf16(v) : from_fp16(v);
+}
+
+// The sum is the fp32 tree sum of the widened, unscaled inputs, rounded once: bit for bit what
+// sum_buffers gives on them, narrowed; the same bits for any thread count and split.
+TEST(HostSum16, IsTheFp32TreeSumRoundedOnceForAnyThreadsAndSplit) {
+  for (ExchangeDtype dtype : {ExchangeDtype::Bf16, ExchangeDtype::Fp16}) {
+    SCOPED_TRACE(to_string(dtype));
+    const int64_t n = 100003;
+    const int workers = 5;
+    // fp16: each input scaled by its own power of two, as the workers send them.
+    std::vector<float> scales, unscale;
+    for (int w = 0; w < workers; ++w) scales.push_back(dtype == ExchangeDtype::Fp16 ? std::ldexp(1.f, 10 + w) : 1.f);
+    for (float s : scales) unscale.push_back(1.f / s);
+    const float scale_out = dtype == ExchangeDtype::Fp16 ? 4096.f : 1.f;
+    std::vector<std::vector<uint16_t>> inputs;
+    std::vector<const uint16_t*> srcs;
+    for (int w = 0; w < workers; ++w) {
+      inputs.push_back(narrowed_values(n, dtype, scales[w], 7 + w));
+      srcs.push_back(inputs.back().data());
+    }
+    std::vector<std::vector<float>> wide(workers, std::vector<float>(n));
+    std::vector<const float*> wide_srcs;
+    for (int w = 0; w < workers; ++w) {
+      for (int64_t i = 0; i < n; ++i) wide[w][i] = widened(inputs[w][i], dtype) * unscale[w];
+      wide_srcs.push_back(wide[w].data());
+    }
+    std::vector<float> fp32(n);
+    sum_buffers(fp32.data(), wide_srcs, n, 1);
+    std::vector<uint16_t> want(n);
+    for (int64_t i = 0; i < n; ++i)
+      want[i] = dtype == ExchangeDtype::Bf16 ? to_bf16(fp32[i] * scale_out) : to_fp16(fp32[i] * scale_out);
+    for (int threads : {1, 2, 3}) {
+      std::vector<uint16_t> got(n, 0xffff);
+      sum_buffers_16(got.data(), srcs, unscale, scale_out, dtype, n, threads);
+      EXPECT_EQ(got, want) << threads << " threads";
+    }
+    std::vector<uint16_t> split(n, 0xffff);
+    for (int64_t begin : {int64_t{0}, int64_t{777}}) {
+      const int64_t end = begin == 0 ? 777 : n;
+      std::vector<const uint16_t*> part;
+      for (const uint16_t* s : srcs) part.push_back(s + begin);
+      sum_buffers_16(split.data() + begin, part, unscale, scale_out, dtype, end - begin, 2);
+    }
+    EXPECT_EQ(split, want);
+    // Against float64: one rounding of the sum, to 8 (bf16) or 11 (fp16) bits.
+    double worst = 0;
+    for (int64_t i = 0; i < n; i += 13) {
+      double exact = 0;
+      for (int w = 0; w < workers; ++w) exact += double(widened(inputs[w][i], dtype)) * unscale[w];
+      if (std::abs(exact) < 1e-3) continue;  // cancellation: fp32's own rounding dominates
+      worst = std::max(worst, std::abs(widened(want[i], dtype) / scale_out - exact) / std::abs(exact));
+    }
+    EXPECT_LE(worst, dtype == ExchangeDtype::Bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -10));
+  }
+}
+
+TEST(Fp16Scale, BringsTheLargestValueIntoTheBinadeBelowTwoToTheFifteen) {
+  for (float m : {1e-8f, 3e-5f, 0.7f, 1.f, 2.f, 12345.f, 32767.f, 1e9f}) {
+    const float s = fp16_scale_for(m);
+    EXPECT_GE(m * s, 16384.f) << m;
+    EXPECT_LT(m * s, 32768.f) << m;
+    int exponent;
+    EXPECT_EQ(std::frexp(s, &exponent), 0.5f) << "a power of two: " << s;
+  }
+  EXPECT_EQ(fp16_scale_for(0.f), 1.f);
+  EXPECT_EQ(fp16_scale_for(INFINITY), 1.f);
+}
+
+}  // namespace
+}  // namespace cgdp

@@ -36,6 +36,7 @@ struct PredictOptions {
   int loader_threads = 0;  // 0: the profile's
   std::string sync;        // "cgdp": one worker exchanges anyway; empty: as train (local)
   std::string fc_exchange = "auto";
+  std::string exchange_dtype = "fp32";
   WhatIf what_if;
 };
 
@@ -91,7 +92,8 @@ Prediction predict(const PredictOptions& opt) {
   p.chunk = opt.chunk.empty() ? default_chunk_spec(p.profile.backend == "cuda" ? DeviceKind::Cuda : DeviceKind::Cpu)
                               : opt.chunk;
   p.plan = make_chunk_plan(p.params, p.chunk);
-  p.dense_bytes = exchange_bytes(p.inputs);
+  p.dense_bytes = exchange_bytes(p.inputs);  // all dense, fp32: what both options are set against
+  p.inputs.element_bytes = element_bytes(parse_exchange_dtype(opt.exchange_dtype));
   p.factored = choose_factored(p.inputs, p.plan, parse_fc_exchange(opt.fc_exchange));
   apply_factors(p.inputs, p.factored);
   p.bytes = exchange_bytes(p.inputs);
@@ -231,6 +233,7 @@ Json to_json(const Prediction& p, const PredictOptions& opt) {
        {{"simulated", phases_json(p.cgdp)},
         {"formula", formula_json(p.cgdp_formula)},
         {"fc_exchange", opt.fc_exchange},
+        {"exchange_dtype", opt.exchange_dtype},
         {"factored_layers", factored_names(p)},
         {"d2h_bytes_per_worker", p.bytes.d2h},
         {"h2d_bytes_per_worker", p.bytes.h2d},
@@ -312,10 +315,11 @@ void print_report(const Prediction& p, const PredictOptions& opt) {
                 p.inputs.lane_threads());
   print_layers(p);
   std::printf("plan --chunk %s: %s\n", p.chunk.c_str(), describe(p.plan, p.params).c_str());
-  std::printf("fully-connected exchange (--fc-exchange %s): %s; per worker and iteration %.2f MB "
-              "to the host, %.2f MB back (all dense: %.2f MB each way)\n",
-              opt.fc_exchange.c_str(), describe_factored(p.params, p.factored).c_str(),
-              p.bytes.d2h / 1e6, p.bytes.h2d / 1e6, p.dense_bytes.d2h / 1e6);
+  std::printf("fully-connected exchange (--fc-exchange %s, --exchange-dtype %s): %s; per worker "
+              "and iteration %.2f MB to the host, %.2f MB back (all dense fp32: %.2f MB each way)\n",
+              opt.fc_exchange.c_str(), opt.exchange_dtype.c_str(),
+              describe_factored(p.params, p.factored).c_str(), p.bytes.d2h / 1e6,
+              p.bytes.h2d / 1e6, p.dense_bytes.d2h / 1e6);
   std::printf("simulated (ms)                     %9s %9s %9s %9s %9s %10s\n", "forward",
               "backward", "exchange", "update", "broadcast", "iteration");
   const std::string cgdp_name = "cgdp --chunk " + p.chunk;
@@ -365,6 +369,10 @@ Runner add_predict_command(CLI::App& app) {
                   "model picks per layer)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "dense", "factors"}));
+  cmd->add_option("--exchange-dtype", opt->exchange_dtype,
+                  "cgdp: what summed chunks and factors travel as: fp32, bf16 or fp16")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   cmd->add_flag("--formula", opt->formula, "Also print the paper's closed-form predictions");
   cmd->add_flag("--json", opt->json, "Print JSON instead of tables");
   cmd->add_option("--loader-threads", opt->loader_threads,

@@ -9,7 +9,9 @@
 
 namespace cgdp {
 
-std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t offset_bytes, int64_t bytes) {
+std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t offset_bytes,
+                                    int64_t fp32_bytes) {
+  const int64_t bytes = in.wire_bytes(fp32_bytes);
   // On shared cores a copy is a memcpy on one core per worker; the sum runs on its team.
   const bool shared = in.shared_cores > 0;
   const int copy_cores = shared ? in.devices : 0;
@@ -21,8 +23,8 @@ std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t offset_bytes, 
        Queue::Host},
   };
   if (in.hosts > 1)  // the network waits on sockets: no cores to speak of
-    stages.push_back({"network", false, network_us(in, offset_bytes, bytes), 0, 0, Pool::None, 0,
-                      1, Queue::Network});
+    stages.push_back({"network", false, network_us(in, offset_bytes, fp32_bytes), 0, 0,
+                      Pool::None, 0, 1, Queue::Network});
   stages.push_back({"h2d", true, in.h2d.latency_us, bytes, in.h2d.gbps, Pool::FromHost,
                     copy_cores, 1, Queue::H2D});
   return stages;
@@ -31,7 +33,7 @@ std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t offset_bytes, 
 std::vector<StageCost> factor_stages(const CostInputs& in, const ParamCost& p) {
   const bool shared = in.shared_cores > 0;
   const int copy_cores = shared ? in.devices : 0;
-  const int64_t bytes = factor_elements(p.layer, in.batch) * 4;
+  const int64_t bytes = factor_elements(p.layer, in.batch) * in.element_bytes;
   return {
       {"d2h", true, in.d2h.latency_us, bytes, in.d2h.gbps, Pool::ToHost, copy_cores, 1,
        Queue::D2H},
@@ -62,7 +64,7 @@ double overlap_us(const CostInputs& in, int64_t bytes) {
 }
 
 double factor_overlap_us(const CostInputs& in, const ParamCost& p) {
-  const int64_t bytes = factor_elements(p.layer, in.batch) * 4;
+  const int64_t bytes = factor_elements(p.layer, in.batch) * in.element_bytes;
   return overlap_us(in, (in.devices + 1) * bytes) + rebuild_us(in, p);
 }
 

@@ -33,10 +33,11 @@ int64_t factor_elements(const ParamLayer& p, int64_t samples) {
   return p.factors.rows * samples * (p.factors.outputs + p.factors.inputs);
 }
 
-LinkBytes layer_bytes(const ParamLayer& p, bool factored, int64_t samples, int workers) {
-  if (!factored) return {p.count * 4, p.count * 4};
-  const int64_t rest = (p.count - p.weight_count()) * 4;
-  const int64_t factors = factor_elements(p, samples) * 4;
+LinkBytes layer_bytes(const ParamLayer& p, bool factored, int64_t samples, int workers,
+                      int element_bytes) {
+  if (!factored) return {p.count * element_bytes, p.count * element_bytes};
+  const int64_t rest = (p.count - p.weight_count()) * element_bytes;
+  const int64_t factors = factor_elements(p, samples) * element_bytes;
   return {rest + factors, rest + workers * factors};
 }
 
@@ -108,7 +109,7 @@ LinkBytes exchange_bytes(const CostInputs& in) {
   LinkBytes total;
   if (!in.exchanges()) return total;
   for (const ParamCost& p : in.params) {
-    const LinkBytes b = layer_bytes(p.layer, p.factored, in.batch, in.devices);
+    const LinkBytes b = layer_bytes(p.layer, p.factored, in.batch, in.devices, in.element_bytes);
     total.d2h += b.d2h;
     total.h2d += b.h2d;
   }

@@ -16,11 +16,12 @@ FormulaPrediction formula_cgdp(const CostInputs& in, const ChunkPlan& plan) {
     ChunkTerms t;
     for (int i = chunk.first; i <= chunk.last; ++i) t.t_bp += in.params[i].backward_us;
     const int64_t bytes = in.summed_bytes(chunk.first, chunk.last);  // factored weights apart
+    const int64_t wire = in.wire_bytes(bytes);
     // The paper's t_as, plus what the exchange takes from the layers beside it (not the last's).
-    t.t_as = in.sync_us + (&chunk != &plan.chunks.back() ? overlap_us(in, bytes) : 0);
-    t.t_aa = d2h_us(in, bytes) + host_sum_us(in, bytes);
+    t.t_as = in.sync_us + (&chunk != &plan.chunks.back() ? overlap_us(in, wire) : 0);
+    t.t_aa = d2h_us(in, wire) + host_sum_us(in, wire);
     t.t_net = network_us(in, chunk.offset * 4, bytes);
-    t.t_bc = h2d_us(in, bytes);
+    t.t_bc = h2d_us(in, wire);
     elapsed += t.t_bp + t.t_as;
     t.total = elapsed + t.t_aa + t.t_net + t.t_bc;
     f.chunks.push_back(t);

@@ -57,7 +57,7 @@ class Pipeline {
     const bool beside = last + 1 < in_.num_params();
     const auto timed = beside ? beside_layers(in_, list) : list;
     for (int k = 0; k < stages_; ++k) d[k] = stage_us(in_, timed[k]);
-    d[stages_] = contention_us(in_, list) + overlap_us(in_, bytes);
+    d[stages_] = contention_us(in_, list) + overlap_us(in_, in_.wire_bytes(bytes));
     return d;
   }
 

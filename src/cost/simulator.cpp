@@ -124,7 +124,9 @@ IterationPrediction simulate_cgdp(const CostInputs& in, const ChunkPlan& plan) {
                                 : std::vector<StageCost>{});
     const bool beside = &chunk != &plan.chunks.back();
     stage_task.push_back(
-        add_pipelined(beside_or_after(in, stages.back(), beside, overlap_us(in, summed)), ready));
+        add_pipelined(beside_or_after(in, stages.back(), beside,
+                                      overlap_us(in, in.wire_bytes(summed))),
+                      ready));
   }
   const int tail = sim.add({streams.compute[0], in.tail_backward_us, 0, 0, -1, {}, 0});
   sim.run();

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 
+#include "cgdp/sync/exchange_codec.hpp"
 #include "cgdp/sync/host_aggregator.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
 #include "cgdp/train/stream_trace.hpp"
@@ -15,6 +16,22 @@
 namespace cgdp {
 
 namespace {
+
+// A worker's buffers for the 16-bit exchange (device memory, by flat offset).
+struct NarrowBuffers {
+  DeviceBuffer staging;  // its chunks narrowed, before their copy to the host
+  DeviceBuffer landing;  // the sums, narrowed, before they are widened into the gradients
+  DeviceBuffer scales;   // fp16: [chunk] its own scales, then [chunk] the sums'
+};
+
+// A worker's buffers for every worker's factor rows of one weight at a time (the H2D stream
+// copies and rebuilds one weight after another), sized for the largest (device memory).
+struct GatheredBuffers {
+  DeviceBuffer rows;        // fp32, what the rebuild reads
+  DeviceBuffer narrow;      // 16-bit exchange: where the rows land before they are widened
+  DeviceBuffer own_narrow;  // 16-bit exchange: this worker's rows narrowed before their copy
+  DeviceBuffer scales;      // fp16: [slot][out, in] its own scales, then [worker][out, in] all's
+};
 
 // One weight sent as factors: its layer on every worker, and where each worker stages its rows.
 struct FactoredWeight {
@@ -30,15 +47,16 @@ struct FactoredWeight {
 class CgdpSync final : public SyncScheme {
  public:
   CgdpSync(std::vector<Worker>& workers, const SyncOptions& o, Timeline& timeline)
-      : timeline_(timeline), plan_(o.plan), chunk_done_(workers.size()) {
+      : timeline_(timeline), plan_(o.plan), dtype_(o.exchange_dtype), chunk_done_(workers.size()) {
+    params_ = param_layers(*workers[0].net);
     std::vector<AggregatorWorker> agg;
     for (Worker& w : workers) {
       w.solver = std::make_unique<Solver<float>>(*w.net, o.lr, o.solver);
       agg.push_back({w.device.get(), w.h2d.get(), w.net->flat_diff().data()});
+      if (dtype_ != ExchangeDtype::Fp32) agg.back() = add_narrow_buffers(w, agg.back());
       devices_.push_back(w.device.get());
       h2d_.push_back(w.h2d.get());
     }
-    params_ = param_layers(*workers[0].net);
     factored_ = o.factored.empty() ? std::vector<bool>(params_.size(), false) : o.factored;
     CGDP_ASSERT(factored_.size() == params_.size());
     std::vector<FactorSlot> slots = make_factor_slots(workers, std::max(o.micro_batches, 1));
@@ -47,7 +65,7 @@ class CgdpSync final : public SyncScheme {
       aggregator_ = std::make_unique<HostAggregator>(std::move(agg), std::move(spans),
                                                      o.host_threads, timeline, o.reducer,
                                                      o.aggregator_cpus, o.sum_lanes,
-                                                     std::move(slots));
+                                                     std::move(slots), dtype_);
   }
 
   ~CgdpSync() override {
@@ -77,15 +95,9 @@ class CgdpSync final : public SyncScheme {
     Event& done = *chunk_done_[w.index][c];
     w.compute->record(done);
     w.d2h->wait(done);  // the D2H stream, not a host thread, waits for the chunk's gradients
-    const float* grads = w.net->flat_diff().data();
-    float* dst = aggregator_->receive_buffer(w.index, c) - span.offset;  // at flat offsets
     traced(*w.d2h, timeline_, w.index, "d2h", {"d2h chunk ", c}, "d2h",
-           [&] {
-             for (const ElementRange& part : span.parts)
-               w.d2h->copy_async(dst + part.offset, grads + part.offset,
-                                 static_cast<size_t>(part.count) * sizeof(float));
-           },
-           {{"chunk", c}, {"bytes", span.summed_count() * 4}});
+           [&] { issue_chunk_copies(w, c, span); },
+           {{"chunk", c}, {"bytes", span.summed_count() * element_bytes(dtype_)}});
     HostAggregator* agg = aggregator_.get();
     const int worker = w.index;
     w.d2h->launch_host_func([agg, worker, c] { agg->arrived(worker, c); });  // hand-off only
@@ -125,10 +137,12 @@ class CgdpSync final : public SyncScheme {
     int64_t bytes = 0;
     if (aggregator_->num_chunks() > 0) {
       const ChunkSpan& last = aggregator_->chunk(aggregator_->num_chunks() - 1);
-      bytes = (last.offset + last.count) * 4 * static_cast<int64_t>(chunk_done_.size() + 1);
+      bytes = (last.offset + last.count) * element_bytes(dtype_) *
+              static_cast<int64_t>(chunk_done_.size() + 1);
     }
     for (const FactoredWeight& f : factored_weights_)
-      bytes += (f.out_count + f.in_count) * 4 * static_cast<int64_t>(chunk_done_.size());
+      bytes += (f.out_count + f.in_count) * element_bytes(dtype_) *
+               static_cast<int64_t>(chunk_done_.size());
     return bytes;
   }
 
@@ -198,19 +212,69 @@ class CgdpSync final : public SyncScheme {
     }
     std::vector<FactorSlot> slots;
     if (factored_weights_.empty()) return slots;
+    int64_t largest_own = 0;  // one worker's rows of the largest weight
+    for (const FactoredWeight& f : factored_weights_)
+      largest_own = std::max(largest_own, f.out_count + f.in_count);
+    const size_t slot_count = factored_weights_.size();
     for (Worker& w : workers) {
-      gathered_.emplace_back(*w.device, static_cast<size_t>(largest) * sizeof(float));
+      GatheredBuffers g{DeviceBuffer(*w.device, static_cast<size_t>(largest) * sizeof(float)), {},
+                        {}, {}};
+      if (dtype_ != ExchangeDtype::Fp32) {
+        g.narrow = DeviceBuffer(*w.device, static_cast<size_t>(largest) * sizeof(uint16_t));
+        g.own_narrow = DeviceBuffer(*w.device, static_cast<size_t>(largest_own) * sizeof(uint16_t));
+        g.scales = DeviceBuffer(*w.device, 2 * (slot_count + n) * sizeof(float));
+      }
+      gathered_.push_back(std::move(g));
       factors_done_.push_back(std::vector<std::unique_ptr<Event>>());
-      for (size_t s = 0; s < factored_weights_.size(); ++s)
+      for (size_t s = 0; s < slot_count; ++s)
         factors_done_.back().push_back(w.device->create_event());
     }
-    for (size_t s = 0; s < factored_weights_.size(); ++s) {
-      FactorSlot slot{factored_weights_[s].out_count, factored_weights_[s].in_count, {}, {}};
-      for (DeviceBuffer& g : gathered_) slot.targets.push_back(static_cast<float*>(g.get()));
+    for (size_t s = 0; s < slot_count; ++s) {
+      FactorSlot slot{factored_weights_[s].out_count, factored_weights_[s].in_count, {}, {}, {}};
+      for (GatheredBuffers& g : gathered_) {
+        slot.targets.push_back(dtype_ == ExchangeDtype::Fp32 ? g.rows.get() : g.narrow.get());
+        slot.target_scales.push_back(static_cast<float*>(g.scales.get()) + 2 * slot_count);
+      }
+      if (dtype_ != ExchangeDtype::Fp16) slot.target_scales.clear();
       slot.rebuild = [this, s](int worker) { issue_rebuild(worker, static_cast<int>(s)); };
       slots.push_back(std::move(slot));
     }
     return slots;
+  }
+
+  // Chunk c's parts to the host on w's D2H stream: as they are, or narrowed to 16 bits first
+  // (on the same stream, so the compute stream goes on) with fp16's scale after them.
+  void issue_chunk_copies(Worker& w, int c, const ChunkSpan& span) {
+    const float* grads = w.net->flat_diff().data();
+    if (dtype_ == ExchangeDtype::Fp32) {
+      for (const ElementRange& part : span.parts)
+        w.d2h->copy_async(aggregator_->receive_at(w.index, part.offset), grads + part.offset,
+                          static_cast<size_t>(part.count) * sizeof(float));
+      return;
+    }
+    const NarrowBuffers& b = narrow_buffers_[w.index];
+    auto* staging = static_cast<uint16_t*>(b.staging.get());
+    float* scale = static_cast<float*>(b.scales.get()) + c;
+    issue_narrow(*w.d2h, w.device->kind(), dtype_, grads, staging, span.parts, scale);
+    for (const ElementRange& part : span.parts)
+      w.d2h->copy_async(aggregator_->receive_at(w.index, part.offset), staging + part.offset,
+                        static_cast<size_t>(part.count) * sizeof(uint16_t));
+    if (dtype_ == ExchangeDtype::Fp16)
+      w.d2h->copy_async(aggregator_->receive_scale(w.index, c), scale, sizeof(float));
+  }
+
+  // The 16-bit exchange's device buffers of worker w: where its chunks are narrowed, where the
+  // sums land, and fp16's scales both ways (one per chunk: never more chunks than param layers).
+  AggregatorWorker add_narrow_buffers(Worker& w, AggregatorWorker agg) {
+    const size_t elements = static_cast<size_t>(w.net->learnable_count());
+    const size_t chunks = std::max<size_t>(params_.size(), 1);
+    NarrowBuffers b{DeviceBuffer(*w.device, elements * sizeof(uint16_t)),
+                    DeviceBuffer(*w.device, elements * sizeof(uint16_t)),
+                    DeviceBuffer(*w.device, 2 * chunks * sizeof(float))};
+    agg.landing = static_cast<uint16_t*>(b.landing.get());
+    agg.sum_scales = static_cast<float*>(b.scales.get()) + chunks;
+    narrow_buffers_.push_back(std::move(b));
+    return agg;
   }
 
   // Right after the factored layer's backward on worker w: its staged rows to the host.
@@ -222,15 +286,59 @@ class CgdpSync final : public SyncScheme {
     const auto* rows = static_cast<const float*>(f.staging[w.index].get());
     traced(*w.d2h, timeline_, w.index, "d2h", f.d2h_span, "d2h",
            [&] {
-             w.d2h->copy_async(aggregator_->factor_out_buffer(w.index, s), rows,
-                               static_cast<size_t>(f.out_count) * sizeof(float));
-             w.d2h->copy_async(aggregator_->factor_in_buffer(w.index, s), rows + f.out_count,
-                               static_cast<size_t>(f.in_count) * sizeof(float));
+             if (dtype_ == ExchangeDtype::Fp32) {
+               w.d2h->copy_async(aggregator_->factor_out_buffer(w.index, s), rows,
+                                 static_cast<size_t>(f.out_count) * sizeof(float));
+               w.d2h->copy_async(aggregator_->factor_in_buffer(w.index, s), rows + f.out_count,
+                                 static_cast<size_t>(f.in_count) * sizeof(float));
+             } else {
+               send_narrow_factors(w, s, rows);
+             }
            },
-           {{"factors", s}, {"bytes", (f.out_count + f.in_count) * 4}});
+           {{"factors", s}, {"bytes", (f.out_count + f.in_count) * element_bytes(dtype_)}});
     HostAggregator* agg = aggregator_.get();
     const int worker = w.index;
     w.d2h->launch_host_func([agg, worker, s] { agg->factors_arrived(worker, s); });
+  }
+
+  // The 16-bit factors of weight s: narrowed on the D2H stream (fp16: out_diff's rows and in's
+  // rows each with a scale of their own, as their magnitudes differ), then copied to the host.
+  void send_narrow_factors(Worker& w, int s, const float* rows) {
+    const FactoredWeight& f = factored_weights_[s];
+    GatheredBuffers& g = gathered_[w.index];
+    auto* narrow = static_cast<uint16_t*>(g.own_narrow.get());
+    float* scales = static_cast<float*>(g.scales.get()) + 2 * s;
+    const DeviceKind kind = w.device->kind();
+    issue_narrow(*w.d2h, kind, dtype_, rows, narrow, {{0, f.out_count}}, scales);
+    issue_narrow(*w.d2h, kind, dtype_, rows, narrow, {{f.out_count, f.in_count}}, scales + 1);
+    w.d2h->copy_async(aggregator_->factor_out_buffer(w.index, s), narrow,
+                      static_cast<size_t>(f.out_count) * sizeof(uint16_t));
+    w.d2h->copy_async(aggregator_->factor_in_buffer(w.index, s), narrow + f.out_count,
+                      static_cast<size_t>(f.in_count) * sizeof(uint16_t));
+    if (dtype_ == ExchangeDtype::Fp16)
+      w.d2h->copy_async(aggregator_->factor_scales(w.index, s), scales, 2 * sizeof(float));
+  }
+
+  // Every worker's 16-bit rows of weight s, landed in worker w's narrow buffer, widened into its
+  // fp32 rows on the H2D stream (fp16: each worker's rows by their own scales).
+  void issue_widen_factors(int w, int s) {
+    const FactoredWeight& f = factored_weights_[s];
+    const GatheredBuffers& g = gathered_[w];
+    const int64_t n = static_cast<int64_t>(h2d_.size());
+    const auto* narrow = static_cast<const uint16_t*>(g.narrow.get());
+    auto* rows = static_cast<float*>(g.rows.get());
+    const DeviceKind kind = devices_[w]->kind();
+    if (dtype_ == ExchangeDtype::Bf16) {
+      issue_widen(*h2d_[w], kind, dtype_, narrow, rows, {{0, n * (f.out_count + f.in_count)}}, nullptr);
+      return;
+    }
+    const float* scales = static_cast<const float*>(g.scales.get()) + 2 * factored_weights_.size();
+    for (int64_t k = 0; k < n; ++k) {
+      issue_widen(*h2d_[w], kind, dtype_, narrow, rows, {{k * f.out_count, f.out_count}},
+                  scales + 2 * k);
+      issue_widen(*h2d_[w], kind, dtype_, narrow, rows,
+                  {{n * f.out_count + k * f.in_count, f.in_count}}, scales + 2 * k + 1);
+    }
   }
 
   // On the aggregator's thread, once every worker's rows of weight s are on their way to worker
@@ -238,7 +346,8 @@ class CgdpSync final : public SyncScheme {
   void issue_rebuild(int w, int s) {
     const FactoredWeight& f = factored_weights_[s];
     const int64_t n = static_cast<int64_t>(h2d_.size());
-    const auto* outs = static_cast<const float*>(gathered_[w].get());
+    if (dtype_ != ExchangeDtype::Fp32) issue_widen_factors(w, s);
+    const auto* outs = static_cast<const float*>(gathered_[w].rows.get());
     const float* ins = outs + n * f.out_count;
     SufficientFactors<float>* layer = f.layers[w];
     Stream* stream = h2d_[w];
@@ -256,6 +365,8 @@ class CgdpSync final : public SyncScheme {
   std::vector<Device*> devices_;  // per worker, for the events of a plan with more chunks
   std::vector<Stream*> h2d_;      // per worker
   ChunkPlan plan_;
+  ExchangeDtype dtype_;
+  std::vector<NarrowBuffers> narrow_buffers_;  // per worker, with a 16-bit exchange
   std::vector<ParamLayer> params_;
   std::vector<bool> factored_;         // per param layer
   std::map<int, int> chunk_of_layer_;  // net layer completing an exchanged chunk -> chunk
@@ -263,7 +374,7 @@ class CgdpSync final : public SyncScheme {
   std::vector<FactoredWeight> factored_weights_;                 // one per factor slot
   std::map<int, int> slot_of_layer_;                             // net layer -> factor slot
   std::vector<std::vector<std::unique_ptr<Event>>> factors_done_;  // [worker][slot]
-  std::vector<DeviceBuffer> gathered_;  // per worker: every worker's rows of one weight
+  std::vector<GatheredBuffers> gathered_;  // per worker
   std::unique_ptr<HostAggregator> aggregator_;
 };
 

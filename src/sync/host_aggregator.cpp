@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/sync/exchange_codec.hpp"
 #include "cgdp/sync/host_sum.hpp"
 #include "cgdp/train/stream_trace.hpp"
 
@@ -48,34 +49,44 @@ ChunkSpan whole_chunk(int64_t offset, int64_t count) {
 
 HostAggregator::HostAggregator(std::vector<AggregatorWorker> workers, std::vector<ChunkSpan> chunks,
                                int threads, Timeline& timeline, ChunkReducer* reducer, CoreSet cpus,
-                               int lanes, std::vector<FactorSlot> factors)
+                               int lanes, std::vector<FactorSlot> factors, ExchangeDtype dtype)
     : workers_(std::move(workers)),
       chunks_(std::move(chunks)),
       lane_threads_(threads_per_lane(threads, lanes)),
       timeline_(timeline),
       reducer_(reducer),
       cpus_(std::move(cpus)),
+      dtype_(dtype),
       factors_(std::move(factors)),
       arrivals_(chunks_.size() + factors_.size(), 0) {
-  CGDP_ASSERT(!workers_.empty() && !chunks_.empty() && lanes >= 1 && lanes <= kMaxSumLanes);
-  CGDP_ASSERT(!reducer_ || factors_.empty());
+  CGDP_ASSERT(!workers_.empty() && (!chunks_.empty() || !factors_.empty()) && lanes >= 1 &&
+              lanes <= kMaxSumLanes);
+  CGDP_ASSERT(!reducer_ || (factors_.empty() && dtype_ == ExchangeDtype::Fp32));
   check_chunks(chunks_, reducer_ != nullptr);
-  total_ = chunks_.back().offset + chunks_.back().count;
-  const size_t bytes = static_cast<size_t>(total_) * sizeof(float);
+  for (const AggregatorWorker& w : workers_)
+    CGDP_ASSERT(dtype_ == ExchangeDtype::Fp32 ||
+                (w.landing && (dtype_ == ExchangeDtype::Bf16 || w.sum_scales)));
+  total_ = chunks_.empty() ? 0 : chunks_.back().offset + chunks_.back().count;
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(total_, 1)) * element_bytes(dtype_);
   for (const auto& w : workers_) {
     receive_.emplace_back(*w.device, bytes);
     landed_.push_back(w.device->create_event());
   }
   global_ = PinnedHostBuffer(*workers_[0].device, bytes);
+  if (dtype_ == ExchangeDtype::Fp16) {
+    scale_capacity_ = std::max<int>(num_chunks(), 1);
+    scales_ = PinnedHostBuffer(*workers_[0].device,
+                               (workers_.size() + 1) * scale_capacity_ * sizeof(float));
+  }
   for (const FactorSlot& f : factors_) {
     CGDP_ASSERT(f.targets.size() == workers_.size() && f.rebuild);
+    CGDP_ASSERT(dtype_ != ExchangeDtype::Fp16 || f.target_scales.size() == workers_.size());
     gathered_.emplace_back(*workers_[0].device,
                            static_cast<size_t>(f.out_count + f.in_count) * workers_.size() *
-                               sizeof(float));
+                               element_bytes(dtype_));
+    if (dtype_ == ExchangeDtype::Fp16)
+      gathered_scales_.emplace_back(*workers_[0].device, 2 * workers_.size() * sizeof(float));
   }
-  copies_from_pulled_ = std::all_of(workers_.begin(), workers_.end(), [](const AggregatorWorker& w) {
-    return w.device->kind() == DeviceKind::Cpu;
-  });
   for (int lane = 0; lane < lanes; ++lane)
     sum_threads_.push_back(start_thread([this, lane] { run_sums(lane); }, lane == 0));
   if (reducer_) pull_thread_ = start_thread([this] { run_pulls(); }, false);
@@ -115,22 +126,45 @@ void HostAggregator::set_chunks(std::vector<ChunkSpan> chunks) {
   CGDP_ASSERT(issued_ == 0 && ready_.empty() && pushed_.empty());
   for (const int a : arrivals_) CGDP_ASSERT(a == 0);
   check_chunks(chunks, reducer_ != nullptr);
+  CGDP_ASSERT(chunks.empty() || chunks.back().offset + chunks.back().count <= total_);
   chunks_ = std::move(chunks);
   arrivals_.assign(chunks_.size() + factors_.size(), 0);
+  if (dtype_ == ExchangeDtype::Fp16 && num_chunks() > scale_capacity_) {  // between iterations
+    scale_capacity_ = num_chunks();
+    scales_ = PinnedHostBuffer(*workers_[0].device,
+                               (workers_.size() + 1) * scale_capacity_ * sizeof(float));
+  }
 }
 
 float* HostAggregator::receive_buffer(int worker, int chunk) {
+  CGDP_ASSERT(dtype_ == ExchangeDtype::Fp32);
   return static_cast<float*>(receive_[worker].get()) + chunks_[chunk].offset;
 }
 
-float* HostAggregator::factor_out_buffer(int worker, int slot) {
-  return static_cast<float*>(gathered_[slot].get()) + worker * factors_[slot].out_count;
+void* HostAggregator::receive_at(int worker, int64_t element) {
+  return static_cast<char*>(receive_[worker].get()) + element * element_bytes(dtype_);
 }
 
-float* HostAggregator::factor_in_buffer(int worker, int slot) {
+float* HostAggregator::receive_scale(int worker, int chunk) {
+  CGDP_ASSERT(dtype_ == ExchangeDtype::Fp16 && chunk < scale_capacity_);
+  return static_cast<float*>(scales_.get()) + worker * scale_capacity_ + chunk;
+}
+
+void* HostAggregator::factor_out_buffer(int worker, int slot) {
+  return static_cast<char*>(gathered_[slot].get()) +
+         worker * factors_[slot].out_count * element_bytes(dtype_);
+}
+
+void* HostAggregator::factor_in_buffer(int worker, int slot) {
   const FactorSlot& f = factors_[slot];
   const int64_t n = static_cast<int64_t>(workers_.size());
-  return static_cast<float*>(gathered_[slot].get()) + n * f.out_count + worker * f.in_count;
+  return static_cast<char*>(gathered_[slot].get()) +
+         (n * f.out_count + worker * f.in_count) * element_bytes(dtype_);
+}
+
+float* HostAggregator::factor_scales(int worker, int slot) {
+  CGDP_ASSERT(dtype_ == ExchangeDtype::Fp16);
+  return static_cast<float*>(gathered_scales_[slot].get()) + 2 * worker;
 }
 
 void HostAggregator::begin_iteration(int64_t iteration) {
@@ -175,6 +209,8 @@ void HostAggregator::run_sums(int lane) {
       sum(lane, item);
       if (reducer_)
         push_in_turn(turn, iteration, item);
+      else if (dtype_ != ExchangeDtype::Fp32)
+        send_16(item);
       else
         send(item);
     }
@@ -244,17 +280,50 @@ void HostAggregator::sum(int lane, int chunk) {
   const ChunkSpan& span = chunks_[chunk];
   std::vector<const float*> sources(workers_.size());
   const int64_t begin = summing(+1);
-  for (const ElementRange& part : span.parts) {
-    for (size_t w = 0; w < workers_.size(); ++w)
-      sources[w] = static_cast<const float*>(receive_[w].get()) + part.offset;
-    sum_buffers(static_cast<float*>(global_.get()) + part.offset, sources, part.count,
-                lane_threads_);
+  if (dtype_ != ExchangeDtype::Fp32) {
+    sum_16(chunk);
+  } else {
+    for (const ElementRange& part : span.parts) {
+      for (size_t w = 0; w < workers_.size(); ++w)
+        sources[w] = static_cast<const float*>(receive_[w].get()) + part.offset;
+      sum_buffers(static_cast<float*>(global_.get()) + part.offset, sources, part.count,
+                  lane_threads_);
+    }
   }
   const int64_t end = summing(-1);
   if (timeline_.enabled())
     timeline_.add(Timeline::kAggregatorPid, lane == 0 ? std::string("sum") : cat("sum lane ", lane),
                   cat("sum chunk ", chunk), "sum", begin, end,
-                  {{"chunk", chunk}, {"bytes", span.summed_count() * 4}, {"lane", lane}});
+                  {{"chunk", chunk},
+                   {"bytes", span.summed_count() * element_bytes(dtype_)},
+                   {"lane", lane}});
+}
+
+// fp16: each worker's copy arrives scaled by its own power of two; the sum is bounded by the
+// scaled-back bounds of the inputs (each below 2^15 / its scale), and its scale follows from that
+// bound, so the narrowed sum never overflows.
+void HostAggregator::sum_16(int chunk) {
+  const ChunkSpan& span = chunks_[chunk];
+  const size_t n = workers_.size();
+  std::vector<float> unscale;
+  float scale_out = 1.f;
+  if (dtype_ == ExchangeDtype::Fp16) {
+    float bound = 0.f;
+    for (size_t w = 0; w < n; ++w) {
+      unscale.push_back(1.f / *receive_scale(static_cast<int>(w), chunk));
+      bound += 32768.f * unscale.back();
+    }
+    scale_out = fp16_scale_for(bound);
+    static_cast<float*>(scales_.get())[n * scale_capacity_ + chunk] = scale_out;
+  }
+  std::vector<const uint16_t*> sources(n);
+  auto* global = static_cast<uint16_t*>(global_.get());
+  for (const ElementRange& part : span.parts) {
+    for (size_t w = 0; w < n; ++w)
+      sources[w] = static_cast<const uint16_t*>(receive_at(static_cast<int>(w), part.offset));
+    sum_buffers_16(global + part.offset, sources, unscale, scale_out, dtype_, part.count,
+                   lane_threads_);
+  }
 }
 
 // Counts the time any lane sums (overlapping sums once): a sum starts (+1) or ends (-1).
@@ -274,15 +343,43 @@ void HostAggregator::send(int chunk) {
   issue_h2d(chunk, pieces);
 }
 
+void HostAggregator::send_16(int chunk) {
+  const ChunkSpan& span = chunks_[chunk];
+  const auto* global = static_cast<const uint16_t*>(global_.get());
+  const float* sum_scale =
+      dtype_ == ExchangeDtype::Fp16
+          ? static_cast<const float*>(scales_.get()) + workers_.size() * scale_capacity_ + chunk
+          : nullptr;
+  std::lock_guard issuing(issue_mutex_);
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    const AggregatorWorker& w = workers_[i];
+    traced(*w.h2d, timeline_, static_cast<int>(i), "h2d", {"h2d chunk ", chunk}, "h2d",
+           [&] {
+             for (const ElementRange& p : span.parts)
+               w.h2d->copy_async(w.landing + p.offset, global + p.offset,
+                                 static_cast<size_t>(p.count) * sizeof(uint16_t));
+             if (sum_scale) w.h2d->copy_async(w.sum_scales + chunk, sum_scale, sizeof(float));
+             issue_widen(*w.h2d, w.device->kind(), dtype_, w.landing, w.device_grads, span.parts,
+                         sum_scale ? w.sum_scales + chunk : nullptr);
+           },
+           {{"chunk", chunk}, {"bytes", span.summed_count() * 2}});
+  }
+}
+
 void HostAggregator::send_factors(int slot) {
   const FactorSlot& f = factors_[slot];
-  const int64_t bytes =
-      (f.out_count + f.in_count) * static_cast<int64_t>(workers_.size() * sizeof(float));
+  const int64_t bytes = (f.out_count + f.in_count) *
+                        static_cast<int64_t>(workers_.size()) * element_bytes(dtype_);
   std::lock_guard issuing(issue_mutex_);
   for (size_t i = 0; i < workers_.size(); ++i) {
     const AggregatorWorker& w = workers_[i];
     traced(*w.h2d, timeline_, static_cast<int>(i), "h2d", {"h2d factors ", slot}, "h2d",
-           [&] { w.h2d->copy_async(f.targets[i], gathered_[slot].get(), static_cast<size_t>(bytes)); },
+           [&] {
+             w.h2d->copy_async(f.targets[i], gathered_[slot].get(), static_cast<size_t>(bytes));
+             if (dtype_ == ExchangeDtype::Fp16)
+               w.h2d->copy_async(f.target_scales[i], gathered_scales_[slot].get(),
+                                 2 * workers_.size() * sizeof(float));
+           },
            {{"factors", slot}, {"bytes", bytes}});
     f.rebuild(static_cast<int>(i));
   }

@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <vector>
+
+#include "cgdp/core/error.hpp"
 
 namespace cgdp {
 
@@ -130,7 +133,63 @@ void sum_tail(float* dst, const float* const* srcs, int nsrc, int64_t begin, int
     dst[i] = tree_sum<float>(nsrc, [&](int k) { return srcs[k][i]; });
 }
 
+// One block of a 16-bit source widened to fp32 and unscaled.
+template <ExchangeDtype D>
+Block widened_block(const uint16_t* p, float unscale) {
+  float values[kBlock];
+#pragma GCC unroll 8
+  for (int64_t i = 0; i < kBlock; ++i)
+    values[i] = (D == ExchangeDtype::Bf16 ? from_bf16(p[i]) : from_fp16(p[i])) * unscale;
+  Block b;
+  std::memcpy(&b, values, sizeof b);
+  return b;
+}
+
+template <ExchangeDtype D>
+uint16_t narrowed(float value) {
+  return D == ExchangeDtype::Bf16 ? to_bf16(value) : to_fp16(value);
+}
+
+template <ExchangeDtype D>
+void sum_16(uint16_t* dst, const uint16_t* const* srcs, const float* unscale, int nsrc,
+            float scale_out, int64_t n, int team) {
+  const int64_t full_blocks = n / kBlock;
+#pragma omp parallel for schedule(static) num_threads(team) if (team > 1)
+  for (int64_t b = 0; b < full_blocks; ++b) {
+    const int64_t begin = b * kBlock;
+    const Block sum = tree_sum<Block>(
+        nsrc, [&](int k) { return widened_block<D>(srcs[k] + begin, unscale[k]); });
+    float values[kBlock];
+    std::memcpy(values, &sum, sizeof values);
+#pragma GCC unroll 8
+    for (int64_t i = 0; i < kBlock; ++i) dst[begin + i] = narrowed<D>(values[i] * scale_out);
+  }
+  for (int64_t i = full_blocks * kBlock; i < n; ++i) {
+    const float sum = tree_sum<float>(nsrc, [&](int k) {
+      return (D == ExchangeDtype::Bf16 ? from_bf16(srcs[k][i]) : from_fp16(srcs[k][i])) *
+             unscale[k];
+    });
+    dst[i] = narrowed<D>(sum * scale_out);
+  }
+}
+
 }  // namespace
+
+void sum_buffers_16(uint16_t* dst, std::span<const uint16_t* const> srcs,
+                    std::span<const float> unscale, float scale_out, ExchangeDtype dtype,
+                    int64_t n, int threads) {
+  CGDP_ASSERT(dtype != ExchangeDtype::Fp32 && !srcs.empty());
+  CGDP_ASSERT(unscale.empty() || unscale.size() == srcs.size());
+  if (n <= 0) return;
+  const std::vector<float> ones(srcs.size(), 1.f);
+  const float* factors = unscale.empty() ? ones.data() : unscale.data();
+  const int nsrc = static_cast<int>(srcs.size());
+  const int team = sum_team(n, threads > 0 ? threads : omp_get_max_threads());
+  if (dtype == ExchangeDtype::Bf16)
+    sum_16<ExchangeDtype::Bf16>(dst, srcs.data(), factors, nsrc, scale_out, n, team);
+  else
+    sum_16<ExchangeDtype::Fp16>(dst, srcs.data(), factors, nsrc, scale_out, n, team);
+}
 
 int sum_team(int64_t n, int threads) {
   return static_cast<int>(std::clamp<int64_t>(n / kMinPerThread, 1, std::max(threads, 1)));

@@ -288,6 +288,13 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
   if (kind == SyncKind::Cgdp && (options.sum_lanes < 1 || options.sum_lanes > options.host_threads))
     throw UsageError(cat("--sum-lanes ", options.sum_lanes, ": expected 1 to the ",
                          options.host_threads, " host summing threads (raise --host-threads)"));
+  options.exchange_dtype = parse_exchange_dtype(config_.exchange_dtype);
+  if (options.exchange_dtype != ExchangeDtype::Fp32 && kind != SyncKind::Cgdp)
+    throw UsageError(cat("--exchange-dtype ", config_.exchange_dtype,
+                         " narrows cgdp's exchange; --sync ", to_string(kind), " has none"));
+  if (options.exchange_dtype != ExchangeDtype::Fp32 && !config_.hosts.empty())
+    throw UsageError(cat("--exchange-dtype ", config_.exchange_dtype,
+                         " does not work with --hosts yet: the shards sum fp32 chunks"));
   if (kind == SyncKind::Cgdp) {
     options.factored = choose_factored_layers(options.plan, profile);
     options.micro_batches = config_.accumulate;
@@ -334,6 +341,7 @@ std::vector<bool> Trainer::choose_factored_layers(const ChunkPlan& plan, const P
     what_if.host_threads = sum_threads();
     CostInputs in = make_cost_inputs(*profile, param_layers_, num_workers(), what_if);
     in.local_when_alone = false;
+    in.element_bytes = element_bytes(parse_exchange_dtype(config_.exchange_dtype));
     factored = choose_factored(in, plan, mode);
     why = "the cost model's choice with the profile";
   } else if (workers_[0].device->kind() == DeviceKind::Cuda) {
@@ -583,7 +591,8 @@ void Trainer::announce(ProgressReporter& progress, int64_t batch, double epoch_i
                          " each, sync ", to_string(scheme_->kind()),
                          plan_description_.empty() ? std::string() : ", chunks: " + plan_description_));
   if (!factors_description_.empty())
-    progress.message(cat("cgdp: fully-connected exchange: ", factors_description_));
+    progress.message(cat("cgdp: fully-connected exchange: ", factors_description_,
+                         "; summed chunks travel as ", config_.exchange_dtype));
   if (!placement_summary_.empty()) progress.message(cat("cgdp: placement: ", placement_summary_));
   if (chunk_tuner_) {
     progress.message(chunk_tuner_->describe_start(profile_note_));

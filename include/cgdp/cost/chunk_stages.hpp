@@ -39,7 +39,10 @@ struct StageCost {
 // in.hosts > 1, is a host stage: one link that the chunks queue on in order (the busiest host's,
 // whose exchange every host's pull waits for; a chunk's busiest host may differ from the previous
 // chunk's, which this treats as the same link: a little pessimistic across shard boundaries).
-std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t offset_bytes, int64_t bytes);
+// `fp32_bytes`: the chunk's summed gradients as fp32; the copies and the sum move them in
+// in.element_bytes per element.
+std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t offset_bytes,
+                                    int64_t fp32_bytes);
 
 // The stages of param layer p's weight sent as sufficient factors (fc_exchange.hpp), once its
 // backward is done: its factors to the host, the aggregator's hand-off (nothing is summed), every

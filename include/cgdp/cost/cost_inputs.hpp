@@ -84,6 +84,10 @@ struct CostInputs {
   double shard_sum_gbps = 0;  // a shard sums H inputs: bytes of one input per second (1e9)
 
   int64_t batch = 1;          // samples per worker
+  // Bytes an exchanged element takes on the links and in the host sum (--exchange-dtype: 4 for
+  // fp32, 2 for bf16 and fp16); the gradients' own byte counts below stay fp32's.
+  int element_bytes = 4;
+  int64_t wire_bytes(int64_t fp32_bytes) const { return fp32_bytes / 4 * element_bytes; }
 
   int num_params() const { return static_cast<int>(params.size()); }
   double backward_total_us() const;  // every layer's backward, no sync points

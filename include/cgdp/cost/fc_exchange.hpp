@@ -29,8 +29,10 @@ struct LinkBytes {
 // One worker's factor elements of param layer p for `samples` samples (batch times micro-batches).
 int64_t factor_elements(const ParamLayer& p, int64_t samples);
 // Param layer p's bytes per worker with `workers` workers: its gradient both ways, or, with its
-// weight as factors, the rest of it both ways plus its factors up and all workers' factors down.
-LinkBytes layer_bytes(const ParamLayer& p, bool factored, int64_t samples, int workers);
+// weight as factors, the rest of it both ways plus its factors up and all workers' factors down;
+// `element_bytes` per element (4: fp32, 2: bf16 or fp16).
+LinkBytes layer_bytes(const ParamLayer& p, bool factored, int64_t samples, int workers,
+                      int element_bytes = 4);
 // Poseidon's rule (its SACP, sec. 4.3) on cgdp's two links: factors when they move fewer bytes
 // than the weight does.
 bool factors_move_fewer_bytes(const ParamLayer& p, int64_t samples, int workers);

@@ -24,6 +24,8 @@
 
 #include "cgdp/device/device.hpp"
 #include "cgdp/shard/pulled_chunk.hpp"
+#include "cgdp/sync/element_range.hpp"
+#include "cgdp/sync/exchange_dtype.hpp"
 #include "cgdp/sync/topology.hpp"
 #include "cgdp/train/timeline.hpp"
 
@@ -31,12 +33,6 @@ namespace cgdp {
 
 // The most chunks the aggregator sums at once (--sum-lanes).
 inline constexpr int kMaxSumLanes = 16;
-
-// A run of elements of the flat gradient buffer.
-struct ElementRange {
-  int64_t offset = 0;
-  int64_t count = 0;
-};
 
 // A chunk's place in the flat gradient buffer (elements): what it spans, and the parts of it that
 // are summed; weights inside it that travel as factors are left out of `parts`.
@@ -51,14 +47,16 @@ struct ChunkSpan {
 ChunkSpan whole_chunk(int64_t offset, int64_t count);
 
 // One weight that travels as sufficient factors: each worker sends `out_count` + `in_count`
-// elements (its rows of out_diff, then of in); every worker receives all N workers' rows at
-// `targets[w]` (device memory, laid out [out rows of workers 0..N-1][in rows of workers 0..N-1])
-// and then `rebuild(w)` is issued on its H2D stream.
+// elements (its rows of out_diff, then of in) in the exchange's dtype; every worker receives all N
+// workers' rows at `targets[w]` (device memory, laid out [out rows of workers 0..N-1][in rows of
+// workers 0..N-1]), with fp16 each worker's two scales (out, in) at `target_scales[w]` (2 N
+// floats), and then `rebuild(w)` is issued on its H2D stream.
 struct FactorSlot {
   int64_t out_count = 0;
   int64_t in_count = 0;
-  std::vector<float*> targets;            // per worker
+  std::vector<void*> targets;  // per worker
   std::function<void(int worker)> rebuild;
+  std::vector<float*> target_scales;  // per worker, fp16 only
 };
 
 // What the aggregator needs of one worker.
@@ -66,6 +64,10 @@ struct AggregatorWorker {
   Device* device = nullptr;
   Stream* h2d = nullptr;         // the sum is copied back on this stream
   float* device_grads = nullptr;  // the worker's flat gradient buffer (device memory)
+  // The 16-bit exchange: the sum lands here (device memory, by flat offset) and is widened into
+  // device_grads on the H2D stream; fp16's scale of chunk c lands at sum_scales[c].
+  uint16_t* landing = nullptr;
+  float* sum_scales = nullptr;
 };
 
 // Where a locally summed chunk goes before it is sent back: nowhere on one host; to the
@@ -89,10 +91,13 @@ class HostAggregator {
   // number split alike). Sums are recorded on `timeline` (track "sum", then "sum lane 1", ... of
   // the aggregator process; "push" and "pull" with a reducer). The aggregator's threads (and the
   // OpenMP teams the lanes start) run on `cpus` when given (the placement's choice).
-  // Factor slots (`factors`) take no reducer.
+  // Factor slots (`factors`) and a 16-bit `dtype` take no reducer. With a 16-bit dtype the
+  // workers' copies arrive narrowed (exchange_codec.hpp), fp16's with a scale per chunk, and the
+  // sum goes back narrowed to each worker's `landing` buffer, where the H2D stream widens it.
   HostAggregator(std::vector<AggregatorWorker> workers, std::vector<ChunkSpan> chunks, int threads,
                  Timeline& timeline, ChunkReducer* reducer = nullptr, CoreSet cpus = {},
-                 int lanes = 1, std::vector<FactorSlot> factors = {});
+                 int lanes = 1, std::vector<FactorSlot> factors = {},
+                 ExchangeDtype dtype = ExchangeDtype::Fp32);
   ~HostAggregator();
   HostAggregator(const HostAggregator&) = delete;
   HostAggregator& operator=(const HostAggregator&) = delete;
@@ -110,12 +115,19 @@ class HostAggregator {
   int num_chunks() const { return static_cast<int>(chunks_.size()); }
   const ChunkSpan& chunk(int c) const { return chunks_[c]; }
   // Where worker w's D2H copy of chunk c must land (the chunk's first element; its parts lie at
-  // their offsets from there).
+  // their offsets from there). fp32 exchange only.
   float* receive_buffer(int worker, int chunk);
+  // Where worker w's copy of the flat element `element` must land, in the exchange's dtype.
+  void* receive_at(int worker, int64_t element);
+  // fp16: where worker w's scale of chunk c must land.
+  float* receive_scale(int worker, int chunk);
+  ExchangeDtype dtype() const { return dtype_; }
   int num_factor_slots() const { return static_cast<int>(factors_.size()); }
-  // Where worker w's rows of out_diff, and of in, for factor slot s must land.
-  float* factor_out_buffer(int worker, int slot);
-  float* factor_in_buffer(int worker, int slot);
+  // Where worker w's rows of out_diff, and of in, for factor slot s must land (in the dtype);
+  // fp16: where its two scales (out, in) must land.
+  void* factor_out_buffer(int worker, int slot);
+  void* factor_in_buffer(int worker, int slot);
+  float* factor_scales(int worker, int slot);
 
   // The iteration the next chunks belong to (what the reducer is told); call it between
   // iterations, before the first arrival.
@@ -150,8 +162,10 @@ class HostAggregator {
   // Local sums (pushed from here with a reducer), and global sums copied back on CUDA.
   const float* global_sum() const { return static_cast<const float*>(global_.get()); }
   void sum(int lane, int chunk);
+  void sum_16(int chunk);  // the 16-bit exchange's sum of chunk c, and fp16's scale for it
   int64_t summing(int change);  // a sum starts (+1) or ends (-1); returns the time
   void send(int chunk);  // issues the H2D copies of chunk c's sum from global_
+  void send_16(int chunk);  // the same, narrowed, then each worker's widening
   // Issues the H2D copies of chunk c's global sum straight from where the reducer received it.
   void send(int chunk, const PulledChunk& sum);
   // Issues, on every worker's H2D stream, the copies of chunk c's pieces (offsets in the chunk).
@@ -173,8 +187,12 @@ class HostAggregator {
   BindStatus bind_status_;
   std::vector<PinnedHostBuffer> receive_;
   PinnedHostBuffer global_;
+  ExchangeDtype dtype_;
+  PinnedHostBuffer scales_;  // fp16: [worker][chunk] received scales, then [chunk] the sums'
+  int scale_capacity_ = 0;   // chunks the scales have room for
   std::vector<FactorSlot> factors_;
   std::vector<PinnedHostBuffer> gathered_;  // per factor slot: every worker's rows, side by side
+  std::vector<PinnedHostBuffer> gathered_scales_;  // fp16, per factor slot: [worker][out, in]
   std::vector<std::unique_ptr<Event>> landed_;
 
   std::mutex issue_mutex_;  // lanes issue H2D copies one at a time

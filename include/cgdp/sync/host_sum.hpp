@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <span>
 
+#include "cgdp/sync/exchange_dtype.hpp"
+
 namespace cgdp {
 
 // dst[i] = the sum of srcs[0..k)[i] in the order of a binary reduction tree, the order in which
@@ -15,6 +17,14 @@ namespace cgdp {
 // dst may be one of the sources exactly (summing in place); it must not partly overlap any.
 // No sources sets dst to zero. threads <= 0 means OpenMP's default; small n uses fewer threads.
 void sum_buffers(float* dst, std::span<const float* const> srcs, int64_t n, int threads);
+
+// The 16-bit exchange's sum (exchange_dtype.hpp, bf16 or fp16): dst[i] = narrow(scale_out *
+// sum_k widen(srcs[k][i]) * unscale[k]), the widened terms added in sum_buffers' tree order in
+// fp32 and the sum rounded once. `unscale` holds one factor per source, or is empty (all 1).
+// The same bits for any `threads` and any split into ranges. dst may be a source exactly.
+void sum_buffers_16(uint16_t* dst, std::span<const uint16_t* const> srcs,
+                    std::span<const float> unscale, float scale_out, ExchangeDtype dtype,
+                    int64_t n, int threads);
 
 // The OpenMP team sum_buffers uses for n elements with `threads` (>= 1): one thread per 32 Ki
 // elements, at most `threads`, at least one. The cost model charges a chunk's sum at this team.

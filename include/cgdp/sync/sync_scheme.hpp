@@ -53,6 +53,8 @@ struct SyncOptions {
   // (layers/sufficient_factors.hpp); empty: none does. Not with a reducer.
   std::vector<bool> factored;
   int micro_batches = 1;     // cgdp with factors: micro-batches per iteration (--accumulate)
+  // cgdp: the element type the summed chunks travel in (exchange_dtype.hpp); 16-bit: no reducer.
+  ExchangeDtype exchange_dtype = ExchangeDtype::Fp32;
   int host_threads = 0;      // cgdp: OpenMP threads that sum; 0 = all cores
   int sum_lanes = 1;         // cgdp: chunks summed at once, host_threads / sum_lanes each
   CoreSet aggregator_cpus;   // cgdp: where the aggregator runs (empty: anywhere)

@@ -87,6 +87,8 @@ struct TrainConfig {
   ChunkSearchOptions chunk_search;
   // cgdp: how InnerProduct weights travel (cost/fc_exchange.hpp): auto, dense or factors.
   std::string fc_exchange = "auto";
+  // cgdp: the element type summed chunks travel in (sync/exchange_dtype.hpp): fp32, bf16, fp16.
+  std::string exchange_dtype = "fp32";
   int host_threads = 0;             // aggregator threads; 0: one per worker (sync/placement.cpp)
   int sum_lanes = 1;                // chunks the aggregator sums at once, splitting its threads
   // "per-worker": each worker's work is issued by its own host thread; "one": one thread issues
