@@ -3,8 +3,8 @@
 # between runs so a second run rebuilds only what changed). Any report fails the run.
 #   tools/sanitize.sh thread    ThreadSanitizer on the threaded code: streams and events, the host
 #                               aggregator and its sums, the shards and their clients, the batch
-#                               loader, the trainer and its issuing threads (OpenMP regions run
-#                               on one thread there)
+#                               loader, the trainer and its issuing threads, the factor and 16-bit
+#                               exchanges (OpenMP regions run on one thread there)
 #   tools/sanitize.sh address   AddressSanitizer and UBSan on the parsers and readers: model files,
 #                               data files, checkpoints, safetensors, the shard protocol (with its
 #                               fuzzing), the CLI, the shipped models
@@ -17,7 +17,8 @@ case "$kind" in
   thread)
     flags=thread
     suites=(cpu_stream_test host_aggregator_test host_sum_test shard_test shard_fault_test
-            cgdp_pipeline_test data_test train_test scale_out_test launchers_test issue_threads_test)
+            cgdp_pipeline_test data_test train_test scale_out_test launchers_test issue_threads_test
+            fc_exchange_test)
     # The sanitizer builds' -O2 code (no -march=x86-64-v3: other FMA contraction) misses this
     # test's 1e-5 tolerance at 4.4e-5, in either sanitizer; the bit-for-bit ones still run here.
     skip=ScaleOut.TwoHostsOfThreeDevicesMatchOneHostOfSixOnFashionCnn
@@ -49,7 +50,9 @@ build() {
 stage "sanitize $kind: configure and build ($dir/)" build
 built=$((SECONDS - start))
 labels=$(IFS='|'; echo "^(${suites[*]})\$")
+export OMP_WAIT_POLICY=PASSIVE  # as tools/test.sh: sleeping, not spinning, beside the other test
+# --no-tests=error: a label that matches nothing must fail, not pass with nothing checked.
 # shellcheck disable=SC2046  # junit_flag prints nothing or one option and its path
 (cd "$dir" && stage "sanitize $kind: tests" ctest --output-on-failure -j"$(nproc)" --timeout 900 \
-   -L "$labels" ${skip:+-E "^$skip\$"} $(junit_flag "$kind"))
+   --no-tests=error -L "$labels" ${skip:+-E "^$skip\$"} $(junit_flag "$kind"))
 echo "sanitize $kind: built in ${built} s, tested in $((SECONDS - start - built)) s"

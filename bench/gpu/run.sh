@@ -128,14 +128,17 @@ bench() {
   time_left() { local left=$((budget - (SECONDS - start))); echo $((left < 240 ? left : 240)); }
   # Runs cgdp unless the budget is spent; the log is the table's input. A model's runs share
   # cuDNN's choices (--cudnn-algorithms): only its first run searches, so the rows fit one call.
+  # sync "cgdp-dense": cgdp with every weight summed dense in fp32, as before the exchange issue
+  # (32), beside the row with cgdp's defaults.
   cgdp_run() {  # config-name model batch sync workers iterations extra-flags...
     local name=$1 model=$2 batch=$3 sync=$4 n=$5 its=$6
     shift 6
     local log=$results/${name}_${sync}_n$n.log left
+    [[ $sync == cgdp-dense ]] && set -- --fc-exchange dense --exchange-dtype fp32 "$@"
     left=$(time_left)
     if ((left < 20)); then echo "skipped: time budget spent" >"$log"; return; fi
     timeout "$left" "$bin/cgdp" train --model "models/$model.prototxt" --data synthetic \
-      --batch "$batch" --devices "$n" --device-kind cuda --sync "$sync" --iterations "$its" \
+      --batch "$batch" --devices "$n" --device-kind cuda --sync "${sync%-dense}" --iterations "$its" \
       --test-interval -1 --test-batch "$batch" --test-samples "$batch" --display "$its" \
       --plain --phase-table --tf32 --nondeterministic --loader-threads 8 --lr 0.001 \
       --cudnn-algorithms "$results/cudnn_${model}_b$batch.txt" $( ((n > 1)) && echo --oversubscribe) "$@" \
@@ -156,6 +159,7 @@ bench() {
     [[ $c == resnet152:12 ]] && continue
     for n in 1 2 4; do
       cgdp_run "${model}_b$batch" "$model" "$batch" cgdp "$n" "$iterations"
+      cgdp_run "${model}_b$batch" "$model" "$batch" cgdp-dense "$n" "$iterations"
       if ((n > 1)); then cgdp_run "${model}_b$batch" "$model" "$batch" ps0 "$n" "$iterations"; fi
     done
   done
@@ -187,9 +191,13 @@ for c in configs:
     model, batch = c.split(":")
     runs = [["local", 1]]
     if c != "resnet152:12":
-        runs += [["cgdp", 1], ["cgdp", 2], ["ps0", 2], ["cgdp", 4], ["ps0", 4]]
+        runs += [["cgdp", 1], ["cgdp-dense", 1], ["cgdp", 2], ["cgdp-dense", 2], ["ps0", 2],
+                 ["cgdp", 4], ["cgdp-dense", 4], ["ps0", 4]]
     entries.append({"model": model, "batch": int(batch), "runs": runs, "copy_workers": 2})
 notes = [
+    "cgdp: its defaults (--fc-exchange auto: on CUDA without a profile, Poseidon's byte rule;"
+    " --exchange-dtype fp32); fc: the weights sent as sufficient factors. cgdp-dense: every"
+    " weight summed dense in fp32 (--fc-exchange dense --exchange-dtype fp32).",
     "N workers share the one GPU round-robin (each its own streams and memory), batch per worker;"
     " ms/it: wall time per iteration, mean of %s after the first; phases in ms per worker." % iterations,
     "exch: exchange left after backward (exch/bwd for cgdp); sum: gradient sum (cgdp: host; ps0:"

@@ -42,6 +42,8 @@ def cgdp_run(path):
     mem = re.findall(r"worker \d+ ([0-9.]+) MiB device", text)
     if mem:
         run["mib"] = sum(map(float, mem)) / len(mem)
+    factors = re.search(r"fully-connected exchange: (.*?) as factors", text)
+    run["fc"] = "" if not factors or factors.group(1) == "none" else factors.group(1).replace(" ", "")
     return run
 
 
@@ -79,8 +81,9 @@ def main():
     results = sys.argv[1]
     setup = json.loads(read(os.path.join(results, "setup.json")) or "{}")
     configs = setup.get("configs", [])
-    head = ("model", "batch", "N", "sync", "ms/it", "img/s", "torch ms", "torch img/s", "fwd",
-            "bwd", "exch", "exch/bwd", "sum", "upd", "bcast", "MiB/wkr", "D2H GB/s", "H2D GB/s")
+    head = ("model", "batch", "N", "sync", "fc", "ms/it", "img/s", "torch ms", "torch img/s",
+            "fwd", "bwd", "exch", "exch/bwd", "sum", "upd", "bcast", "MiB/wkr", "D2H GB/s",
+            "H2D GB/s")
     rows = []
     for config in configs:
         model, batch = config["model"], config["batch"]
@@ -94,13 +97,13 @@ def main():
                 rows.append(row + [run["error"]])
                 continue
             total = run.get("total")
-            row += [fmt(total), fmt(batch * n * 1000 / total if total else None, 0)]
+            row += [run.get("fc", ""), fmt(total), fmt(batch * n * 1000 / total if total else None, 0)]
             single = sync == "local"
             row += [fmt(torch["ms_per_iteration"]) if single and torch else "",
                     fmt(torch["images_per_s"], 0) if single and torch else ""]
             row += [fmt(run.get(k)) for k in ("fwd", "bwd", "exch")]
             share = run["exch"] / run["bwd"] * 100 if run.get("bwd") and "exch" in run else None
-            row += ["%s%%" % fmt(share, 0) if share is not None and sync == "cgdp" else ""]
+            row += ["%s%%" % fmt(share, 0) if share is not None and sync.startswith("cgdp") else ""]
             row += [fmt(run.get(k)) for k in ("sum", "upd", "bcast")] + [fmt(run.get("mib"), 0)]
             with_copies = copies and sync == "cgdp" and n == config.get("copy_workers")
             row += (["%s (%s)" % (fmt(copies[0]), fmt(copies[2])),

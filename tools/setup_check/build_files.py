@@ -1,5 +1,6 @@
 """Every file outside the source tree that a CMake build (Makefile generator) read or that the
 programs it made load, each with where the build met it."""
+import functools
 import glob
 import os
 import re
@@ -63,8 +64,10 @@ def files_in_cache(entries):
     return read
 
 
+@functools.lru_cache(maxsize=None)
 def library_file(name, compiler):
-    """Where the linker finds -l`name`: gcc's own search, shared before static."""
+    """Where the linker finds -l`name`: gcc's own search, shared before static (asked once per
+    name: every test's link line names the same libraries)."""
     for suffix in (".so", ".a"):
         found = run([compiler, f"-print-file-name=lib{name}{suffix}"], check=False).stdout.strip()
         if found.startswith("/") and os.path.exists(found):
@@ -99,11 +102,19 @@ def built_programs(build):
 
 
 def libraries_loaded(build):
-    """What the dynamic loader maps for each program the build made (ldd)."""
+    """What the dynamic loader maps for each program the build made (one ldd for all: with
+    several files it heads each one's list with "file:")."""
     read = {}
-    for program in built_programs(build):
-        out = run(["ldd", program], check=False).stdout
-        for lib in re.findall(r"(?:=>\s*)?(/\S+)\s+\(0x", out):
+    programs = built_programs(build)
+    if not programs:
+        return read
+    out = run(["ldd", *programs], check=False).stdout
+    program = programs[0]
+    for line in out.splitlines():
+        if not line.startswith(("\t", " ")) and line.endswith(":"):
+            program = line[:-1]
+            continue
+        for lib in re.findall(r"(?:=>\s*)?(/\S+)\s+\(0x", line):
             read.setdefault(os.path.normpath(lib), f"ldd {os.path.relpath(program, build)}")
     return read
 
