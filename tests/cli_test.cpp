@@ -1,6 +1,9 @@
 // The `cgdp` binary on bad input: one line on stderr naming the file and what is wrong, a
 // non-zero exit, no crash; and its --help and inspect output.
 #include <gtest/gtest.h>
+
+#include <iterator>
+#include <sys/stat.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -21,6 +24,11 @@ using Result = testing::CommandResult;
 
 Result run(const std::string& args) {
   return testing::run_command(cat(testing::binary_dir(), "/cgdp ", args, " 2>&1"));
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 class Cli : public ::testing::Test {
@@ -162,6 +170,30 @@ TEST_F(Cli, UnwritableOutputsStopBeforeTraining) {
                {"/nonexistent/dir/final.safetensors: cannot write the parameters (--save) ("});
   expect_error("train --data synthetic --snapshot-every 1 --snapshot-prefix " + plain + "/ck/run",
                {plain + "/ck: cannot create the directory for checkpoints (--snapshot-prefix) ("});
+}
+
+// Outputs replace their file whole through a rename, which had replaced a device (as root,
+// /dev/full: the run "saved" and exited 0); an output naming an input overwrote it, and two
+// outputs naming one file lost one. Each is now refused before training, and nothing is touched.
+TEST_F(Cli, OutputsMustBeRegularFilesApartFromInputsAndEachOther) {
+  const fs::path fifo = dir_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string model = write("m.prototxt", read_text(cat(testing::source_dir(),
+                                                              "/models/fashion_cnn.prototxt")));
+  const std::string out = (dir_ / "out.safetensors").string();
+  expect_error("train --data synthetic --save " + fifo.string(),
+               {fifo.string() + ": cannot write the parameters (--save) (it is a FIFO; cgdp "
+                                "writes its outputs as regular files only)"});
+  expect_error("train --data synthetic --timeline " + fifo.string(), {"it is a FIFO"});
+  expect_error("train --data synthetic --metrics " + fifo.string(), {"it is a FIFO"});
+  expect_error(cat("train --data synthetic --model ", model, " --save ", model),
+               {"--save " + model + " is the file --model reads"});
+  expect_error(cat("train --data synthetic --metrics ", out, " --save ", dir_.string(),
+                   "/./out.safetensors"),
+               {"--metrics and --save both name", "give each its own file"});
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_EQ(read_text(model), read_text(cat(testing::source_dir(), "/models/fashion_cnn.prototxt")));
+  EXPECT_FALSE(fs::exists(out));
 }
 
 // What a kill -9 during a snapshot left is removed at the next start of the same prefix.

@@ -799,17 +799,17 @@ TEST(NetworkStage, BadHostsAndNetworkAreOneLine) {
   };
   WhatIf w;
   w.hosts = 0;
-  EXPECT_EQ(error(w), "--hosts: expected an integer >= 1, got 0");
+  EXPECT_EQ(error(w), "--hosts: expected an integer from 1 to 4096, got 0");
   w.hosts = 2;
   EXPECT_THAT(error(w), HasSubstr("--hosts 2 needs the network's bandwidth: give --network-gbps"));
   EXPECT_THAT(error(w), HasSubstr("network.gbit_per_s"));
   w.network_gbps = 0;
-  EXPECT_EQ(error(w), "--network-gbps: expected a number > 0, got 0");
+  EXPECT_EQ(error(w), "--network-gbps: expected a bandwidth from 0.001 to 1e+06, got 0");
   w.network_gbps = -2;
-  EXPECT_EQ(error(w), "--network-gbps: expected a number > 0, got -2");
+  EXPECT_EQ(error(w), "--network-gbps: expected a bandwidth from 0.001 to 1e+06, got -2");
   w.network_gbps = 1;
   w.network_latency_us = -1;
-  EXPECT_EQ(error(w), "--network-latency-us: expected a number >= 0, got -1");
+  EXPECT_EQ(error(w), "--network-latency-us: expected a number from 0 to 1e+09, got -1");
   w.network_latency_us.reset();
   EXPECT_EQ(error(w), "no error");
   w.network_gbps.reset();
@@ -890,56 +890,91 @@ void expect_invalid(const std::function<void(nlohmann::json&)>& edit, const std:
   }
 }
 
+// Values no machine has (a link of 1e-300 GB/s, a latency of 1e300 us, 2^32 loader threads, a
+// million workers, an infinite link) are refused where they enter: `cgdp predict` had simulated
+// them without end.
+TEST(ProfileJson, ValuesNoMachineHasAreRefusedNotSimulated) {
+  using J = nlohmann::json;
+  expect_invalid([](J& j) { j["d2h"]["gbps"] = 1e-300; },
+                 "d2h.gbps: expected a bandwidth from 0.001 to 1e+06");
+  expect_invalid([](J& j) { j["h2d"]["latency_us"] = 1e300; },
+                 "h2d.latency_us: expected a number >= 0 and at most 1e+09");
+  expect_invalid([](J& j) { j["host_memory_gbps"] = 1e-300; },
+                 "host_memory_gbps: expected 0 (unshared) or a bandwidth from 0.001 to 1e+06");
+  expect_invalid(
+      [](J& j) { j["loader"] = {{"images_per_s_per_thread", 100}, {"threads", 4294967296}, {"data", "x"}}; },
+      "loader.threads: expected an integer from 1 to 1048576");
+  const auto what_if_error = [](const WhatIf& w, int devices = 2) {
+    try {
+      make_cost_inputs(small_profile(), small_params(), devices, w);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  WhatIf slow;
+  slow.d2h_gbps = 1e-300;
+  EXPECT_EQ(what_if_error(slow), "--d2h-gbps: expected a bandwidth from 0.001 to 1e+06, got 1e-300");
+  WhatIf infinite;
+  infinite.h2d_gbps = INFINITY;
+  EXPECT_EQ(what_if_error(infinite), "--h2d-gbps: expected a bandwidth from 0.001 to 1e+06, got inf");
+  EXPECT_EQ(what_if_error({}, 1000000), "--devices: expected an integer from 1 to 4096, got 1000000");
+  WhatIf huge_batch;
+  huge_batch.batch = 1 << 30;
+  EXPECT_EQ(what_if_error(huge_batch),
+            "--batch: expected an integer from 1 to 16777216, got 1073741824");
+}
+
 TEST(ProfileJson, EachValidationErrorNamesTheField) {
   using J = nlohmann::json;
-  expect_invalid([](J& j) { j["d2h"]["gbps"] = -1; }, "d2h.gbps: expected a number > 0");
-  expect_invalid([](J& j) { j["h2d"]["gbps"] = 0; }, "h2d.gbps: expected a number > 0");
-  expect_invalid([](J& j) { j["p2p"]["gbps"] = "fast"; }, "p2p.gbps: expected a number > 0");
+  expect_invalid([](J& j) { j["d2h"]["gbps"] = -1; }, "d2h.gbps: expected a bandwidth from 0.001 to 1e+06");
+  expect_invalid([](J& j) { j["h2d"]["gbps"] = 0; }, "h2d.gbps: expected a bandwidth from 0.001 to 1e+06");
+  expect_invalid([](J& j) { j["p2p"]["gbps"] = "fast"; }, "p2p.gbps: expected a bandwidth from 0.001 to 1e+06");
   expect_invalid([](J& j) { j["d2h"].erase("latency_us"); }, "d2h.latency_us: missing");
   expect_invalid([](J& j) { j.erase("sync_us"); }, "sync_us: missing");
-  expect_invalid([](J& j) { j["sync_us"] = -0.5; }, "sync_us: expected a number >= 0");
-  expect_invalid([](J& j) { j["overlap_us_per_mb"] = -1; }, "overlap_us_per_mb: expected a number >= 0");
-  expect_invalid([](J& j) { j["shared_cores"] = -1; }, "shared_cores: expected an integer >= 0");
-  expect_invalid([](J& j) { j["shared_cores"] = 2.5; }, "shared_cores: expected an integer >= 0");
+  expect_invalid([](J& j) { j["sync_us"] = -0.5; }, "sync_us: expected a number >= 0 and at most 1e+09");
+  expect_invalid([](J& j) { j["overlap_us_per_mb"] = -1; }, "overlap_us_per_mb: expected a number >= 0 and at most 1e+09");
+  expect_invalid([](J& j) { j["shared_cores"] = -1; }, "shared_cores: expected an integer from 0 to 1048576");
+  expect_invalid([](J& j) { j["shared_cores"] = 2.5; }, "shared_cores: expected an integer from 0 to 1048576");
   expect_invalid([](J& j) { j["contention_factor"] = -1; },
-                 "contention_factor: expected a number >= 0");
+                 "contention_factor: expected a number >= 0 and at most 1e+09");
   expect_invalid([](J& j) { j["exchange_stretch"] = 0.5; },
-                 "exchange_stretch: expected a number >= 1");
-  expect_invalid([](J& j) { j["update_gbps"] = 0; }, "update_gbps: expected a number > 0");
+                 "exchange_stretch: expected a number >= 1 and at most 1e+09");
+  expect_invalid([](J& j) { j["update_gbps"] = 0; }, "update_gbps: expected a bandwidth from 0.001 to 1e+06");
   expect_invalid([](J& j) { j["device_sum_gbps"] = nullptr; },
-                 "device_sum_gbps: expected a number > 0");
+                 "device_sum_gbps: expected a bandwidth from 0.001 to 1e+06");
   expect_invalid([](J& j) { j["layers"][3]["backward_us"] = -1; },
-                 "layers[3].backward_us: expected a number >= 0");
+                 "layers[3].backward_us: expected a number >= 0 and at most 1e+09");
   expect_invalid([](J& j) { j["layers"][1].erase("forward_us"); }, "layers[1].forward_us: missing");
   expect_invalid([](J& j) { j["layers"][1]["param_bytes"] = 2.5; },
-                 "layers[1].param_bytes: expected an integer >= 0");
+                 "layers[1].param_bytes: expected an integer from 0 to 1099511627776");
   expect_invalid([](J& j) { j["layers"][1]["param_bytes"] = 402; },
                  "layers[1].param_bytes: expected a multiple of 4 (float parameters)");
   expect_invalid([](J& j) { j["layers"][2]["name"] = "conv1"; },
                  "layers[2].name: layer 'conv1' appears twice");
   expect_invalid([](J& j) { j["layers"] = J::array(); }, "layers: expected a non-empty array");
   expect_invalid([](J& j) { j["layers"][0] = 3; }, "layers[0]: expected an object");
-  expect_invalid([](J& j) { j["devices"] = 0; }, "devices: expected an integer >= 1");
+  expect_invalid([](J& j) { j["devices"] = 0; }, "devices: expected an integer from 1 to 1048576");
   expect_invalid([](J& j) { j["devices"] = 3; },
                  "host_sum: expected an entry with inputs = devices (3)");
   expect_invalid([](J& j) { j["host_sum"][0]["gbps"] = 0; },
-                 "host_sum[0].gbps: expected a number > 0");
+                 "host_sum[0].gbps: expected a bandwidth from 0.001 to 1e+06");
   expect_invalid([](J& j) { j["backend"] = "tpu"; }, "backend: expected \"cpu\" or \"cuda\"");
   expect_invalid([](J& j) { j["version"] = 2; }, "version: expected 1, got 2");
   expect_invalid([](J& j) { j["hots_sum"] = 1; }, "hots_sum: unknown field");
   expect_invalid([](J& j) { j["host_memory_gbps"] = -1; },
-                 "host_memory_gbps: expected a number >= 0");
+                 "host_memory_gbps: expected a number >= 0 and at most 1e+09");
   expect_invalid([](J& j) { j = J::array(); }, "expected an object");
   expect_invalid(
       [](J& j) {
         j["network"] = {{"gbit_per_s", 0}, {"latency_us", 1}};
       },
-      "network.gbit_per_s: expected a number > 0");
+      "network.gbit_per_s: expected a bandwidth from 0.001 to 1e+06");
   expect_invalid(
       [](J& j) {
         j["network"] = {{"gbit_per_s", -10}, {"latency_us", 1}};
       },
-      "network.gbit_per_s: expected a number > 0");
+      "network.gbit_per_s: expected a bandwidth from 0.001 to 1e+06");
   expect_invalid([](J& j) { j["network"] = {{"gbit_per_s", 10}}; }, "network.latency_us: missing");
   expect_invalid(
       [](J& j) {

@@ -64,13 +64,16 @@ TEST(AtomicWrite, FailedWriteLeavesTheOldFileIntact) {
   EXPECT_THAT(dir.entries(), ElementsAre("model.ckpt"));
 }
 
+// A target that is not a regular file is refused before the rename (which would replace a device
+// or FIFO there, or fail on a directory), and the temporary file goes.
 TEST(AtomicWrite, FailedRenameRemovesTheTemporaryFile) {
   TempDir dir;
   const auto path = dir / "taken";
-  std::filesystem::create_directory(path);  // rename() cannot replace a directory with a file
+  std::filesystem::create_directory(path);
   write_file_atomically(path / "inside", "keep");
   EXPECT_THAT([&] { write_file_atomically(path, "new"); },
-              ::testing::ThrowsMessage<IoError>(HasSubstr("cannot rename")));
+              ::testing::ThrowsMessage<IoError>(
+                  HasSubstr("taken: is a directory, not a regular file: nothing written")));
   EXPECT_THAT(dir.entries(), ElementsAre("taken"));
   EXPECT_EQ(read_file(path / "inside"), "keep");
 }

@@ -3,6 +3,10 @@
 // file:line, never a crash or a silently dropped layer; what Caffe allows still builds.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "cgdp/core/error.hpp"
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/net/model_file.hpp"
@@ -81,6 +85,32 @@ TEST(WiringCheck, InPlaceLayersAndPhaseTwinsStillBuild) {
       "inner_product_param { num_output: 3 } include { phase: TEST } }\n"
       "layer { name: \"relu\" type: \"ReLU\" bottom: \"ip\" top: \"ip\" }\n";
   EXPECT_EQ(build_error(body), "(no error)");
+}
+
+// A layer that reads what it would overwrite (an InnerProduct, a Pooling, a Convolution, an LRN
+// written in place) is refused by name, as Caffe refuses it: it had corrupted the heap.
+TEST(WiringCheck, LayersThatCannotRunInPlaceAreRefusedNotRun) {
+  const std::string flat =
+      "layer { name: \"flat\" type: \"Flatten\" bottom: \"data\" top: \"flat\" }\n";
+  for (const auto& [layer, input] : std::vector<std::pair<std::string, std::string>>{
+           {"layer { name: \"fc\" type: \"InnerProduct\" bottom: \"flat\" top: \"flat\" "
+            "inner_product_param { num_output: 16 } }\n",
+            flat},
+           {"layer { name: \"pool\" type: \"Pooling\" bottom: \"data\" top: \"data\" "
+            "pooling_param { kernel_size: 1 } }\n",
+            ""},
+           {"layer { name: \"conv\" type: \"Convolution\" bottom: \"data\" top: \"data\" "
+            "convolution_param { num_output: 1 kernel_size: 1 } }\n",
+            ""},
+           {"layer { name: \"norm\" type: \"LRN\" bottom: \"data\" top: \"data\" }\n", ""}}) {
+    const std::string error = build_error(input + layer + "layer { name: \"ip\" type: "
+                                          "\"InnerProduct\" bottom: \"data\" top: \"ip\" "
+                                          "inner_product_param { num_output: 3 } }\n");
+    EXPECT_NE(error.find("cannot run in place: its top 0 is its bottom 0"), std::string::npos)
+        << layer << error;
+    EXPECT_NE(error.find(input.empty() ? "m.prototxt:2" : "m.prototxt:3"), std::string::npos)
+        << error;
+  }
 }
 
 TEST(WiringCheck, SizesPast64BitsNameTheLayerAndLine) {

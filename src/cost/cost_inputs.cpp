@@ -27,30 +27,41 @@ double host_sum_for(const Profile& profile, int devices) {
   return nearest->gbps * nearest->inputs / devices;
 }
 
+// What-if values a machine can have; past them the event simulation would not end (a link of
+// 1e-300 GB/s, a million workers).
+constexpr double kMinRate = 1e-3, kMaxRate = 1e6;  // GB/s (the network: Gbit/s)
+constexpr double kMaxFactor = 1e6;                 // stretch, contention, latency in us / 1e3
+constexpr int kMaxCount = 4096;                    // workers, hosts, threads, cores
+constexpr int kMaxBatch = 1 << 24;
+
 void check_what_if(const WhatIf& w) {
-  const auto positive = [](const std::optional<double>& v, const char* name) {
-    if (v && !(*v > 0)) throw UsageError(cat(name, ": expected a number > 0, got ", *v));
+  const auto rate = [](const std::optional<double>& v, const char* name) {
+    if (v && !(*v >= kMinRate && *v <= kMaxRate))
+      throw UsageError(cat(name, ": expected a bandwidth from ", kMinRate, " to ", kMaxRate,
+                           ", got ", *v));
   };
-  const auto non_negative = [](const std::optional<double>& v, const char* name) {
-    if (v && !(*v >= 0)) throw UsageError(cat(name, ": expected a number >= 0, got ", *v));
+  const auto within = [](const std::optional<double>& v, double min, double max,
+                         const char* name) {
+    if (v && !(*v >= min && *v <= max))
+      throw UsageError(cat(name, ": expected a number from ", min, " to ", max, ", got ", *v));
   };
-  const auto at_least = [](const std::optional<int>& v, int min, const char* name) {
-    if (v && *v < min) throw UsageError(cat(name, ": expected an integer >= ", min, ", got ", *v));
+  const auto count = [](const std::optional<int>& v, int min, int max, const char* name) {
+    if (v && (*v < min || *v > max))
+      throw UsageError(cat(name, ": expected an integer from ", min, " to ", max, ", got ", *v));
   };
-  positive(w.d2h_gbps, "--d2h-gbps");
-  positive(w.h2d_gbps, "--h2d-gbps");
-  positive(w.p2p_gbps, "--p2p-gbps");
-  non_negative(w.host_memory_gbps, "--host-memory-gbps");
-  at_least(w.shared_cores, 0, "--shared-cores");
-  non_negative(w.contention_factor, "--contention-factor");
-  if (w.exchange_stretch && !(*w.exchange_stretch >= 1))
-    throw UsageError(cat("--exchange-stretch: expected a number >= 1, got ", *w.exchange_stretch));
-  at_least(w.host_threads, 1, "--host-threads");
-  at_least(w.sum_lanes, 1, "--sum-lanes");
-  at_least(w.batch, 1, "--batch");
-  at_least(w.hosts, 1, "--hosts");
-  positive(w.network_gbps, "--network-gbps");
-  non_negative(w.network_latency_us, "--network-latency-us");
+  rate(w.d2h_gbps, "--d2h-gbps");
+  rate(w.h2d_gbps, "--h2d-gbps");
+  rate(w.p2p_gbps, "--p2p-gbps");
+  if (w.host_memory_gbps && *w.host_memory_gbps != 0) rate(w.host_memory_gbps, "--host-memory-gbps");
+  count(w.shared_cores, 0, kMaxCount, "--shared-cores");
+  within(w.contention_factor, 0, kMaxFactor, "--contention-factor");
+  within(w.exchange_stretch, 1, kMaxFactor, "--exchange-stretch");
+  count(w.host_threads, 1, kMaxCount, "--host-threads");
+  count(w.sum_lanes, 1, kMaxCount, "--sum-lanes");
+  count(w.batch, 1, kMaxBatch, "--batch");
+  count(w.hosts, 1, kMaxCount, "--hosts");
+  rate(w.network_gbps, "--network-gbps");
+  within(w.network_latency_us, 0, kMaxFactor * 1e3, "--network-latency-us");
 }
 
 // Host summing bandwidth for `inputs` buffers, with the what-if host threads and memory cap.
@@ -117,7 +128,8 @@ int64_t CostInputs::summed_bytes(int first, int last) const {
 CostInputs make_cost_inputs(const Profile& profile, std::span<const ParamLayer> params, int devices,
                             const WhatIf& what_if) {
   check_what_if(what_if);
-  if (devices < 1) throw UsageError(cat("--devices: expected an integer >= 1, got ", devices));
+  if (devices < 1 || devices > kMaxCount)
+    throw UsageError(cat("--devices: expected an integer from 1 to ", kMaxCount, ", got ", devices));
   CostInputs in;
   in.devices = devices;
   in.batch = what_if.batch.value_or(profile.batch);

@@ -10,6 +10,13 @@ namespace cgdp {
 
 namespace {
 
+// What a profile's numbers may be: past these no machine is described (a link of 1e-300 GB/s,
+// 2^32 loader threads), and the event simulation would not end.
+constexpr double kMinRate = 1e-3;  // GB/s
+constexpr double kMaxRate = 1e6;
+constexpr double kMaxNumber = 1e9;  // microseconds, images/s, factors
+constexpr int64_t kMaxCount = int64_t{1} << 20;  // threads, devices, samples, inputs
+
 using nlohmann::json;
 
 // One JSON object being read: every access names the file and the field's path on failure, and
@@ -40,21 +47,32 @@ class ObjectReader {
 
   bool has(const std::string& key) const { return object_.contains(key); }
 
-  // A number with value > `min` (strict) or >= `min`.
+  // A number with value > `min` (strict) or >= `min`, and at most kMaxNumber: times and factors
+  // past it cannot describe a machine, and the simulation would not end on them.
   double number(const std::string& key, double min, bool strict, bool optional = false) {
     const json& value = get(key, optional);
     if (value.is_null() && optional) return 0;
     const char* relation = strict ? "> " : ">= ";
-    if (!value.is_number() || (strict ? value.get<double>() <= min : value.get<double>() < min))
-      throw error(field(key), cat("expected a number ", relation, min));
+    if (!value.is_number() || (strict ? value.get<double>() <= min : value.get<double>() < min) ||
+        !(value.get<double>() <= kMaxNumber))
+      throw error(field(key), cat("expected a number ", relation, min, " and at most ", kMaxNumber));
     return value.get<double>();
   }
 
-  int64_t integer(const std::string& key, int64_t min, bool optional = false) {
+  // A bandwidth (GB/s, or Gbit/s for the network) a machine can have: kMinRate to kMaxRate.
+  double rate(const std::string& key) {
+    const json& value = get(key);
+    if (!value.is_number() || !(value.get<double>() >= kMinRate && value.get<double>() <= kMaxRate))
+      throw error(field(key), cat("expected a bandwidth from ", kMinRate, " to ", kMaxRate));
+    return value.get<double>();
+  }
+
+  int64_t integer(const std::string& key, int64_t min, bool optional = false,
+                  int64_t max = kMaxCount) {
     const json& value = get(key, optional);
     if (value.is_null() && optional) return 0;
-    if (!value.is_number_integer() || value.get<int64_t>() < min)
-      throw error(field(key), cat("expected an integer >= ", min));
+    if (!value.is_number_integer() || value.get<int64_t>() < min || value.get<int64_t>() > max)
+      throw error(field(key), cat("expected an integer from ", min, " to ", max));
     return value.get<int64_t>();
   }
 
@@ -72,7 +90,7 @@ class ObjectReader {
 
   LinkCost link(const std::string& key) {
     ObjectReader r(get(key), field(key), file_);
-    LinkCost link{r.number("gbps", 0, true), r.number("latency_us", 0, false)};
+    LinkCost link{r.rate("gbps"), r.number("latency_us", 0, false)};
     r.finish();
     return link;
   }
@@ -81,7 +99,7 @@ class ObjectReader {
   std::optional<NetworkCost> network(const std::string& key) {
     if (get(key, /*optional=*/true).is_null()) return std::nullopt;
     ObjectReader r(get(key), field(key), file_);
-    NetworkCost network{r.number("gbit_per_s", 0, true), r.number("latency_us", 0, false)};
+    NetworkCost network{r.rate("gbit_per_s"), r.number("latency_us", 0, false)};
     r.finish();
     return network;
   }
@@ -116,7 +134,7 @@ LayerCost read_layer(const json& value, const std::string& path, const std::stri
   layer.type = r.string("type");
   layer.forward_us = r.number("forward_us", 0, false);
   layer.backward_us = r.number("backward_us", 0, false);
-  layer.param_bytes = r.integer("param_bytes", 0);
+  layer.param_bytes = r.integer("param_bytes", 0, false, int64_t{1} << 40);
   if (layer.param_bytes % 4 != 0)
     throw r.error(r.field("param_bytes"), "expected a multiple of 4 (float parameters)");
   r.finish();
@@ -142,7 +160,7 @@ std::vector<HostSumCost> read_host_sums(ObjectReader& r, int devices, const std:
   bool has_devices = false;
   for (size_t i = 0; i < array.size(); ++i) {
     ObjectReader s(array[i], cat("host_sum[", i, "]"), file);
-    sums.push_back({static_cast<int>(s.integer("inputs", 1)), s.number("gbps", 0, true)});
+    sums.push_back({static_cast<int>(s.integer("inputs", 1)), s.rate("gbps")});
     s.finish();
     has_devices |= sums.back().inputs == devices;
   }
@@ -171,9 +189,12 @@ Profile parse_profile(const json& root, const std::string& file) {
   p.sync_us = r.number("sync_us", 0, false);
   p.overlap_us_per_mb = r.number("overlap_us_per_mb", 0, false, /*optional=*/true);
   p.host_sum = read_host_sums(r, p.devices, file);
-  p.update_gbps = r.number("update_gbps", 0, true);
-  p.device_sum_gbps = r.number("device_sum_gbps", 0, true);
+  p.update_gbps = r.rate("update_gbps");
+  p.device_sum_gbps = r.rate("device_sum_gbps");
   p.host_memory_gbps = r.number("host_memory_gbps", 0, false, /*optional=*/true);
+  if (p.host_memory_gbps != 0 && !(p.host_memory_gbps >= kMinRate && p.host_memory_gbps <= kMaxRate))
+    throw r.error("host_memory_gbps", cat("expected 0 (unshared) or a bandwidth from ", kMinRate,
+                                          " to ", kMaxRate));
   p.shared_cores = static_cast<int>(r.integer("shared_cores", 0, /*optional=*/true));
   if (r.has("contention_factor")) p.contention_factor = r.number("contention_factor", 0, false);
   if (r.has("exchange_stretch")) p.exchange_stretch = r.number("exchange_stretch", 1, false);

@@ -22,6 +22,18 @@ std::string errno_text(int error) {
   return std::generic_category().message(error);
 }
 
+// What `path` is when it exists and is not a regular file ("a device", "a FIFO", ...), else "".
+// Outputs are written whole through a rename, which would replace whatever is there.
+std::string non_regular_kind(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
+  if (S_ISDIR(st.st_mode)) return "a directory";
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "a device";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  return "not a regular file";
+}
+
 // Owns the temporary file until it has been renamed: closes the descriptor and removes the file
 // on every early exit, so a failed write never leaves debris next to the target.
 class TempFile {
@@ -52,6 +64,9 @@ class TempFile {
     const int rc = ::close(fd_);
     fd_ = -1;
     if (rc != 0) fail("close failed");
+    // A rename would replace a device, a FIFO or a socket at the target (as root, /dev/full).
+    if (const std::string kind = non_regular_kind(target_); !kind.empty())
+      throw IoError(cat(target_, ": is ", kind, ", not a regular file: nothing written"));
     if (::rename(path_.c_str(), target_.c_str()) != 0) fail("cannot rename the temporary file");
     renamed_ = true;
   }
@@ -134,8 +149,8 @@ void check_writable(const std::filesystem::path& path, std::string_view what) {
   auto fail = [&](const std::string& reason) {
     throw IoError(cat(path.string(), ": cannot write ", what, " (", reason, ")"));
   };
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail("it is a directory");
+  if (const std::string kind = non_regular_kind(path); !kind.empty())
+    fail(cat("it is ", kind, "; cgdp writes its outputs as regular files only"));
   const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : ".";
   const std::filesystem::path probe =
       dir / cat(".", path.filename().string(), ".probe.", ::getpid());
@@ -151,6 +166,14 @@ void create_directories(const std::filesystem::path& dir, std::string_view what)
   if (ec)
     throw IoError(
         cat(dir.string(), ": cannot create the directory for ", what, " (", ec.message(), ")"));
+}
+
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
+  std::error_code ec;
+  if (std::filesystem::equivalent(a, b, ec)) return true;  // both exist: hard links too
+  const auto canonical_a = std::filesystem::weakly_canonical(a, ec);
+  const auto canonical_b = std::filesystem::weakly_canonical(b, ec);
+  return !ec && canonical_a == canonical_b;
 }
 
 int remove_stale_temporaries(const std::filesystem::path& dir, std::string_view stem) {

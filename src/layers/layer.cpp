@@ -1,6 +1,8 @@
 // Layer base: argument checks and backend dispatch shared by every layer type.
 #include "cgdp/layers/layer.hpp"
 
+#include <algorithm>
+
 namespace cgdp {
 
 namespace {
@@ -21,6 +23,10 @@ void Layer<T>::setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) 
     fail(cat("takes ", expected_count(min_bottoms(), max_bottoms()), " bottom(s), got ", nb));
   if (!count_ok(nt, min_tops(), max_tops()))
     fail(cat("produces ", expected_count(min_tops(), max_tops()), " top(s), got ", nt));
+  for (int j = 0; j < std::min(nb, nt); ++j)
+    if (top[j] == bottom[j] && !can_run_in_place())
+      fail(cat("cannot run in place: its top ", j, " is its bottom ", j,
+               " (Caffe refuses this too; give the top a name of its own)"));
   try {
     layer_setup(bottom, top, rng);
     reshape(bottom, top);

@@ -28,9 +28,14 @@ inline void write_file_atomically(const std::filesystem::path& path, std::string
 }
 
 // Checks before a run that `path` can be written, by creating and removing a probe file in its
-// directory, so a bad path fails at start, not after the training; throws
+// directory, and that it is not a directory, device, FIFO or socket (an output is replaced whole
+// through a rename), so a bad path fails at start, not after the training; throws
 // IoError("PATH: cannot write WHAT (REASON)") otherwise.
 void check_writable(const std::filesystem::path& path, std::string_view what);
+
+// Whether two paths name one file: the same file when both exist (hard and symbolic links
+// included), else the same path once `.`, `..` and symbolic links in it are resolved.
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b);
 
 // Creates `dir` (and its parents) when missing; throws IoError naming it and why not.
 void create_directories(const std::filesystem::path& dir, std::string_view what);

@@ -11,6 +11,7 @@ namespace cgdp {
 template <typename T>
 class BatchNormLayer final : public Layer<T> {
  public:
+  bool can_run_in_place() const override { return true; }
   BatchNormLayer(const proto::LayerParameter& param, Device& device);
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   const Blob<T>* kept_top() const override { return this->forward_only_ ? nullptr : &x_norm_; }

@@ -11,6 +11,7 @@ template <typename T>
 class BiasLayer final : public Layer<T> {
  public:
   using Layer<T>::Layer;
+  bool can_run_in_place() const override { return true; }
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   int max_bottoms() const override { return 2; }  // so that layer_setup names the form it refuses
 

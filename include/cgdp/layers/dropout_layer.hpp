@@ -9,6 +9,7 @@ namespace cgdp {
 template <typename T>
 class DropoutLayer final : public Layer<T> {
  public:
+  bool can_run_in_place() const override { return true; }
   DropoutLayer(const proto::LayerParameter& param, Device& device);
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
 

@@ -76,6 +76,10 @@ class Layer {
   virtual bool is_loss() const { return false; }
   // False for inputs that have no gradient (labels).
   virtual bool can_backward_to(int bottom_index) const { return true; }
+  // Whether top j may be bottom j itself (Caffe's in place): the layers whose forward and
+  // backward need nothing the overwrite destroys say so (some still refuse particular settings
+  // in their setup). Others would read what they have just written: setup refuses them.
+  virtual bool can_run_in_place() const { return false; }
   // Layers like Input produce data from outside; the net does not call their forward.
   virtual bool is_input() const { return false; }
   // Asks this layer to take over an in-place ReLU (negative_slope 0) that directly follows it:

@@ -12,6 +12,7 @@ template <typename T>
 class MVNLayer final : public Layer<T> {
  public:
   using Layer<T>::Layer;
+  bool can_run_in_place() const override { return true; }
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
 
  protected:

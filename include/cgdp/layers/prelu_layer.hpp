@@ -10,6 +10,7 @@ namespace cgdp {
 template <typename T>
 class PReLULayer final : public Layer<T> {
  public:
+  bool can_run_in_place() const override { return true; }
   PReLULayer(const proto::LayerParameter& param, Device& device);
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
 

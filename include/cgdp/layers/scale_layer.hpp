@@ -10,6 +10,7 @@ namespace cgdp {
 template <typename T>
 class ScaleLayer final : public Layer<T> {
  public:
+  bool can_run_in_place() const override { return true; }
   ScaleLayer(const proto::LayerParameter& param, Device& device);
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   void use_kept_input(const Blob<T>* kept) override { kept_input_ = kept; }

@@ -101,6 +101,7 @@ class Trainer {
   // Every file the run will write is checked before any work: a bad path fails now, not after
   // the training. Also removes what a killed snapshot left (stale .tmp files of the prefix).
   void check_outputs();
+  void check_outputs_apart(const std::string& first_snapshot) const;
   std::string snapshot_path(int64_t iteration) const;  // <prefix>_iter_<N>.ckpt
   std::string write_snapshot();  // returns the path written ("" on ranks > 0, which only take part)
   void resume(const std::string& path);
