@@ -110,8 +110,9 @@ void expect_factors_match_dense(const TrainConfig& c, const std::string& factore
 }
 
 TEST(FcExchange, FactorsTrainFashionCnnAsDenseDoesToFp32Rounding) {
-  expect_factors_match_dense(base_config("fashion_cnn", "synthetic", 16),
-                             "fully-connected exchange: ip2, ip1 as factors, --fc-exchange factors");
+  expect_factors_match_dense(
+      base_config("fashion_cnn", "synthetic", 16),
+      "fully-connected exchange: ip2, ip1 as factors, --fc-exchange factors");
 }
 
 // Three workers, two micro-batches each (their factors add up), and dropout.

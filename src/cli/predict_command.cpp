@@ -316,7 +316,8 @@ void print_report(const Prediction& p, const PredictOptions& opt) {
   print_layers(p);
   std::printf("plan --chunk %s: %s\n", p.chunk.c_str(), describe(p.plan, p.params).c_str());
   std::printf("fully-connected exchange (--fc-exchange %s, --exchange-dtype %s): %s; per worker "
-              "and iteration %.2f MB to the host, %.2f MB back (all dense fp32: %.2f MB each way)\n",
+              "and iteration %.2f MB to the host, %.2f MB back (all dense fp32: %.2f MB each "
+              "way)\n",
               opt.fc_exchange.c_str(), opt.exchange_dtype.c_str(),
               describe_factored(p.params, p.factored).c_str(), p.bytes.d2h / 1e6,
               p.bytes.h2d / 1e6, p.dense_bytes.d2h / 1e6);

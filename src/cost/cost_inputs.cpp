@@ -52,7 +52,8 @@ void check_what_if(const WhatIf& w) {
   rate(w.d2h_gbps, "--d2h-gbps");
   rate(w.h2d_gbps, "--h2d-gbps");
   rate(w.p2p_gbps, "--p2p-gbps");
-  if (w.host_memory_gbps && *w.host_memory_gbps != 0) rate(w.host_memory_gbps, "--host-memory-gbps");
+  if (w.host_memory_gbps && *w.host_memory_gbps != 0)  // 0: copies do not share
+    rate(w.host_memory_gbps, "--host-memory-gbps");
   count(w.shared_cores, 0, kMaxCount, "--shared-cores");
   within(w.contention_factor, 0, kMaxFactor, "--contention-factor");
   within(w.exchange_stretch, 1, kMaxFactor, "--exchange-stretch");
@@ -129,7 +130,8 @@ CostInputs make_cost_inputs(const Profile& profile, std::span<const ParamLayer> 
                             const WhatIf& what_if) {
   check_what_if(what_if);
   if (devices < 1 || devices > kMaxCount)
-    throw UsageError(cat("--devices: expected an integer from 1 to ", kMaxCount, ", got ", devices));
+    throw UsageError(
+        cat("--devices: expected an integer from 1 to ", kMaxCount, ", got ", devices));
   CostInputs in;
   in.devices = devices;
   in.batch = what_if.batch.value_or(profile.batch);

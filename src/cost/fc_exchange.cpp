@@ -53,12 +53,14 @@ std::vector<bool> factored_by_bytes(std::span<const ParamLayer> params, FcExchan
   std::vector<bool> factored(params.size(), false);
   for (size_t i = 0; i < params.size(); ++i)
     factored[i] = mode == FcExchange::Factors ? params[i].factorable()
-                  : mode == FcExchange::Auto  ? factors_move_fewer_bytes(params[i], samples, workers)
-                                              : false;
+                  : mode == FcExchange::Auto ? factors_move_fewer_bytes(params[i], samples, workers)
+                                             : false;
   return factored;
 }
 
-double local_weight_gemm_us(const ParamCost& p) { return p.own_backward_us / 2; }
+double local_weight_gemm_us(const ParamCost& p) {
+  return p.own_backward_us / 2;
+}
 
 double rebuild_us(const CostInputs& in, const ParamCost& p) {
   return in.devices * local_weight_gemm_us(p);

@@ -25,8 +25,8 @@ std::vector<std::vector<StageCost>> stages_beside_layers(const CostInputs& in,
 
 }  // namespace
 
-double contention_factor(const Profile& p, std::span<const ParamLayer> params,
-                         double one_chunk_us, double per_layer_us) {
+double contention_factor(const Profile& p, std::span<const ParamLayer> params, double one_chunk_us,
+                         double per_layer_us) {
   Profile unit = p;
   unit.contention_factor = 1;
   const CostInputs in = make_cost_inputs(unit, params, p.devices);

@@ -55,7 +55,8 @@ class ObjectReader {
     const char* relation = strict ? "> " : ">= ";
     if (!value.is_number() || (strict ? value.get<double>() <= min : value.get<double>() < min) ||
         !(value.get<double>() <= kMaxNumber))
-      throw error(field(key), cat("expected a number ", relation, min, " and at most ", kMaxNumber));
+      throw error(field(key),
+                  cat("expected a number ", relation, min, " and at most ", kMaxNumber));
     return value.get<double>();
   }
 
@@ -192,7 +193,8 @@ Profile parse_profile(const json& root, const std::string& file) {
   p.update_gbps = r.rate("update_gbps");
   p.device_sum_gbps = r.rate("device_sum_gbps");
   p.host_memory_gbps = r.number("host_memory_gbps", 0, false, /*optional=*/true);
-  if (p.host_memory_gbps != 0 && !(p.host_memory_gbps >= kMinRate && p.host_memory_gbps <= kMaxRate))
+  const double shared = p.host_memory_gbps;
+  if (shared != 0 && !(shared >= kMinRate && shared <= kMaxRate))
     throw r.error("host_memory_gbps", cat("expected 0 (unshared) or a bandwidth from ", kMinRate,
                                           " to ", kMaxRate));
   p.shared_cores = static_cast<int>(r.integer("shared_cores", 0, /*optional=*/true));

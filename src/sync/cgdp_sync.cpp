@@ -329,7 +329,8 @@ class CgdpSync final : public SyncScheme {
     auto* rows = static_cast<float*>(g.rows.get());
     const DeviceKind kind = devices_[w]->kind();
     if (dtype_ == ExchangeDtype::Bf16) {
-      issue_widen(*h2d_[w], kind, dtype_, narrow, rows, {{0, n * (f.out_count + f.in_count)}}, nullptr);
+      issue_widen(*h2d_[w], kind, dtype_, narrow, rows, {{0, n * (f.out_count + f.in_count)}},
+                  nullptr);
       return;
     }
     const float* scales = static_cast<const float*>(g.scales.get()) + 2 * factored_weights_.size();

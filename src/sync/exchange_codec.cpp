@@ -59,7 +59,8 @@ void issue_narrow(Stream& stream, DeviceKind kind, ExchangeDtype dtype, const fl
                   uint16_t* staging, std::vector<ElementRange> parts, float* scale) {
   CGDP_ASSERT(dtype != ExchangeDtype::Fp32 && (dtype == ExchangeDtype::Bf16 || scale));
   if (kind == DeviceKind::Cpu) {
-    stream.submit([=, parts = std::move(parts)] { narrow_on_host(dtype, grads, staging, parts, scale); });
+    stream.submit(
+        [=, parts = std::move(parts)] { narrow_on_host(dtype, grads, staging, parts, scale); });
     return;
   }
 #ifdef CGDP_HAVE_CUDA
@@ -84,7 +85,8 @@ void issue_widen(Stream& stream, DeviceKind kind, ExchangeDtype dtype, const uin
                  float* grads, std::vector<ElementRange> parts, const float* scale) {
   CGDP_ASSERT(dtype != ExchangeDtype::Fp32 && (dtype == ExchangeDtype::Bf16 || scale));
   if (kind == DeviceKind::Cpu) {
-    stream.submit([=, parts = std::move(parts)] { widen_on_host(dtype, staging, grads, parts, scale); });
+    stream.submit(
+        [=, parts = std::move(parts)] { widen_on_host(dtype, staging, grads, parts, scale); });
     return;
   }
 #ifdef CGDP_HAVE_CUDA

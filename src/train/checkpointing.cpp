@@ -49,9 +49,9 @@ std::string Trainer::snapshot_path(int64_t iteration) const {
 // output (one of the two would be lost).
 void Trainer::check_outputs_apart(const std::string& first_snapshot) const {
   std::vector<std::pair<std::string, std::string>> outputs, inputs = {{"--model", model_path_}};
-  for (const auto& [flag, path] : {std::pair{"--timeline", config_.timeline_path},
-                                   {"--save", config_.save_path}, {"--metrics", config_.metrics_path},
-                                   {"--snapshot-prefix", first_snapshot}})
+  for (const auto& [flag, path] :
+       {std::pair{"--timeline", config_.timeline_path}, {"--save", config_.save_path},
+        {"--metrics", config_.metrics_path}, {"--snapshot-prefix", first_snapshot}})
     if (!path.empty()) outputs.emplace_back(flag, path);
   for (const std::string& w : config_.weights) inputs.emplace_back("--weights", w);
   for (const auto& [flag, path] : {std::pair{"--weights-map", config_.weights_map},
@@ -62,8 +62,8 @@ void Trainer::check_outputs_apart(const std::string& first_snapshot) const {
     const auto& [flag, path] = outputs[i];
     for (const auto& [input_flag, input] : inputs)
       if (same_file(path, input))
-        throw UsageError(cat(flag, " ", path, " is the file ", input_flag, " reads: writing it would "
-                             "overwrite it; give another path"));
+        throw UsageError(cat(flag, " ", path, " is the file ", input_flag,
+                             " reads: writing it would overwrite it; give another path"));
     for (size_t j = 0; j < i; ++j)
       if (same_file(path, outputs[j].second))
         throw UsageError(cat(flag, " and ", outputs[j].first, " both name ", path,
@@ -78,7 +78,8 @@ void Trainer::check_outputs() {
   if (!config_.timeline_path.empty()) check_writable(config_.timeline_path, "the timeline");
   if (rank() != 0) return;  // rank 0 writes the parameters and the checkpoints
   if (!config_.save_path.empty()) check_writable(config_.save_path, "the parameters (--save)");
-  if (!config_.metrics_path.empty()) check_writable(config_.metrics_path, "the metrics (--metrics)");
+  if (!config_.metrics_path.empty())
+    check_writable(config_.metrics_path, "the metrics (--metrics)");
   if (config_.snapshot_every <= 0 && !config_.snapshot_after_train) return;
   const std::filesystem::path first = snapshot_path(0);
   const std::filesystem::path dir = first.parent_path();

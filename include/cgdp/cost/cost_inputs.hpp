@@ -48,7 +48,7 @@ struct ParamCost {
   // gradient's GEMM when the weight travels as factors: apply_factors, fc_exchange.hpp).
   double backward_us = 0;
   double own_backward_us = 0;  // this layer's own backward
-  // Its weight travels as sufficient factors (fc_exchange.hpp); the rest of it, the bias, is summed.
+  // Its weight travels as sufficient factors (fc_exchange.hpp); the rest, the bias, is summed.
   bool factored = false;
   // Bytes summed on the host: all of it, or all but a factored weight.
   int64_t summed_bytes() const { return bytes() - (factored ? layer.weight_count() * 4 : 0); }

@@ -56,6 +56,7 @@ std::vector<bool> choose_factored(const CostInputs& in, const ChunkPlan& plan, F
 // One worker's bytes per iteration with in's choices (cgdp; zero without an exchange).
 LinkBytes exchange_bytes(const CostInputs& in);
 // "fc6, fc7 as factors" or "none as factors", for the start of a run and predict.
-std::string describe_factored(std::span<const ParamLayer> params, const std::vector<bool>& factored);
+std::string describe_factored(std::span<const ParamLayer> params,
+                              const std::vector<bool>& factored);
 
 }  // namespace cgdp

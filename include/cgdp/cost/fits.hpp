@@ -38,8 +38,8 @@ double exchange_stretch(const Profile& p, std::span<const ParamLayer> params,
 // other threads wait for it, so the backward loses more than the exchange's core time spread
 // over the cores. The factor (Profile::contention_factor): what per-layer chunks measured (their
 // backward over the one chunk's) over what the model charges them at factor 1. Never below 0.
-double contention_factor(const Profile& p, std::span<const ParamLayer> params,
-                         double one_chunk_us, double per_layer_us);
+double contention_factor(const Profile& p, std::span<const ParamLayer> params, double one_chunk_us,
+                         double per_layer_us);
 // Median of a non-empty list (mean of the middle two for an even count).
 double median(std::vector<double> values);
 

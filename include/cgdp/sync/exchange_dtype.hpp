@@ -16,7 +16,9 @@ enum class ExchangeDtype { Fp32, Bf16, Fp16 };
 // "fp32", "bf16" or "fp16"; UsageError naming --exchange-dtype otherwise.
 ExchangeDtype parse_exchange_dtype(const std::string& text);
 const char* to_string(ExchangeDtype dtype);
-inline int element_bytes(ExchangeDtype dtype) { return dtype == ExchangeDtype::Fp32 ? 4 : 2; }
+inline int element_bytes(ExchangeDtype dtype) {
+  return dtype == ExchangeDtype::Fp32 ? 4 : 2;
+}
 
 // fp32 -> bf16, rounded to nearest even; NaN stays NaN.
 inline uint16_t to_bf16(float value) {
@@ -25,11 +27,17 @@ inline uint16_t to_bf16(float value) {
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>(bits >> 16);
 }
-inline float from_bf16(uint16_t value) { return std::bit_cast<float>(uint32_t{value} << 16); }
+inline float from_bf16(uint16_t value) {
+  return std::bit_cast<float>(uint32_t{value} << 16);
+}
 
 // fp32 -> IEEE half, rounded to nearest even (GCC's _Float16: F16C where the target has it).
-inline uint16_t to_fp16(float value) { return std::bit_cast<uint16_t>(static_cast<_Float16>(value)); }
-inline float from_fp16(uint16_t value) { return static_cast<float>(std::bit_cast<_Float16>(value)); }
+inline uint16_t to_fp16(float value) {
+  return std::bit_cast<uint16_t>(static_cast<_Float16>(value));
+}
+inline float from_fp16(uint16_t value) {
+  return static_cast<float>(std::bit_cast<_Float16>(value));
+}
 
 // fp16's scale for values of magnitude up to `max_abs`: the power of two that brings it into
 // [2^14, 2^15), far below fp16's largest (65504), so that a sum of a few such values still fits
