@@ -17,6 +17,7 @@
 #include "cgdp/device/devices.hpp"
 #include "cgdp/layers/registry.hpp"
 #include "cgdp/layers/sufficient_factors.hpp"
+#include "cgdp/sync/exchange_dtype.hpp"
 
 namespace cgdp {
 namespace {
@@ -365,6 +366,28 @@ TEST(CudaInnerProductFactors, StagedRowsAndTheRebuildMatchTheCpu) {
                          2 * shape.rows);
   expect_close(to_host(weight, true), to_host(*cpu.layer->params()[0], true), 1e-5,
                "rebuilt weight gradient");
+  // From rows that came as bf16 (a bf16 exchange), on the tensor cores, against the same rounded
+  // rows rebuilt in float64: the products are exact in fp32, so only the fp32 sums differ.
+  ASSERT_TRUE(gf.rebuilds_from_bf16());
+  EXPECT_FALSE(cf.rebuilds_from_bf16());
+  std::vector<uint16_t> narrow(cpu_rows.size());
+  std::vector<double> rounded(cpu_rows.size());
+  for (size_t i = 0; i < narrow.size(); ++i) {
+    narrow[i] = to_bf16(static_cast<float>(cpu_rows[i]));
+    rounded[i] = from_bf16(narrow[i]);
+  }
+  DeviceBuffer narrow_rows(*device, narrow.size() * sizeof(uint16_t));
+  auto* rows16 = static_cast<uint16_t*>(narrow_rows.get());
+  device->copy(rows16, narrow.data(), narrow.size() * sizeof(uint16_t));
+  upload(weight, poison, true);
+  h2d->submit([&] {
+    gf.rebuild_weight_diff_bf16(ctx, rows16, rows16 + 2 * shape.out_elements(), 2 * shape.rows);
+  });
+  h2d->synchronize();
+  cf.rebuild_weight_diff({}, rounded.data(), rounded.data() + 2 * shape.out_elements(),
+                         2 * shape.rows);
+  expect_close(to_host(weight, true), to_host(*cpu.layer->params()[0], true), 1e-5,
+               "weight gradient rebuilt from bf16 rows");
 }
 
 }  // namespace

@@ -32,7 +32,7 @@ TEST(PhaseTable, WorkersAreAveragedAndTheIterationHasItsOwnRows) {
   PhaseTable table;
   const std::vector<Worker> workers = two_workers_one_slow();
   table.add(workers, 5000, 34000);
-  table.add(workers, 5000, 34000);
+  table.add(workers, 9000, 40000);  // one slower iteration: the means and the longest rows
   const PhaseTimes m = table.mean();
   EXPECT_DOUBLE_EQ(m.forward_ms, (3 + 5) / 2.0);
   EXPECT_DOUBLE_EQ(m.backward_ms, (6 + 24) / 2.0);
@@ -40,11 +40,14 @@ TEST(PhaseTable, WorkersAreAveragedAndTheIterationHasItsOwnRows) {
   EXPECT_DOUBLE_EQ(m.slowest_backward_ms, 24);
   EXPECT_DOUBLE_EQ(m.exchange_after_last_backward_ms, 2);
   EXPECT_DOUBLE_EQ(m.update_ms, 1.5);
-  EXPECT_DOUBLE_EQ(m.total_ms, 34);
+  EXPECT_DOUBLE_EQ(m.total_ms, 37);
+  EXPECT_DOUBLE_EQ(m.sum_ms, 7);
   const std::string text = table.format("phases");
   EXPECT_EQ(row(text, "backward, slowest worker"), 24) << text;
   EXPECT_EQ(row(text, "exchange after last backward"), 2) << text;
   EXPECT_EQ(row(text, "exchange after backward"), 12) << text;
+  EXPECT_EQ(row(text, "gradient sum, longest iteration"), 9) << text;
+  EXPECT_EQ(row(text, "total, longest iteration"), 40) << text;
 }
 
 }  // namespace

@@ -135,27 +135,58 @@ TEST(Placement, DefaultAggregatorLeavesACorePerWorkerAndKeepsOne) {
 
 TEST(Placement, TheLoaderTakesTheCoresNearTheGpusLeftAfterWorkersAndAggregator) {
   const Topology t = two_node_machine();
-  // cuda:0 is on node 1 (4 cores): one goes to its worker, three decode.
+  // cuda:0 is on node 1 (4 cores): one goes to its worker, one to the aggregator, two decode, on
+  // the cores but the aggregator's.
   Placement plan = plan_placement(t, {{DeviceKind::Cuda, 0}}, 0);
   EXPECT_EQ(plan.loader_threads, 2);
-  EXPECT_EQ(plan.loader_cpus, range(4, 4));
+  EXPECT_EQ(plan.loader_cpus, range(5, 3));
   EXPECT_EQ(plan.loader_reason, "4 cores near the GPUs - 1 worker - 1 aggregator thread");
-  // Aggregator threads asked for are taken out too; the loader keeps at least one thread.
+  // Aggregator threads asked for are taken out too; the loader keeps at least one thread, on the
+  // aggregator's cores when those are all there are.
   EXPECT_EQ(plan_placement(t, {{DeviceKind::Cuda, 0}}, 2).loader_threads, 1);
   plan = plan_placement(t, {{DeviceKind::Cuda, 0}}, 4);
   EXPECT_EQ(plan.loader_threads, 1);
-  EXPECT_EQ(plan.loader_reason, "4 cores near the GPUs - 1 worker - 4 aggregator threads, at least 1");
-  // GPUs on both nodes: the loader spans both. CPU workers: every core serves.
+  EXPECT_EQ(plan.loader_cpus, range(4, 4));
+  EXPECT_EQ(plan.loader_reason,
+            "4 cores near the GPUs - 1 worker - 4 aggregator threads, at least 1, on the "
+            "aggregator's cores (no other is near the GPUs)");
+  // GPUs on both nodes: the loader spans both. CPU workers: every core serves, the aggregator's
+  // too (their layers compute there anyway).
   plan = plan_placement(t, {{DeviceKind::Cuda, 0}, {DeviceKind::Cuda, 1}}, 0);
   EXPECT_EQ(plan.loader_threads, 4);
-  EXPECT_EQ(plan.loader_cpus, range(0, 8));
+  EXPECT_EQ(plan.loader_cpus, range(1, 3) | range(5, 3));
   plan = plan_placement(t, {{DeviceKind::Cpu, 0}, {DeviceKind::Cpu, 1}}, 0);
   EXPECT_EQ(plan.loader_threads, 4);
+  EXPECT_EQ(plan.loader_cpus, range(0, 8));
   EXPECT_EQ(plan.loader_reason, "8 cores - 2 workers - 2 aggregator threads");
   // Asked for: as asked, on the same cores.
   plan = plan_placement(t, {{DeviceKind::Cuda, 0}}, 0, 9);
   EXPECT_EQ(plan.loader_threads, 9);
-  EXPECT_EQ(plan.loader_cpus, range(4, 4));
+  EXPECT_EQ(plan.loader_cpus, range(5, 3));
+}
+
+// A loader or issuing thread on a summing core stalled each chunk's OpenMP team on an H200 box
+// (a 9 MB sum took 27 ms): with GPU workers the aggregator's cores are its own.
+TEST(Placement, GpuWorkersIssueFromCoresTheAggregatorLeaves) {
+  const Topology t = two_node_machine();
+  const std::vector<DeviceRef> gpus = {{DeviceKind::Cuda, 0}, {DeviceKind::Cuda, 1}};
+  Placement plan = plan_placement(t, gpus, 4);
+  EXPECT_EQ(plan.aggregator_cpus(), range(0, 2) | range(4, 2));
+  EXPECT_EQ(plan.workers[0].issue_cpus, range(6, 2));  // node 1 but its summing cores
+  EXPECT_EQ(plan.workers[1].issue_cpus, range(2, 2));
+  EXPECT_EQ(plan.loader_cpus, range(2, 2) | range(6, 2));
+  // Without a host sum (ps0, local) nothing is kept apart.
+  plan = plan_placement(t, gpus, 4, 0, /*host_sums=*/false);
+  EXPECT_TRUE(plan.workers[0].issue_cpus.empty());
+  EXPECT_EQ(plan.loader_cpus, range(0, 8));
+  // A GPU whose node's cores all sum issues from the other cores near the GPUs.
+  plan = plan_placement(t, gpus, 8);
+  EXPECT_EQ(plan.aggregator_cpus(), range(0, 8));
+  EXPECT_TRUE(plan.workers[0].issue_cpus.empty());  // nothing left: shares, as the loader does
+  plan = plan_placement(t, {{DeviceKind::Cuda, 0}, {DeviceKind::Cpu, 0}}, 2);
+  EXPECT_EQ(plan.aggregator_cpus(), range(4, 2));
+  EXPECT_EQ(plan.workers[0].issue_cpus, range(6, 2));
+  EXPECT_TRUE(plan.workers[1].issue_cpus.empty());  // a CPU worker computes on every core
 }
 
 TEST(Placement, IsDeterministicAndCoversEveryWorkerOnThisMachine) {

@@ -11,6 +11,8 @@
 #   bench/gpu/run.sh test      on the GPU machine: the CUDA tests from the carry folder
 #   bench/gpu/run.sh ab M B N 'A flags' 'B flags' [ROUNDS]   on the GPU machine: two flag sets,
 #                              alternating cgdp runs; median ms per iteration and gradient sum
+#                              (A_CGDP, B_CGDP: another cgdp binary for that set, say a commit's
+#                              before a change)
 #   bench/gpu/run.sh predict M B N   on the GPU machine: `cgdp profile` (the GPU's sync point,
 #                              copies and overlap per MB), then per chunk plan (layer, all) the
 #                              predicted phases next to one measured `cgdp train --phase-table`
@@ -200,8 +202,10 @@ notes = [
     " weight summed dense in fp32 (--fc-exchange dense --exchange-dtype fp32).",
     "N workers share the one GPU round-robin (each its own streams and memory), batch per worker;"
     " ms/it: wall time per iteration, mean of %s after the first; phases in ms per worker." % iterations,
-    "exch: exchange left after backward (exch/bwd for cgdp); sum: gradient sum (cgdp: host; ps0:"
-    " on the GPU); MiB/wkr: device memory cgdp allocated per worker (not cuDNN's/cuBLAS's own).",
+    "exch: exchange left after each worker's backward (mean of workers); exch/bwd: the exchange"
+    " left after the last backward over the slowest worker's backward (the iteration's, as the"
+    " cost model predicts it); sum: gradient sum (cgdp: host; ps0: on the GPU); MiB/wkr: device"
+    " memory cgdp allocated per worker (not cuDNN's/cuBLAS's own).",
     "D2H/H2D GB/s: cgdp's chunk copies during training with 2 workers (timeline run), in"
     " parentheses a plain pinned cudaMemcpy of the same sizes.",
     "Both: fp32, synthetic data, cuDNN autotuned (cgdp: --nondeterministic), TF32 in convolutions"
@@ -257,7 +261,9 @@ ab() {  # model batch workers "A flags" "B flags" [rounds]
       local flags=$4
       [[ $set == B ]] && flags=$5
       # shellcheck disable=SC2086  # the flag sets are word lists
-      timeout 120 "$bin/cgdp" train --model "models/$model.prototxt" --data synthetic \
+      local binary=${A_CGDP:-$bin/cgdp}
+      [[ $set == B ]] && binary=${B_CGDP:-$bin/cgdp}
+      timeout 120 "$binary" train --model "models/$model.prototxt" --data synthetic \
         --batch "$batch" --devices "$n" --device-kind cuda --sync cgdp --iterations 10 \
         --test-interval -1 --test-batch "$batch" --test-samples "$batch" --display 10 --plain \
         --phase-table --tf32 --nondeterministic --lr 0.001 --cudnn-algorithms "$algos" \
@@ -265,7 +271,7 @@ ab() {  # model batch workers "A flags" "B flags" [rounds]
         echo "cgdp: error: exit $?" >>"$logs/${set}_$r.log"
     done
   done
-  python3 - "$logs" "$rounds" "$4" "$5" <<'EOF2'
+  python3 - "$logs" "$rounds" "$4${A_CGDP:+ [binary $A_CGDP]}" "$5${B_CGDP:+ [binary $B_CGDP]}" <<'EOF2'
 import re, statistics, sys
 logs, rounds, flags = sys.argv[1], int(sys.argv[2]), {"A": sys.argv[3], "B": sys.argv[4]}
 def phase(text, name):

@@ -13,7 +13,8 @@ import sys
 
 PHASES = {"forward": "fwd", "backward": "bwd", "exchange after backward": "exch",
           "gradient sum": "sum", "update": "upd", "broadcast": "bcast",
-          "total per iteration": "total"}
+          "total per iteration": "total", "backward, slowest worker": "bwd_last",
+          "exchange after last backward": "exch_last"}
 
 
 def read(path):
@@ -35,7 +36,7 @@ def cgdp_run(path):
         return {"error": (errors or lines or ["no output"])[0][:100]}
     run = {}
     table = text[text.index("phases ("):]
-    for line in table.splitlines()[1:8]:
+    for line in table.splitlines()[1:10]:
         m = re.match(r"\s+(.+?)\s+(-?[0-9.]+)$", line)
         if m and m.group(1) in PHASES:
             run[PHASES[m.group(1)]] = float(m.group(2))
@@ -102,8 +103,12 @@ def main():
             row += [fmt(torch["ms_per_iteration"]) if single and torch else "",
                     fmt(torch["images_per_s"], 0) if single and torch else ""]
             row += [fmt(run.get(k)) for k in ("fwd", "bwd", "exch")]
-            share = run["exch"] / run["bwd"] * 100 if run.get("bwd") and "exch" in run else None
-            row += ["%s%%" % fmt(share, 0) if share is not None and sync.startswith("cgdp") else ""]
+            # The iteration's own share (the cost model's): the exchange left after the last
+            # backward over the slowest worker's backward; "exch" is per worker, and holds its
+            # wait for the slower workers' backward.
+            last, slowest = run.get("exch_last"), run.get("bwd_last")
+            share = last / slowest * 100 if last is not None and slowest else None
+            row += ["%s%%" % fmt(share, 0) if share is not None and sync != "local" else ""]
             row += [fmt(run.get(k)) for k in ("sum", "upd", "bcast")] + [fmt(run.get("mib"), 0)]
             with_copies = copies and sync == "cgdp" and n == config.get("copy_workers")
             row += (["%s (%s)" % (fmt(copies[0]), fmt(copies[2])),

@@ -65,6 +65,7 @@ nlohmann::json describe(const Topology& topo, const Placement& plan,
     workers.push_back({{"device", to_string(w.device)},
                        {"numa_node", w.numa_node},
                        {"cpus", w.cpus.to_string()},
+                       {"issue_cpus", w.issue_cpus.empty() ? "any" : w.issue_cpus.to_string()},
                        {"reason", w.reason}});
   for (const auto& t : plan.aggregator_threads) threads.push_back(t.to_string());
   for (const auto& [node, status] : membind)
@@ -108,9 +109,12 @@ void print_report(const Topology& topo, const Placement& plan,
   std::printf("placement for %zu worker%s and %zu aggregator thread%s:\n", plan.workers.size(),
               plan.workers.size() == 1 ? "" : "s", plan.aggregator_threads.size(),
               plan.aggregator_threads.size() == 1 ? "" : "s");
-  for (const auto& w : plan.workers)
-    std::printf("  %s -> NUMA node %d, CPUs %s (%s)\n", to_string(w.device).c_str(), w.numa_node,
-                w.cpus.to_string().c_str(), w.reason.c_str());
+  for (const auto& w : plan.workers) {
+    const std::string issues =
+        w.issue_cpus.empty() ? "" : cat(", issues from CPUs ", w.issue_cpus.to_string());
+    std::printf("  %s -> NUMA node %d, CPUs %s (%s)%s\n", to_string(w.device).c_str(), w.numa_node,
+                w.cpus.to_string().c_str(), w.reason.c_str(), issues.c_str());
+  }
   std::string threads;
   for (const auto& cpus : plan.aggregator_threads)
     threads += cat(threads.empty() ? "" : " | ", cpus.to_string());

@@ -5,6 +5,7 @@
 #include "cgdp/layers/inner_product_layer.hpp"
 
 #include <cstring>
+#include <type_traits>
 
 #include "cgdp/layers/blas.hpp"
 #include "cgdp/layers/filler.hpp"
@@ -103,6 +104,28 @@ void InnerProductLayer<T>::rebuild_weight_diff(const RunContext& ctx, const T* o
   } else {  // W [N x K] = out^T [N x R] * in [R x K]
     blas::gemm(true, false, num_output_, inputs_, rows, T(1), out_rows, in_rows, T(0), weight_diff);
   }
+}
+
+// fp32 layers on CUDA: cuBLAS multiplies bf16 on the tensor cores. Elsewhere the rows are widened.
+template <typename T>
+bool InnerProductLayer<T>::rebuilds_from_bf16() const {
+#ifdef CGDP_HAVE_CUDA
+  return std::is_same_v<T, float> && this->device().kind() == DeviceKind::Cuda;
+#else
+  return false;
+#endif
+}
+
+template <typename T>
+void InnerProductLayer<T>::rebuild_weight_diff_bf16(const RunContext& ctx,
+                                                    const uint16_t* out_rows,
+                                                    const uint16_t* in_rows, int64_t rows) {
+  CGDP_ASSERT(rebuilds_from_bf16());
+#ifdef CGDP_HAVE_CUDA
+  rebuild_weight_diff_bf16_cuda(ctx, out_rows, in_rows, rows);
+#else
+  (void)ctx, (void)out_rows, (void)in_rows, (void)rows;
+#endif
 }
 
 template class InnerProductLayer<float>;

@@ -3,6 +3,9 @@
 // Staged factors are copied device to device on the compute stream; the rebuild is one GEMM on
 // the stream it is given.
 #include "cgdp/layers/inner_product_layer.hpp"
+
+#include <type_traits>
+
 #include "cuda/cublas_gemm.hpp"
 #include "cuda_layer.hpp"
 #include "sum.cuh"
@@ -94,7 +97,32 @@ void InnerProductLayer<T>::rebuild_weight_diff_cuda(const RunContext& ctx, const
   }
 }
 
+template <typename T>
+void InnerProductLayer<T>::rebuild_weight_diff_bf16_cuda(const RunContext& ctx,
+                                                         const uint16_t* out_rows,
+                                                         const uint16_t* in_rows, int64_t rows) {
+  if constexpr (std::is_same_v<T, float>) {
+    Stream& stream = layer_stream(*this, ctx);
+    const int r = as_int(*this, rows, "factor rows"), n = as_int(*this, num_output_, "num_output"),
+              k = as_int(*this, inputs_, "inputs");
+    const cublasHandle_t h = cublas_handle(stream);
+    float* weight_diff = this->params_[0]->mutable_diff();
+    if (transpose_)  // W [K x N] = in^T [K x R] * out [R x N]
+      cublas::gemm_bf16(h, true, false, k, n, r, 1.f, in_rows, out_rows, 0.f, weight_diff);
+    else  // W [N x K] = out^T [N x R] * in [R x K]
+      cublas::gemm_bf16(h, true, false, n, k, r, 1.f, out_rows, in_rows, 0.f, weight_diff);
+  } else {
+    CGDP_ASSERT(false && "bf16 rebuilds are for fp32 layers");
+  }
+}
+
 CGDP_INSTANTIATE_CUDA_LAYER(InnerProductLayer)
+template void InnerProductLayer<float>::rebuild_weight_diff_bf16_cuda(const RunContext&,
+                                                                      const uint16_t*,
+                                                                      const uint16_t*, int64_t);
+template void InnerProductLayer<double>::rebuild_weight_diff_bf16_cuda(const RunContext&,
+                                                                       const uint16_t*,
+                                                                       const uint16_t*, int64_t);
 template void InnerProductLayer<float>::rebuild_weight_diff_cuda(const RunContext&, const float*,
                                                                  const float*, int64_t);
 template void InnerProductLayer<double>::rebuild_weight_diff_cuda(const RunContext&,

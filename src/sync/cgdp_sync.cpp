@@ -28,7 +28,7 @@ struct NarrowBuffers {
 // copies and rebuilds one weight after another), sized for the largest (device memory).
 struct GatheredBuffers {
   DeviceBuffer rows;        // fp32, what the rebuild reads
-  DeviceBuffer narrow;      // 16-bit exchange: where the rows land before they are widened
+  DeviceBuffer narrow;      // 16-bit exchange: where the rows land (bf16 on CUDA: read as such)
   DeviceBuffer own_narrow;  // 16-bit exchange: this worker's rows narrowed before their copy
   DeviceBuffer scales;      // fp16: [slot][out, in] its own scales, then [worker][out, in] all's
 };
@@ -347,12 +347,24 @@ class CgdpSync final : public SyncScheme {
   void issue_rebuild(int w, int s) {
     const FactoredWeight& f = factored_weights_[s];
     const int64_t n = static_cast<int64_t>(h2d_.size());
-    if (dtype_ != ExchangeDtype::Fp32) issue_widen_factors(w, s);
-    const auto* outs = static_cast<const float*>(gathered_[w].rows.get());
-    const float* ins = outs + n * f.out_count;
     SufficientFactors<float>* layer = f.layers[w];
     Stream* stream = h2d_[w];
     const int64_t rows = n * f.rows;
+    if (dtype_ == ExchangeDtype::Bf16 && layer->rebuilds_from_bf16()) {
+      const auto* outs = static_cast<const uint16_t*>(gathered_[w].narrow.get());
+      const uint16_t* ins = outs + n * f.out_count;
+      traced(*stream, timeline_, w, "h2d", f.rebuild_span, "h2d", [&] {
+        stream->submit([layer, stream, outs, ins, rows] {
+          RunContext ctx;
+          ctx.stream = stream;
+          layer->rebuild_weight_diff_bf16(ctx, outs, ins, rows);
+        });
+      });
+      return;
+    }
+    if (dtype_ != ExchangeDtype::Fp32) issue_widen_factors(w, s);
+    const auto* outs = static_cast<const float*>(gathered_[w].rows.get());
+    const float* ins = outs + n * f.out_count;
     traced(*stream, timeline_, w, "h2d", f.rebuild_span, "h2d", [&] {
       stream->submit([layer, stream, outs, ins, rows] {
         RunContext ctx;

@@ -85,6 +85,24 @@ void place_loader(const Topology& topology, const CoreSet& near_gpus, int aggreg
                            left < 1 ? ", at least 1" : "");
 }
 
+// GPU workers leave the cores free of layer work: the aggregator's are kept for its sums, since a
+// loader or issuing thread on one of them stalls the whole OpenMP team of each chunk's sum (the
+// team waits for its slowest thread). CPU workers compute on every core, the aggregator's too.
+void keep_aggregator_cores_apart(Placement& plan) {
+  const CoreSet aggregator = plan.aggregator_cpus();
+  const CoreSet others = plan.loader_cpus - aggregator;
+  if (others.empty()) {
+    plan.loader_reason += ", on the aggregator's cores (no other is near the GPUs)";
+    return;
+  }
+  plan.loader_cpus = others;
+  for (WorkerPlacement& w : plan.workers) {
+    if (w.device.kind != DeviceKind::Cuda) continue;
+    const CoreSet own = w.cpus - aggregator;
+    w.issue_cpus = own.empty() ? others : own;
+  }
+}
+
 }  // namespace
 
 CoreSet Placement::aggregator_cpus() const {
@@ -94,7 +112,7 @@ CoreSet Placement::aggregator_cpus() const {
 }
 
 Placement plan_placement(const Topology& topology, const std::vector<DeviceRef>& workers,
-                         int aggregator_threads, int loader_threads) {
+                         int aggregator_threads, int loader_threads, bool host_sums) {
   if (workers.empty()) throw UsageError("placement: no workers to place");
   if (aggregator_threads < 0)
     throw UsageError(cat("placement: aggregator threads must be >= 0, not ", aggregator_threads));
@@ -123,6 +141,9 @@ Placement plan_placement(const Topology& topology, const std::vector<DeviceRef>&
   plan.aggregator_threads =
       place_aggregator(topology, near_gpus, aggregator_threads, static_cast<int>(workers.size()));
   place_loader(topology, near_gpus, static_cast<int>(plan.aggregator_threads.size()), loader_threads, plan);
+  const bool any_gpu = std::any_of(workers.begin(), workers.end(),
+                                   [](const DeviceRef& d) { return d.kind == DeviceKind::Cuda; });
+  if (any_gpu && host_sums) keep_aggregator_cores_apart(plan);
   return plan;
 }
 

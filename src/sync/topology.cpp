@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <iterator>
 #include <memory>
 #include <system_error>
 
@@ -39,6 +40,13 @@ CoreSet CoreSet::operator|(const CoreSet& other) const {
   std::vector<int> both = cpus_;
   both.insert(both.end(), other.cpus_.begin(), other.cpus_.end());
   return CoreSet(std::move(both));
+}
+
+CoreSet CoreSet::operator-(const CoreSet& other) const {
+  std::vector<int> left;
+  std::set_difference(cpus_.begin(), cpus_.end(), other.cpus_.begin(), other.cpus_.end(),
+                      std::back_inserter(left));
+  return CoreSet(std::move(left));
 }
 
 std::string CoreSet::to_string() const {

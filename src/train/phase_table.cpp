@@ -36,6 +36,8 @@ void PhaseTable::add(const std::vector<Worker>& workers, int64_t sum_us, int64_t
   sum_.update_ms += t.update_ms / n;
   sum_.sum_ms += sum_us / 1000.0;
   sum_.total_ms += wall_us / 1000.0;
+  sum_.longest_sum_ms = std::max(sum_.longest_sum_ms, sum_us / 1000.0);
+  sum_.longest_total_ms = std::max(sum_.longest_total_ms, wall_us / 1000.0);
   ++iterations_;
 }
 
@@ -51,6 +53,8 @@ PhaseTimes PhaseTable::mean() const {
   m.sum_ms = sum_.sum_ms / n;
   m.update_ms = sum_.update_ms / n;
   m.total_ms = sum_.total_ms / n;
+  m.longest_sum_ms = sum_.longest_sum_ms;
+  m.longest_total_ms = sum_.longest_total_ms;
   return m;
 }
 
@@ -62,11 +66,13 @@ std::string PhaseTable::format(const std::string& title) const {
       {"gradient sum", m.sum_ms},      {"update", m.update_ms},
       {"total per iteration", m.total_ms},
       {"backward, slowest worker", m.slowest_backward_ms},
-      {"exchange after last backward", m.exchange_after_last_backward_ms}};
+      {"exchange after last backward", m.exchange_after_last_backward_ms},
+      {"gradient sum, longest iteration", m.longest_sum_ms},
+      {"total, longest iteration", m.longest_total_ms}};
   std::string out = title + cat(" (ms per iteration, mean of ", iterations_, " iterations)\n");
   for (const auto& [name, value] : rows) {
     char line[96];
-    std::snprintf(line, sizeof line, "  %-29s %10.3f\n", name, value);
+    std::snprintf(line, sizeof line, "  %-31s %10.3f\n", name, value);
     out += line;
   }
   return out;

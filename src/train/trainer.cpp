@@ -143,8 +143,12 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   if (config.fail_worker >= 0) inject_fault(config.fail_worker, config.fail_after_copies);
   if (config.issue_threads != "per-worker" && config.issue_threads != "one")
     throw UsageError(cat("--issue-threads must be per-worker or one, not '", config.issue_threads, "'"));
+  std::vector<DeviceRef> refs;
+  for (const Worker& w : workers_) refs.push_back({w.device->kind(), w.device->index()});
+  placement_ = plan_placement(Topology::discover(), refs, config_.host_threads,
+                              config_.loader_threads, sync == SyncKind::Cgdp);
   issuers_ = std::make_unique<IssueThreads>(num_workers(), config.issue_threads == "per-worker",
-                                            [this](int w) { workers_[w].device->bind_calling_thread(); });
+                                            [this](int w) { bind_issuing_thread(w); });
   Net<float>& net0 = net();
   test_net_ = std::make_unique<Net<float>>(model_, Phase::Test, net0.device(), test_batch_,
                                            config.seed, model_path_);
@@ -279,9 +283,6 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
     join_cluster(options.plan);
     options.reducer = cluster_.get();
   }
-  std::vector<DeviceRef> refs;
-  for (const Worker& w : workers_) refs.push_back({w.device->kind(), w.device->index()});
-  placement_ = plan_placement(Topology::discover(), refs, config_.host_threads, config_.loader_threads);
   placement_summary_ = cat(placement_.single_node ? "single NUMA node" : "several NUMA nodes");
   options.host_threads = sum_threads();
   options.sum_lanes = config_.sum_lanes;
@@ -510,6 +511,13 @@ void Trainer::average_state() {
       at += static_cast<size_t>(blob->count());
     }
   }
+}
+
+// A GPU worker's issuing thread keeps off the aggregator's cores (sync/placement.cpp).
+void Trainer::bind_issuing_thread(int worker) {
+  workers_[worker].device->bind_calling_thread();
+  const CoreSet& cpus = placement_.workers[worker].issue_cpus;
+  if (!cpus.empty()) (void)bind_current_thread(cpus);  // unbound: runs anyway
 }
 
 int Trainer::loader_threads(const Dataset& data) const {

@@ -18,6 +18,9 @@ class InnerProductLayer final : public Layer<T>, public SufficientFactors<T> {
   void stage_factors(T* out_rows, T* in_rows) override;
   void rebuild_weight_diff(const RunContext& ctx, const T* out_rows, const T* in_rows,
                            int64_t rows) override;
+  bool rebuilds_from_bf16() const override;
+  void rebuild_weight_diff_bf16(const RunContext& ctx, const uint16_t* out_rows,
+                                const uint16_t* in_rows, int64_t rows) override;
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
@@ -30,6 +33,8 @@ class InnerProductLayer final : public Layer<T>, public SufficientFactors<T> {
                      const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) override;
   void rebuild_weight_diff_cuda(const RunContext& ctx, const T* out_rows, const T* in_rows,
                                 int64_t rows);
+  void rebuild_weight_diff_bf16_cuda(const RunContext& ctx, const uint16_t* out_rows,
+                                     const uint16_t* in_rows, int64_t rows);
 #endif
 
  private:

@@ -33,6 +33,12 @@ class SufficientFactors {
   // memory, row-major), as one GEMM issued on ctx.stream (which may be any stream of the device).
   virtual void rebuild_weight_diff(const RunContext& ctx, const T* out_rows, const T* in_rows,
                                    int64_t rows) = 0;
+  // Whether the rebuild can read rows that arrived as bf16 (a bf16 exchange) as they are: one
+  // tensor-core GEMM accumulating in fp32, instead of widening them first.
+  virtual bool rebuilds_from_bf16() const { return false; }
+  // The rebuild from bf16 rows (raw bits, same layout); only where rebuilds_from_bf16().
+  virtual void rebuild_weight_diff_bf16(const RunContext& ctx, const uint16_t* out_rows,
+                                        const uint16_t* in_rows, int64_t rows) = 0;
 };
 
 }  // namespace cgdp

@@ -24,6 +24,7 @@ class CoreSet {
   bool contains(int cpu) const;
   bool includes(const CoreSet& other) const;
   CoreSet operator|(const CoreSet& other) const;
+  CoreSet operator-(const CoreSet& other) const;  // these CPUs but those of `other`
   bool operator==(const CoreSet&) const = default;
 
   // "0-3,8,10-11"; "none" when empty.
@@ -73,6 +74,9 @@ struct WorkerPlacement {
   int numa_node = 0;   // where the worker's host buffers go and its host threads run
   CoreSet cpus;        // the CPUs near the GPU, or the node's CPUs for a CPU worker
   std::string reason;  // why this node, for the report
+  // Where its issuing thread runs: a GPU worker's CPUs but the aggregator's; empty (unbound) for
+  // a CPU worker, whose layers' threads may use every core.
+  CoreSet issue_cpus;
 };
 
 struct Placement {
@@ -93,10 +97,12 @@ struct Placement {
 // `aggregator_threads` 0: one per worker, at most the candidate cores left after one per worker,
 // at least one. The loader's threads run on the same candidate cores; `loader_threads` 0 gives it
 // the cores left after one per worker (its issuing or compute thread) and the aggregator's, and at
-// least one. Throws UsageError for no workers and DeviceError for a CUDA worker the topology has
-// no GPU for.
+// least one. With GPU workers and `host_sums` (cgdp's aggregator sums) the aggregator's cores are
+// its own: the loader and the issuing threads run on the others, where any are left. Throws
+// UsageError for no workers and DeviceError for a CUDA worker the topology has no GPU for.
 Placement plan_placement(const Topology& topology, const std::vector<DeviceRef>& workers,
-                         int aggregator_threads, int loader_threads = 0);
+                         int aggregator_threads, int loader_threads = 0,
+                         bool host_sums = true);
 
 // Whether a binding took effect; when not, `note` says why (e.g. the OS refuses memory binding
 // in this container), so the caller can say so once instead of running unbound silently.

@@ -23,6 +23,9 @@ struct PhaseTimes {
   double sum_ms = 0;
   double update_ms = 0;
   double total_ms = 0;
+  // The longest iteration's, to tell one stalled iteration from a mean that is slow throughout.
+  double longest_sum_ms = 0;
+  double longest_total_ms = 0;
 };
 
 class PhaseTable {
