@@ -242,8 +242,8 @@ TEST(HostAggregator, SecondLaneSumsWhileTheFirstIsStillBusy) {
 namespace cgdp {
 namespace {
 
-// A chunk with a hole (a weight sent as factors inside it) sums only its parts and leaves the
-// hole alone on every worker; a factor slot gathers each worker's rows side by side in worker
+// A chunk with a hole (a weight sent as factors inside it) sums only its parts, holds no host
+// memory for the hole and leaves it alone on every worker; a factor slot gathers each worker's rows side by side in worker
 // order, copies all of them to every worker's target once the last arrived, and then issues
 // rebuild(w), which runs after that copy in worker w's H2D stream order.
 TEST(HostAggregator, SumsOnlyAChunksPartsAndGathersFactorRowsInWorkerOrder) {
@@ -270,6 +270,10 @@ TEST(HostAggregator, SumsOnlyAChunksPartsAndGathersFactorRowsInWorkerOrder) {
   Timeline off(false);
   const ChunkSpan chunk{0, n, {{0, 10}, {20, 10}}};  // elements 10..19: the factored weight
   HostAggregator aggregator(agg, {chunk}, 2, off, nullptr, {}, 1, {slot});
+  // The factored weight has no room in the receive buffers or the sum (VGG-16's fc layers would
+  // take 480 MB of each): 20 summed elements per worker and in the sum, and the gathered rows.
+  EXPECT_EQ(aggregator.pinned_bytes(),
+            static_cast<int64_t>(((workers + 1) * 20 + workers * (outs + ins)) * sizeof(float)));
   std::vector<std::vector<float>> rows(workers);
   for (int w = workers - 1; w >= 0; --w) {  // the last worker's factors arrive first
     for (int64_t k = 0; k < outs + ins; ++k) rows[w].push_back(static_cast<float>(10 * w + k));
@@ -278,7 +282,7 @@ TEST(HostAggregator, SumsOnlyAChunksPartsAndGathersFactorRowsInWorkerOrder) {
     d2h.copy_async(aggregator.factor_in_buffer(w, 0), rows[w].data() + outs, ins * sizeof(float));
     d2h.launch_host_func([&aggregator, w] { aggregator.factors_arrived(w, 0); });
     for (const ElementRange& part : chunk.parts)
-      d2h.copy_async(aggregator.receive_buffer(w, 0) + part.offset, fakes[w]->data() + part.offset,
+      d2h.copy_async(aggregator.receive_at(w, part.offset), fakes[w]->data() + part.offset,
                      part.count * sizeof(float));
     d2h.launch_host_func([&aggregator, w] { aggregator.arrived(w, 0); });
   }

@@ -132,19 +132,7 @@ class CgdpSync final : public SyncScheme {
   }
 
   int64_t last_sum_us() const override { return aggregator_ ? aggregator_->last_sum_us() : 0; }
-  int64_t host_bytes() const override {
-    if (!aggregator_) return 0;
-    int64_t bytes = 0;
-    if (aggregator_->num_chunks() > 0) {
-      const ChunkSpan& last = aggregator_->chunk(aggregator_->num_chunks() - 1);
-      bytes = (last.offset + last.count) * element_bytes(dtype_) *
-              static_cast<int64_t>(chunk_done_.size() + 1);
-    }
-    for (const FactoredWeight& f : factored_weights_)
-      bytes += (f.out_count + f.in_count) * element_bytes(dtype_) *
-               static_cast<int64_t>(chunk_done_.size());
-    return bytes;
-  }
+  int64_t host_bytes() const override { return aggregator_ ? aggregator_->pinned_bytes() : 0; }
 
  private:
   // The aggregator's chunks for plan_: each one's parts leave its factored weights out, and a

@@ -35,6 +35,23 @@ void check_chunks(const std::vector<ChunkSpan>& chunks, bool whole_only) {
   }
 }
 
+// What no chunk's parts cover (the weights that travel as factors), in order of offset.
+std::vector<ElementRange> left_out(const std::vector<ChunkSpan>& chunks, int64_t total) {
+  std::vector<ElementRange> parts;
+  for (const ChunkSpan& c : chunks) parts.insert(parts.end(), c.parts.begin(), c.parts.end());
+  std::sort(parts.begin(), parts.end(),
+            [](const ElementRange& a, const ElementRange& b) { return a.offset < b.offset; });
+  std::vector<ElementRange> gaps;
+  int64_t at = 0;
+  for (const ElementRange& p : parts) {
+    CGDP_ASSERT(p.offset >= at);  // parts of different chunks never overlap
+    if (p.offset > at) gaps.push_back({at, p.offset - at});
+    at = p.offset + p.count;
+  }
+  if (total > at) gaps.push_back({at, total - at});
+  return gaps;
+}
+
 }  // namespace
 
 int64_t ChunkSpan::summed_count() const {
@@ -67,7 +84,13 @@ HostAggregator::HostAggregator(std::vector<AggregatorWorker> workers, std::vecto
     CGDP_ASSERT(dtype_ == ExchangeDtype::Fp32 ||
                 (w.landing && (dtype_ == ExchangeDtype::Bf16 || w.sum_scales)));
   total_ = chunks_.empty() ? 0 : chunks_.back().offset + chunks_.back().count;
-  const size_t bytes = static_cast<size_t>(std::max<int64_t>(total_, 1)) * element_bytes(dtype_);
+  left_out_ = left_out(chunks_, total_);
+  left_out_before_.assign(1, 0);
+  for (const ElementRange& gap : left_out_)
+    left_out_before_.push_back(left_out_before_.back() + gap.count);
+  summed_total_ = total_ - left_out_before_.back();
+  const size_t bytes =
+      static_cast<size_t>(std::max<int64_t>(summed_total_, 1)) * element_bytes(dtype_);
   for (const auto& w : workers_) {
     receive_.emplace_back(*w.device, bytes);
     landed_.push_back(w.device->create_event());
@@ -127,6 +150,7 @@ void HostAggregator::set_chunks(std::vector<ChunkSpan> chunks) {
   for (const int a : arrivals_) CGDP_ASSERT(a == 0);
   check_chunks(chunks, reducer_ != nullptr);
   CGDP_ASSERT(chunks.empty() || chunks.back().offset + chunks.back().count <= total_);
+  CGDP_ASSERT(left_out(chunks, total_) == left_out_);  // the same weights go as factors
   chunks_ = std::move(chunks);
   arrivals_.assign(chunks_.size() + factors_.size(), 0);
   if (dtype_ == ExchangeDtype::Fp16 && num_chunks() > scale_capacity_) {  // between iterations
@@ -136,13 +160,29 @@ void HostAggregator::set_chunks(std::vector<ChunkSpan> chunks) {
   }
 }
 
+int64_t HostAggregator::packed(int64_t element) const {
+  // Gaps that start before `element` end at or before it: an element to sum is in no gap.
+  const auto after = std::lower_bound(
+      left_out_.begin(), left_out_.end(), element,
+      [](const ElementRange& gap, int64_t e) { return gap.offset < e; });
+  return element - left_out_before_[after - left_out_.begin()];
+}
+
+int64_t HostAggregator::pinned_bytes() const {
+  size_t bytes = global_.bytes() + scales_.bytes();
+  for (const PinnedHostBuffer& b : receive_) bytes += b.bytes();
+  for (const PinnedHostBuffer& b : gathered_) bytes += b.bytes();
+  for (const PinnedHostBuffer& b : gathered_scales_) bytes += b.bytes();
+  return static_cast<int64_t>(bytes);
+}
+
 float* HostAggregator::receive_buffer(int worker, int chunk) {
-  CGDP_ASSERT(dtype_ == ExchangeDtype::Fp32);
-  return static_cast<float*>(receive_[worker].get()) + chunks_[chunk].offset;
+  CGDP_ASSERT(dtype_ == ExchangeDtype::Fp32 && chunks_[chunk].summed_count() == chunks_[chunk].count);
+  return static_cast<float*>(receive_[worker].get()) + packed(chunks_[chunk].offset);
 }
 
 void* HostAggregator::receive_at(int worker, int64_t element) {
-  return static_cast<char*>(receive_[worker].get()) + element * element_bytes(dtype_);
+  return static_cast<char*>(receive_[worker].get()) + packed(element) * element_bytes(dtype_);
 }
 
 float* HostAggregator::receive_scale(int worker, int chunk) {
@@ -236,7 +276,7 @@ void HostAggregator::push_in_turn(int64_t turn, int64_t iteration, int chunk) {
     Timeline::Scope push(timeline_, Timeline::kAggregatorPid, "push", {"push chunk ", chunk},
                          "push",
                          {{"chunk", chunk}, {"bytes", span.count * 4}, {"iteration", iteration}});
-    reducer_->push(iteration, chunk, global_sum() + span.offset, span.count);
+    reducer_->push(iteration, chunk, global_sum(span.offset), span.count);
   }
   {
     std::lock_guard lock(mutex_);
@@ -264,7 +304,8 @@ void HostAggregator::run_pulls() {
       Timeline::Scope pull(timeline_, Timeline::kAggregatorPid, "pull", {"pull chunk ", chunk}, "pull",
                            {{"chunk", chunk}, {"bytes", span.count * 4}, {"iteration", iteration}});
       sum = reducer_->pull(iteration, chunk);
-      if (!copies_from_pulled_) sum.copy_to(static_cast<float*>(global_.get()) + span.offset);
+      if (!copies_from_pulled_)
+        sum.copy_to(static_cast<float*>(global_.get()) + packed(span.offset));
     }
     if (copies_from_pulled_) send(chunk, sum);
     else send(chunk);
@@ -285,8 +326,8 @@ void HostAggregator::sum(int lane, int chunk) {
   } else {
     for (const ElementRange& part : span.parts) {
       for (size_t w = 0; w < workers_.size(); ++w)
-        sources[w] = static_cast<const float*>(receive_[w].get()) + part.offset;
-      sum_buffers(static_cast<float*>(global_.get()) + part.offset, sources, part.count,
+        sources[w] = static_cast<const float*>(receive_at(static_cast<int>(w), part.offset));
+      sum_buffers(static_cast<float*>(global_.get()) + packed(part.offset), sources, part.count,
                   lane_threads_);
     }
   }
@@ -321,7 +362,7 @@ void HostAggregator::sum_16(int chunk) {
   for (const ElementRange& part : span.parts) {
     for (size_t w = 0; w < n; ++w)
       sources[w] = static_cast<const uint16_t*>(receive_at(static_cast<int>(w), part.offset));
-    sum_buffers_16(global + part.offset, sources, unscale, scale_out, dtype_, part.count,
+    sum_buffers_16(global + packed(part.offset), sources, unscale, scale_out, dtype_, part.count,
                    lane_threads_);
   }
 }
@@ -339,7 +380,7 @@ void HostAggregator::send(int chunk) {
   const ChunkSpan& span = chunks_[chunk];
   std::vector<PulledChunk::Piece> pieces;
   for (const ElementRange& part : span.parts)
-    pieces.push_back({part.offset - span.offset, global_sum() + part.offset, part.count});
+    pieces.push_back({part.offset - span.offset, global_sum(part.offset), part.count});
   issue_h2d(chunk, pieces);
 }
 
@@ -356,7 +397,7 @@ void HostAggregator::send_16(int chunk) {
     traced(*w.h2d, timeline_, static_cast<int>(i), "h2d", {"h2d chunk ", chunk}, "h2d",
            [&] {
              for (const ElementRange& p : span.parts)
-               w.h2d->copy_async(w.landing + p.offset, global + p.offset,
+               w.h2d->copy_async(w.landing + p.offset, global + packed(p.offset),
                                  static_cast<size_t>(p.count) * sizeof(uint16_t));
              if (sum_scale) w.h2d->copy_async(w.sum_scales + chunk, sum_scale, sizeof(float));
              issue_widen(*w.h2d, w.device->kind(), dtype_, w.landing, w.device_grads, span.parts,

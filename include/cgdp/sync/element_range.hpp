@@ -8,6 +8,7 @@ namespace cgdp {
 struct ElementRange {
   int64_t offset = 0;
   int64_t count = 0;
+  bool operator==(const ElementRange&) const = default;
 };
 
 }  // namespace cgdp

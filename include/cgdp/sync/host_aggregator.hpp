@@ -86,7 +86,8 @@ class ChunkReducer {
 class HostAggregator {
  public:
   // Allocates all host memory now (never per iteration): per worker a pinned receive buffer as
-  // large as the gradients, and one global buffer. `lanes` (1..kMaxSumLanes) chunks are summed at
+  // large as the summed gradients (the weights sent as factors are left out), and one global
+  // buffer. `lanes` (1..kMaxSumLanes) chunks are summed at
   // once, each by threads / lanes OpenMP threads (at least one; threads <= 0: OpenMP's default
   // number split alike). Sums are recorded on `timeline` (track "sum", then "sum lane 1", ... of
   // the aggregator process; "push" and "pull" with a reducer). The aggregator's threads (and the
@@ -114,10 +115,11 @@ class HostAggregator {
   void stage_pulled_sums() { copies_from_pulled_ = false; }
   int num_chunks() const { return static_cast<int>(chunks_.size()); }
   const ChunkSpan& chunk(int c) const { return chunks_[c]; }
-  // Where worker w's D2H copy of chunk c must land (the chunk's first element; its parts lie at
-  // their offsets from there). fp32 exchange only.
+  // Where worker w's D2H copy of chunk c must land, for a chunk summed whole (no factored weight
+  // in it). fp32 exchange only.
   float* receive_buffer(int worker, int chunk);
-  // Where worker w's copy of the flat element `element` must land, in the exchange's dtype.
+  // Where worker w's copy of the flat element `element` (the start of a part) must land, in the
+  // exchange's dtype.
   void* receive_at(int worker, int64_t element);
   // fp16: where worker w's scale of chunk c must land.
   float* receive_scale(int worker, int chunk);
@@ -146,6 +148,8 @@ class HostAggregator {
   // Microseconds during which some lane summed, in the iteration wait_all_issued() last
   // completed (overlapping sums count once).
   int64_t last_sum_us() const { return last_sum_us_; }
+  // Pinned host memory the aggregator holds: receive buffers, the sums, scales and factor rows.
+  int64_t pinned_bytes() const;
   // Makes wait_all_issued() and the aggregator thread give up (a worker failed).
   void abort(std::exception_ptr why);
   // Stops and joins the aggregator's threads; after it, no more copies are issued. A pull in
@@ -159,8 +163,14 @@ class HostAggregator {
   void run_sums(int lane);
   void push_in_turn(int64_t turn, int64_t iteration, int chunk);
   void run_pulls();
-  // Local sums (pushed from here with a reducer), and global sums copied back on CUDA.
-  const float* global_sum() const { return static_cast<const float*>(global_.get()); }
+  // Local sums (pushed from here with a reducer), and global sums copied back on CUDA; of the
+  // flat element `element` (the start of a part).
+  const float* global_sum(int64_t element) const {
+    return static_cast<const float*>(global_.get()) + packed(element);
+  }
+  // Where the flat element `element` (summed, not factored) lies in the receive and sum buffers:
+  // its offset less the factored elements before it, which no buffer holds.
+  int64_t packed(int64_t element) const;
   void sum(int lane, int chunk);
   void sum_16(int chunk);  // the 16-bit exchange's sum of chunk c, and fp16's scale for it
   int64_t summing(int change);  // a sum starts (+1) or ends (-1); returns the time
@@ -177,7 +187,10 @@ class HostAggregator {
   void count_arrival(int item);
   std::vector<AggregatorWorker> workers_;
   std::vector<ChunkSpan> chunks_;
-  int64_t total_ = 0;  // elements in each receive buffer
+  int64_t total_ = 0;   // elements of the flat gradient the chunks span
+  std::vector<ElementRange> left_out_;  // what no part covers (the factored weights), in order
+  std::vector<int64_t> left_out_before_;  // elements in left_out_[0..i), one more than left_out_
+  int64_t summed_total_ = 0;  // elements in each receive buffer
   int lane_threads_;   // OpenMP threads per lane
   Timeline& timeline_;
   ChunkReducer* reducer_;
