@@ -10,6 +10,7 @@
 
 #include "cgdp/caffe_import/weights.hpp"
 #include "cgdp/device/cpu_device.hpp"
+#include "cgdp/io/checkpoint.hpp"
 #include "cgdp/io/file.hpp"
 #include "cgdp/io/safetensors.hpp"
 #include "cgdp/net/model_file.hpp"
@@ -268,6 +269,54 @@ TEST(Weights, AFileThatIsNeitherIsNamed) {
   } catch (const ModelError& e) {
     EXPECT_NE(std::string(e.what()).find("junk.caffemodel: not a Caffe model"), std::string::npos) << e.what();
   }
+}
+
+// Weights that are not the net's train nothing from them: a file with no layer of the net (an
+// empty .caffemodel, a safetensors with no tensors, another model's) is refused, naming what it
+// holds, unless --weights-allow-mismatch asks for the fillers; a checkpoint given as weights has
+// its CRC checked, as on --resume.
+TEST(Weights, WeightsThatAreNotTheNetsAreRefused) {
+  TempDir dir;
+  const std::string empty = (dir / "empty.caffemodel").string(), none = (dir / "none.safetensors").string(),
+                    other = (dir / "other.safetensors").string();
+  std::ofstream(empty).close();
+  save_safetensors(none, {}, {});
+  const std::vector<float> values(6, 1.f);
+  save_safetensors(other, {{"fc_of_another_net/0", TensorRef::of(values, {2, 3})}}, {});
+  const std::pair<std::string, std::string> cases[] = {
+      {empty, "the file holds no layer"}, {none, "the file holds no layer"},
+      {other, "the file holds 1 layer, the first 'fc_of_another_net'"}};
+  for (const auto& [path, holds] : cases) {
+    SCOPED_TRACE(path);
+    auto net = lenet();
+    const StoredWeights file = read_weights_file(path);
+    try {
+      load_weights(*net, {file}, false);
+      ADD_FAILURE() << "loaded";
+    } catch (const ModelError& e) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr(path + ": no layer of the net 'LeNet' is in it (4 "
+                                               "layers with parameters, the first 'conv1'; " + holds));
+    }
+    EXPECT_EQ(load_weights(*net, {file}, true).loaded, 0);  // asked for: the fillers stay
+  }
+  Checkpoint checkpoint;
+  checkpoint.model_fingerprint = "lenet";
+  checkpoint.tensors[param_key("conv1", 1)] = {{20}, std::vector<float>(20, 0.5f)};
+  const std::string ckpt = (dir / "flipped.ckpt").string();
+  save_checkpoint(ckpt, checkpoint);
+  std::string bytes = read_file(ckpt);
+  bytes[bytes.size() - 3] ^= 0x10;  // one bit of conv1's bias
+  std::ofstream(ckpt, std::ios::binary) << bytes;
+  EXPECT_THROW(
+      {
+        try {
+          read_weights_file(ckpt);
+        } catch (const IoError& e) {
+          EXPECT_THAT(e.what(), ::testing::HasSubstr("flipped.ckpt: corrupt: CRC mismatch"));
+          throw;
+        }
+      },
+      IoError);
 }
 
 // The command line: train LeNet's published solver from a .caffemodel (the summary line says

@@ -8,6 +8,7 @@
 
 #include "cgdp/caffe_import/net_import.hpp"
 #include "cgdp/core/error.hpp"
+#include "cgdp/io/checkpoint.hpp"
 #include "cgdp/io/file.hpp"
 #include "cgdp/io/safetensors.hpp"
 
@@ -158,6 +159,7 @@ StoredWeights read_weights_file(const std::string& path, const std::map<std::str
   SafetensorsFile file(std::move(bytes), path);
   const auto format = file.metadata().find("format");
   if (format == file.metadata().end() || format->second != "cgdp-checkpoint") return safetensors_weights(file, name_map);
+  check_checkpoint_file(file);  // a damaged checkpoint loads no more as weights than on --resume
   StoredWeights w;  // a checkpoint: its parameters and layer state, not its solver history
   w.source = path;
   for (const auto& [name, entry] : file.tensors()) {
@@ -180,6 +182,24 @@ std::string WeightsReport::summary() const {
   if (!unused.empty()) line += cat(", ", unused.size(), " in the files but not in the net");
   return line;
 }
+
+namespace {
+
+std::string sources(const std::vector<StoredWeights>& files) {
+  std::string out;
+  for (const StoredWeights& f : files) out += cat(out.empty() ? "" : ", ", f.source);
+  return out;
+}
+
+// "the files hold no layer" or "the files hold 3 layers, the first 'ip1'", for a refusal.
+template <typename Map>
+std::string stored_summary(const Map& stored) {
+  if (stored.empty()) return "the file holds no layer";
+  return cat("the file holds ", stored.size(), " layer", stored.size() == 1 ? "" : "s",
+             ", the first '", stored.begin()->first, "'");
+}
+
+}  // namespace
 
 WeightsReport load_weights(Net<float>& net, const std::vector<StoredWeights>& files, bool allow_mismatch) {
   std::map<std::string, std::pair<const StoredWeights*, const std::vector<StoredBlob>*>> stored;
@@ -219,6 +239,12 @@ WeightsReport load_weights(Net<float>& net, const std::vector<StoredWeights>& fi
   }
   for (const auto& [layer, _] : stored)
     if (!matched.count(layer)) report.unused.push_back(layer);
+  if (report.loaded == 0 && !report.missing.empty() && !allow_mismatch)
+    throw ModelError(cat(sources(files), ": no layer of the net '", net.name(), "' is in ",
+                         files.size() == 1 ? "it" : "them", " (", report.missing.size(),
+                         " layers with parameters, the first '", report.missing.front(), "'; ",
+                         stored_summary(stored), "): these are not its weights ",
+                         "(--weights-allow-mismatch trains from the fillers anyway)"));
   return report;
 }
 

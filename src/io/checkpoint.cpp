@@ -107,8 +107,7 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkp
   write_file_atomically(path, {encode_header(layout.entries, metadata), layout.data});
 }
 
-Checkpoint load_checkpoint(const std::filesystem::path& path) {
-  const SafetensorsFile file = load_safetensors(path);
+void check_checkpoint_file(const SafetensorsFile& file) {
   const std::string& source = file.source();
   const Metadata& metadata = file.metadata();
   const auto format = metadata.find("format");
@@ -129,6 +128,13 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
   if (stored != computed)
     throw IoError(
         cat(source, ": corrupt: CRC mismatch (stored ", stored, ", computed ", computed, ")"));
+}
+
+Checkpoint load_checkpoint(const std::filesystem::path& path) {
+  const SafetensorsFile file = load_safetensors(path);
+  check_checkpoint_file(file);
+  const std::string& source = file.source();
+  const Metadata& metadata = file.metadata();
   Checkpoint checkpoint;
   checkpoint.model_fingerprint = field(metadata, "model_fingerprint", source);
   checkpoint.iteration = int_field(metadata, "iteration", source);

@@ -55,7 +55,9 @@ struct WeightsReport {
 // Copies every stored layer's blobs into the layer of the same name: parameters, or a BatchNorm's
 // statistics. A shape that differs (Caffe's 4-D legacy shapes compare by their trailing axes) is
 // a ModelError naming the layer, both shapes and the file, unless `allow_mismatch`, which leaves
-// that layer as initialised and counts it. Later files win over earlier ones.
+// that layer as initialised and counts it. Later files win over earlier ones. Files that hold no
+// layer of the net (another model's, an empty one) are a ModelError naming what they hold, unless
+// `allow_mismatch`.
 WeightsReport load_weights(Net<float>& net, const std::vector<StoredWeights>& files, bool allow_mismatch);
 
 // The net's parameters and BatchNorm statistics as a .caffemodel (layer names and types, blobs with

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cgdp/io/safetensors.hpp"
 #include "cgdp/tensor/shape.hpp"
 
 namespace cgdp {
@@ -46,6 +47,8 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkp
 // Throws IoError naming the file when it is not a cgdp checkpoint, is truncated, or its data
 // fails the CRC ("corrupt: CRC mismatch").
 Checkpoint load_checkpoint(const std::filesystem::path& path);
+// The same checks on a file already read (a checkpoint given as --weights).
+void check_checkpoint_file(const SafetensorsFile& file);
 
 // Throws IoError when `checkpoint` was written for a model whose fingerprint is not `fingerprint`.
 void check_compatible(const Checkpoint& checkpoint, std::string_view fingerprint,
