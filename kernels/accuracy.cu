@@ -17,7 +17,8 @@ __global__ void accuracy_kernel(const T* scores, const int64_t* labels, ClassSha
     const T* score = scores + pos / s.inner * s.classes * s.inner + pos % s.inner;
     const T target = score[l * s.inner];
     int64_t at_least_as_good = 0;  // includes the label itself
-    for (int64_t c = 0; c < s.classes; ++c) at_least_as_good += score[c * s.inner] >= target;
+    // !(a < b), not a >= b: a NaN score ranks above the label (a NaN row is never correct).
+    for (int64_t c = 0; c < s.classes; ++c) at_least_as_good += !(score[c * s.inner] < target);
     correct += at_least_as_good <= top_k;
     ++counted;
   }

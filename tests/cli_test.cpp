@@ -196,6 +196,41 @@ TEST_F(Cli, OutputsMustBeRegularFilesApartFromInputsAndEachOther) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// Counts past 2^31 - 1 that go to a 32-bit field had wrapped around (2^32 + 1 became 1: the lr
+// of --stepsize 4294967297 decayed after every step, the poly horizon was 1); each is refused.
+TEST_F(Cli, CountsPastThirtyTwoBitsAreRefusedNotWrapped) {
+  const std::string big = " 4294967297: more than a 32-bit field holds (at most 2147483647)";
+  expect_error("train --data synthetic --iterations 4294967297", {"--iterations" + big});
+  expect_error("train --data synthetic --epochs 1e12", {"iterations of --epochs"});
+  expect_error("train --data synthetic --lr-policy step --stepsize 4294967297", {"--stepsize" + big});
+  expect_error("train --data synthetic --lr-policy multistep --stepvalues 10,4294967297",
+               {"--stepvalues" + big});
+  expect_error("train --data synthetic:1,28,28,4294967296 --iterations 1",
+               {"data source 'synthetic:1,28,28,4294967296': classes 4294967296"});
+}
+
+// Numbers no setting means are refused where they enter, naming the flag or the file's line and
+// field: a NaN lr_mult had trained to NaN weights and "test accuracy 1", --global-batch 0 and
+// --threads 100000 were taken silently, --loader-threads 100000 crashed.
+TEST_F(Cli, NumbersThatCannotBeMeantAreRefusedWhereTheyEnter) {
+  const std::string fashion = read_text(cat(testing::source_dir(), "/models/fashion_cnn.prototxt"));
+  std::string nan_lr = fashion, reversed = fashion;
+  nan_lr.replace(nan_lr.find("lr_mult: 1"), 10, "lr_mult: nan");
+  reversed.replace(reversed.find("type: \"xavier\""), 14, "type: \"uniform\" min: 1 max: -1");
+  expect_error("train --data synthetic --model " + write("nan.prototxt", nan_lr),
+               {"nan.prototxt:27: layer 'conv1' (Convolution): param.lr_mult: expected a finite "
+                "number, got nan"});
+  expect_error("train --data synthetic --model " + write("uniform.prototxt", reversed),
+               {"weight_filler.min: uniform filler from min 1 to max -1: min is above max"});
+  expect_error("train --data synthetic --global-batch 0", {"--global-batch: must be > 0, got 0"});
+  expect_error("train --data synthetic --threads 100000", {"--threads: at most 4096, got 100000"});
+  expect_error("train --data synthetic --loader-threads 100000", {"--loader-threads: at most 4096"});
+  expect_error("train --data synthetic --mean-value 1,nan,2",
+               {"--mean-value: expected a finite number, got nan"});
+  expect_error("train --data synthetic --pixel-scale inf",
+               {"--pixel-scale: expected a finite number, got inf"});
+}
+
 // What a kill -9 during a snapshot left is removed at the next start of the same prefix.
 TEST_F(Cli, StaleCheckpointTemporariesAreRemovedAtStart) {
   const fs::path ck = dir_ / "ck";

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <memory>
 
 #include "cgdp/device/cpu_device.hpp"
@@ -644,6 +645,18 @@ TEST(Accuracy, TopKWithTiesCountingAgainst) {
     c.forward();
     expect_close(c.top[0]->data()[0], want);
   }
+}
+
+// A NaN score, the label's or another class's, makes its sample a miss: comparisons with NaN
+// are false, and NaN weights had reported "test accuracy 1".
+TEST(Accuracy, ARowHoldingNaNIsAMiss) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Case c("name: 'acc' type: 'Accuracy'", {{3, 3}, {3}}, 1);
+  set(*c.bottom[0], {nan, nan, nan, 0.1, 0.9, nan, 0.1, 0.9, 0.2});
+  set(*c.bottom[1], {0, 1, 1});
+  c.setup();
+  c.forward();
+  expect_close(c.top[0]->data()[0], 1.0 / 3);  // only the last sample, which holds no NaN
 }
 
 TEST(Accuracy, SpatialPositionsAndNoGradient) {

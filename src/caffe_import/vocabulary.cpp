@@ -5,6 +5,7 @@
 #include <google/protobuf/descriptor.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
@@ -195,6 +196,14 @@ const M& as(const Message& m) {
   return static_cast<const M&>(m);
 }
 
+// A uniform filler draws from [min, max]: one the other way round has no values to draw.
+std::string uniform_range(const Message& m) {
+  const auto& f = as<proto::FillerParameter>(m);
+  return f.type() == "uniform" && f.min() > f.max()
+             ? cat("uniform filler from min ", f.min(), " to max ", f.max(), ": min is above max")
+             : "";
+}
+
 // Fields cgdp honours at some values only: the complaint for the value set, or "".
 const std::map<std::string, ValueCheck>& value_checks() {
   static const std::map<std::string, ValueCheck> table = {
@@ -215,6 +224,9 @@ const std::map<std::string, ValueCheck>& value_checks() {
          return known.count(t) ? "" : cat("filler '", t, "' is not implemented (cgdp has constant, "
                                           "gaussian, uniform, xavier, msra, bilinear and positive_unitball)");
        }},
+      {"FillerParameter.min", uniform_range},
+      {"FillerParameter.max",  // said once, at min, when both are set
+       [](const Message& m) { return as<proto::FillerParameter>(m).has_min() ? "" : uniform_range(m); }},
       {"SolverParameter.regularization_type",
        [](const Message& m) -> std::string {
          return as<proto::SolverParameter>(m).regularization_type() == "L2"
@@ -257,6 +269,23 @@ const std::map<std::string, ValueCheck>& value_checks() {
   return table;
 }
 
+// A NaN or infinite number in any float field (an lr_mult, a filler's std, a loss_weight): no
+// setting means it, and training on it reported "test accuracy 1" with NaN weights.
+std::string non_finite(const Message& m, const FieldDescriptor* f) {
+  if (f->cpp_type() != FieldDescriptor::CPPTYPE_FLOAT && f->cpp_type() != FieldDescriptor::CPPTYPE_DOUBLE)
+    return "";
+  const auto* r = m.GetReflection();
+  const bool is_float = f->cpp_type() == FieldDescriptor::CPPTYPE_FLOAT;
+  const int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
+  for (int i = 0; i < n; ++i) {
+    const double v = f->is_repeated()
+                         ? (is_float ? r->GetRepeatedFloat(m, f, i) : r->GetRepeatedDouble(m, f, i))
+                         : (is_float ? r->GetFloat(m, f) : r->GetDouble(m, f));
+    if (!std::isfinite(v)) return cat("expected a finite number, got ", v);
+  }
+  return "";
+}
+
 struct Walk {
   FileProblems& problems;
   std::string context;  // "layer 'conv1' (Convolution)"
@@ -294,6 +323,7 @@ struct Walk {
       }
       if (auto check = value_checks().find(key); check != value_checks().end())
         if (std::string why = check->second(m); !why.empty()) complain(line, here, why);
+      if (std::string why = non_finite(m, f); !why.empty()) complain(line, here, why);
       if (f->type() != FieldDescriptor::TYPE_MESSAGE) continue;
       const int n = f->is_repeated() ? m.GetReflection()->FieldSize(m, f) : 1;
       for (int i = 0; i < n; ++i) {

@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11's own codes (105, 106, ...) say nothing a script can use: a flag error is an error.
+    return app.exit(e) == 0 ? 0 : 1;  // --help and --version are not
   }
   try {
     for (auto& [sub, run] : runners)

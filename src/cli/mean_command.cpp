@@ -56,7 +56,9 @@ Runner add_mean_command(CLI::App& app) {
   cmd->add_option("-o,--out", o->out, "The .binaryproto to write (replaced atomically)")->required();
   cmd->add_option("--resize", o->resize, "Resize every image to HxW first (as training will)");
   cmd->add_flag("--gray", o->gray, "Average one channel instead of three");
-  cmd->add_option("--threads", o->threads, "Decoding threads")->capture_default_str()->check(kPositive);
+  cmd->add_option("--threads", o->threads, "Decoding threads")
+      ->capture_default_str()
+      ->check(count_check(kMaxThreads));
   return [o] { return run_mean(*o); };
 }
 

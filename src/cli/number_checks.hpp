@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -24,6 +25,32 @@ inline CLI::Validator number_check(bool allow_zero) {
 
 inline const CLI::Validator kPositive = number_check(false);
 inline const CLI::Validator kNonNegative = number_check(true);
+
+// A number that is not NaN or infinite ("--pixel-scale: expected a finite number, got nan").
+inline const CLI::Validator kFinite = CLI::Validator(
+    [](std::string& text) -> std::string {
+      double value = 0;
+      if (!CLI::detail::lexical_cast(text, value)) return "expected a number, got '" + text + "'";
+      return std::isfinite(value) ? std::string() : "expected a finite number, got " + text;
+    },
+    "FINITE", "FINITE");
+
+// Threads one process may ask for: more than any machine has cores, and far fewer than the
+// stacks it would take to start them (--loader-threads 100000 had crashed).
+inline constexpr long long kMaxThreads = 4096;
+
+// A count from 1 to `most` ("--threads: at most 4096, got 100000"): more is no machine's.
+inline CLI::Validator count_check(long long most) {
+  return CLI::Validator(
+      [most](std::string& text) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value)) return "expected a number, got '" + text + "'";
+        if (!(value > 0)) return "must be > 0, got " + text;
+        if (value > static_cast<double>(most)) return cat("at most ", most, ", got ", text);
+        return {};
+      },
+      cat("1 to ", most), "COUNT");
+}
 
 // "HxW" (e.g. --resize 256x256) as {H, W}; a UsageError naming `flag` otherwise.
 inline std::pair<int, int> parse_size(const std::string& text, const char* flag) {

@@ -11,6 +11,7 @@
 
 #include "cgdp/caffe_import/solver_file.hpp"
 #include "cgdp/core/error.hpp"
+#include "cgdp/core/fit_int32.hpp"
 #include "cgdp/data/image/mean_file.hpp"
 #include "cgdp/device/devices.hpp"
 #include "cgdp/net/model_file.hpp"
@@ -46,10 +47,10 @@ proto::SolverParameter solver_settings(const TrainFlags& f, const CLI::App& cmd)
   if (typed("--delta")) s.set_delta(static_cast<float>(f.delta));
   if (typed("--momentum2")) s.set_momentum2(static_cast<float>(f.momentum2));
   if (typed("--rms-decay")) s.set_rms_decay(static_cast<float>(f.rms_decay));
-  if (given("--stepsize") && f.stepsize > 0) s.set_stepsize(static_cast<int32_t>(f.stepsize));
+  if (given("--stepsize") && f.stepsize > 0) s.set_stepsize(fit_int32(f.stepsize, "--stepsize"));
   if (given("--stepvalues") && !f.stepvalues.empty()) {
     s.clear_stepvalue();
-    for (int64_t v : f.stepvalues) s.add_stepvalue(static_cast<int32_t>(v));
+    for (int64_t v : f.stepvalues) s.add_stepvalue(fit_int32(v, "--stepvalues"));
   }
   return s;
 }
@@ -78,7 +79,8 @@ void add_image_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--mean-value", c.images.transform.mean_values,
                   "Images: subtract one value, or one per channel (B,G,R for colour, as Caffe; "
                   "R,G,B with --augment)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(kFinite);
   cmd->add_option("--std", c.images.transform.std_values,
                   "Images: then divide by one value, or one per channel, as torchvision's Normalize "
                   "in pixel units (e.g. 58.395,57.12,57.375); --pixel-scale then defaults to 1")
@@ -89,11 +91,12 @@ void add_image_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_flag("--skip-bad-images", c.images.skip_bad,
                 "Images: replace an unreadable one by the next sample and report the count at the end");
   cmd->add_option("--pixel-scale", c.images.transform.scale,
-                  "Images: multiply each (pixel - mean) by this (default 1/256, as the IDX reader)");
+                  "Images: multiply each (pixel - mean) by this (default 1/256, as the IDX reader)")
+      ->check(kFinite);
   cmd->add_option("--loader-threads", c.loader_threads,
                   "Threads that decode each batch (default for image files: the cores near the GPUs "
                   "left after one per worker and --host-threads, as cgdp topo shows; 1 for data in memory)")
-      ->check(kPositive);
+      ->check(count_check(kMaxThreads));
 }
 
 void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
@@ -114,7 +117,8 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
   add_image_flags(cmd, f);
   cmd->add_option("-b,--batch", c.batch, "Batch size (default: the model's Input)")->check(kPositive);
   cmd->add_option("--global-batch", c.global_batch, "Batch over all workers, split evenly (instead of --batch)")
-      ->excludes("--batch");
+      ->excludes("--batch")
+      ->check(kPositive);
   cmd->add_option("-n,--devices", c.devices, "Data-parallel workers (devices)")->capture_default_str();
   cmd->add_flag("--oversubscribe", f.oversubscribe,
                 "Allow more workers than CPU cores (cpu) or GPUs (cuda): they take turns");
@@ -123,7 +127,8 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
       ->check(kPositive);
   cmd->add_option("--device-kind", c.device_kind, "cpu, or cuda (workers share GPUs round-robin)")
       ->capture_default_str();
-  cmd->add_option("--host-threads", c.host_threads, "Threads that sum gradients on the host (default: one per worker, leaving a core per worker)");
+  cmd->add_option("--host-threads", c.host_threads, "Threads that sum gradients on the host (default: one per worker, leaving a core per worker)")
+      ->check(count_check(kMaxThreads));
   cmd->add_option("--sum-lanes", c.sum_lanes,
                   cat("Chunks the host sums at once, each on --host-threads / lanes threads: helps "
                       "when chunks are too small to keep every thread busy (1 to ",
@@ -147,7 +152,8 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
                   "those), write them all back at the end (for runs on the same GPU model)");
   cmd->add_flag("--nondeterministic", c.nondeterministic,
                 "CUDA: let cuDNN pick algorithms that are not bit-reproducible (sometimes faster)");
-  cmd->add_option("--threads", c.threads, "CPU threads for compute (default: all cores)");
+  cmd->add_option("--threads", c.threads, "CPU threads for compute (default: all cores)")
+      ->check(count_check(kMaxThreads));
   cmd->add_option("--seed", c.seed, "Seed for initialisation, shuffling and dropout")->capture_default_str();
 }
 

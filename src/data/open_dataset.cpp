@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/core/fit_int32.hpp"
 #include "cgdp/data/cifar10_dataset.hpp"
 #ifdef CGDP_HAVE_HDF5
 #include "cgdp/data/hdf5_dataset.hpp"
@@ -56,7 +57,7 @@ void parse_synthetic_shape(const std::string& text, const std::string& whole, Sy
   spec.channels = values[0];
   spec.height = values[1];
   spec.width = values[2];
-  spec.num_classes = static_cast<int>(values[3]);
+  spec.num_classes = fit_int32(values[3], cat("data source '", whole, "': classes"));
 }
 
 // folder:DIR: DIR/train and DIR/val, each a class-per-folder tree with the same classes.

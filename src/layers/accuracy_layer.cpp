@@ -34,7 +34,9 @@ void AccuracyLayer<T>::forward_cpu(const RunContext& ctx, const BlobVec<T>& bott
     const T* s = score + pos / inner * classes * inner + pos % inner;
     const T target = s[l * inner];
     int64_t at_least_as_good = 0;  // includes the label itself
-    for (int64_t c = 0; c < classes; ++c) at_least_as_good += s[c * inner] >= target;
+    // !(a < b), not a >= b: a NaN score ranks above the label, so a row holding NaN is never
+    // correct (NaN weights had reported "test accuracy 1").
+    for (int64_t c = 0; c < classes; ++c) at_least_as_good += !(s[c * inner] < target);
     correct += at_least_as_good <= top_k;
     ++counted;
   }

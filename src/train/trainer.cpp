@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "cgdp/caffe_import/weights.hpp"
+#include "cgdp/core/fit_int32.hpp"
 #include "cgdp/cost/fc_exchange.hpp"
 #include "cgdp/cost/profile_match.hpp"
 #include "cgdp/data/open_dataset.hpp"
@@ -176,6 +177,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
                         : static_cast<int64_t>(std::ceil(config.epochs * static_cast<double>(train_data_->size()) /
                                                          static_cast<double>(per_update)));
   if (max_iterations_ <= 0) throw UsageError("nothing to train: give --iterations or --epochs > 0");
+  fit_int32(max_iterations_, config.iterations > 0 ? "--iterations" : "iterations of --epochs");
   make_scheme(sync, profile ? &*profile : nullptr);
   load_cudnn_algorithms();
   if (!config.resume_path.empty()) resume(config.resume_path);  // its choices win over the file's
@@ -566,6 +568,13 @@ Trainer::Evaluation Trainer::evaluate() {
     else e.outputs.emplace_back(name, sum / static_cast<double>(seen));
   }
   if (has_loss) e.loss = loss / static_cast<double>(seen);
+  if (e.loss && !std::isfinite(*e.loss)) {  // as check_loss: a NaN test is no result to report
+    const auto layer = test_net_->first_non_finite_layer();
+    throw RuntimeCheckError(cat("test after iteration ", iteration(), ": the loss is ", *e.loss,
+                                "; ", layer ? cat("first non-finite output in layer '", *layer, "'")
+                                            : std::string("every layer output is finite"),
+                                " (the parameters or the test data hold NaN or inf)"));
+  }
   return e;
 }
 
