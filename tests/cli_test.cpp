@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/device/devices.hpp"
 #include "support/run_command.hpp"
 #include "support/test_paths.hpp"
 
@@ -211,7 +212,8 @@ TEST_F(Cli, CountsPastThirtyTwoBitsAreRefusedNotWrapped) {
 
 // Numbers no setting means are refused where they enter, naming the flag or the file's line and
 // field: a NaN lr_mult had trained to NaN weights and "test accuracy 1", --global-batch 0 and
-// --threads 100000 were taken silently, --loader-threads 100000 crashed.
+// --threads 100000 were taken silently, --loader-threads 100000 crashed, a solver's max_iter: 0
+// trained 8 epochs.
 TEST_F(Cli, NumbersThatCannotBeMeantAreRefusedWhereTheyEnter) {
   const std::string fashion = read_text(cat(testing::source_dir(), "/models/fashion_cnn.prototxt"));
   std::string nan_lr = fashion, reversed = fashion;
@@ -229,6 +231,37 @@ TEST_F(Cli, NumbersThatCannotBeMeantAreRefusedWhereTheyEnter) {
                {"--mean-value: expected a finite number, got nan"});
   expect_error("train --data synthetic --pixel-scale inf",
                {"--pixel-scale: expected a finite number, got inf"});
+  const std::string model = write("m.prototxt", fashion);
+  for (const auto& [field, value] : {std::pair{"max_iter", "0"}, std::pair{"test_iter", "-2"},
+                                     std::pair{"iter_size", "0"}}) {
+    const std::string solver = write(cat(field, ".prototxt"),
+                                     cat("net: '", model, "' base_lr: 0.01 solver_mode: CPU ",
+                                         field, ": ", value, "\n"));
+    expect_error("train --data synthetic --solver " + solver,
+                 {cat(solver, ": ", field, ": ", value, ": expected a count > 0")});
+  }
+}
+
+// Messages that named the library instead of the problem: an unknown command (CLI11: "A
+// subcommand is required"), JSON errors tagged "[json.exception.parse_error.101]" (a number past
+// a double was an internal error, exit 3), a GPU run asked for by a solver file's default
+// solver_mode blamed on --device-kind.
+TEST_F(Cli, UnclearMessagesNameWhatIsWrong) {
+  expect_error("trian", {"unknown command 'trian' (did you mean 'train'?); the commands are train"});
+  const std::string huge = write("huge.json", "{\"sync_us\": 1e999}");
+  expect_error("predict --model alexnet --profile " + huge,
+               {huge + ": not valid JSON: number overflow parsing '1e999'"});
+  const Result cut = run("predict --model alexnet --profile " + write("cut.json", "{\"a\": "));
+  EXPECT_EQ(cut.exit_code, 1) << cut.output;
+  EXPECT_EQ(cut.output.find("json.exception"), std::string::npos) << cut.output;
+  if (cuda_device_count() == 0) {  // with a GPU the run would start
+    const std::string model = write("m.prototxt", read_text(cat(testing::source_dir(),
+                                                                "/models/fashion_cnn.prototxt")));
+    const std::string solver = write("gpu.prototxt", cat("net: '", model, "' base_lr: 0.01\n"));
+    expect_error("train --data synthetic --solver " + solver,
+                 {solver + ": solver_mode: GPU (Caffe's default; --device-kind cpu, or "
+                           "solver_mode: CPU, for the CPU): "});
+  }
 }
 
 // What a kill -9 during a snapshot left is removed at the next start of the same prefix.

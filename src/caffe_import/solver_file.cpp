@@ -20,8 +20,27 @@ std::string solver_net_path(const proto::SolverParameter& solver, const std::str
                        "folder it is relative to, or give --model"));
 }
 
+namespace {
+
+// Counts that are no counts (max_iter: 0 had trained 8 epochs, iter_size: 0 was blamed on
+// --accumulate, a negative test_iter tested anyway) are named with their file and field.
+void check_solver_counts(const proto::SolverParameter& s, const std::string& path) {
+  auto positive = [&](bool set, int64_t value, const char* field) {
+    if (set && value <= 0)
+      throw UsageError(cat(path, ": ", field, ": ", value, ": expected a count > 0"));
+  };
+  positive(s.has_max_iter(), s.max_iter(), "max_iter");
+  positive(s.has_iter_size(), s.iter_size(), "iter_size");
+  for (const int32_t v : s.test_iter()) positive(true, v, "test_iter");
+  if (s.has_snapshot() && s.snapshot() < 0)
+    throw UsageError(cat(path, ": snapshot: ", s.snapshot(), ": expected >= 0 (0: no snapshots)"));
+}
+
+}  // namespace
+
 void apply_solver_file(const proto::SolverParameter& s, const std::string& path,
                        const std::set<std::string>& given_flags, TrainConfig& c) {
+  check_solver_counts(s, path);
   auto unless = [&](const char* flag) { return !given_flags.count(flag); };
   if (unless("--model")) c.model = solver_net_path(s, path);
   if (s.has_max_iter() && unless("--iterations") && unless("--epochs")) c.iterations = s.max_iter();
@@ -36,7 +55,13 @@ void apply_solver_file(const proto::SolverParameter& s, const std::string& path,
   c.snapshot_after_train = s.snapshot_after_train() && (s.snapshot() > 0 || s.has_snapshot_prefix());
   if (s.has_iter_size() && unless("--accumulate")) c.accumulate = s.iter_size();
   if (s.has_random_seed() && s.random_seed() >= 0 && unless("--seed")) c.seed = static_cast<uint64_t>(s.random_seed());
-  if (unless("--device-kind")) c.device_kind = s.solver_mode() == proto::SolverParameter::CPU ? "cpu" : "cuda";
+  if (unless("--device-kind")) {
+    c.device_kind = s.solver_mode() == proto::SolverParameter::CPU ? "cpu" : "cuda";
+    c.device_kind_from = cat(path, ": solver_mode: ",
+                             s.solver_mode() == proto::SolverParameter::CPU ? "CPU" : "GPU",
+                             s.has_solver_mode() ? "" : " (Caffe's default; --device-kind cpu, or "
+                                                        "solver_mode: CPU, for the CPU)");
+  }
   if (s.has_layer_wise_reduce() && !s.layer_wise_reduce() && unless("--chunk")) c.chunk = "all";
   if (s.weights_size() > 0 && unless("--weights") && unless("--resume"))
     c.weights.assign(s.weights().begin(), s.weights().end());

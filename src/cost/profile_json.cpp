@@ -5,6 +5,7 @@
 #include "cgdp/core/error.hpp"
 #include "cgdp/cost/profile.hpp"
 #include "cgdp/io/file.hpp"
+#include "cgdp/io/json_message.hpp"
 
 namespace cgdp {
 
@@ -221,8 +222,8 @@ Profile read_profile(const std::string& path) {
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw DataError(cat(path, ": not valid JSON: ", e.what()));
+  } catch (const json::exception& e) {  // parse errors, and numbers past a double (1e999)
+    throw DataError(cat(path, ": not valid JSON: ", json_message(e)));
   }
   return parse_profile(root, path);
 }

@@ -10,6 +10,7 @@
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/io/file.hpp"
+#include "cgdp/io/json_message.hpp"
 
 namespace cgdp {
 
@@ -232,7 +233,7 @@ void SafetensorsFile::parse_header(std::string_view header) {
                            return true;
                          });
   } catch (const json::exception& e) {
-    fail(source_, cat("bad JSON header: ", e.what()));
+    fail(source_, cat("bad JSON header: ", json_message(e)));
   }
   if (!parsed.is_object()) fail(source_, "bad JSON header: not a JSON object");
   if (!duplicate.empty()) fail(source_, cat("header names \"", duplicate, "\" twice"));

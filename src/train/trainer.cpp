@@ -228,7 +228,9 @@ Trainer::~Trainer() {
 // not fit the free memory (or --device-memory-gb).
 void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
   if (kind == DeviceKind::Cuda && cuda_device_count() == 0)  // else the GPUs' free memory reads 0
-    throw DeviceError(cat("--device-kind cuda: ", cuda_unavailable_reason()));
+    throw DeviceError(cat(config_.device_kind_from == "--device-kind" ? "--device-kind cuda"
+                                                                       : config_.device_kind_from,
+                          ": ", cuda_unavailable_reason()));
   memory_ = estimate_memory(model_, model_path_, per_worker_batch_, test_batch_, config_.devices, sync,
                             make_solver_settings(config_.solver, "solver settings").histories());
   if (config_.device_memory_gb < 0)

@@ -67,6 +67,7 @@ struct TrainConfig {
   // Data-parallel workers.
   int devices = 1;
   std::string device_kind = "cpu";  // cpu or cuda
+  std::string device_kind_from = "--device-kind";  // what set it, for errors (a solver's field)
   // The memory a run may use per device, in GiB; 0: what is free (RAM, or the GPU's free memory).
   double device_memory_gb = 0;
   // CUDA libraries (cuda_options.hpp): TF32 in convolutions, cuDNN's scratch cap, and whether
