@@ -264,6 +264,33 @@ TEST_F(Cli, UnclearMessagesNameWhatIsWrong) {
   }
 }
 
+// Opening a FIFO blocks until a writer comes: one given as the model, the weights, a profile, an
+// image list or an IDX file had hung the run forever. Each is refused at once (the timeout
+// turns a hang into a failure here rather than a stuck CI).
+TEST_F(Cli, FifosAsInputsAreRefusedNotWaitedOn) {
+  const fs::path fifo = dir_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const fs::path idx = dir_ / "idx";
+  fs::create_directories(idx);
+  for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                           "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"})
+    ASSERT_EQ(::mkfifo((idx / name).c_str(), 0600), 0);
+  const std::string refused = ", not a regular file (cgdp reads its inputs from regular files)";
+  const std::string quick = "timeout 20 " + testing::binary_dir() + "/cgdp ";
+  for (const std::string& args :
+       {"train --iterations 1 --model " + fifo.string(),
+        "train --data synthetic --iterations 1 --weights " + fifo.string(),
+        "predict --model alexnet --profile " + fifo.string(),
+        "train --iterations 1 --data list:" + fifo.string(),
+        "train --iterations 1 --data idx:" + idx.string()}) {
+    SCOPED_TRACE(args);
+    const Result r = testing::run_command(quick + args + " 2>&1");
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find(": is a FIFO" + refused), std::string::npos) << r.output;
+  }
+  EXPECT_TRUE(fs::is_fifo(fifo));
+}
+
 // What a kill -9 during a snapshot left is removed at the next start of the same prefix.
 TEST_F(Cli, StaleCheckpointTemporariesAreRemovedAtStart) {
   const fs::path ck = dir_ / "ck";

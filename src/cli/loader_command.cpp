@@ -78,7 +78,9 @@ Runner add_loader_command(CLI::App& app) {
   cmd->add_option("--channels", f->channels, "1 (gray) or 3 (colour), as the model's input")
       ->capture_default_str();
   cmd->add_option("-b,--batch", f->batch, "Samples per batch")->capture_default_str()->check(kPositive);
-  cmd->add_option("--seconds", f->seconds, "Measure at least this long")->capture_default_str()->check(kPositive);
+  cmd->add_option("--seconds", f->seconds, "Measure at least this long")
+      ->capture_default_str()
+      ->check(kPositive & kFinite);
   cmd->add_option("--batches", f->batches, "and at least this many batches")->capture_default_str()->check(kPositive);
   cmd->add_option("--seed", f->train.config.seed, "Seed for the order and the random crops")->capture_default_str();
   cmd->add_flag("--json", f->json, "Print JSON instead of text");

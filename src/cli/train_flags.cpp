@@ -139,8 +139,9 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
                   "per-worker: each worker's streams get their own issuing thread; one: one thread "
                   "issues every worker in turn")
       ->capture_default_str()->check(CLI::IsMember({"per-worker", "one"}));
-  cmd->add_option("--prefetch", c.prefetch, "Batches the loader prepares ahead of the one in use")
-      ->capture_default_str()->check(kPositive);
+  // Each batch ahead is a pinned buffer of the whole batch: 64 is more than any loader keeps busy.
+  cmd->add_option("--prefetch", c.prefetch, "Batches the loader prepares ahead of the one in use (1 to 64)")
+      ->capture_default_str()->check(count_check(64));
   cmd->add_flag("--gemm-conv", c.gemm_convolutions,
                 "CPU: run convolutions on im2col + OpenBLAS instead of oneDNN");
   cmd->add_flag("--tf32", c.tf32, "CUDA: let fp32 convolutions use TF32 tensor cores (PyTorch's default)");

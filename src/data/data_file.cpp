@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/io/file.hpp"
 
 namespace cgdp {
 
@@ -33,7 +34,8 @@ uint64_t inflated_size(const std::string& path, bool& gzip) {
 
 }  // namespace
 
-GzFile::GzFile(std::string path) : path_(std::move(path)), file_(gzopen(path_.c_str(), "rb")) {
+GzFile::GzFile(std::string path)
+    : path_((check_regular_input(path), std::move(path))), file_(gzopen(path_.c_str(), "rb")) {
   if (!file_) throw IoError(cat(path_, ": cannot open: ", std::strerror(errno)));
   gzbuffer(file_, 1 << 20);
   bound_ = inflated_size(path_, gzip_);
@@ -91,6 +93,7 @@ std::string find_data_file(const std::string& dir, const std::vector<std::string
     const std::filesystem::path path = std::filesystem::path(dir) / name;
     std::error_code ec;
     if (std::filesystem::is_regular_file(path, ec)) return path.string();
+    if (std::filesystem::exists(path, ec)) check_regular_input(path);  // a FIFO: named, not skipped
     if (ec && ec != std::errc::no_such_file_or_directory)  // e.g. a directory we may not search
       throw DataError(cat(path.string(), ": cannot look at ", what, ": ", ec.message()));
     tried += tried.empty() ? name : ", " + name;

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/io/file.hpp"
 
 namespace cgdp {
 
@@ -45,6 +46,7 @@ std::vector<float> read_floats(hid_t file, const std::string& path, const std::s
 
 Hdf5Dataset::Hdf5Dataset(const std::string& list_file, const std::string& data_name, const std::string& label_name)
     : description_(cat("hdf5:", list_file)) {
+  check_regular_input(list_file);
   std::ifstream list(list_file);
   if (!list) throw DataError(cat(list_file, ": cannot read the list of HDF5 files"));
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // errors come back as values, not printed

@@ -110,8 +110,15 @@ std::string read_file(const std::filesystem::path& path) {
   return bytes;
 }
 
+void check_regular_input(const std::filesystem::path& path) {
+  if (const std::string kind = non_regular_kind(path); !kind.empty())
+    throw IoError(cat(path.string(), ": is ", kind, ", not a regular file (cgdp reads its inputs "
+                      "from regular files)"));
+}
+
 void read_file(const std::filesystem::path& path, std::string& bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO opens at once (and is refused below) instead of waiting for a writer.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     const int error = errno;
     throw IoError(error == ENOENT ? cat(path.string(), ": no such file")
@@ -124,6 +131,7 @@ void read_file(const std::filesystem::path& path, std::string& bytes) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw IoError(cat(path.string(), ": cannot get the size: ", errno_text(errno)));
   if (S_ISDIR(st.st_mode)) throw IoError(cat(path.string(), ": is a directory, not a file"));
+  if (!S_ISREG(st.st_mode)) check_regular_input(path);
   const size_t size = static_cast<size_t>(st.st_size);
   bytes.resize(size);
   size_t done = 0;

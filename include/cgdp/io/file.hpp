@@ -12,10 +12,15 @@ namespace cgdp {
 // beside it (run.json -> run.rank1.json), so ranks sharing a file system do not overwrite it.
 std::string rank_file_path(const std::string& path, int rank);
 
-// The file's bytes; throws IoError naming the file when it is missing or unreadable.
+// The file's bytes; throws IoError naming the file when it is missing or unreadable, or not a
+// regular file (a FIFO would block the read forever).
 std::string read_file(const std::filesystem::path& path);
 // The same into `bytes`, whose capacity is kept: a loader thread reads file after file into one.
 void read_file(const std::filesystem::path& path, std::string& bytes);
+
+// Throws IoError naming `path` when it exists and is not a regular file (a FIFO, a device, a
+// socket, a directory), before a reader opens it: opening a FIFO blocks until a writer comes.
+void check_regular_input(const std::filesystem::path& path);
 
 // Writes `pieces`, concatenated, to `path` so that a reader (or a crash) sees either the old file
 // or the complete new one: the bytes go to `path.tmp.<pid>` in the same directory, are fsynced,

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/io/file.hpp"
 
 namespace cgdp {
 
@@ -59,6 +60,7 @@ ImageList scan_image_folder(const std::string& dir) {
 }
 
 ImageList read_image_list(const std::string& file, const std::string& root) {
+  check_regular_input(file);
   std::ifstream in(file);
   if (!in) throw DataError(cat(file, ": cannot open the image list"));
   const fs::path base = root.empty() ? fs::path(file).parent_path() : fs::path(root);
