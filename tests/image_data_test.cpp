@@ -2,7 +2,9 @@
 // hand-checked cases, folder and list sources reading the same samples, draws that depend only on
 // (seed, epoch, sample), and bad input named in one line. The data sets are made here.
 #include <gtest/gtest.h>
+#include <turbojpeg.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cstring>
 #include <filesystem>
@@ -141,6 +143,65 @@ TEST_F(ImageFiles, DamagedFilesAreErrorsSayingWhat) {
     FAIL();
   } catch (const DataError& e) {
     EXPECT_STREQ(e.what(), "neither JPEG nor PNG (by its first bytes)");
+  }
+}
+
+// ImageNet holds CMYK JPEGs; libjpeg converts none to RGB ("Unsupported color conversion
+// request" had refused them). They decode as OpenCV converts them for Caffe, from the inks
+// libjpeg reads: channel = k - (255 - ink) * k / 256; gray is their BT.601 luma.
+TEST_F(ImageFiles, CmykJpegsDecodeAsOpenCvConvertsThem) {
+  const int h = 16, w = 24;
+  std::vector<uint8_t> inks(static_cast<size_t>(h) * w * 4);
+  for (size_t i = 0; i < inks.size(); ++i) inks[i] = static_cast<uint8_t>(37 * i + (i % 4) * 61);
+  tjhandle compressor = tjInitCompress(), decompressor = tjInitDecompress();
+  unsigned char* jpeg = nullptr;
+  unsigned long size = 0;
+  ASSERT_EQ(tjCompress2(compressor, inks.data(), w, 0, h, TJPF_CMYK, &jpeg, &size, TJSAMP_444, 95, 0), 0);
+  const std::vector<uint8_t> bytes(jpeg, jpeg + size);
+  tjFree(jpeg);
+  std::vector<uint8_t> read_inks(inks.size());
+  ASSERT_EQ(tjDecompress2(decompressor, bytes.data(), bytes.size(), read_inks.data(), w, 0, h,
+                          TJPF_CMYK, 0), 0);
+  tjDestroy(compressor);
+  tjDestroy(decompressor);
+  std::vector<uint8_t> rgb, gray;
+  for (size_t p = 0; p < read_inks.size(); p += 4) {
+    const int k = read_inks[p + 3];
+    uint8_t c[3];
+    for (int i = 0; i < 3; ++i) rgb.push_back(c[i] = static_cast<uint8_t>(k - ((255 - read_inks[p + i]) * k >> 8)));
+    gray.push_back(static_cast<uint8_t>((c[0] * 19595 + c[1] * 38470 + c[2] * 7471 + 32768) >> 16));
+  }
+  const Image colour = decode_image(bytes, 3);
+  EXPECT_EQ(colour.height, h);
+  EXPECT_EQ(colour.width, w);
+  EXPECT_EQ(colour.pixels, rgb);
+  EXPECT_EQ(decode_image(bytes, 1).pixels, gray);
+}
+
+// A few hundred bytes can declare 65500 x 65500 pixels (12 GiB to decode): the header's size is
+// refused before any pixel is decoded, JPEG and PNG alike.
+TEST_F(ImageFiles, DecompressionBombsAreRefusedByTheirHeader) {
+  std::vector<uint8_t> jpeg = encode_jpeg(picture(8, 8, 3), 90);
+  for (size_t i = 0; i + 8 < jpeg.size(); ++i)
+    if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xC0) {  // SOF0: length, precision, height, width
+      jpeg[i + 5] = jpeg[i + 7] = 0xFF;  // 65500 x 65500, libjpeg's largest
+      jpeg[i + 6] = jpeg[i + 8] = 0xDC;
+      break;
+    }
+  std::vector<uint8_t> png = encode_png(picture(8, 8, 3));
+  for (int i = 16; i < 24; ++i) png[i] = i % 4 < 2 ? 0x00 : 0xFF;  // IHDR width, height: 65535
+  const uLong crc = crc32(0, png.data() + 12, 17);  // "IHDR" and its 13 bytes
+  for (int i = 0; i < 4; ++i) png[29 + i] = static_cast<uint8_t>(crc >> (24 - 8 * i));
+  for (const auto& [bytes, format, side] : {std::tuple{jpeg, "JPEG", 65500}, std::tuple{png, "PNG", 65535}}) {
+    SCOPED_TRACE(format);
+    try {
+      decode_image(bytes, 3);
+      ADD_FAILURE() << "decoded";
+    } catch (const DataError& e) {
+      EXPECT_EQ(std::string(e.what()), cat(format, " declares ", side, " x ", side, " pixels, more than the ",
+                                           268435456, " cgdp decodes (cut or shrink it first)"));
+    }
+    EXPECT_THROW(image_size(bytes), DataError);
   }
 }
 

@@ -17,6 +17,12 @@ void check_channels(int channels) {
 
 }  // namespace
 
+void check_declared_pixels(int64_t height, int64_t width, const char* format) {
+  if (height * width > kMaxImagePixels)
+    throw DataError(cat(format, " declares ", width, " x ", height, " pixels, more than the ",
+                        kMaxImagePixels, " cgdp decodes (cut or shrink it first)"));
+}
+
 Image decode_image(std::span<const uint8_t> bytes, int channels, int min_height, int min_width) {
   Image image;
   decode_image(bytes, channels, min_height, min_width, image);

@@ -41,7 +41,22 @@ Header read_header(void* handle, std::span<const uint8_t> bytes) {
   if (tjDecompressHeader3(handle, bytes.data(), bytes.size(), &h.width, &h.height, &h.subsampling,
                           &h.colorspace) != 0)
     throw DataError(cat("not a readable JPEG: ", tjGetErrorStr2(handle)));
+  check_declared_pixels(h.height, h.width, "JPEG");
   return h;
+}
+
+// CMYK (or YCCK) as RGB, as OpenCV converts it for Caffe: channel = k - (255 - ink) * k / 256.
+// Adobe's CMYK JPEGs (most of ImageNet's) store inverted inks, which this reads as intended.
+void cmyk_to_rgb(const uint8_t* cmyk, int width, int channels, uint8_t* out) {
+  for (int x = 0; x < width; ++x, cmyk += 4) {
+    const int k = cmyk[3];
+    uint8_t rgb[3];
+    for (int c = 0; c < 3; ++c) rgb[c] = static_cast<uint8_t>(k - ((255 - cmyk[c]) * k >> 8));
+    if (channels == 1)  // ITU-R BT.601 luma, as libjpeg's RGB-to-gray
+      *out++ = static_cast<uint8_t>((rgb[0] * 19595 + rgb[1] * 38470 + rgb[2] * 7471 + 32768) >> 16);
+    else
+      for (int c = 0; c < 3; ++c) *out++ = rgb[c];
+  }
 }
 
 // The smallest scale num/denom <= 1 of 1/2, 1/4, 1/8 keeping both sides at least the minimum.
@@ -111,7 +126,9 @@ void decode_jpeg(std::span<const uint8_t> bytes, int channels, int min_height, i
   if (setjmp(d.error.jump)) throw DataError(cat("JPEG decoding failed: ", d.error.message));
   jpeg_mem_src(&d.info, bytes.data(), static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(&d.info, TRUE);
-  d.info.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  // libjpeg converts no CMYK to RGB ("Unsupported color conversion request"): rows come as CMYK.
+  const bool cmyk = d.info.jpeg_color_space == JCS_CMYK || d.info.jpeg_color_space == JCS_YCCK;
+  d.info.out_color_space = cmyk ? JCS_CMYK : channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
   d.info.scale_num = 1;
   d.info.scale_denom = static_cast<unsigned>(denom);
   jpeg_start_decompress(&d.info);
@@ -140,9 +157,12 @@ void decode_jpeg(std::span<const uint8_t> bytes, int channels, int min_height, i
   image.whole_width = whole_width;
   image.pixels.resize(static_cast<size_t>(image.width) * image.height * channels);
   if (y0 > 0) jpeg_skip_scanlines(&d.info, static_cast<JDIMENSION>(y0));
+  std::vector<uint8_t> inks(cmyk ? static_cast<size_t>(image.width) * 4 : 0);
   for (int row = 0; row < image.height; ++row) {
-    JSAMPROW line = image.pixels.data() + static_cast<size_t>(row) * image.width * channels;
+    uint8_t* out = image.pixels.data() + static_cast<size_t>(row) * image.width * channels;
+    JSAMPROW line = cmyk ? inks.data() : out;
     jpeg_read_scanlines(&d.info, &line, 1);
+    if (cmyk) cmyk_to_rgb(inks.data(), image.width, channels, out);
   }
   // A whole decode reads to the end marker, so damage after the last row is found too.
   if (y1 == whole_height && image.width == whole_width) jpeg_finish_decompress(&d.info);

@@ -24,6 +24,7 @@ struct PngImage {
 void begin_read(PngImage& png, std::span<const uint8_t> bytes) {
   if (!png_image_begin_read_from_memory(&png.image, bytes.data(), bytes.size()))
     throw DataError(cat("not a readable PNG: ", png.image.message));
+  check_declared_pixels(png.image.height, png.image.width, "PNG");
 }
 
 }  // namespace
