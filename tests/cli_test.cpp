@@ -1,15 +1,14 @@
 // The `cgdp` binary on bad input: one line on stderr naming the file and what is wrong, a
 // non-zero exit, no crash; and its --help and inspect output.
 #include <gtest/gtest.h>
-
-#include <iterator>
-#include <sys/stat.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/device/devices.hpp"
@@ -203,7 +202,8 @@ TEST_F(Cli, CountsPastThirtyTwoBitsAreRefusedNotWrapped) {
   const std::string big = " 4294967297: more than a 32-bit field holds (at most 2147483647)";
   expect_error("train --data synthetic --iterations 4294967297", {"--iterations" + big});
   expect_error("train --data synthetic --epochs 1e12", {"iterations of --epochs"});
-  expect_error("train --data synthetic --lr-policy step --stepsize 4294967297", {"--stepsize" + big});
+  expect_error("train --data synthetic --lr-policy step --stepsize 4294967297",
+               {"--stepsize" + big});
   expect_error("train --data synthetic --lr-policy multistep --stepvalues 10,4294967297",
                {"--stepvalues" + big});
   expect_error("train --data synthetic:1,28,28,4294967296 --iterations 1",
@@ -226,17 +226,18 @@ TEST_F(Cli, NumbersThatCannotBeMeantAreRefusedWhereTheyEnter) {
                {"weight_filler.min: uniform filler from min 1 to max -1: min is above max"});
   expect_error("train --data synthetic --global-batch 0", {"--global-batch: must be > 0, got 0"});
   expect_error("train --data synthetic --threads 100000", {"--threads: at most 4096, got 100000"});
-  expect_error("train --data synthetic --loader-threads 100000", {"--loader-threads: at most 4096"});
+  expect_error("train --data synthetic --loader-threads 100000",
+               {"--loader-threads: at most 4096"});
   expect_error("train --data synthetic --mean-value 1,nan,2",
                {"--mean-value: expected a finite number, got nan"});
   expect_error("train --data synthetic --pixel-scale inf",
                {"--pixel-scale: expected a finite number, got inf"});
   const std::string model = write("m.prototxt", fashion);
-  for (const auto& [field, value] : {std::pair{"max_iter", "0"}, std::pair{"test_iter", "-2"},
-                                     std::pair{"iter_size", "0"}}) {
-    const std::string solver = write(cat(field, ".prototxt"),
-                                     cat("net: '", model, "' base_lr: 0.01 solver_mode: CPU ",
-                                         field, ": ", value, "\n"));
+  for (const auto& [field, value] :
+       {std::pair{"max_iter", "0"}, std::pair{"test_iter", "-2"}, std::pair{"iter_size", "0"}}) {
+    const std::string solver =
+        write(cat(field, ".prototxt"),
+              cat("net: '", model, "' base_lr: 0.01 solver_mode: CPU ", field, ": ", value, "\n"));
     expect_error("train --data synthetic --solver " + solver,
                  {cat(solver, ": ", field, ": ", value, ": expected a count > 0")});
   }
@@ -247,7 +248,8 @@ TEST_F(Cli, NumbersThatCannotBeMeantAreRefusedWhereTheyEnter) {
 // a double was an internal error, exit 3), a GPU run asked for by a solver file's default
 // solver_mode blamed on --device-kind.
 TEST_F(Cli, UnclearMessagesNameWhatIsWrong) {
-  expect_error("trian", {"unknown command 'trian' (did you mean 'train'?); the commands are train"});
+  expect_error("trian",
+               {"unknown command 'trian' (did you mean 'train'?); the commands are train"});
   const std::string huge = write("huge.json", "{\"sync_us\": 1e999}");
   expect_error("predict --model alexnet --profile " + huge,
                {huge + ": not valid JSON: number overflow parsing '1e999'"});
@@ -255,8 +257,8 @@ TEST_F(Cli, UnclearMessagesNameWhatIsWrong) {
   EXPECT_EQ(cut.exit_code, 1) << cut.output;
   EXPECT_EQ(cut.output.find("json.exception"), std::string::npos) << cut.output;
   if (cuda_device_count() == 0) {  // with a GPU the run would start
-    const std::string model = write("m.prototxt", read_text(cat(testing::source_dir(),
-                                                                "/models/fashion_cnn.prototxt")));
+    const std::string model =
+        write("m.prototxt", read_text(cat(testing::source_dir(), "/models/fashion_cnn.prototxt")));
     const std::string solver = write("gpu.prototxt", cat("net: '", model, "' base_lr: 0.01\n"));
     expect_error("train --data synthetic --solver " + solver,
                  {solver + ": solver_mode: GPU (Caffe's default; --device-kind cpu, or "

@@ -243,9 +243,9 @@ namespace cgdp {
 namespace {
 
 // A chunk with a hole (a weight sent as factors inside it) sums only its parts, holds no host
-// memory for the hole and leaves it alone on every worker; a factor slot gathers each worker's rows side by side in worker
-// order, copies all of them to every worker's target once the last arrived, and then issues
-// rebuild(w), which runs after that copy in worker w's H2D stream order.
+// memory for the hole and leaves it alone on every worker; a factor slot gathers each worker's rows
+// side by side in worker order, copies all of them to every worker's target once the last arrived,
+// and then issues rebuild(w), which runs after that copy in worker w's H2D stream order.
 TEST(HostAggregator, SumsOnlyAChunksPartsAndGathersFactorRowsInWorkerOrder) {
   const int workers = 3;
   const int64_t n = 30, outs = 2, ins = 3;

@@ -16,11 +16,11 @@
 #include "cgdp/data/idx_dataset.hpp"
 #include "cgdp/data/image/caffe_transform.hpp"
 #include "cgdp/data/image/convert_images.hpp"
-#include "cgdp/data/image/lmdb_dataset.hpp"
-#include "cgdp/data/image/image_mean.hpp"
-#include "cgdp/data/image/mean_file.hpp"
 #include "cgdp/data/image/image.hpp"
 #include "cgdp/data/image/image_dataset.hpp"
+#include "cgdp/data/image/image_mean.hpp"
+#include "cgdp/data/image/lmdb_dataset.hpp"
+#include "cgdp/data/image/mean_file.hpp"
 #include "cgdp/data/in_memory_dataset.hpp"
 #include "cgdp/data/open_dataset.hpp"
 #include "cgdp/io/file.hpp"
@@ -156,19 +156,22 @@ TEST_F(ImageFiles, CmykJpegsDecodeAsOpenCvConvertsThem) {
   tjhandle compressor = tjInitCompress(), decompressor = tjInitDecompress();
   unsigned char* jpeg = nullptr;
   unsigned long size = 0;
-  ASSERT_EQ(tjCompress2(compressor, inks.data(), w, 0, h, TJPF_CMYK, &jpeg, &size, TJSAMP_444, 95, 0), 0);
+  ASSERT_EQ(
+      tjCompress2(compressor, inks.data(), w, 0, h, TJPF_CMYK, &jpeg, &size, TJSAMP_444, 95, 0), 0);
   const std::vector<uint8_t> bytes(jpeg, jpeg + size);
   tjFree(jpeg);
   std::vector<uint8_t> read_inks(inks.size());
   ASSERT_EQ(tjDecompress2(decompressor, bytes.data(), bytes.size(), read_inks.data(), w, 0, h,
-                          TJPF_CMYK, 0), 0);
+                          TJPF_CMYK, 0),
+            0);
   tjDestroy(compressor);
   tjDestroy(decompressor);
   std::vector<uint8_t> rgb, gray;
   for (size_t p = 0; p < read_inks.size(); p += 4) {
     const int k = read_inks[p + 3];
     uint8_t c[3];
-    for (int i = 0; i < 3; ++i) rgb.push_back(c[i] = static_cast<uint8_t>(k - ((255 - read_inks[p + i]) * k >> 8)));
+    for (int i = 0; i < 3; ++i)
+      rgb.push_back(c[i] = static_cast<uint8_t>(k - ((255 - read_inks[p + i]) * k >> 8)));
     gray.push_back(static_cast<uint8_t>((c[0] * 19595 + c[1] * 38470 + c[2] * 7471 + 32768) >> 16));
   }
   const Image colour = decode_image(bytes, 3);
@@ -184,22 +187,24 @@ TEST_F(ImageFiles, DecompressionBombsAreRefusedByTheirHeader) {
   std::vector<uint8_t> jpeg = encode_jpeg(picture(8, 8, 3), 90);
   for (size_t i = 0; i + 8 < jpeg.size(); ++i)
     if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xC0) {  // SOF0: length, precision, height, width
-      jpeg[i + 5] = jpeg[i + 7] = 0xFF;  // 65500 x 65500, libjpeg's largest
+      jpeg[i + 5] = jpeg[i + 7] = 0xFF;            // 65500 x 65500, libjpeg's largest
       jpeg[i + 6] = jpeg[i + 8] = 0xDC;
       break;
     }
   std::vector<uint8_t> png = encode_png(picture(8, 8, 3));
   for (int i = 16; i < 24; ++i) png[i] = i % 4 < 2 ? 0x00 : 0xFF;  // IHDR width, height: 65535
-  const uLong crc = crc32(0, png.data() + 12, 17);  // "IHDR" and its 13 bytes
+  const uLong crc = crc32(0, png.data() + 12, 17);                 // "IHDR" and its 13 bytes
   for (int i = 0; i < 4; ++i) png[29 + i] = static_cast<uint8_t>(crc >> (24 - 8 * i));
-  for (const auto& [bytes, format, side] : {std::tuple{jpeg, "JPEG", 65500}, std::tuple{png, "PNG", 65535}}) {
+  for (const auto& [bytes, format, side] :
+       {std::tuple{jpeg, "JPEG", 65500}, std::tuple{png, "PNG", 65535}}) {
     SCOPED_TRACE(format);
     try {
       decode_image(bytes, 3);
       ADD_FAILURE() << "decoded";
     } catch (const DataError& e) {
-      EXPECT_EQ(std::string(e.what()), cat(format, " declares ", side, " x ", side, " pixels, more than the ",
-                                           268435456, " cgdp decodes (cut or shrink it first)"));
+      EXPECT_EQ(std::string(e.what()),
+                cat(format, " declares ", side, " x ", side, " pixels, more than the ", 268435456,
+                    " cgdp decodes (cut or shrink it first)"));
     }
     EXPECT_THROW(image_size(bytes), DataError);
   }

@@ -1,6 +1,8 @@
 // Weights in and out by layer name: a .caffemodel written by an independent writer (V2 and V1)
 // loads bit for bit; fine-tuning with a renamed or reshaped last layer; cgdp's own safetensors and
 // checkpoints; a PyTorch-named safetensors through a --weights-map; export back to .caffemodel.
+#include "cgdp/caffe_import/weights.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,7 +10,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "cgdp/caffe_import/weights.hpp"
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/io/checkpoint.hpp"
 #include "cgdp/io/file.hpp"
@@ -277,14 +278,16 @@ TEST(Weights, AFileThatIsNeitherIsNamed) {
 // its CRC checked, as on --resume.
 TEST(Weights, WeightsThatAreNotTheNetsAreRefused) {
   TempDir dir;
-  const std::string empty = (dir / "empty.caffemodel").string(), none = (dir / "none.safetensors").string(),
+  const std::string empty = (dir / "empty.caffemodel").string(),
+                    none = (dir / "none.safetensors").string(),
                     other = (dir / "other.safetensors").string();
   std::ofstream(empty).close();
   save_safetensors(none, {}, {});
   const std::vector<float> values(6, 1.f);
   save_safetensors(other, {{"fc_of_another_net/0", TensorRef::of(values, {2, 3})}}, {});
   const std::pair<std::string, std::string> cases[] = {
-      {empty, "the file holds no layer"}, {none, "the file holds no layer"},
+      {empty, "the file holds no layer"},
+      {none, "the file holds no layer"},
       {other, "the file holds 1 layer, the first 'fc_of_another_net'"}};
   for (const auto& [path, holds] : cases) {
     SCOPED_TRACE(path);
@@ -294,8 +297,10 @@ TEST(Weights, WeightsThatAreNotTheNetsAreRefused) {
       load_weights(*net, {file}, false);
       ADD_FAILURE() << "loaded";
     } catch (const ModelError& e) {
-      EXPECT_THAT(e.what(), ::testing::HasSubstr(path + ": no layer of the net 'LeNet' is in it (4 "
-                                               "layers with parameters, the first 'conv1'; " + holds));
+      EXPECT_THAT(e.what(), ::testing::HasSubstr(path +
+                                                 ": no layer of the net 'LeNet' is in it (4 "
+                                                 "layers with parameters, the first 'conv1'; " +
+                                                 holds));
     }
     EXPECT_EQ(load_weights(*net, {file}, true).loaded, 0);  // asked for: the fillers stay
   }

@@ -57,10 +57,11 @@ void apply_solver_file(const proto::SolverParameter& s, const std::string& path,
   if (s.has_random_seed() && s.random_seed() >= 0 && unless("--seed")) c.seed = static_cast<uint64_t>(s.random_seed());
   if (unless("--device-kind")) {
     c.device_kind = s.solver_mode() == proto::SolverParameter::CPU ? "cpu" : "cuda";
-    c.device_kind_from = cat(path, ": solver_mode: ",
-                             s.solver_mode() == proto::SolverParameter::CPU ? "CPU" : "GPU",
-                             s.has_solver_mode() ? "" : " (Caffe's default; --device-kind cpu, or "
-                                                        "solver_mode: CPU, for the CPU)");
+    c.device_kind_from =
+        cat(path, ": solver_mode: ", s.solver_mode() == proto::SolverParameter::CPU ? "CPU" : "GPU",
+            s.has_solver_mode() ? ""
+                                : " (Caffe's default; --device-kind cpu, or "
+                                  "solver_mode: CPU, for the CPU)");
   }
   if (s.has_layer_wise_reduce() && !s.layer_wise_reduce() && unless("--chunk")) c.chunk = "all";
   if (s.weights_size() > 0 && unless("--weights") && unless("--resume"))

@@ -226,7 +226,9 @@ const std::map<std::string, ValueCheck>& value_checks() {
        }},
       {"FillerParameter.min", uniform_range},
       {"FillerParameter.max",  // said once, at min, when both are set
-       [](const Message& m) { return as<proto::FillerParameter>(m).has_min() ? "" : uniform_range(m); }},
+       [](const Message& m) {
+         return as<proto::FillerParameter>(m).has_min() ? "" : uniform_range(m);
+       }},
       {"SolverParameter.regularization_type",
        [](const Message& m) -> std::string {
          return as<proto::SolverParameter>(m).regularization_type() == "L2"
@@ -272,7 +274,8 @@ const std::map<std::string, ValueCheck>& value_checks() {
 // A NaN or infinite number in any float field (an lr_mult, a filler's std, a loss_weight): no
 // setting means it, and training on it reported "test accuracy 1" with NaN weights.
 std::string non_finite(const Message& m, const FieldDescriptor* f) {
-  if (f->cpp_type() != FieldDescriptor::CPPTYPE_FLOAT && f->cpp_type() != FieldDescriptor::CPPTYPE_DOUBLE)
+  if (f->cpp_type() != FieldDescriptor::CPPTYPE_FLOAT &&
+      f->cpp_type() != FieldDescriptor::CPPTYPE_DOUBLE)
     return "";
   const auto* r = m.GetReflection();
   const bool is_float = f->cpp_type() == FieldDescriptor::CPPTYPE_FLOAT;

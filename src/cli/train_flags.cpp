@@ -93,9 +93,10 @@ void add_image_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--pixel-scale", c.images.transform.scale,
                   "Images: multiply each (pixel - mean) by this (default 1/256, as the IDX reader)")
       ->check(kFinite);
-  cmd->add_option("--loader-threads", c.loader_threads,
-                  "Threads that decode each batch (default for image files: the cores near the GPUs "
-                  "left after one per worker and --host-threads, as cgdp topo shows; 1 for data in memory)")
+  cmd->add_option(
+         "--loader-threads", c.loader_threads,
+         "Threads that decode each batch (default for image files: the cores near the GPUs "
+         "left after one per worker and --host-threads, as cgdp topo shows; 1 for data in memory)")
       ->check(count_check(kMaxThreads));
 }
 
@@ -116,7 +117,8 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
       ->check(CLI::IsMember({"shuffled", "sequential"}));
   add_image_flags(cmd, f);
   cmd->add_option("-b,--batch", c.batch, "Batch size (default: the model's Input)")->check(kPositive);
-  cmd->add_option("--global-batch", c.global_batch, "Batch over all workers, split evenly (instead of --batch)")
+  cmd->add_option("--global-batch", c.global_batch,
+                  "Batch over all workers, split evenly (instead of --batch)")
       ->excludes("--batch")
       ->check(kPositive);
   cmd->add_option("-n,--devices", c.devices, "Data-parallel workers (devices)")->capture_default_str();
@@ -127,7 +129,9 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
       ->check(kPositive);
   cmd->add_option("--device-kind", c.device_kind, "cpu, or cuda (workers share GPUs round-robin)")
       ->capture_default_str();
-  cmd->add_option("--host-threads", c.host_threads, "Threads that sum gradients on the host (default: one per worker, leaving a core per worker)")
+  cmd->add_option("--host-threads", c.host_threads,
+                  "Threads that sum gradients on the host (default: one per worker, leaving a core "
+                  "per worker)")
       ->check(count_check(kMaxThreads));
   cmd->add_option("--sum-lanes", c.sum_lanes,
                   cat("Chunks the host sums at once, each on --host-threads / lanes threads: helps "
@@ -140,8 +144,10 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
                   "issues every worker in turn")
       ->capture_default_str()->check(CLI::IsMember({"per-worker", "one"}));
   // Each batch ahead is a pinned buffer of the whole batch: 64 is more than any loader keeps busy.
-  cmd->add_option("--prefetch", c.prefetch, "Batches the loader prepares ahead of the one in use (1 to 64)")
-      ->capture_default_str()->check(count_check(64));
+  cmd->add_option("--prefetch", c.prefetch,
+                  "Batches the loader prepares ahead of the one in use (1 to 64)")
+      ->capture_default_str()
+      ->check(count_check(64));
   cmd->add_flag("--gemm-conv", c.gemm_convolutions,
                 "CPU: run convolutions on im2col + OpenBLAS instead of oneDNN");
   cmd->add_flag("--tf32", c.tf32, "CUDA: let fp32 convolutions use TF32 tensor cores (PyTorch's default)");

@@ -28,8 +28,8 @@ inline void gemm(cublasHandle_t h, bool trans_a, bool trans_b, int m, int n, int
 inline void gemm_bf16(cublasHandle_t h, bool trans_a, bool trans_b, int m, int n, int k,
                       float alpha, const uint16_t* a, const uint16_t* b, float beta, float* c) {
   CUBLAS_CHECK(cublasGemmEx(h, op(trans_b), op(trans_a), n, m, k, &alpha, b, CUDA_R_16BF,
-                            trans_b ? k : n, a, CUDA_R_16BF, trans_a ? m : k, &beta, c,
-                            CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                            trans_b ? k : n, a, CUDA_R_16BF, trans_a ? m : k, &beta, c, CUDA_R_32F,
+                            n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 // y = alpha * op(A)[M x N] * x + beta * y, A row-major.

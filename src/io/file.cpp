@@ -112,7 +112,8 @@ std::string read_file(const std::filesystem::path& path) {
 
 void check_regular_input(const std::filesystem::path& path) {
   if (const std::string kind = non_regular_kind(path); !kind.empty())
-    throw IoError(cat(path.string(), ": is ", kind, ", not a regular file (cgdp reads its inputs "
+    throw IoError(cat(path.string(), ": is ", kind,
+                      ", not a regular file (cgdp reads its inputs "
                       "from regular files)"));
 }
 

@@ -117,8 +117,7 @@ bool InnerProductLayer<T>::rebuilds_from_bf16() const {
 }
 
 template <typename T>
-void InnerProductLayer<T>::rebuild_weight_diff_bf16(const RunContext& ctx,
-                                                    const uint16_t* out_rows,
+void InnerProductLayer<T>::rebuild_weight_diff_bf16(const RunContext& ctx, const uint16_t* out_rows,
                                                     const uint16_t* in_rows, int64_t rows) {
   CGDP_ASSERT(rebuilds_from_bf16());
 #ifdef CGDP_HAVE_CUDA

@@ -2,10 +2,9 @@
 // the transposition trick, cublas_gemm.hpp); the bias is added as ones(M) x bias, as in Caffe.
 // Staged factors are copied device to device on the compute stream; the rebuild is one GEMM on
 // the stream it is given.
-#include "cgdp/layers/inner_product_layer.hpp"
-
 #include <type_traits>
 
+#include "cgdp/layers/inner_product_layer.hpp"
 #include "cuda/cublas_gemm.hpp"
 #include "cuda_layer.hpp"
 #include "sum.cuh"

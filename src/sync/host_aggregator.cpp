@@ -162,9 +162,9 @@ void HostAggregator::set_chunks(std::vector<ChunkSpan> chunks) {
 
 int64_t HostAggregator::packed(int64_t element) const {
   // Gaps that start before `element` end at or before it: an element to sum is in no gap.
-  const auto after = std::lower_bound(
-      left_out_.begin(), left_out_.end(), element,
-      [](const ElementRange& gap, int64_t e) { return gap.offset < e; });
+  const auto after =
+      std::lower_bound(left_out_.begin(), left_out_.end(), element,
+                       [](const ElementRange& gap, int64_t e) { return gap.offset < e; });
   return element - left_out_before_[after - left_out_.begin()];
 }
 
@@ -177,7 +177,8 @@ int64_t HostAggregator::pinned_bytes() const {
 }
 
 float* HostAggregator::receive_buffer(int worker, int chunk) {
-  CGDP_ASSERT(dtype_ == ExchangeDtype::Fp32 && chunks_[chunk].summed_count() == chunks_[chunk].count);
+  CGDP_ASSERT(dtype_ == ExchangeDtype::Fp32 &&
+              chunks_[chunk].summed_count() == chunks_[chunk].count);
   return static_cast<float*>(receive_[worker].get()) + packed(chunks_[chunk].offset);
 }
 

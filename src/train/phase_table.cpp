@@ -61,9 +61,12 @@ PhaseTimes PhaseTable::mean() const {
 std::string PhaseTable::format(const std::string& title) const {
   const PhaseTimes m = mean();
   const std::pair<const char*, double> rows[] = {
-      {"broadcast", m.broadcast_ms},   {"forward", m.forward_ms},
-      {"backward", m.backward_ms},     {"exchange after backward", m.exchange_after_backward_ms},
-      {"gradient sum", m.sum_ms},      {"update", m.update_ms},
+      {"broadcast", m.broadcast_ms},
+      {"forward", m.forward_ms},
+      {"backward", m.backward_ms},
+      {"exchange after backward", m.exchange_after_backward_ms},
+      {"gradient sum", m.sum_ms},
+      {"update", m.update_ms},
       {"total per iteration", m.total_ms},
       {"backward, slowest worker", m.slowest_backward_ms},
       {"exchange after last backward", m.exchange_after_last_backward_ms},

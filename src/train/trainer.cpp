@@ -8,11 +8,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
-#include <numeric>
 #include <cmath>
+#include <deque>
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <optional>
 
 #include "cgdp/caffe_import/weights.hpp"
@@ -21,8 +21,8 @@
 #include "cgdp/cost/profile_match.hpp"
 #include "cgdp/data/open_dataset.hpp"
 #include "cgdp/device/cpu_device.hpp"
-#include "cgdp/device/devices.hpp"
 #include "cgdp/device/cuda_options.hpp"
+#include "cgdp/device/devices.hpp"
 #include "cgdp/io/file.hpp"
 #include "cgdp/net/graph_rewrite.hpp"
 #include "cgdp/net/model_file.hpp"
@@ -229,7 +229,7 @@ Trainer::~Trainer() {
 void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
   if (kind == DeviceKind::Cuda && cuda_device_count() == 0)  // else the GPUs' free memory reads 0
     throw DeviceError(cat(config_.device_kind_from == "--device-kind" ? "--device-kind cuda"
-                                                                       : config_.device_kind_from,
+                                                                      : config_.device_kind_from,
                           ": ", cuda_unavailable_reason()));
   memory_ = estimate_memory(model_, model_path_, per_worker_batch_, test_batch_, config_.devices, sync,
                             make_solver_settings(config_.solver, "solver settings").histories());
@@ -573,8 +573,9 @@ Trainer::Evaluation Trainer::evaluate() {
   if (e.loss && !std::isfinite(*e.loss)) {  // as check_loss: a NaN test is no result to report
     const auto layer = test_net_->first_non_finite_layer();
     throw RuntimeCheckError(cat("test after iteration ", iteration(), ": the loss is ", *e.loss,
-                                "; ", layer ? cat("first non-finite output in layer '", *layer, "'")
-                                            : std::string("every layer output is finite"),
+                                "; ",
+                                layer ? cat("first non-finite output in layer '", *layer, "'")
+                                      : std::string("every layer output is finite"),
                                 " (the parameters or the test data hold NaN or inf)"));
   }
   return e;

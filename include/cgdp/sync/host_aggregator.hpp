@@ -187,10 +187,10 @@ class HostAggregator {
   void count_arrival(int item);
   std::vector<AggregatorWorker> workers_;
   std::vector<ChunkSpan> chunks_;
-  int64_t total_ = 0;   // elements of the flat gradient the chunks span
-  std::vector<ElementRange> left_out_;  // what no part covers (the factored weights), in order
+  int64_t total_ = 0;                     // elements of the flat gradient the chunks span
+  std::vector<ElementRange> left_out_;    // what no part covers (the factored weights), in order
   std::vector<int64_t> left_out_before_;  // elements in left_out_[0..i), one more than left_out_
-  int64_t summed_total_ = 0;  // elements in each receive buffer
+  int64_t summed_total_ = 0;              // elements in each receive buffer
   int lane_threads_;   // OpenMP threads per lane
   Timeline& timeline_;
   ChunkReducer* reducer_;

@@ -101,8 +101,7 @@ struct Placement {
 // its own: the loader and the issuing threads run on the others, where any are left. Throws
 // UsageError for no workers and DeviceError for a CUDA worker the topology has no GPU for.
 Placement plan_placement(const Topology& topology, const std::vector<DeviceRef>& workers,
-                         int aggregator_threads, int loader_threads = 0,
-                         bool host_sums = true);
+                         int aggregator_threads, int loader_threads = 0, bool host_sums = true);
 
 // Whether a binding took effect; when not, `note` says why (e.g. the OS refuses memory binding
 // in this container), so the caller can say so once instead of running unbound silently.

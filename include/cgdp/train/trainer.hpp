@@ -77,7 +77,7 @@ class Trainer {
 
  private:
   int loader_threads(const Dataset& data) const;  // --loader-threads, the topology's, or 1
-  void bind_issuing_thread(int worker);  // on its issuing thread, when it starts
+  void bind_issuing_thread(int worker);           // on its issuing thread, when it starts
   // `profile`: --chunk auto's, else null.
   void make_scheme(SyncKind kind, const Profile* profile);
   void join_cluster(const ChunkPlan& plan);

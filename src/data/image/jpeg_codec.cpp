@@ -53,7 +53,8 @@ void cmyk_to_rgb(const uint8_t* cmyk, int width, int channels, uint8_t* out) {
     uint8_t rgb[3];
     for (int c = 0; c < 3; ++c) rgb[c] = static_cast<uint8_t>(k - ((255 - cmyk[c]) * k >> 8));
     if (channels == 1)  // ITU-R BT.601 luma, as libjpeg's RGB-to-gray
-      *out++ = static_cast<uint8_t>((rgb[0] * 19595 + rgb[1] * 38470 + rgb[2] * 7471 + 32768) >> 16);
+      *out++ =
+          static_cast<uint8_t>((rgb[0] * 19595 + rgb[1] * 38470 + rgb[2] * 7471 + 32768) >> 16);
     else
       for (int c = 0; c < 3; ++c) *out++ = rgb[c];
   }
