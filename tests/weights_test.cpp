@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -274,8 +276,8 @@ TEST(Weights, AFileThatIsNeitherIsNamed) {
 
 // Weights that are not the net's train nothing from them: a file with no layer of the net (an
 // empty .caffemodel, a safetensors with no tensors, another model's) is refused, naming what it
-// holds, unless --weights-allow-mismatch asks for the fillers; a checkpoint given as weights has
-// its CRC checked, as on --resume.
+// holds, unless --weights-allow-mismatch asks for the fillers; a file larger than memory is
+// named; a checkpoint given as weights has its CRC checked, as on --resume.
 TEST(Weights, WeightsThatAreNotTheNetsAreRefused) {
   TempDir dir;
   const std::string empty = (dir / "empty.caffemodel").string(),
@@ -304,6 +306,16 @@ TEST(Weights, WeightsThatAreNotTheNetsAreRefused) {
     }
     EXPECT_EQ(load_weights(*net, {file}, true).loaded, 0);  // asked for: the fillers stay
   }
+  // A sparse file larger than any memory (it takes no disk): named, not a std::bad_alloc.
+  const std::string huge = (dir / "huge.caffemodel").string();
+  std::ofstream(huge).close();
+  const uintmax_t memory = static_cast<uintmax_t>(::sysconf(_SC_PHYS_PAGES)) *
+                          static_cast<uintmax_t>(::sysconf(_SC_PAGE_SIZE));
+  std::filesystem::resize_file(huge, memory + (uintmax_t{1} << 30));
+  EXPECT_THAT([&] { read_weights_file(huge); },
+              ::testing::ThrowsMessage<IoError>(::testing::HasSubstr(
+                  cat("huge.caffemodel: ", memory + (uintmax_t{1} << 30),
+                      " bytes, more than this machine's memory"))));
   Checkpoint checkpoint;
   checkpoint.model_fingerprint = "lenet";
   checkpoint.tensors[param_key("conv1", 1)] = {{20}, std::vector<float>(20, 0.5f)};

@@ -134,6 +134,13 @@ void read_file(const std::filesystem::path& path, std::string& bytes) {
   if (S_ISDIR(st.st_mode)) throw IoError(cat(path.string(), ": is a directory, not a file"));
   if (!S_ISREG(st.st_mode)) check_regular_input(path);
   const size_t size = static_cast<size_t>(st.st_size);
+  // A file larger than the machine's memory (a sparse 100 GB "weights" file) is named, not met
+  // with std::bad_alloc (or the OOM killer) when its bytes are allocated.
+  const auto memory = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                      static_cast<uint64_t>(::sysconf(_SC_PAGE_SIZE));
+  if (memory > 0 && size > memory)
+    throw IoError(cat(path.string(), ": ", size, " bytes, more than this machine's memory (",
+                      memory, " bytes): cgdp reads such a file whole and cannot"));
   bytes.resize(size);
   size_t done = 0;
   while (done < size) {
