@@ -22,16 +22,26 @@ std::string errno_text(int error) {
   return std::generic_category().message(error);
 }
 
-// What `path` is when it exists and is not a regular file ("a device", "a FIFO", ...), else "".
-// Outputs are written whole through a rename, which would replace whatever is there.
+// What a file of this mode is when it is not a regular file ("a device", "a FIFO", ...), else "".
+std::string non_regular_kind(mode_t mode) {
+  if (S_ISREG(mode)) return "";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// The same for `path` when it exists, else "". Outputs are written whole through a rename, which
+// would replace whatever is there.
 std::string non_regular_kind(const std::filesystem::path& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
-  if (S_ISDIR(st.st_mode)) return "a directory";
-  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "a device";
-  if (S_ISFIFO(st.st_mode)) return "a FIFO";
-  if (S_ISSOCK(st.st_mode)) return "a socket";
-  return "not a regular file";
+  return ::stat(path.c_str(), &st) != 0 ? "" : non_regular_kind(st.st_mode);
+}
+
+[[noreturn]] void refuse_input(const std::filesystem::path& path, const std::string& kind) {
+  throw IoError(cat(path.string(), ": is ", kind,
+                    ", not a regular file (cgdp reads its inputs from regular files)"));
 }
 
 // Owns the temporary file until it has been renamed: closes the descriptor and removes the file
@@ -111,10 +121,7 @@ std::string read_file(const std::filesystem::path& path) {
 }
 
 void check_regular_input(const std::filesystem::path& path) {
-  if (const std::string kind = non_regular_kind(path); !kind.empty())
-    throw IoError(cat(path.string(), ": is ", kind,
-                      ", not a regular file (cgdp reads its inputs "
-                      "from regular files)"));
+  if (const std::string kind = non_regular_kind(path); !kind.empty()) refuse_input(path, kind);
 }
 
 void read_file(const std::filesystem::path& path, std::string& bytes) {
@@ -132,7 +139,8 @@ void read_file(const std::filesystem::path& path, std::string& bytes) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw IoError(cat(path.string(), ": cannot get the size: ", errno_text(errno)));
   if (S_ISDIR(st.st_mode)) throw IoError(cat(path.string(), ": is a directory, not a file"));
-  if (!S_ISREG(st.st_mode)) check_regular_input(path);
+  if (const std::string kind = non_regular_kind(st.st_mode); !kind.empty())
+    refuse_input(path, kind);
   const size_t size = static_cast<size_t>(st.st_size);
   // A file larger than the machine's memory (a sparse 100 GB "weights" file) is named, not met
   // with std::bad_alloc (or the OOM killer) when its bytes are allocated.

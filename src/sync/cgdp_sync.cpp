@@ -338,26 +338,21 @@ class CgdpSync final : public SyncScheme {
     SufficientFactors<float>* layer = f.layers[w];
     Stream* stream = h2d_[w];
     const int64_t rows = n * f.rows;
-    if (dtype_ == ExchangeDtype::Bf16 && layer->rebuilds_from_bf16()) {
-      const auto* outs = static_cast<const uint16_t*>(gathered_[w].narrow.get());
-      const uint16_t* ins = outs + n * f.out_count;
-      traced(*stream, timeline_, w, "h2d", f.rebuild_span, "h2d", [&] {
-        stream->submit([layer, stream, outs, ins, rows] {
-          RunContext ctx;
-          ctx.stream = stream;
-          layer->rebuild_weight_diff_bf16(ctx, outs, ins, rows);
-        });
-      });
-      return;
-    }
-    if (dtype_ != ExchangeDtype::Fp32) issue_widen_factors(w, s);
-    const auto* outs = static_cast<const float*>(gathered_[w].rows.get());
-    const float* ins = outs + n * f.out_count;
+    const bool from_bf16 = dtype_ == ExchangeDtype::Bf16 && layer->rebuilds_from_bf16();
+    if (dtype_ != ExchangeDtype::Fp32 && !from_bf16) issue_widen_factors(w, s);
+    // Every worker's rows: [out rows of workers 0..N-1][in rows of workers 0..N-1].
+    const void* gathered = from_bf16 ? gathered_[w].narrow.get() : gathered_[w].rows.get();
     traced(*stream, timeline_, w, "h2d", f.rebuild_span, "h2d", [&] {
-      stream->submit([layer, stream, outs, ins, rows] {
+      stream->submit([layer, stream, gathered, from_bf16, out_count = n * f.out_count, rows] {
         RunContext ctx;
         ctx.stream = stream;
-        layer->rebuild_weight_diff(ctx, outs, ins, rows);
+        if (from_bf16) {
+          const auto* outs = static_cast<const uint16_t*>(gathered);
+          layer->rebuild_weight_diff_bf16(ctx, outs, outs + out_count, rows);
+        } else {
+          const auto* outs = static_cast<const float*>(gathered);
+          layer->rebuild_weight_diff(ctx, outs, outs + out_count, rows);
+        }
       });
     });
   }

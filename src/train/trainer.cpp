@@ -177,6 +177,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
                         : static_cast<int64_t>(std::ceil(config.epochs * static_cast<double>(train_data_->size()) /
                                                          static_cast<double>(per_update)));
   if (max_iterations_ <= 0) throw UsageError("nothing to train: give --iterations or --epochs > 0");
+  // Caffe's solver counts iterations in 32 bits (max_iter, poly's horizon).
   fit_int32(max_iterations_, config.iterations > 0 ? "--iterations" : "iterations of --epochs");
   make_scheme(sync, profile ? &*profile : nullptr);
   load_cudnn_algorithms();
@@ -467,13 +468,25 @@ void Trainer::issue_micro_batch(Worker& w, const Batch& batch, int micro, int64_
   w.issue_backward(ctx, timeline_, micro, config_.accumulate, hook);
 }
 
+namespace {
+
+// Where a non-finite loss came from: "first non-finite output in layer 'x'" (plus `suffix`), or
+// none when every layer output is finite.
+std::optional<std::string> non_finite_output(Net<float>& net, const std::string& suffix = "") {
+  if (auto layer = net.first_non_finite_layer())
+    return cat("first non-finite output in layer '", *layer, "'", suffix);
+  return std::nullopt;
+}
+
+}  // namespace
+
 void Trainer::check_loss(double loss, int64_t iteration) {
   if (std::isfinite(loss)) return;
   std::string where = "every layer output is finite";
   for (Worker& w : workers_)
-    if (auto layer = w.net->first_non_finite_layer()) {
-      where = cat("first non-finite output in layer '", *layer, "'",
-                  num_workers() > 1 ? cat(" on worker ", w.index) : std::string());
+    if (auto found = non_finite_output(
+            *w.net, num_workers() > 1 ? cat(" on worker ", w.index) : std::string())) {
+      where = *found;
       break;
     }
   throw RuntimeCheckError(cat("iteration ", iteration, ": the loss is ", loss, "; ", where,
@@ -571,12 +584,10 @@ Trainer::Evaluation Trainer::evaluate() {
   }
   if (has_loss) e.loss = loss / static_cast<double>(seen);
   if (e.loss && !std::isfinite(*e.loss)) {  // as check_loss: a NaN test is no result to report
-    const auto layer = test_net_->first_non_finite_layer();
-    throw RuntimeCheckError(cat("test after iteration ", iteration(), ": the loss is ", *e.loss,
-                                "; ",
-                                layer ? cat("first non-finite output in layer '", *layer, "'")
-                                      : std::string("every layer output is finite"),
-                                " (the parameters or the test data hold NaN or inf)"));
+    throw RuntimeCheckError(
+        cat("test after iteration ", iteration(), ": the loss is ", *e.loss, "; ",
+            non_finite_output(*test_net_).value_or("every layer output is finite"),
+            " (the parameters or the test data hold NaN or inf)"));
   }
   return e;
 }
