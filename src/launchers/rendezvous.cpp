@@ -13,7 +13,7 @@
 #include <zmq_addon.hpp>
 
 #include "cgdp/core/error.hpp"
-#include "cgdp/shard/rank_proof.hpp"
+#include "cgdp/shard/handshake_proof.hpp"
 
 namespace cgdp {
 

@@ -44,6 +44,10 @@ std::string kind_name(uint16_t kind) {
       return "error";
     case MessageKind::kBye:
       return "bye";
+    case MessageKind::kChallenge:
+      return "challenge";
+    case MessageKind::kProof:
+      return "proof";
   }
   return cat("kind ", kind);
 }

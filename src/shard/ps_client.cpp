@@ -1,10 +1,12 @@
-// A host's parameter-server client: per shard two authenticated DEALER connections (pushes out,
-// sums in), zero-copy pushes from the caller's buffer, sums handed out in the buffers ZeroMQ
-// received them into, and a deadline on every wait that names the shard which did not answer.
+// A host's parameter-server client: per shard two DEALER connections (pushes out, sums in), each
+// opened with a challenge-response that proves both ends hold the cluster token; zero-copy pushes
+// from the caller's buffer, sums handed out in the buffers ZeroMQ received them into, and a
+// deadline on every wait that names the shard which did not answer.
 #include "cgdp/shard/ps_client.hpp"
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstring>
 #include <functional>
 #include <iterator>
 #include <map>
@@ -13,7 +15,7 @@
 #include <zmq_addon.hpp>
 
 #include "cgdp/core/error.hpp"
-#include "cgdp/shard/rank_proof.hpp"
+#include "cgdp/shard/handshake_proof.hpp"
 #include "cgdp/shard/protocol.hpp"
 #include "shard/message_memory.hpp"
 #include "shard/socket_monitor.hpp"
@@ -24,8 +26,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kHeartbeatMs = 1000;
 constexpr int kByeLingerMs = 1000;  // how long closing waits for a bye (and pushes) to go out
-constexpr int kEvents = ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
-                        ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
+constexpr int kEvents = ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                        ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
 
 std::string duration_text(std::chrono::milliseconds d) {
   return d.count() % 1000 == 0 ? cat(d.count() / 1000, " s") : cat(d.count(), " ms");
@@ -95,6 +97,10 @@ class PsClient::Impl {
   using Pick = Connection ShardLink::*;
   void open(ShardLink& link, Pick which);
   void hello_all();
+  // This host's proof for the shard's challenge, once the shard proved it holds the token.
+  ProofBody answer_challenge(const ShardLink& link, const HelloBody& hello,
+                             const std::vector<zmq::message_t>& frames) const;
+  static void send_message(Connection& conn, const MessageHeader& h, const void* body, size_t size);
   // Polls connection `which` of `links` and their monitors until `done()` or `deadline`; calls
   // `on_message` for each readable socket. Throws NetworkError for a lost or refusing shard;
   // returns false at the deadline.
@@ -161,8 +167,6 @@ void PsClient::Impl::open(ShardLink& link, Pick which) {
   Connection& conn = link.*which;
   conn.socket = zmq::socket_t(context_, zmq::socket_type::dealer);
   conn.events = std::make_unique<SocketMonitor>(context_, conn.socket, kEvents);
-  conn.socket.set(zmq::sockopt::plain_username, rank_user(config.rank));
-  conn.socket.set(zmq::sockopt::plain_password, rank_proof(config.token, config.rank));
   conn.socket.set(zmq::sockopt::heartbeat_ivl, kHeartbeatMs);
   conn.socket.set(zmq::sockopt::heartbeat_timeout, 3 * kHeartbeatMs);
   conn.socket.set(zmq::sockopt::sndhwm, 0);  // a push never blocks: payloads are references
@@ -193,9 +197,6 @@ bool PsClient::Impl::poll_until(const std::vector<ShardLink*>& links, Pick which
       ShardLink& link = *links[i];
       Connection& conn = link.*which;
       while (auto e = conn.events->next()) {
-        if (e->event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
-          throw NetworkError(cat(link.name(), " refused this host's proof of rank ", config.rank,
-                                 " (is the cluster token the same on every host?)"));
         if (e->event == ZMQ_EVENT_DISCONNECTED) {
           conn.lost = cat("lost the connection to ", link.name());
           throw NetworkError(cat(conn.lost, " ", during));
@@ -216,14 +217,14 @@ void PsClient::Impl::hello_all() {
   for (Pick which : {&ShardLink::push, &ShardLink::sums}) {
     const ConnectionRole role =
         which == &ShardLink::push ? ConnectionRole::kPush : ConnectionRole::kSum;
-    std::vector<char> welcomed(links.size(), 0);
+    enum Step : char { kSaidHello, kProved, kWelcomed };
+    std::vector<Step> step(links.size(), kSaidHello);
+    std::vector<HelloBody> hellos(links.size());
     for (ShardLink* l : links) {
-      HelloBody body{layout.fingerprint(), config.num_hosts, layout.num_shards, l->index,
-                     static_cast<int32_t>(role)};
-      const MessageHeader h = make_header(MessageKind::kHello, config.rank);
-      zmq::socket_t& s = (l->*which).socket;
-      s.send(zmq::buffer(&h, sizeof h), zmq::send_flags::sndmore);
-      s.send(zmq::buffer(&body, sizeof body));
+      HelloBody& body = hellos[l->index];
+      body = {layout.fingerprint(),       config.num_hosts, layout.num_shards, l->index,
+              static_cast<int32_t>(role), fresh_nonce()};
+      send_message(l->*which, make_header(MessageKind::kHello, config.rank), &body, sizeof body);
     }
     auto on_message = [&](ShardLink& link) {
       std::vector<zmq::message_t> frames;
@@ -233,13 +234,25 @@ void PsClient::Impl::hello_all() {
       if (const std::string bad = parse_header(frames[0].data(), frames[0].size(), h); !bad.empty())
         throw NetworkError(
             cat(link.name(), " answered the hello with a message this build cannot read: ", bad));
-      if (h.kind == static_cast<uint16_t>(MessageKind::kError))
+      const auto kind = static_cast<MessageKind>(h.kind);
+      if (kind == MessageKind::kError)
         throw NetworkError(cat(link.name(), " rejected the hello of host ", config.rank, ": ",
                                frames.size() > 1 ? frames[1].to_string() : std::string()));
-      if (h.kind == static_cast<uint16_t>(MessageKind::kWelcome)) welcomed[link.index] = 1;
+      Step& at = step[link.index];
+      if (kind == MessageKind::kChallenge && at == kSaidHello) {
+        const ProofBody proof = answer_challenge(link, hellos[link.index], frames);
+        send_message(link.*which, make_header(MessageKind::kProof, config.rank), &proof,
+                     sizeof proof);
+        at = kProved;
+      } else if (kind == MessageKind::kWelcome && at == kProved) {
+        at = kWelcomed;
+      } else {
+        throw NetworkError(cat(link.name(), " answered the hello with an unexpected ",
+                               kind_name(h.kind), " message: is a cgdp shard listening there?"));
+      }
     };
     auto done = [&] {
-      return std::all_of(welcomed.begin(), welcomed.end(), [](char w) { return w; });
+      return std::all_of(step.begin(), step.end(), [](Step s) { return s == kWelcomed; });
     };
     // A shard that vanishes mid-hello: usually its host stopped on an error of its own.
     const char* during =
@@ -247,11 +260,34 @@ void PsClient::Impl::hello_all() {
     if (!poll_until(links, which, deadline, on_message, done, during)) {
       std::string missing;
       for (ShardLink* l : links)
-        if (!welcomed[l->index]) missing += (missing.empty() ? "" : ", ") + l->name();
+        if (step[l->index] != kWelcomed) missing += (missing.empty() ? "" : ", ") + l->name();
       throw NetworkError(cat("no answer from ", missing, " for ", duration_text(config.timeout),
                              " (is it running and listening there?)"));
     }
   }
+}
+
+ProofBody PsClient::Impl::answer_challenge(const ShardLink& link, const HelloBody& hello,
+                                           const std::vector<zmq::message_t>& frames) const {
+  ChallengeBody challenge;
+  if (frames.size() != 2 || frames[1].size() != sizeof challenge)
+    throw NetworkError(cat(link.name(), " answered the hello with a malformed challenge"));
+  std::memcpy(&challenge, frames[1].data(), sizeof challenge);
+  // Checked before this host proves anything: a process without the token learns nothing here.
+  if (!same_proof(challenge.shard_proof,
+                  shard_proof(config.token, config.rank, hello, challenge.shard_nonce)))
+    throw NetworkError(
+        cat(link.name(),
+            " did not prove that it holds this cluster's token: another process may be "
+            "listening on its port, or that host has another token (this host sent it "
+            "nothing but its hello)"));
+  return {host_proof(config.token, config.rank, hello, challenge.shard_nonce)};
+}
+
+void PsClient::Impl::send_message(Connection& conn, const MessageHeader& h, const void* body,
+                                  size_t size) {
+  conn.socket.send(zmq::buffer(&h, sizeof h), zmq::send_flags::sndmore);
+  conn.socket.send(zmq::buffer(body, size));
 }
 
 void PsClient::Impl::push(int64_t iteration, int chunk, const float* data, int64_t count) {

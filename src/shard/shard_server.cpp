@@ -1,11 +1,11 @@
-// The shard's thread: authenticates peers (ZAP), validates every frame against the shard's own
-// ranges before touching memory, feeds pushes to the pieces' BSP state, and sends each finished
-// sum to every host's sum connection.
+// The shard's thread: authenticates peers (a challenge-response, handshake_proof.hpp), validates
+// every frame against the shard's own ranges before touching memory, feeds pushes to the pieces'
+// BSP state, and sends each finished sum to every host's sum connection.
 #include "cgdp/shard/shard_server.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <iostream>
@@ -18,12 +18,12 @@
 #include <zmq_addon.hpp>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/shard/handshake_proof.hpp"
 #include "cgdp/shard/protocol.hpp"
 #include "cgdp/shard/shard_layout.hpp"
 #include "shard/message_memory.hpp"
 #include "shard/piece_state.hpp"
 #include "shard/socket_monitor.hpp"
-#include "shard/zap_handler.hpp"
 
 namespace cgdp {
 
@@ -69,9 +69,13 @@ class ShardServer::Impl {
   void handle(std::vector<zmq::message_t>& frames);
   std::string check_push(const MessageHeader& h, const Peer* peer, size_t payload_frames,
                          size_t payload_bytes) const;
-  // `proven`: the rank the connection proved at its handshake; the hello must speak for it.
-  std::string hello(const std::string& route, Peer from, int proven, const MessageHeader& h,
+  // A hello is answered with a challenge; the connection joins once its proof checks.
+  std::string hello(const std::string& route, Peer from, const MessageHeader& h,
                     const std::vector<zmq::message_t>& frames);
+  std::string proof(const std::string& route, const MessageHeader& h,
+                    const std::vector<zmq::message_t>& frames);
+  // The hello's checks against this shard, once its sender proved its rank.
+  std::string join(const std::string& route, Peer from, const HelloBody& body);
   std::string bye(const MessageHeader& h, const Peer* peer);
   void send_sum(int local_piece);
   // Logs and answers a rejected message; `peer` is its connection's hello, if it said one.
@@ -89,13 +93,21 @@ class ShardServer::Impl {
   ShardLayout layout_;
   int first_piece_ = 0;                  // this shard's pieces: [first_piece_, first_piece_ + n)
   std::deque<PieceState> pieces_;        // by local index (a deque: PieceState does not move)
-  std::map<std::string, Peer> peers_;    // by ROUTER identity, after a good hello
+  struct Handshake {
+    Peer from;
+    HelloBody hello;
+    Nonce shard_nonce;
+  };
+  std::map<std::string, Peer> peers_;  // by ROUTER identity, after a good hello and proof
+  // Challenges sent and not answered yet, by ROUTER identity, oldest first in `handshake_order_`:
+  // a bounded few, so peers that never answer cannot grow them.
+  std::map<std::string, Handshake> handshakes_;
+  std::deque<std::string> handshake_order_;
   std::vector<std::string> sum_routes_;  // by host: its sum connection's identity, once known
   std::vector<char> said_bye_;
   int64_t max_frame_ = 0;
 
   zmq::context_t context_{1};
-  std::unique_ptr<ZapHandler> zap_;
   zmq::socket_t router_;
   std::unique_ptr<SocketMonitor> monitor_;
 
@@ -120,15 +132,11 @@ ShardServer::Impl::Impl(ShardConfig config) : config_(std::move(config)) {
   }
   said_bye_.assign(config_.num_hosts, 0);
   sum_routes_.assign(config_.num_hosts, "");
-  // The ZAP handler first: a PLAIN socket bound before it would let anyone in.
-  zap_ = std::make_unique<ZapHandler>(context_, config_.token, config_.log);
   router_ = zmq::socket_t(context_, zmq::socket_type::router);
   monitor_ =
       std::make_unique<SocketMonitor>(context_, router_,
                                       ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                                           ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL);
-  router_.set(zmq::sockopt::plain_server, 1);
-  router_.set(zmq::sockopt::zap_domain, "cgdp");
   // Frames above the largest piece (or a hello) are dropped by ZeroMQ with the connection,
   // before any memory is allocated for them.
   router_.set(zmq::sockopt::maxmsgsize, std::max<int64_t>(max_frame_, 4096));
@@ -166,13 +174,10 @@ bool ShardServer::Impl::wait(std::chrono::milliseconds timeout) {
 void ShardServer::Impl::run() {
   try {
     std::vector<zmq::pollitem_t> items = {{router_.handle(), 0, ZMQ_POLLIN, 0},
-                                          {zap_->socket().handle(), 0, ZMQ_POLLIN, 0},
                                           {monitor_->socket().handle(), 0, ZMQ_POLLIN, 0}};
     while (!stopping_) {
       zmq::poll(items, kPollSlice);
-      if (items[1].revents & ZMQ_POLLIN)
-        if (!zap_->handle_one()) count([](ShardStats& s) { ++s.connections_refused; });
-      if (items[2].revents & ZMQ_POLLIN) log_events();
+      if (items[1].revents & ZMQ_POLLIN) log_events();
       if (items[0].revents & ZMQ_POLLIN) serve_router();
     }
   } catch (...) {
@@ -199,7 +204,7 @@ void ShardServer::Impl::log_events() {
 }
 
 void ShardServer::Impl::serve_router() {
-  // Drain what is queued, but come back to the ZAP socket now and then.
+  // Drain what is queued, but come back to the monitor and stop() now and then.
   for (int i = 0; i < 256 && !stopping_; ++i) {
     std::vector<zmq::message_t> frames;
     if (!zmq::recv_multipart(router_, std::back_inserter(frames), zmq::recv_flags::dontwait))
@@ -214,8 +219,6 @@ void ShardServer::Impl::handle(std::vector<zmq::message_t>& frames) {
   const auto known = peers_.find(id);
   const Peer* peer = known == peers_.end() ? nullptr : &known->second;
   const char* address = frames.size() > 1 ? frames[1].gets("Peer-Address") : nullptr;
-  const char* user_id = frames.size() > 1 ? frames[1].gets("User-Id") : nullptr;
-  const int proven = user_id ? std::atoi(user_id) : -1;  // the rank the ZAP handler checked
   const std::string from = peer ? cat("host ", peer->host, " (", peer->address, ")")
                                 : cat("unregistered peer ", address ? address : "?");
   if (frames.size() < 2 || frames.size() > 3)
@@ -229,7 +232,10 @@ void ShardServer::Impl::handle(std::vector<zmq::message_t>& frames) {
   std::string why;
   switch (static_cast<MessageKind>(h.kind)) {
     case MessageKind::kHello:
-      why = hello(id, Peer{h.sender, address ? address : "?"}, proven, h, frames);
+      why = hello(id, Peer{h.sender, address ? address : "?"}, h, frames);
+      break;
+    case MessageKind::kProof:
+      why = proof(id, h, frames);
       break;
     case MessageKind::kPush: {
       why = check_push(h, peer, payload_frames, payload_bytes);
@@ -248,39 +254,76 @@ void ShardServer::Impl::handle(std::vector<zmq::message_t>& frames) {
   if (!why.empty()) reject(route, peer, from, &h, why);
 }
 
-std::string ShardServer::Impl::hello(const std::string& route, Peer from, int proven,
-                                     const MessageHeader& h,
+std::string ShardServer::Impl::hello(const std::string& route, Peer from, const MessageHeader& h,
                                      const std::vector<zmq::message_t>& frames) {
-  if (h.sender != proven)
-    return cat("a connection that proved host ", proven, " said hello as host ", h.sender);
+  if (peers_.count(route))
+    return cat("a second hello on a connection of host ", peers_[route].host);
   if (frames.size() != 3 || frames[2].size() != sizeof(HelloBody))
     return cat("hello needs a ", sizeof(HelloBody), "-byte body");
-  HelloBody body;
-  std::memcpy(&body, frames[2].data(), sizeof body);
-  if (body.num_hosts != config_.num_hosts || body.num_shards != config_.num_shards ||
-      body.shard != config_.shard)
-    return cat("host ", h.sender, " expects ", body.num_hosts, " hosts and shard ", body.shard,
-               " of ", body.num_shards, "; this is shard ", config_.shard, " of ",
-               config_.num_shards, " for ", config_.num_hosts, " hosts");
-  if (body.layout_fingerprint != layout_.fingerprint()) {
-    // The values go to this shard's log only: a reply never tells a peer what would be accepted.
-    config_.log(cat("host ", h.sender, "'s chunk plan has layout fingerprint ", std::hex,
-                    body.layout_fingerprint, ", this shard's ", layout_.fingerprint()));
-    return cat("host ", h.sender, " has a different chunk plan (give every host the same --chunk)");
-  }
   if (h.sender < 0 || h.sender >= config_.num_hosts)
     return cat("host rank ", h.sender, " is outside [0, ", config_.num_hosts, ")");
+  Handshake shake{from, {}, fresh_nonce()};
+  std::memcpy(&shake.hello, frames[2].data(), sizeof shake.hello);
+  if (handshakes_.size() >= static_cast<size_t>(4 * config_.num_hosts + 16)) {
+    handshakes_.erase(handshake_order_.front());  // the oldest unanswered challenge lapses
+    handshake_order_.pop_front();
+  }
+  if (!handshakes_.count(route)) handshake_order_.push_back(route);
+  const ChallengeBody challenge{
+      shake.shard_nonce, shard_proof(config_.token, h.sender, shake.hello, shake.shard_nonce)};
+  handshakes_[route] = shake;
+  zmq::message_t id(route.data(), route.size());
+  zmq::message_t body(&challenge, sizeof challenge);
+  send(id, make_header(MessageKind::kChallenge, config_.shard), &body);
+  return "";
+}
+
+std::string ShardServer::Impl::proof(const std::string& route, const MessageHeader& h,
+                                     const std::vector<zmq::message_t>& frames) {
+  const auto found = handshakes_.find(route);
+  if (found == handshakes_.end()) return "a proof on a connection without a challenge";
+  const Handshake shake = found->second;
+  handshakes_.erase(found);  // one answer per challenge
+  handshake_order_.erase(std::find(handshake_order_.begin(), handshake_order_.end(), route));
+  if (h.sender != shake.from.host)
+    return cat("a proof from host ", h.sender, " on a connection that said hello as host ",
+               shake.from.host);
+  ProofBody answer;
+  if (frames.size() != 3 || frames[2].size() != sizeof answer)
+    return cat("proof needs a ", sizeof answer, "-byte body");
+  std::memcpy(&answer, frames[2].data(), sizeof answer);
+  if (!same_proof(answer.host_proof,
+                  host_proof(config_.token, h.sender, shake.hello, shake.shard_nonce))) {
+    count([](ShardStats& s) { ++s.connections_refused; });
+    return cat("no valid proof of host ", h.sender,
+               " under this cluster's token (a different token on that host?)");
+  }
+  return join(route, shake.from, shake.hello);
+}
+
+std::string ShardServer::Impl::join(const std::string& route, Peer from, const HelloBody& body) {
+  const int host = from.host;
+  if (body.num_hosts != config_.num_hosts || body.num_shards != config_.num_shards ||
+      body.shard != config_.shard)
+    return cat("host ", host, " expects ", body.num_hosts, " hosts and shard ", body.shard, " of ",
+               body.num_shards, "; this is shard ", config_.shard, " of ", config_.num_shards,
+               " for ", config_.num_hosts, " hosts");
+  if (body.layout_fingerprint != layout_.fingerprint()) {
+    // The values go to this shard's log only: a reply never tells a peer what would be accepted.
+    config_.log(cat("host ", host, "'s chunk plan has layout fingerprint ", std::hex,
+                    body.layout_fingerprint, ", this shard's ", layout_.fingerprint()));
+    return cat("host ", host, " has a different chunk plan (give every host the same --chunk)");
+  }
   if (body.role != static_cast<int32_t>(ConnectionRole::kPush) &&
       body.role != static_cast<int32_t>(ConnectionRole::kSum))
     return cat("connection role ", body.role, "; expected 0 (pushes) or 1 (sums)");
   from.role = static_cast<ConnectionRole>(body.role);
-  if (peers_.count(route)) return cat("a second hello on a connection of host ", h.sender);
-  if (from.role == ConnectionRole::kSum && !sum_routes_[h.sender].empty())
-    return cat("host ", h.sender, " already has a sum connection");
+  if (from.role == ConnectionRole::kSum && !sum_routes_[host].empty())
+    return cat("host ", host, " already has a sum connection");
   if (peers_.size() >= static_cast<size_t>(64 * config_.num_hosts)) return "too many connections";
   peers_[route] = from;
-  if (from.role == ConnectionRole::kSum) sum_routes_[h.sender] = route;
-  config_.log(cat("host ", from.host, " (", from.address, ") joined",
+  if (from.role == ConnectionRole::kSum) sum_routes_[host] = route;
+  config_.log(cat("host ", host, " (", from.address, ") joined",
                   from.role == ConnectionRole::kSum ? " (sum connection)" : ""));
   zmq::message_t id(route.data(), route.size());
   send(id, make_header(MessageKind::kWelcome, config_.shard), nullptr);

@@ -2,6 +2,7 @@
 // fixed-size header frame, then at most one payload frame (floats, a hello body or error text).
 #pragma once
 
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <string>
@@ -10,19 +11,24 @@
 namespace cgdp {
 
 inline constexpr uint32_t kShardMagic = 0x53504743;  // "CGPS" read as little-endian bytes
-inline constexpr uint16_t kProtocolVersion = 2;
+inline constexpr uint16_t kProtocolVersion = 3;      // 3: the challenge-response handshake
 // Hosts and shards run on one architecture family; frames are the structs' bytes as they are.
 static_assert(std::endian::native == std::endian::little, "the shard protocol is little-endian");
 
 enum class MessageKind : uint16_t {
-  kHello = 1,  // host -> shard: HelloBody; the token already went in ZMTP's PLAIN handshake
-  kWelcome,    // shard -> host: the hello was accepted
+  kHello = 1,  // host -> shard: HelloBody, with the host's fresh nonce
+  kWelcome,    // shard -> host: the proof and the hello were accepted
   kPush,       // host -> shard: one piece's gradients for `iteration` (count floats)
   kSum,        // shard -> every host's sum connection, unasked: the global sum (count floats)
   kError,      // shard -> host: what was wrong with a message (text), on its sum connection if any
   kBye,        // host -> shard: this host is done; the shard stops once every host said it
+  kChallenge,  // shard -> host: ChallengeBody, the answer to a hello (handshake_proof.hpp)
+  kProof,      // host -> shard: ProofBody, the answer to the challenge
 };
-inline constexpr uint16_t kLastKind = static_cast<uint16_t>(MessageKind::kBye);
+inline constexpr uint16_t kLastKind = static_cast<uint16_t>(MessageKind::kProof);
+
+using Nonce = std::array<uint8_t, 32>;
+using Proof = std::array<uint8_t, 32>;  // an HMAC-SHA256
 
 struct MessageHeader {
   uint32_t magic = kShardMagic;
@@ -47,8 +53,22 @@ struct HelloBody {
   int32_t num_shards = 0;
   int32_t shard = 0;  // the shard index the host believes it is talking to
   int32_t role = 0;   // a ConnectionRole
+  Nonce host_nonce{};  // fresh for each connection: the shard's proof covers it
 };
-static_assert(sizeof(HelloBody) == 24);
+static_assert(sizeof(HelloBody) == 56);
+
+// The payload of kChallenge: the shard's nonce and its proof that it holds the cluster token.
+struct ChallengeBody {
+  Nonce shard_nonce{};
+  Proof shard_proof{};
+};
+static_assert(sizeof(ChallengeBody) == 64);
+
+// The payload of kProof: the host's proof of its rank, over both nonces.
+struct ProofBody {
+  Proof host_proof{};
+};
+static_assert(sizeof(ProofBody) == 32);
 
 MessageHeader make_header(MessageKind kind, int sender, int range = -1, int64_t iteration = 0,
                           int64_t offset = 0, int64_t count = 0);

@@ -40,7 +40,7 @@ struct ShardStats {
   int64_t pieces_summed = 0;  // (iteration, piece) sums completed
   int64_t sums_sent = 0;  // messages: one per host per sum
   int64_t messages_rejected = 0;    // malformed, out of range, unexpected; each got logged
-  int64_t connections_refused = 0;  // wrong cluster token (refused by the ZAP handler)
+  int64_t connections_refused = 0;  // handshakes whose proof failed (another cluster token)
   int hosts_said_bye = 0;
 };
 
