@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 
 #include "cgdp/core/error.hpp"
@@ -19,6 +20,7 @@
 #include "cgdp/data/image/image.hpp"
 #include "cgdp/data/image/image_dataset.hpp"
 #include "cgdp/data/image/image_mean.hpp"
+#include "cgdp/data/image/lmdb_database.hpp"
 #include "cgdp/data/image/lmdb_dataset.hpp"
 #include "cgdp/data/image/mean_file.hpp"
 #include "cgdp/data/in_memory_dataset.hpp"
@@ -636,6 +638,48 @@ TEST_F(ImageSources, LmdbProblemsAreOneLineNamingTheDatabaseOrKey) {
   convert_images(c);
   EXPECT_NE(message(c.to).find("train_lmdb: key '00000002_cat/0.JPG': label 2 is outside the model's 2 classes"),
             std::string::npos) << message(c.to);
+}
+
+// liblmdb trusts its file: a truncated copy was SIGBUS and flipped bits SIGSEGV in `train` and
+// `mean`. Now the file is checked before it is mapped: each damaged copy below is either still
+// readable or a DataError naming it, and the process lives (a signal would end the test).
+TEST_F(ImageSources, DamagedLmdbsAreNamedNotMetWithASignal) {
+  const fs::path db = dir_ / "db";
+  {
+    LmdbWriter w(db.string());
+    for (int i = 0; i < 600; ++i)
+      w.put(cat("key", 1000 + i), std::string(i % 100 == 0 ? 9000 : 40, 'v'));
+  }
+  const std::string file = read_file(db / "data.mdb");
+  const fs::path copy = dir_ / "copy";
+  fs::create_directories(copy);
+  auto read_all = [&](const std::string& bytes) {
+    std::ofstream(copy / "data.mdb", std::ios::binary | std::ios::trunc) << bytes;
+    try {
+      LmdbReader r(copy.string());
+      size_t total = 0;
+      for (size_t i = 0; i < r.keys().size(); ++i) total += r.value(i).size();
+      return cat("read ", total);
+    } catch (const DataError& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_EQ(read_all(file), cat("read ", 6 * 9000 + 594 * 40));
+  EXPECT_NE(read_all(file.substr(0, file.size() / 2))
+                .find("data.mdb: truncated or damaged: its meta page names "),
+            std::string::npos);
+  std::mt19937 rng(7);
+  int damaged = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string bytes = file;
+    for (int k = 0; k < 1 + trial % 8; ++k)
+      bytes[rng() % bytes.size()] ^= static_cast<char>(1 << rng() % 8);
+    const std::string outcome = read_all(bytes);
+    if (outcome.starts_with("read ")) continue;
+    EXPECT_EQ(outcome.rfind(copy.string(), 0), 0u) << outcome;  // names the database
+    damaged += outcome.find("damaged") != std::string::npos;
+  }
+  EXPECT_GT(damaged, 30);
 }
 
 // tools/fashion_to_folder.py writes lossless PNGs: the folder reads the IDX files' pixels.

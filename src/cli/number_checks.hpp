@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/data/image/image.hpp"
 
 namespace cgdp::cli {
 
@@ -58,6 +59,8 @@ inline std::pair<int, int> parse_size(const std::string& text, const char* flag)
   char x = 0, extra = 0;
   if (std::sscanf(text.c_str(), "%d%c%d%c", &h, &x, &w, &extra) != 3 || x != 'x' || h <= 0 || w <= 0)
     throw UsageError(cat(flag, ": expected HxW with two positive integers, got '", text, "'"));
+  if (const std::string problem = image_size_problem(h, w); !problem.empty())
+    throw UsageError(cat(flag, " ", text, ": ", problem));
   return {h, w};
 }
 

@@ -9,9 +9,6 @@
 
 namespace cgdp {
 
-// The most pixels an image may declare (16384 x 16384): a few hundred bytes can declare
-// 65535 x 65535, whose decode would take 12 GiB and minutes (a decompression bomb).
-inline constexpr int64_t kMaxImagePixels = int64_t{1} << 28;
 // DataError when `format`'s header declares more than kMaxImagePixels.
 void check_declared_pixels(int64_t height, int64_t width, const char* format);
 

@@ -17,6 +17,14 @@ void check_channels(int channels) {
 
 }  // namespace
 
+std::string image_size_problem(int64_t height, int64_t width) {
+  if (height <= 0 || width <= 0) return cat(height, " x ", width, ": not a size");
+  if (height > kMaxImagePixels / width)
+    return cat(height, " x ", width, " is ", height * width, " pixels, more than the ",
+               kMaxImagePixels, " (16384 x 16384) of the largest image cgdp makes");
+  return "";
+}
+
 void check_declared_pixels(int64_t height, int64_t width, const char* format) {
   if (height * width > kMaxImagePixels)
     throw DataError(cat(format, " declares ", width, " x ", height, " pixels, more than the ",
@@ -53,6 +61,8 @@ int image_channels(std::span<const uint8_t> bytes) {
 
 Image resize_bilinear(const Image& src, int height, int width) {
   if (height == src.height && width == src.width) return src;
+  if (const std::string problem = image_size_problem(height, width); !problem.empty())
+    throw DataError(cat("cannot resize an image to ", problem));
   Image dst;
   dst.height = height;
   dst.width = width;

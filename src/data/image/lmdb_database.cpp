@@ -1,5 +1,6 @@
 // LMDB through its C API: read-only environments with one read transaction per lookup (MDB_NOTLS
-// lets loader threads each hold one), writes committed every 1000 records as Caffe does.
+// lets loader threads each hold one), writes committed every 1000 records as Caffe does. LMDB
+// trusts its file, so the reader checks it first (lmdb_check.cpp).
 #include "cgdp/data/image/lmdb_database.hpp"
 
 #include <lmdb.h>
@@ -7,6 +8,7 @@
 #include <filesystem>
 
 #include "cgdp/core/error.hpp"
+#include "data/image/lmdb_check.hpp"
 
 namespace cgdp {
 
@@ -16,7 +18,11 @@ constexpr size_t kRecordsPerCommit = 1000;
 constexpr size_t kMapSize = size_t{1} << 40;  // address space only: LMDB grows the file as needed
 
 void check(int rc, const std::string& path, const char* what) {
-  if (rc != MDB_SUCCESS) throw DataError(cat(path, ": LMDB cannot ", what, ": ", mdb_strerror(rc)));
+  if (rc == MDB_SUCCESS) return;
+  const bool damaged = rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND || rc == MDB_BAD_VALSIZE ||
+                       rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH;
+  throw DataError(cat(path, ": LMDB cannot ", what, ": ", mdb_strerror(rc),
+                      damaged ? " (the database is damaged: write or copy it again)" : ""));
 }
 
 struct Txn {
@@ -42,6 +48,7 @@ LmdbReader::LmdbReader(const std::string& path) : path_(path), env_(std::make_un
     throw DataError(cat(path, ": no such LMDB folder (a database is never created by reading)"));
   if (!std::filesystem::exists(std::filesystem::path(path) / "data.mdb", ec))
     throw DataError(cat(path, ": no data.mdb: not an LMDB database folder"));
+  check_lmdb_file((std::filesystem::path(path) / "data.mdb").string());
   check(mdb_env_create(&env_->env), path, "start");
   check(mdb_env_set_mapsize(env_->env, kMapSize), path, "map the database");
   check(mdb_env_open(env_->env, path.c_str(), MDB_RDONLY | MDB_NOTLS | MDB_NOLOCK, 0664), path,

@@ -52,8 +52,15 @@ int image_channels(std::span<const uint8_t> bytes);
 std::vector<uint8_t> encode_jpeg(const Image& image, int quality = 90);
 std::vector<uint8_t> encode_png(const Image& image);
 
+// The most pixels an image may have (16384 x 16384), decoded or resized to: a few hundred bytes
+// can declare 65535 x 65535, whose decode would take 12 GiB and minutes (a decompression bomb).
+inline constexpr int64_t kMaxImagePixels = int64_t{1} << 28;
+// "", or why `height` x `width` is no size for an image (not positive, or over kMaxImagePixels).
+std::string image_size_problem(int64_t height, int64_t width);
+
 // Bilinear resize with OpenCV's INTER_LINEAR sampling (pixel centres aligned, no antialiasing),
 // as Caffe's new_height/new_width resize; rounds to the nearest 8-bit value.
+// DataError for a size image_size_problem() refuses.
 Image resize_bilinear(const Image& image, int height, int width);
 
 }  // namespace cgdp

@@ -11,7 +11,8 @@ namespace cgdp {
 
 class LmdbReader {
  public:
-  // Opens the database in folder `path` read-only (never creates it) and lists its keys.
+  // Opens the database in folder `path` read-only (never creates it), checks its file
+  // (check_lmdb_file) and lists its keys.
   explicit LmdbReader(const std::string& path);
   ~LmdbReader();
   LmdbReader(const LmdbReader&) = delete;
