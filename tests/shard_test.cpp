@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "cgdp/core/error.hpp"
@@ -103,6 +104,17 @@ TEST(ClusterToken, FromFileOrEnvironmentWithClearErrors) {
   testing::write_bytes(file, "short\n");
   EXPECT_THROW(load_cluster_token(file), UsageError);
   EXPECT_THROW(load_cluster_token((dir / "missing").string()), IoError);
+  std::filesystem::create_directories(dir / "folder");  // 0755: was told to chmod 600 a directory
+  try {
+    load_cluster_token((dir / "folder").string());
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("folder is not a regular file (a directory?): --token-file "
+                                   "names the file that holds the token"),
+        std::string::npos)
+        << e.what();
+  }
   ::setenv("CGDP_TEST_TOKEN", kToken.c_str(), 1);
   EXPECT_EQ(load_cluster_token("", "CGDP_TEST_TOKEN"), kToken);
   ::unsetenv("CGDP_TEST_TOKEN");

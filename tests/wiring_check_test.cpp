@@ -66,6 +66,19 @@ TEST(WiringCheck, TwoLayersOfOneNameAreRefused) {
             "layer needs its own, since its parameters are saved under it");
 }
 
+// A layer without a name, or one ending in "/state", trained and saved a file that --weights
+// could not read back ("/0", or the state of another layer).
+TEST(WiringCheck, NamesTheWeightsCannotBeReadBackUnderAreRefused) {
+  for (const std::string name : {"", "ip/state"})
+    EXPECT_EQ(build_error("layer { name: \"" + name +
+                          "\" type: \"InnerProduct\" bottom: \"data\" "
+                          "top: \"a\" inner_product_param { num_output: 3 } }\n"),
+              "m.prototxt:2: layer '" + name +
+                  "' (InnerProduct): each layer needs a name, not "
+                  "empty and not ending in '/state', since its parameters are saved and read back "
+                  "under it");
+}
+
 TEST(WiringCheck, ATopWrittenByTwoLayersIsRefused) {
   EXPECT_EQ(build_error("layer { name: \"ip1\" type: \"InnerProduct\" bottom: \"data\" top: \"ip\" "
                         "inner_product_param { num_output: 3 } }\n"

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "cgdp/core/excerpt.hpp"
 #include "cgdp/layers/registry.hpp"
 
 namespace cgdp {
@@ -348,7 +349,7 @@ std::string known_types_list() {
 // A layer: its type, the *_param messages it may carry, then every field under it.
 void check_layer(const proto::LayerParameter& layer, const TextLocations* where, FileProblems& problems) {
   const int line = layer.source_line();
-  const std::string who = cat("layer '", layer.name(), "'");
+  const std::string who = cat("layer '", excerpt(layer.name()), "'");
   if (layer.type().empty()) {
     problems.add(line, cat(who, " has no type"));
     return;
@@ -359,7 +360,8 @@ void check_layer(const proto::LayerParameter& layer, const TextLocations* where,
   }
   const auto reads = params_of_type().find(layer.type());
   if (reads == params_of_type().end()) {
-    problems.add(line, cat(who, ": unknown type '", layer.type(), "' (known: ", known_types_list(), ")"));
+    problems.add(line, cat(who, ": unknown type '", excerpt(layer.type()),
+                           "' (known: ", known_types_list(), ")"));
     return;
   }
   if (layer.include_size() > 0 && layer.exclude_size() > 0)

@@ -27,8 +27,8 @@ void read_batch_file(const std::string& path, std::vector<uint8_t>& pixels,
   GzFile file(path);
   std::vector<uint8_t> raw;
   const uint64_t bound = file.bytes_left_bound();
-  if (file.append(raw, bound + 1) > bound)  // inflates past what it says it holds: a gzip bomb?
-    throw DataError(cat(path, ": inflates to more than ", bound, " bytes", file.bound_note()));
+  if (file.append(raw, bound + 1) > bound)  // past deflate's largest ratio
+    throw DataError(cat(path, ": inflates past ", bound, " bytes, more than its size allows"));
   const int64_t bytes = static_cast<int64_t>(raw.size());
   if (bytes == 0 || bytes % kRecord != 0)
     throw DataError(cat(path, ": size ", bytes, " bytes is not a positive multiple of ", kRecord,

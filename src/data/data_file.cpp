@@ -15,21 +15,18 @@ namespace cgdp {
 
 namespace {
 
-// A gzip file's inflated size as its trailer gives it (ISIZE: the size modulo 2^32, little
-// endian), or a plain file's size. `gzip` says which it was.
-uint64_t inflated_size(const std::string& path, bool& gzip) {
+// Deflate's largest ratio: one 258-byte match per 2 bits, about 1032 to 1.
+constexpr uint64_t kMaxDeflateRatio = 1032;
+
+// The file's size on disk; `gzip` says whether it starts with gzip's magic.
+uint64_t stored_size(const std::string& path, bool& gzip) {
   std::ifstream in(path, std::ios::binary);
   unsigned char magic[2] = {};
   in.read(reinterpret_cast<char*>(magic), 2);
   in.seekg(0, std::ios::end);
   const auto size = static_cast<uint64_t>(std::max<std::streamoff>(in.tellg(), 0));
   gzip = in && magic[0] == 0x1f && magic[1] == 0x8b && size >= 18;  // header 10, trailer 8
-  if (!gzip) return size;
-  unsigned char isize[4] = {};
-  in.seekg(-4, std::ios::end);
-  in.read(reinterpret_cast<char*>(isize), 4);
-  return uint64_t{isize[0]} | uint64_t{isize[1]} << 8 | uint64_t{isize[2]} << 16 |
-         uint64_t{isize[3]} << 24;
+  return size;
 }
 
 }  // namespace
@@ -38,7 +35,10 @@ GzFile::GzFile(std::string path)
     : path_((check_regular_input(path), std::move(path))), file_(gzopen(path_.c_str(), "rb")) {
   if (!file_) throw IoError(cat(path_, ": cannot open: ", std::strerror(errno)));
   gzbuffer(file_, 1 << 20);
-  bound_ = inflated_size(path_, gzip_);
+  // Not the trailer's size: that is the last member's only (a multi-member gzip) and wraps at
+  // 4 GiB. What no gzip of this size can exceed still stops a header that claims terabytes.
+  stored_ = stored_size(path_, gzip_);
+  bound_ = gzip_ ? stored_ * kMaxDeflateRatio : stored_;
 }
 
 GzFile::~GzFile() {

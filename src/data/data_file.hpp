@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "cgdp/core/error.hpp"
+
 namespace cgdp {
 
 class GzFile {
@@ -28,22 +30,22 @@ class GzFile {
   // Big-endian 32-bit word (IDX headers); throws DataError naming `what` if the file ends.
   uint32_t read_be32(const char* what);
 
-  // The most bytes that may still be read: from the size a gzip file's trailer gives (which is
-  // modulo 4 GiB) or a plain file's size, less what was read. Bounds what a header may claim,
+  // The most bytes that may still be read: a plain file's size, or the most a gzip file of its
+  // size can inflate to (deflate's 1032:1), less what was read. Bounds what a header may claim,
   // so a gzip bomb fails before it fills memory.
   uint64_t bytes_left_bound() const { return bound_ > consumed_ ? bound_ - consumed_ : 0; }
-  // Where the bound comes from, for messages: " (as its size gives)" or, for a gzip file, the
-  // trailer and what to do when its size wrapped past 4 GiB.
-  const char* bound_note() const {
-    return gzip_ ? " (as its gzip trailer gives; for a gzip of more than 4 GiB, gunzip it first)"
-                 : " (as its size gives)";
+  // The bound in words, for a message that continues "expected N bytes of X".
+  std::string bound_text() const {
+    return gzip_ ? cat(", the file holds at most ", bytes_left_bound(), " (the most ", stored_,
+                       " bytes of gzip inflate to)")
+                 : cat(", file ends after ", bytes_left_bound(), " (as its size gives)");
   }
 
  private:
   std::string path_;
   gzFile file_;
   bool gzip_ = false;
-  uint64_t bound_ = 0, consumed_ = 0;
+  uint64_t stored_ = 0, bound_ = 0, consumed_ = 0;
 };
 
 // Returns DIR/NAME for the first NAME in `names` that exists as a file; otherwise throws

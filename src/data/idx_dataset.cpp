@@ -31,8 +31,7 @@ void check_magic(GzFile& file, uint32_t expected, const char* kind) {
 // Reads exactly `bytes` bytes of `what` and checks that nothing follows them.
 std::vector<uint8_t> read_body(GzFile& file, int64_t bytes, const char* what) {
   if (static_cast<uint64_t>(bytes) > file.bytes_left_bound())  // before reading: a gzip bomb
-    throw DataError(cat(file.path(), ": expected ", bytes, " bytes of ", what, ", file ends after ",
-                        file.bytes_left_bound(), file.bound_note()));
+    throw DataError(cat(file.path(), ": expected ", bytes, " bytes of ", what, file.bound_text()));
   std::vector<uint8_t> body;
   const size_t got = file.append(body, static_cast<size_t>(bytes));
   if (static_cast<int64_t>(got) < bytes)

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "cgdp/core/excerpt.hpp"
 #include "cgdp/layers/accuracy_layer.hpp"
 #include "cgdp/layers/argmax_layer.hpp"
 #include "cgdp/layers/batch_norm_layer.hpp"
@@ -112,7 +113,8 @@ const Entry& find(const std::string& type, const std::string& layer_name) {
                          "inspect` open data layers; this command needs an Input layer instead"));
   std::string known;
   for (const auto& name : known_layer_types()) known += (known.empty() ? "" : ", ") + name;
-  throw ModelError(cat("layer '", layer_name, "': unknown type '", type, "' (known: ", known, ")"));
+  throw ModelError(cat("layer '", excerpt(layer_name), "': unknown type '", excerpt(type),
+                       "' (known: ", known, ")"));
 }
 
 }  // namespace

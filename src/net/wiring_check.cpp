@@ -26,6 +26,11 @@ void check_wiring(const proto::NetParameter& param, const std::string& source) {
   std::map<std::string, const proto::LayerParameter*> by_name, producer_of;
   for (const auto& layer : param.layer()) {
     const std::string where = cat(located(source, layer), ": layer '", layer.name(), "'");
+    // Parameters are saved as "<layer>/<index>" and state as "<layer>/state/<index>".
+    if (layer.name().empty() || layer.name().ends_with("/state"))
+      throw ModelError(cat(located(source, layer), ": layer '", layer.name(), "' (", layer.type(),
+                           "): each layer needs a name, not empty and not ending in ",
+                           "'/state', since its parameters are saved and read back under it"));
     if (auto [it, fresh] = by_name.emplace(layer.name(), &layer); !fresh)
       throw ModelError(cat(where, ": the name is already used by another layer",
                            line_of(*it->second),

@@ -38,6 +38,9 @@ std::string checked(std::string token, const std::string& source) {
 std::string load_cluster_token(const std::string& token_file, const char* env_var) {
   if (!token_file.empty()) {
     struct stat st {};
+    if (::stat(token_file.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      throw UsageError(cat("token file ", token_file, " is not a regular file (a directory?): ",
+                           "--token-file names the file that holds the token"));
     if (::stat(token_file.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
       throw UsageError(cat("token file ", token_file, " is readable by others (mode ", std::oct,
                            (st.st_mode & 0777), "); run chmod 600 ", token_file));

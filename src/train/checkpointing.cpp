@@ -148,6 +148,15 @@ void Trainer::resume(const std::string& path) {
       }
     if (w.solver) w.solver->set_iteration(c.iteration);
   }
+  if (c.iteration >= max_iterations_)
+    throw UsageError(cat(path, ": the checkpoint is at iteration ", c.iteration,
+                         ", and this run ends at ", max_iterations_,
+                         ": nothing is left to train (the iterations count from the "
+                         "start, as Caffe's max_iter: give more)"));
+  if (c.offset >= train_data_->size())
+    throw UsageError(cat(path, ": its data position (epoch ", c.epoch, ", sample ", c.offset,
+                         ") is past the training set's ", train_data_->size(),
+                         " samples: a checkpoint of another data set?"));
   start_position_ = {c.epoch, c.offset};
   if (static_cast<uint64_t>(c.seed) != config_.seed) {
     std::fprintf(out_, "cgdp: resuming with the checkpoint's seed %lld (not %llu)\n",

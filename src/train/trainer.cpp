@@ -489,8 +489,11 @@ void Trainer::check_loss(double loss, int64_t iteration) {
       where = *found;
       break;
     }
+  // The first iteration's forward comes before any update: its NaN is in the data or the weights.
   throw RuntimeCheckError(cat("iteration ", iteration, ": the loss is ", loss, "; ", where,
-                              " (try a lower learning rate)"));
+                              iteration == 1
+                                  ? " (before any update: the data or the starting weights hold it)"
+                                  : " (try a lower learning rate)"));
 }
 
 // BatchNorm's running statistics are sums that each worker updates linearly from its own batches,

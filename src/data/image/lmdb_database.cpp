@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/core/excerpt.hpp"
 #include "data/image/lmdb_check.hpp"
 
 namespace cgdp {
@@ -73,7 +74,8 @@ std::string LmdbReader::value(size_t i) const {
   Txn t;
   check(mdb_txn_begin(env_->env, nullptr, MDB_RDONLY, &t.txn), path_, "begin a read");
   MDB_val key{keys_.at(i).size(), const_cast<char*>(keys_[i].data())}, value;
-  check(mdb_get(t.txn, env_->dbi, &key, &value), path_, cat("read key '", keys_[i], "'").c_str());
+  check(mdb_get(t.txn, env_->dbi, &key, &value), path_,
+        cat("read key '", excerpt(keys_[i]), "'").c_str());
   return std::string(static_cast<const char*>(value.mv_data), value.mv_size);
 }
 
