@@ -168,6 +168,53 @@ void paired(benchmark::State& state, const ConvSpec* spec, const std::string& en
   state.counters["ratio"] = median(ratios);
 }
 
+#ifdef CGDP_HAVE_ONEDNN
+// bf16 against fp32 on oneDNN (issue 36): the same convolution both ways, back to back in every
+// iteration; `speedup` is the median over iterations of fp32's time over bf16's.
+template <bool kBackward>
+void bf16_pair(benchmark::State& state, const ConvSpec* s) {
+  OneDnnShape shape;
+  shape.batch = s->batch;
+  shape.geometry = ConvGeometry{s->channels, s->height, s->width,  s->kernel, s->kernel, s->pad,
+                                s->pad,      s->stride, s->stride, 1,         1};
+  shape.num_output = s->num_output;
+  shape.group = s->group;
+  auto fp32 = OneDnnConvolution::create(shape);
+  shape.bf16 = true;
+  auto bf16 = OneDnnConvolution::create(shape);
+  if (!fp32 || !bf16) return state.SkipWithError("no oneDNN convolution for this shape");
+  const int64_t out_count =
+      s->batch * s->num_output * shape.geometry.out_h() * shape.geometry.out_w();
+  std::vector<float> in(s->batch * s->channels * s->height * s->width),
+      weight(s->num_output * s->channels / s->group * s->kernel * s->kernel), bias(s->num_output),
+      out(out_count), out_diff(out_count), in_diff(in.size()), weight_diff(weight.size()),
+      bias_diff(bias.size());
+  for (auto* v : {&in, &weight, &bias, &out_diff})
+    fill_random(v->data(), static_cast<int64_t>(v->size()));
+  auto pass = [&](OneDnnConvolution& conv) {
+    return seconds([&] {
+      if (kBackward) {
+        conv.backward(in.data(), weight.data(), out.data(), out_diff.data(), weight_diff.data(),
+                      bias_diff.data(), in_diff.data());
+      } else {
+        conv.forward(in.data(), weight.data(), bias.data(), out.data());
+      }
+    });
+  };
+  std::vector<double> fp32_s, bf16_s, speedups;
+  for (auto _ : state) {
+    fp32_s.push_back(pass(*fp32));
+    bf16_s.push_back(pass(*bf16));
+    speedups.push_back(fp32_s.back() / bf16_s.back());
+  }
+  const double gflop = (kBackward ? 4.0 : 2.0) * static_cast<double>(out_count) *
+                       static_cast<double>(s->channels / s->group * s->kernel * s->kernel) * 1e-9;
+  state.counters["fp32_GFLOP/s"] = gflop / median(fp32_s);
+  state.counters["bf16_GFLOP/s"] = gflop / median(bf16_s);
+  state.counters["speedup"] = median(speedups);
+}
+#endif
+
 void register_all() {
   for (const ConvSpec& s : kSpecs) {
     const std::string n = s.name;
@@ -184,6 +231,12 @@ void register_all() {
       tune(benchmark::RegisterBenchmark((name + "/forward").c_str(), paired<false>, &s, engine));
       tune(benchmark::RegisterBenchmark((name + "/backward").c_str(), paired<true>, &s, engine));
     }
+#ifdef CGDP_HAVE_ONEDNN
+    if (s.channels / s.group >= kOneDnnMinChannels) {
+      tune(benchmark::RegisterBenchmark((n + "/bf16/forward").c_str(), bf16_pair<false>, &s));
+      tune(benchmark::RegisterBenchmark((n + "/bf16/backward").c_str(), bf16_pair<true>, &s));
+    }
+#endif
   }
 }
 

@@ -12,7 +12,7 @@ set -euo pipefail
 bench=${1:-build/bench/conv_bench}
 shift || true
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$bench" --benchmark_format=json --benchmark_repetitions=3 \
+"$bench" --benchmark_format=json --benchmark_repetitions=3 --benchmark_filter=-/bf16/ \
   --benchmark_enable_random_interleaving=true "$@" | PYTHONPATH="$(dirname "$0")" python3 -c '
 from bench_tables import median, read_runs
 runs = read_runs(lambda name: tuple(name.split("/min_time")[0].rsplit("/", 1)))

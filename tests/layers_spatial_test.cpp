@@ -17,6 +17,9 @@
 #include "cgdp/layers/convolution_layer.hpp"
 #include "cgdp/layers/sufficient_factors.hpp"
 #include "cgdp/layers/registry.hpp"
+#ifdef CGDP_HAVE_ONEDNN
+#include "layers/onednn_convolution.hpp"
+#endif
 #include "support/gradient_checker.hpp"
 
 namespace cgdp {
@@ -227,6 +230,94 @@ TEST(Convolution, FewInputChannelsStayOnGemm) {
   EXPECT_FALSE(dynamic_cast<const ConvolutionLayer<float>&>(*first_layer.layer).uses_onednn());
   Harness<float> deeper(config.text(), {2, 8, 6, 6});
   EXPECT_TRUE(dynamic_cast<const ConvolutionLayer<float>&>(*deeper.layer).uses_onednn());
+}
+#endif
+
+#ifdef CGDP_HAVE_ONEDNN
+// A bf16 convolution against its fp32 twin, element by element. Rounding both factors of a
+// product to bfloat16 (u = 2^-8) moves it by at most (2u + u^2)|a b|, so each output may differ
+// by that times the sum of |a b| over its reduction (the fp32 convolution of |a| and |b|), plus
+// fp32's own summation error (K 2^-24 of the same). The bound is tight enough that an fp32 run
+// of the bf16 one, or a wrong layout, would show, and the test also asks that bf16 changed
+// something.
+struct Bf16Case {
+  const char* name;
+  int64_t batch, channels, size, num_output, kernel, pad, stride, group;
+};
+
+std::vector<float> uniform_values(size_t count, unsigned seed) {
+  std::vector<float> v(count);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+std::vector<float> absolute(std::vector<float> v) {
+  for (float& x : v) x = std::abs(x);
+  return v;
+}
+
+// Forward, data and weight gradients of a convolution, through OneDnnConvolution.
+struct ConvRun {
+  std::vector<float> out, in_diff, weight_diff, bias_diff;
+};
+ConvRun run_conv(const OneDnnShape& shape, const std::vector<float>& in,
+                 const std::vector<float>& weight, const std::vector<float>& bias,
+                 const std::vector<float>& out_diff) {
+  auto conv = OneDnnConvolution::create(shape);
+  EXPECT_NE(conv, nullptr);
+  ConvRun r{std::vector<float>(out_diff.size()), std::vector<float>(in.size()),
+            std::vector<float>(weight.size(), 0.f), std::vector<float>(bias.size(), 0.f)};
+  if (!conv) return r;
+  conv->forward(in.data(), weight.data(), bias.data(), r.out.data());
+  std::vector<float> diff = out_diff;  // backward may zero it in place (an absorbed ReLU)
+  conv->backward(in.data(), weight.data(), r.out.data(), diff.data(), r.weight_diff.data(),
+                 r.bias_diff.data(), r.in_diff.data());
+  return r;
+}
+
+TEST(Convolution, Bf16MatchesItsFp32TwinWithinBfloat16Rounding) {
+  const Bf16Case cases[] = {{"b2_c16_s9_o8_k3_p1", 2, 16, 9, 8, 3, 1, 1, 1},
+                            {"b3_c32_s11_o24_k5_p2_s2_g2", 3, 32, 11, 24, 5, 2, 2, 2}};
+  for (const Bf16Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    OneDnnShape shape;
+    shape.batch = c.batch;
+    shape.geometry = ConvGeometry{c.channels, c.size,   c.size,   c.kernel, c.kernel, c.pad,
+                                  c.pad,      c.stride, c.stride, 1,        1};
+    shape.num_output = c.num_output;
+    shape.group = c.group;
+    const int64_t out_size = shape.geometry.out_h() * shape.geometry.out_w();
+    const auto in = uniform_values(c.batch * c.channels * c.size * c.size, 1);
+    const auto weight =
+        uniform_values(c.num_output * c.channels / c.group * c.kernel * c.kernel, 2);
+    const auto bias = uniform_values(c.num_output, 3);
+    const auto out_diff = uniform_values(c.batch * c.num_output * out_size, 4);
+    const ConvRun fp32 = run_conv(shape, in, weight, bias, out_diff);
+    const ConvRun sums =
+        run_conv(shape, absolute(in), absolute(weight), absolute(bias), absolute(out_diff));
+    shape.bf16 = true;
+    const ConvRun bf16 = run_conv(shape, in, weight, bias, out_diff);
+    const double u = std::ldexp(1.0, -8);
+    const int64_t longest =
+        std::max({c.channels / c.group * c.kernel * c.kernel,
+                  c.num_output / c.group * c.kernel * c.kernel, c.batch * out_size});
+    const double rate = 2 * u + u * u + static_cast<double>(longest) * std::ldexp(1.0, -24);
+    auto expect_within = [&](const std::vector<float>& want, const std::vector<float>& got,
+                             const std::vector<float>& abs_sum, const char* what) {
+      double changed = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        const double error = std::abs(static_cast<double>(got[i]) - want[i]);
+        ASSERT_LE(error, rate * abs_sum[i] + 1e-6) << what << " element " << i;
+        changed = std::max(changed, error);
+      }
+      EXPECT_GT(changed, 0) << what << ": bf16 rounded nothing";
+    };
+    expect_within(fp32.out, bf16.out, sums.out, "forward");
+    expect_within(fp32.in_diff, bf16.in_diff, sums.in_diff, "data gradient");
+    expect_within(fp32.weight_diff, bf16.weight_diff, sums.weight_diff, "weight gradient");
+    expect_within(fp32.bias_diff, bf16.bias_diff, sums.bias_diff, "bias gradient");
+  }
 }
 #endif
 

@@ -57,11 +57,13 @@ struct Staged {
   }
 };
 
+using Type = memory::data_type;
+
 memory::desc plain(const memory::dims& dims, Tag tag) {
-  return memory::desc(dims, memory::data_type::f32, tag);
+  return memory::desc(dims, Type::f32, tag);
 }
-memory::desc any(const memory::dims& dims) {
-  return memory::desc(dims, memory::data_type::f32, Tag::any);
+memory::desc any(const memory::dims& dims, Type type = Type::f32) {
+  return memory::desc(dims, type, Tag::any);
 }
 
 }  // namespace
@@ -105,6 +107,8 @@ OneDnnConvolution::Impl::Impl(const OneDnnShape& s) : shape(s) {
   const memory::dims strides{g.stride_h, g.stride_w}, pads{g.pad_h, g.pad_w};
   const memory::dims dilates{g.dilation_h - 1, g.dilation_w - 1};  // oneDNN counts the gaps
   const auto direct = dnnl::algorithm::convolution_direct;
+  // What the multiplies read; what is written (outputs, gradients) stays fp32.
+  const Type in_type = s.bf16 ? Type::bf16 : Type::f32;
 
   // Scratch of our own per layer: oneDNN's cache hands identical layers (one per CPU device) the
   // same primitive, which they may run at the same time.
@@ -117,17 +121,18 @@ OneDnnConvolution::Impl::Impl(const OneDnnShape& s) : shape(s) {
     attr.set_post_ops(ops);
   }
   const dnnl::convolution_forward::primitive_desc fwd(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, direct, any(src_dims),
-                                      any(weight_dims), s.bias ? bias_desc : no_bias,
-                                      any(dst_dims), strides, dilates, pads, pads),
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, direct,
+                                      any(src_dims, in_type), any(weight_dims, in_type),
+                                      s.bias ? bias_desc : no_bias, any(dst_dims), strides, dilates,
+                                      pads, pads),
       attr, cpu_engine());
   const dnnl::convolution_backward_data::primitive_desc bwd_data(
-      dnnl::convolution_backward_data::desc(direct, any(src_dims), any(weight_dims),
-                                            any(dst_dims), strides, dilates, pads, pads),
+      dnnl::convolution_backward_data::desc(direct, any(src_dims), any(weight_dims, in_type),
+                                            any(dst_dims, in_type), strides, dilates, pads, pads),
       plain_attr, cpu_engine(), fwd);
   const dnnl::convolution_backward_weights::primitive_desc bwd_weights(
-      dnnl::convolution_backward_weights::desc(direct, any(src_dims), any(weight_dims),
-                                               s.bias ? bias_desc : no_bias, any(dst_dims),
+      dnnl::convolution_backward_weights::desc(direct, any(src_dims, in_type), any(weight_dims),
+                                               s.bias ? bias_desc : no_bias, any(dst_dims, in_type),
                                                strides, dilates, pads, pads),
       plain_attr, cpu_engine(), fwd);
   size_t scratch_bytes = 0;

@@ -19,6 +19,9 @@ struct OneDnnShape {
   int64_t num_output = 0, group = 1;
   bool bias = true;
   bool relu = false;  // an absorbed ReLU: applied to the output, and to the gradient in backward
+  // bf16 multiplies: the input, weights and output gradient are rounded to bfloat16 inside (on
+  // the AVX512_BF16 instructions where the CPU has them); sums, outputs and gradients stay fp32.
+  bool bf16 = false;
   bool operator==(const OneDnnShape&) const = default;
 };
 
