@@ -150,6 +150,10 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
       ->check(count_check(64));
   cmd->add_flag("--gemm-conv", c.gemm_convolutions,
                 "CPU: run convolutions on im2col + OpenBLAS instead of oneDNN");
+  cmd->add_option("--precision", c.precision,
+                  "CPU: fp32, or bf16 (convolutions on oneDNN multiply in bfloat16, sums in fp32; "
+                  "needs AVX512_BF16)")
+      ->capture_default_str();
   cmd->add_flag("--tf32", c.tf32, "CUDA: let fp32 convolutions use TF32 tensor cores (PyTorch's default)");
   cmd->add_option("--cudnn-workspace-mb", c.cudnn_workspace_mb,
                   "CUDA: the most scratch one convolution algorithm may use (MiB)")

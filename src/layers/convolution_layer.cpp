@@ -16,6 +16,7 @@
 #include "cgdp/layers/relu_layer.hpp"
 #include "cgdp/layers/spatial_param.hpp"
 #ifdef CGDP_HAVE_ONEDNN
+#include "cgdp/device/cpu_precision.hpp"
 #include "layers/onednn_convolution.hpp"
 #endif
 
@@ -262,7 +263,13 @@ template <typename T>
 OneDnnConvolution* ConvolutionLayer<T>::onednn(int64_t batch) {
 #ifdef CGDP_HAVE_ONEDNN
   if (!use_onednn_) return nullptr;
-  const OneDnnShape shape{batch, geometry_, num_output_, group_, bias_term_, relu_};
+  const OneDnnShape shape{batch,
+                          geometry_,
+                          num_output_,
+                          group_,
+                          bias_term_,
+                          relu_,
+                          cpu_precision() == Precision::kBf16};
   if (!onednn_ || !(onednn_->shape() == shape)) {
     onednn_ = OneDnnConvolution::create(shape);
     use_onednn_ = onednn_ != nullptr;  // no implementation for this shape: GEMM from now on

@@ -21,9 +21,11 @@
 #include "cgdp/cost/profile_match.hpp"
 #include "cgdp/data/open_dataset.hpp"
 #include "cgdp/device/cpu_device.hpp"
+#include "cgdp/device/cpu_precision.hpp"
 #include "cgdp/device/cuda_options.hpp"
 #include "cgdp/device/devices.hpp"
 #include "cgdp/io/file.hpp"
+#include "cgdp/layers/convolution_layer.hpp"
 #include "cgdp/net/graph_rewrite.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/shard/cluster_token.hpp"
@@ -38,6 +40,35 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// --precision, checked against the backend and the CPU before any net is built.
+Precision checked_precision(const std::string& text, DeviceKind kind) {
+  const Precision precision = parse_precision(text);
+  if (precision == Precision::kFp32) return precision;
+  if (kind != DeviceKind::Cpu)
+    throw UsageError(cat("--precision ", text,
+                         " runs on the CPU backend so far (oneDNN's bf16 "
+                         "convolutions); CUDA runs fp32 (--tf32 for TF32 convolutions)"));
+  if (!cpu_has_bf16())
+    throw UsageError(cat("--precision ", text,
+                         ": this CPU has no AVX512_BF16 instructions "
+                         "(oneDNN would emulate them, slower than fp32)"));
+  return precision;
+}
+
+// "bf16 multiplies in 1 of 2 convolution layers (oneDNN; ...)", or "" in fp32.
+std::string precision_note(Net<float>& net) {
+  if (cpu_precision() == Precision::kFp32) return "";
+  int convolutions = 0, bf16 = 0;
+  for (int i = 0; i < net.num_layers(); ++i)
+    if (const auto* conv = dynamic_cast<const ConvolutionLayer<float>*>(&net.layer(i))) {
+      ++convolutions;
+      bf16 += conv->uses_onednn();
+    }
+  return cat("cgdp: precision bf16: bf16 multiplies with fp32 sums in ", bf16, " of ", convolutions,
+             " convolution layers (oneDNN, AVX512_BF16; a layer of few input channels stays on "
+             "GEMM); every other layer, the update and the exchange in fp32");
 }
 
 // Classes the model predicts: the channel count of its loss layer's first bottom.
@@ -116,6 +147,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   if (config.cudnn_workspace_mb < 0) throw UsageError("--cudnn-workspace-mb must be >= 0");
   set_cuda_options({config.tf32, static_cast<size_t>(config.cudnn_workspace_mb) << 20,
                     !config.nondeterministic});
+  set_cpu_precision(checked_precision(config.precision, device_kind));
   model_path_ = find_model_file(config.model);
   model_ = load_model(model_path_);
   feeds_ = plan_data_feeds(model_, model_path_, config);
@@ -614,6 +646,7 @@ void Trainer::announce(ProgressReporter& progress, int64_t batch, double epoch_i
                        omp_get_max_threads(), " threads"));
   for (const std::string& note : device_notes(workers_)) progress.message("cgdp: " + note);
   if (!weights_note_.empty()) progress.message(weights_note_);
+  if (const std::string note = precision_note(net()); !note.empty()) progress.message(note);
   if (cluster_)
     progress.message(cat("cgdp: ", cluster_->host_name(rank()), " of ", num_hosts(), " hosts, ",
                          total_workers(), " workers in all; rows ", rank() * num_workers() * per_worker_batch_,

@@ -63,6 +63,9 @@ struct TrainConfig {
   // CPU: every Convolution on im2col + GEMM (engine: CAFFE), not oneDNN. GEMM sums each image's
   // gradient in order, whatever the batch; oneDNN's blocking (and so its rounding) follows it.
   bool gemm_convolutions = false;
+  // The CPU layers' arithmetic (cpu_precision.hpp): "fp32", or "bf16" multiplies in oneDNN's
+  // convolutions.
+  std::string precision = "fp32";
 
   // Data-parallel workers.
   int devices = 1;
