@@ -28,14 +28,15 @@ def cgdp_command(args, binary, metrics):
     return [binary, "train", "--iterations",
             str(args.warmup + args.iterations), "--batch", str(args.batch), "--threads",
             str(args.threads), "--test-interval", "-1", "--test-samples", "100", "--display", "1",
-            "--metrics", metrics, "--plain"]
+            "--metrics", metrics, "--plain", "--precision", "bf16" if args.bf16 else "fp32"]
 
 
 def torch_command(args, durations):
     # Debian's python3-torch is installed for the system interpreter, not for a pyenv one.
     return ["/usr/bin/python3", os.path.join(ROOT, "bench", "torch_fashion_cnn.py"),
             "--iterations", str(args.iterations), "--warmup", str(args.warmup), "--batch",
-            str(args.batch), "--threads", str(args.threads), "--durations", durations]
+            str(args.batch), "--threads", str(args.threads), "--durations", durations] + (
+                ["--bf16"] if args.bf16 else [])
 
 
 def take_turns(processes, slice_s):
@@ -90,6 +91,9 @@ def main():
     ap.add_argument("--slice", type=float, default=1.0,
                     help="seconds per turn; several iterations long (one over half a turn is "
                     "taken for a pause and dropped)")
+    ap.add_argument("--bf16", action="store_true",
+                    help="both in bfloat16: cgdp --precision bf16 against PyTorch's CPU autocast "
+                    "(bf16, channels_last)")
     ap.add_argument("--baseline", metavar="CGDP",
                     help="another cgdp binary (e.g. an older commit's build) that takes turns too, "
                     "so a change is measured against it at the same moments")
@@ -106,7 +110,8 @@ def main():
 
     with tempfile.TemporaryDirectory() as work:
         durations = os.path.join(work, "torch.txt")
-        print(f"fashion_cnn training, batch {args.batch}, {args.threads} threads, turns of "
+        print(f"fashion_cnn training{' in bf16' if args.bf16 else ''}, batch {args.batch}, "
+              f"{args.threads} threads, turns of "
               f"{args.slice:g} s; load average before: {open('/proc/loadavg').read()[:14]}")
         logs = {name: open(os.path.join(work, name + ".log"), "w") for name in [*cgdps, "pytorch"]}
         commands = {name: cgdp_command(args, path, os.path.join(work, name + ".jsonl"))

@@ -65,9 +65,11 @@ def make_optimizer(model, lr, momentum, weight_decay):
                            lr=lr, momentum=momentum)
 
 
-def train(model, optimizer, images, labels, batch, iterations, generator, on_step=None):
+def train(model, optimizer, images, labels, batch, iterations, generator, on_step=None,
+          bf16=False):
     """Runs `iterations` SGD steps on shuffled batches, calling on_step() after each; returns
-    the last loss."""
+    the last loss. With bf16, forward runs under CPU autocast in bfloat16, as a PyTorch user
+    runs mixed precision on the CPU."""
     loss_fn = nn.CrossEntropyLoss()
     order = torch.randperm(images.shape[0], generator=generator)
     per_epoch = images.shape[0] // batch
@@ -79,7 +81,8 @@ def train(model, optimizer, images, labels, batch, iterations, generator, on_ste
         index = order[k * batch:(k + 1) * batch]
         x, y = images[index], labels[index]  # a copy per batch, as cgdp's loader makes
         optimizer.zero_grad(set_to_none=False)
-        loss = loss_fn(model(x), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = loss_fn(model(x), y)
         loss.backward()
         optimizer.step()
         if on_step:
@@ -99,6 +102,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--data", default=DATA_DIR, help="folder with the Fashion-MNIST .gz files")
     ap.add_argument("--json", action="store_true", help="also print one JSON line")
+    ap.add_argument("--bf16", action="store_true",
+                    help="forward under torch.autocast('cpu', bfloat16), channels_last")
     ap.add_argument("--durations", metavar="FILE",
                     help="write each timed iteration's seconds, one per line, as it ends")
     args = ap.parse_args()
@@ -108,9 +113,12 @@ def main():
     generator = torch.Generator().manual_seed(args.seed)
     images, labels = load_train_set(args.data)
     model = FashionCNN().train()
+    if args.bf16:  # autocast's CPU bf16 convolutions (oneDNN) run fastest on channels_last
+        model = model.to(memory_format=torch.channels_last)
+        images = images.contiguous(memory_format=torch.channels_last)
     optimizer = make_optimizer(model, args.lr, args.momentum, args.weight_decay)
 
-    train(model, optimizer, images, labels, args.batch, args.warmup, generator)
+    train(model, optimizer, images, labels, args.batch, args.warmup, generator, bf16=args.bf16)
     durations = open(args.durations, "w", buffering=1) if args.durations else None
     start = last = time.perf_counter()
 
@@ -121,7 +129,7 @@ def main():
         last = now
 
     loss = train(model, optimizer, images, labels, args.batch, args.iterations, generator,
-                 record if durations else None)
+                 record if durations else None, bf16=args.bf16)
     seconds = time.perf_counter() - start
     rate = args.iterations * args.batch / seconds
     print(f"torch {torch.__version__}: {args.iterations} iterations, batch {args.batch}, "
