@@ -6,12 +6,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/device/cpu_precision.hpp"
 #include "cgdp/device/devices.hpp"
+#include "cgdp/io/checkpoint.hpp"
+#include "cgdp/io/safetensors.hpp"
 #include "support/run_command.hpp"
 #include "support/test_paths.hpp"
 
@@ -210,6 +215,19 @@ TEST_F(Cli, CountsPastThirtyTwoBitsAreRefusedNotWrapped) {
                {"data source 'synthetic:1,28,28,4294967296': classes 4294967296"});
 }
 
+// Sizes that come from a flag or a file are checked before anything is sized by them: a resize to
+// 100000x100000 and a weights map's blob index of 2e9 had ended in std::bad_alloc (exit 3).
+TEST_F(Cli, SizesFromFlagsAndFilesAreCheckedBeforeAllocating) {
+  expect_error("convert --from folder:nowhere --to lmdb:never --resize 100000x100000",
+               {"--resize 100000x100000: 100000 x 100000 is 10000000000 pixels, more than the "
+                "268435456 (16384 x 16384) of the largest image cgdp makes"});
+  const std::string map = write("map.txt", "fc.weight fc/2000000000\n");
+  expect_error(
+      "train --data synthetic --weights " + write("w.safetensors", "x") + " --weights-map " + map,
+      {"map.txt:1: expected \"tensor_name layer/index\" (e.g. \"features.0.weight conv1/0\"; "
+       "index 0 to 255), got \"fc.weight fc/2000000000\""});
+}
+
 // Numbers no setting means are refused where they enter, naming the flag or the file's line and
 // field: a NaN lr_mult had trained to NaN weights and "test accuracy 1", --global-batch 0 and
 // --threads 100000 were taken silently, --loader-threads 100000 crashed, a solver's max_iter: 0
@@ -264,6 +282,73 @@ TEST_F(Cli, UnclearMessagesNameWhatIsWrong) {
                  {solver + ": solver_mode: GPU (Caffe's default; --device-kind cpu, or "
                            "solver_mode: CPU, for the CPU): "});
   }
+}
+
+// Inputs that had been echoed whole, blamed on the wrong thing, or not named: a 200,000-character
+// layer type, a weights file holding NaN ("try a lower learning rate"), a checkpoint whose data
+// position or iteration no run has (an internal check, or the sampler without the file's name),
+// a resume at the run's last iteration.
+TEST_F(Cli, InputsThatWereEchoedOrBlamedWronglyAreNamed) {
+  const Result type = run("inspect --model " +
+                          write("long.prototxt", "layer { name: 'a' type: '" +
+                                                     std::string(200000, 'X') + "' top: 'a' }\n"));
+  EXPECT_EQ(type.exit_code, 1);
+  EXPECT_NE(type.output.find("unknown type 'XXXX"), std::string::npos)
+      << type.output.substr(0, 300);
+  EXPECT_NE(type.output.find("XXX... (200000 characters)' (known: "), std::string::npos);
+  EXPECT_LT(type.output.size(), 2000u);
+  const fs::path ck = dir_ / "ck";
+  const Result trained = run(
+      cat("train --data synthetic --iterations 1 --plain --test-interval -1 --test-samples 100 ",
+          "--snapshot-every 1 --snapshot-prefix ", (ck / "run").string(), " --save ",
+          (dir_ / "w.safetensors").string()));
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  SafetensorsFile weights(read_text((dir_ / "w.safetensors").string()), "w");
+  std::string bytes = read_text((dir_ / "w.safetensors").string());
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(bytes.data() + weights.header_section().size(), &nan, sizeof nan);  // the first value
+  expect_error(
+      "train --data synthetic --iterations 1 --weights " + write("nan.safetensors", bytes),
+      {"nan.safetensors: layer 'conv1' blob 0 holds nan at element 0: a diverged or damaged file"});
+  const std::string checkpoint = (ck / "run_iter_1.ckpt").string();
+  for (const auto& [field, what] :
+       {std::pair{"offset",
+                  "its data position (epoch 0, sample 1000000000) is past the training "
+                  "set's "},
+        std::pair{"iteration", "checkpoint metadata \"iteration\" is -5; expected a count >= 0"}}) {
+    Checkpoint c = load_checkpoint(checkpoint);
+    (std::string(field) == "offset" ? c.offset : c.iteration) =
+        std::string(field) == "offset" ? 1000000000 : -5;
+    const std::string edited = (dir_ / cat(field, ".ckpt")).string();
+    save_checkpoint(edited, c);
+    expect_error("train --data synthetic --iterations 2 --resume " + edited,
+                 {edited + ": " + what});
+  }
+  // Had printed "done: 1 iterations, test accuracy 0" without a test.
+  expect_error(
+      "train --data synthetic --iterations 1 --resume " + checkpoint,
+      {checkpoint + ": the checkpoint is at iteration 1, and this run ends at 1: nothing is "
+                    "left to train"});
+}
+
+// --precision bf16 (issue 36's first step): oneDNN's convolutions multiply in bf16, and the start
+// says which layers do; what does not run yet is refused naming the flag.
+TEST_F(Cli, PrecisionBf16SaysWhichLayersRunIt) {
+  const std::string run_bf16 =
+      "train --data synthetic --iterations 2 --plain --test-samples 100 --precision bf16";
+  if (cpu_has_bf16()) {
+    const Result r = run(run_bf16);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("cgdp: precision bf16: bf16 multiplies with fp32 sums in 1 of 2 "
+                            "convolution layers"),
+              std::string::npos)
+        << r.output;
+  } else {
+    expect_error(run_bf16, {"--precision bf16: this CPU has no AVX512_BF16 instructions"});
+  }
+  expect_error("train --data synthetic --precision fp16", {"--precision fp16: not yet"});
+  expect_error("train --data synthetic --precision int8",
+               {"--precision int8: expected fp32 or bf16"});
 }
 
 // Opening a FIFO blocks until a writer comes: one given as the model, the weights, a profile, an

@@ -426,6 +426,26 @@ TEST(Datum, ReadsCaffesFieldNumbers) {
   EXPECT_EQ(raw_datum(im, 7).data(), "ABCDEF");
 }
 
+// A record's C x H x W can pass 64 bits: 2^21 x 2^21 x 2^22 wrapped to the 0 bytes it holds, and
+// the decode wrote its pixels into none (found by tests/fuzz/datum_fuzz.cpp).
+TEST(Datum, SizesWhoseProductOverflowsAreRefused) {
+  proto::Datum d;
+  d.set_channels(1 << 21);
+  d.set_height(1 << 21);
+  d.set_width(1 << 22);
+  d.set_data("");
+  for (const auto& read : std::vector<std::function<void()>>{[&] { datum_image(d, 1 << 21); },
+                                                             [&] { datum_shape(d); }}) {
+    try {
+      read();
+      ADD_FAILURE() << "no error";
+    } catch (const DataError& e) {
+      EXPECT_STREQ(e.what(),
+                   "raw Datum of 2097152x2097152x4194304 holds 0 bytes (float_data is not read)");
+    }
+  }
+}
+
 // A mean file written byte by byte as Caffe's BlobProto: num 1 (field 1), channels 1 (2),
 // height 1 (3), width 2 (4), packed float data 3.5, -1 (5).
 TEST_F(ImageFiles, MeanFilesAreCaffesBlobProto) {

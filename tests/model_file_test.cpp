@@ -34,6 +34,18 @@ TEST(ModelFile, UnknownFieldIsNamed) {
   EXPECT_NE(msg.find("colour"), std::string::npos) << msg;
 }
 
+// protobuf's parser recurses once per level: 100,000 levels overflowed the stack (SIGSEGV).
+TEST(ModelFile, MessagesNestedTooDeepAreRefusedNotACrash) {
+  constexpr int kDepth = 100000;
+  std::string text = "name: \"deep\"\n";
+  for (int i = 0; i < kDepth; ++i) text += "layer { ";
+  text.append(kDepth, '}');
+  const std::string msg = error_of([&] { parse_model(text, "deep.prototxt"); });
+  EXPECT_NE(msg.find("deep.prototxt:2:"), std::string::npos) << msg.substr(0, 500);
+  EXPECT_NE(msg.find(": messages nested more than 100 deep"), std::string::npos)
+      << msg.substr(0, 500);
+}
+
 TEST(ModelFile, MissingFileIsNamed) {
   const std::string msg = error_of([] { load_model("/nonexistent/dir/net.prototxt"); });
   EXPECT_EQ(msg, "/nonexistent/dir/net.prototxt: no such file");

@@ -11,6 +11,8 @@ packages=(
   cmake g++ make pkg-config protobuf-compiler
   # a compiler cache, used as the compiler launcher when installed (CMakeLists.txt)
   ccache
+  # tools/fuzz.sh: clang, and its libFuzzer and sanitizer runtimes (which clang only recommends)
+  clang libclang-rt-14-dev
   # libraries
   libopenblas-openmp-dev libprotobuf-dev libhwloc-dev zlib1g-dev libcli11-dev nlohmann-json3-dev
   libzmq3-dev cppzmq-dev libsodium-dev libgtest-dev libgmock-dev libbenchmark-dev

@@ -6,14 +6,15 @@
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/data/filler_dataset.hpp"
+#include "cgdp/data/image/datum.hpp"
 #include "cgdp/data/image/image.hpp"
 #include "cgdp/data/image/image_list.hpp"
 #include "cgdp/data/image/lmdb_database.hpp"
 #include "cgdp/data/image/mean_file.hpp"
 #include "cgdp/io/file.hpp"
+#include "cgdp/layers/registry.hpp"
 #include "cgdp/net/graph_rewrite.hpp"
 #include "cgdp/net/model_file.hpp"
-#include "cgdp/layers/registry.hpp"
 
 namespace cgdp {
 
@@ -60,6 +61,10 @@ DataLayer read_layer(const proto::LayerParameter& lp, int index, const std::stri
     d.images.resize_width = static_cast<int>(p.new_width());
     if ((p.new_height() == 0) != (p.new_width() == 0))
       throw ModelError(cat(d.where, ": layer '", d.name, "': give both new_height and new_width, or neither"));
+    if (p.new_height() > 0)
+      if (const std::string problem = image_size_problem(p.new_height(), p.new_width());
+          !problem.empty())
+        throw ModelError(cat(d.where, ": layer '", d.name, "': new_height x new_width ", problem));
   } else if (d.type == "HDF5Data") {
     d.source = lp.hdf5_data_param().source();
     d.batch_size = lp.hdf5_data_param().batch_size();
@@ -84,17 +89,15 @@ DataLayer read_layer(const proto::LayerParameter& lp, int index, const std::stri
 void probe_lmdb(const std::string& path, const DataLayer& layer, ImageOptions& images) {
   const LmdbReader db(path);
   if (db.keys().empty()) throw DataError(cat(path, ": the database holds no records"));
-  proto::Datum d;
-  if (!d.ParseFromString(db.value(0)) || (!d.has_data() && d.float_data_size() == 0))
-    throw DataError(cat(path, ": key '", db.keys()[0], "': not a Caffe Datum record (is this a Caffe LMDB?)"));
-  int channels = d.channels(), height = d.height(), width = d.width();
-  if (d.encoded()) {
-    std::tie(height, width) = image_size(bytes_of(d.data()));
-    channels = image_channels(bytes_of(d.data()));
+  DatumShape shape;
+  try {
+    shape = datum_shape(parse_datum(db.value(0)));
+  } catch (const DataError& e) {
+    throw DataError(cat(path, ": key '", db.keys()[0], "': ", e.what()));
   }
-  images.channels = layer.force_color ? 3 : layer.force_gray ? 1 : channels;
-  images.height = height;
-  images.width = width;
+  images.channels = layer.force_color ? 3 : layer.force_gray ? 1 : shape.channels;
+  images.height = shape.height;
+  images.width = shape.width;
 }
 
 // The first image of a list file (ImageData), after its resize.

@@ -11,6 +11,10 @@ namespace cgdp {
 
 namespace {
 
+// Caffe's messages nest a handful deep; protobuf's parser recurses once per level, so a file
+// nesting thousands of `layer {` would overflow the stack before any message about it.
+constexpr int kMaxNesting = 100;
+
 std::string without_package(const std::string& name) {
   const std::string prefix = "cgdp.proto.";
   return name.starts_with(prefix) ? name.substr(prefix.size()) : name;
@@ -20,6 +24,8 @@ std::string without_package(const std::string& name) {
 std::string rephrased(const std::string& message) {
   static const std::regex no_field(R"re(Message type "([^"]+)" has no field named "([^"]+)"\.?)re");
   static const std::regex bad_enum(R"re(Unknown enumeration value of "([^"]+)" for field "([^"]+)"\.?)re");
+  if (message.starts_with("Message is too deep"))
+    return cat("messages nested more than ", kMaxNesting, " deep");
   std::smatch m;
   if (std::regex_match(message, m, no_field)) {
     const std::string type = without_package(m[1].str());
@@ -58,6 +64,7 @@ bool parse_caffe_text(const std::string& text, google::protobuf::Message& messag
   parser.RecordErrorsTo(&collector);
   parser.AllowUnknownField(true);  // so that every unknown name is reported, not only the first
   parser.WriteLocationsTo(locations);
+  parser.SetRecursionLimit(kMaxNesting);
   const bool parsed = parser.ParseFromString(text, &message);
   if (!parsed && problems.empty()) problems.add(1, "cannot parse the file as Caffe's text format");
   return parsed;

@@ -1,37 +1,16 @@
-// Weights by layer name: .caffemodel and safetensors in, .caffemodel out.
+// Weights into a net by layer name, and a net's weights out as .caffemodel or safetensors.
 #include "cgdp/caffe_import/weights.hpp"
 
-#include <charconv>
-#include <cstring>
-#include <fstream>
-#include <sstream>
+#include <algorithm>
+#include <cmath>
 
-#include "cgdp/caffe_import/net_import.hpp"
 #include "cgdp/core/error.hpp"
-#include "cgdp/io/checkpoint.hpp"
 #include "cgdp/io/file.hpp"
 #include "cgdp/io/safetensors.hpp"
 
 namespace cgdp {
 
 namespace {
-
-// A BlobProto's shape: `shape`, else Caffe's legacy num/channels/height/width.
-Shape blob_shape(const proto::BlobProto& b) {
-  if (b.has_shape()) return Shape(b.shape().dim().begin(), b.shape().dim().end());
-  return {b.num(), b.channels(), b.height(), b.width()};
-}
-
-StoredBlob stored_blob(const proto::BlobProto& b, const std::string& where) {
-  StoredBlob out;
-  out.shape = blob_shape(b);
-  if (b.data_size() > 0) out.values.assign(b.data().begin(), b.data().end());
-  else out.values.assign(b.double_data().begin(), b.double_data().end());
-  if (static_cast<int64_t>(out.values.size()) != count_of(out.shape))
-    throw ModelError(cat(where, ": a blob of shape ", shape_string(out.shape), " holds ", out.values.size(),
-                         " values"));
-  return out;
-}
 
 // Caffe compares a stored 4-D legacy shape with the target's by padding the target with leading
 // 1s (an InnerProduct's 1 x 1 x N x K weights fit N x K).
@@ -43,26 +22,15 @@ bool shapes_fit(const Shape& stored, const Shape& target) {
   return padded == stored;
 }
 
-// "inception_3a/1x1/0" -> ("inception_3a/1x1", 0, param); ".../state/2" -> state 2.
-struct BlobName {
-  std::string layer;
-  int index = 0;
-};
-bool parse_blob_name(const std::string& name, BlobName& out) {
-  const size_t slash = name.rfind('/');
-  if (slash == std::string::npos || slash == 0) return false;
-  const std::string index = name.substr(slash + 1);
-  const auto [end, error] = std::from_chars(index.data(), index.data() + index.size(), out.index);
-  if (error != std::errc() || end != index.data() + index.size() || out.index < 0) return false;
-  out.layer = name.substr(0, slash);
-  if (out.layer.ends_with("/state")) out.layer.resize(out.layer.size() - 6);
-  return true;
-}
-
-void put(StoredWeights& w, const BlobName& n, StoredBlob blob) {
-  auto& blobs = w.layers[n.layer];
-  if (blobs.size() <= static_cast<size_t>(n.index)) blobs.resize(static_cast<size_t>(n.index) + 1);
-  blobs[static_cast<size_t>(n.index)] = std::move(blob);
+// A NaN or infinite weight trains to a NaN loss, or hides behind a ReLU and tests as "accuracy 1".
+void check_finite(const StoredBlob& blob, const StoredWeights& file, const Layer<float>& layer,
+                  size_t b) {
+  const auto bad = std::find_if(blob.values.begin(), blob.values.end(),
+                                [](float v) { return !std::isfinite(v); });
+  if (bad != blob.values.end())
+    throw ModelError(cat(file.source, ": layer '", layer.name(), "' blob ", b, " holds ", *bad,
+                         " at element ", bad - blob.values.begin(),
+                         ": a diverged or damaged file (cgdp starts from finite weights)"));
 }
 
 // The blobs a file's layer fills: its parameters, or, without any, its state (BatchNorm's).
@@ -70,105 +38,7 @@ Layer<float>::Blobs& target_blobs(Layer<float>& layer) {
   return layer.params().empty() ? layer.state() : layer.params();
 }
 
-// PyTorch's state_dict name of a convolution's or linear layer's parameter, "<module>.weight" or
-// "<module>.bias", as cgdp's "<module>/0" or "<module>/1"; empty for any other name.
-std::string pytorch_blob_name(const std::string& name) {
-  for (const auto& [suffix, index] : {std::pair{".weight", "/0"}, std::pair{".bias", "/1"}})
-    if (name.size() > std::strlen(suffix) && name.ends_with(suffix))
-      return name.substr(0, name.size() - std::strlen(suffix)) + index;
-  return {};
-}
-
-// The tensors of a safetensors file as blobs by layer: see read_safetensors_weights.
-StoredWeights safetensors_weights(const SafetensorsFile& file, const std::map<std::string, std::string>& name_map) {
-  const std::string& path = file.source();
-  StoredWeights w;
-  w.source = path;
-  for (const auto& [name, entry] : file.tensors()) {
-    std::string target = name;
-    if (!name_map.empty()) {
-      const auto it = name_map.find(name);
-      if (it == name_map.end())
-        throw UsageError(cat(path, ": tensor '", name, "' is not in the weights map (map it to a layer/index, "
-                                                   "or drop it from the file)"));
-      target = it->second;
-    }
-    BlobName parsed;
-    if (!parse_blob_name(target, parsed) && !(name_map.empty() && parse_blob_name(pytorch_blob_name(name), parsed)))
-      throw UsageError(cat(path, ": tensor '", name, "' is named neither <layer>/<index> (cgdp's --save) nor "
-                                                   "<layer>.weight or <layer>.bias (PyTorch's); give --weights-map "
-                                                   "for other names"));
-    put(w, parsed, {entry.shape, file.values<float>(name)});
-  }
-  return w;
-}
-
 }  // namespace
-
-StoredWeights read_caffemodel(const std::string& path) {
-  return caffemodel_weights(read_file(path), path);
-}
-
-StoredWeights caffemodel_weights(const std::string& bytes, const std::string& path) {
-  const proto::NetParameter net = import_net_binary(bytes, path);
-  StoredWeights w;
-  w.source = path;
-  for (const auto& layer : net.layer()) {
-    if (layer.blobs_size() == 0) continue;
-    auto& blobs = w.layers[layer.name()];
-    for (const auto& b : layer.blobs()) blobs.push_back(stored_blob(b, cat(path, ": layer '", layer.name(), "'")));
-  }
-  return w;
-}
-
-std::map<std::string, std::string> read_weights_map(const std::string& path) {
-  std::istringstream lines(read_file(path));
-  std::map<std::string, std::string> map;
-  int number = 0;
-  for (std::string line; std::getline(lines, line);) {
-    ++number;
-    if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
-    std::istringstream words(line);
-    std::string from, to, extra;
-    if (!(words >> from)) continue;
-    BlobName parsed;
-    if (!(words >> to) || (words >> extra) || !parse_blob_name(to, parsed))
-      throw UsageError(cat(path, ":", number, ": expected \"tensor_name layer/index\" (e.g. \"features.0.weight "
-                                              "conv1/0\"), got \"", line, "\""));
-    if (!map.emplace(from, to).second)
-      throw UsageError(cat(path, ":", number, ": tensor '", from, "' is mapped twice"));
-  }
-  return map;
-}
-
-StoredWeights read_safetensors_weights(const std::string& path, const std::map<std::string, std::string>& name_map) {
-  return safetensors_weights(load_safetensors(path), name_map);
-}
-
-
-StoredWeights read_weights_file(const std::string& path, const std::map<std::string, std::string>& name_map) {
-  std::string bytes = read_file(path);
-  // safetensors: an 8-byte header length, then the JSON header; a NetParameter never starts so.
-  const bool safetensors = bytes.size() > 9 && bytes[8] == '{';
-  if (!safetensors) {
-    if (!name_map.empty())
-      throw UsageError(cat(path, ": --weights-map renames safetensors tensors; a .caffemodel's layers "
-                                 "keep their names"));
-    return caffemodel_weights(bytes, path);
-  }
-  SafetensorsFile file(std::move(bytes), path);
-  const auto format = file.metadata().find("format");
-  if (format == file.metadata().end() || format->second != "cgdp-checkpoint") return safetensors_weights(file, name_map);
-  check_checkpoint_file(file);  // a damaged checkpoint loads no more as weights than on --resume
-  StoredWeights w;  // a checkpoint: its parameters and layer state, not its solver history
-  w.source = path;
-  for (const auto& [name, entry] : file.tensors()) {
-    const bool param = name.starts_with("param/"), state = name.starts_with("state/");
-    BlobName parsed;
-    if ((param || state) && parse_blob_name(name.substr(6), parsed)) put(w, parsed, {entry.shape, file.values<float>(name)});
-  }
-  return w;
-}
 
 std::string WeightsReport::summary() const {
   std::string line = cat("weights: ", loaded, " layer", loaded == 1 ? "" : "s", " loaded");
@@ -226,6 +96,8 @@ WeightsReport load_weights(Net<float>& net, const std::vector<StoredWeights>& fi
       if (!shapes_fit((*blobs)[b].shape, targets[b]->shape()))
         problem = cat("layer '", layer.name(), "' blob ", b, ": ", file->source, " holds ",
                       shape_string((*blobs)[b].shape), ", the net has ", shape_string(targets[b]->shape()));
+    for (size_t b = 0; problem.empty() && b < targets.size(); ++b)
+      check_finite((*blobs)[b], *file, layer, b);
     if (!problem.empty()) {
       if (!allow_mismatch)
         throw ModelError(cat(problem, " (--weights-allow-mismatch re-initialises such layers, as when "

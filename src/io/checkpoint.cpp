@@ -63,6 +63,15 @@ int64_t int_field(const Metadata& metadata, const std::string& key, const std::s
   return value;
 }
 
+// Iterations and data positions: a negative one is no place in a run (a damaged or edited file).
+int64_t count_field(const Metadata& metadata, const std::string& key, const std::string& source) {
+  const int64_t value = int_field(metadata, key, source);
+  if (value < 0)
+    throw IoError(cat(source, ": checkpoint metadata \"", key, "\" is ", value,
+                      "; expected a count >= 0 (a damaged or edited checkpoint)"));
+  return value;
+}
+
 std::string key(std::string_view kind, std::string_view layer, int index) {
   return cat(kind, layer, "/", index);
 }
@@ -131,15 +140,18 @@ void check_checkpoint_file(const SafetensorsFile& file) {
 }
 
 Checkpoint load_checkpoint(const std::filesystem::path& path) {
-  const SafetensorsFile file = load_safetensors(path);
+  return checkpoint_contents(load_safetensors(path));
+}
+
+Checkpoint checkpoint_contents(const SafetensorsFile& file) {
   check_checkpoint_file(file);
   const std::string& source = file.source();
   const Metadata& metadata = file.metadata();
   Checkpoint checkpoint;
   checkpoint.model_fingerprint = field(metadata, "model_fingerprint", source);
-  checkpoint.iteration = int_field(metadata, "iteration", source);
-  checkpoint.epoch = int_field(metadata, "epoch", source);
-  checkpoint.offset = int_field(metadata, "offset", source);
+  checkpoint.iteration = count_field(metadata, "iteration", source);
+  checkpoint.epoch = count_field(metadata, "epoch", source);
+  checkpoint.offset = count_field(metadata, "offset", source);
   checkpoint.seed = int_field(metadata, "seed", source);
   if (const auto algorithms = metadata.find("conv_algorithms"); algorithms != metadata.end())
     checkpoint.conv_algorithms = algorithms->second;

@@ -47,6 +47,8 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkp
 // Throws IoError naming the file when it is not a cgdp checkpoint, is truncated, or its data
 // fails the CRC ("corrupt: CRC mismatch").
 Checkpoint load_checkpoint(const std::filesystem::path& path);
+// The same on a file already read.
+Checkpoint checkpoint_contents(const SafetensorsFile& file);
 // The same checks on a file already read (a checkpoint given as --weights).
 void check_checkpoint_file(const SafetensorsFile& file);
 

@@ -6,17 +6,12 @@
 
 #include "cgdp.pb.h"
 #include "cgdp/core/error.hpp"
+#include "cgdp/core/excerpt.hpp"
+#include "cgdp/data/image/datum.hpp"
 #include "cgdp/data/image/image_dataset.hpp"
 #include "cgdp/data/image/lmdb_database.hpp"
 
 namespace cgdp {
-
-// A Datum's picture as decode_image gives it (HWC, RGB or gray), to `channels`; DataError when
-// the record is not a Caffe Datum or its sizes disagree with its bytes.
-Image datum_image(const proto::Datum& datum, int channels, int min_height = 0, int min_width = 0);
-void datum_image(const proto::Datum& datum, int channels, int min_height, int min_width, Image& out);
-// Raw pixels of `image` (HWC RGB or gray) as Caffe stores them: C x H x W, BGR.
-proto::Datum raw_datum(const Image& image, int label);
 
 class LmdbDataset final : public ImageSourceDataset {
  public:
@@ -27,7 +22,7 @@ class LmdbDataset final : public ImageSourceDataset {
   int64_t size() const override { return static_cast<int64_t>(db_.keys().size()); }
   int num_classes() const override { return options_.classes; }
   std::string where(int64_t index) const override {
-    return cat(db_.path(), ": key '", db_.keys().at(index), "'");
+    return cat(db_.path(), ": key '", excerpt(db_.keys().at(index)), "'");
   }
 
  private:
