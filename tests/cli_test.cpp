@@ -250,6 +250,7 @@ TEST_F(Cli, NumbersThatCannotBeMeantAreRefusedWhereTheyEnter) {
                {"--mean-value: expected a finite number, got nan"});
   expect_error("train --data synthetic --pixel-scale inf",
                {"--pixel-scale: expected a finite number, got inf"});
+  expect_error("train --data ''", {"--data: expected a value, got an empty one"});
   const std::string model = write("m.prototxt", fashion);
   for (const auto& [field, value] :
        {std::pair{"max_iter", "0"}, std::pair{"test_iter", "-2"}, std::pair{"iter_size", "0"}}) {

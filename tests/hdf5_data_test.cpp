@@ -1,12 +1,12 @@
 // Caffe's HDF5Data: .h5 files the test writes with the HDF5 library, named by a list file, read row
 // for row (float and double datasets, N x D and N x C x H x W), trained from a model file, and the
 // files Caffe would refuse named.
-#include <hdf5.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
 #include <fstream>
+#include <limits>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/data/hdf5_dataset.hpp"
@@ -95,6 +95,21 @@ TEST(Hdf5Data, FilesCaffeWouldRefuseAreNamed) {
     ADD_FAILURE() << "no error";
   } catch (const DataError& e) {
     EXPECT_THAT(e.what(), HasSubstr("missing.txt:2: cannot open"));
+  }
+  // A NaN sample had trained to NaN weights, or tested as "accuracy 1" behind a ReLU.
+  const hid_t file = H5Fcreate((dir / "nan.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  write_dataset<float>(file, "data", {2, 2},
+                       {1.f, 2.f, std::numeric_limits<float>::quiet_NaN(), 4.f});
+  write_dataset<float>(file, "label", {2}, {0.f, 1.f});
+  H5Fclose(file);
+  std::ofstream(dir / "nan.txt") << (dir / "nan.h5").string() << "\n";
+  try {
+    Hdf5Dataset((dir / "nan.txt").string(), "data", "label");
+    ADD_FAILURE() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_THAT(
+        e.what(),
+        HasSubstr("nan.h5: dataset 'data' holds nan at element 2: expected finite numbers"));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -475,6 +476,19 @@ TEST_F(ImageFiles, MeanFilesAreCaffesBlobProto) {
         << e.what();
   }
   EXPECT_THROW(load_mean_file(write("junk.binaryproto", {0xFF, 0xFF, 0xFF}), u), DataError);
+  // A NaN mean had made every input NaN, and "test accuracy 1".
+  wire[7] = 2;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(&wire[wire.size() - 4], &nan, 4);
+  try {
+    load_mean_file(write("nan.binaryproto", wire), u);
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "nan.binaryproto: mean value nan at element 1: expected finite numbers"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(ImageSources, SkipBadImagesReplacesThemByTheNextSampleAndCounts) {

@@ -117,7 +117,8 @@ Runner add_inspect_command(CLI::App& app) {
       ->check(kPositive);
   cmd->add_option("-d,--data", opt->data,
                   "For a model with data layers: read the sample shape from this source instead of "
-                  "theirs (synthetic:C,H,W,K gives a shape without data)");
+                  "theirs (synthetic:C,H,W,K gives a shape without data)")
+      ->check(kNotEmpty);
   return [opt] {
     const std::string path = find_model_file(opt->model);
     auto param = load_model(path);

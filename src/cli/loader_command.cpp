@@ -73,7 +73,9 @@ Runner add_loader_command(CLI::App& app) {
   auto f = std::make_shared<LoaderFlags>();
   CLI::App* cmd = app.add_subcommand(
       "loader", "Measure the data loader alone: images/s with training's image flags");
-  cmd->add_option("-d,--data", f->train.config.data, "folder:DIR, list:FILE[,ROOT] or lmdb:DIR")->required();
+  cmd->add_option("-d,--data", f->train.config.data, "folder:DIR, list:FILE[,ROOT] or lmdb:DIR")
+      ->required()
+      ->check(kNotEmpty);
   add_image_flags(cmd, f->train);
   cmd->add_option("--channels", f->channels, "1 (gray) or 3 (colour), as the model's input")
       ->capture_default_str();

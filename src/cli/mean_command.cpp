@@ -51,8 +51,10 @@ Runner add_mean_command(CLI::App& app) {
   auto o = std::make_shared<MeanOptions>();
   CLI::App* cmd = app.add_subcommand(
       "mean", "Write the mean image of a training set (as Caffe's compute_image_mean), for --mean-file");
-  cmd->add_option("-d,--data", o->data, "folder:DIR, list:FILE[,ROOT] or lmdb:DIR; its training split")
-      ->required();
+  cmd->add_option("-d,--data", o->data,
+                  "folder:DIR, list:FILE[,ROOT] or lmdb:DIR; its training split")
+      ->required()
+      ->check(kNotEmpty);
   cmd->add_option("-o,--out", o->out, "The .binaryproto to write (replaced atomically)")->required();
   cmd->add_option("--resize", o->resize, "Resize every image to HxW first (as training will)");
   cmd->add_flag("--gray", o->gray, "Average one channel instead of three");

@@ -36,6 +36,14 @@ inline const CLI::Validator kFinite = CLI::Validator(
     },
     "FINITE", "FINITE");
 
+// A text that must say something: `--data ''` had meant "not given" and trained on the default
+// data set.
+inline const CLI::Validator kNotEmpty = CLI::Validator(
+    [](std::string& text) -> std::string {
+      return text.empty() ? "expected a value, got an empty one" : std::string();
+    },
+    "", "NOT EMPTY");
+
 // Threads one process may ask for: more than any machine has cores, and far fewer than the
 // stacks it would take to start them (--loader-threads 100000 had crashed).
 inline constexpr long long kMaxThreads = 4096;

@@ -108,8 +108,10 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
                   "list:FILE[,ROOT] (Caffe's 'path label' lines), lmdb:DIR|TRAIN,VAL, "
                   "hdf5:LIST[,DATA,LABEL] (Caffe's HDF5Data files) or "
                   "synthetic[:C,H,W,K]; replaces a model's data layer source (default: the model's "
-                  "data layers, else idx:/usr/share/datasets/fashion-mnist)");
-  cmd->add_option("--test-data", c.test_data, "The test split's source (default: --data's)");
+                  "data layers, else idx:/usr/share/datasets/fashion-mnist)")
+      ->check(kNotEmpty);
+  cmd->add_option("--test-data", c.test_data, "The test split's source (default: --data's)")
+      ->check(kNotEmpty);
   cmd->add_option("--order", c.order,
                   "Training order: shuffled (a new permutation each epoch) or sequential (default: as "
                   "Caffe reads the model's data layer: Data in key order, ImageData/HDF5Data by their "

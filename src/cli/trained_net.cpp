@@ -4,6 +4,7 @@
 #include "cgdp/core/error.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/train/data_feeds.hpp"
+#include "cli/number_checks.hpp"
 
 namespace cgdp::cli {
 
@@ -15,8 +16,10 @@ void add_trained_net_flags(CLI::App* cmd, TrainedNetFlags& f) {
       ->required()->delimiter(',')->check(CLI::ExistingFile);
   cmd->add_option("--weights-map", f.weights_map, "Lines 'tensor_name layer/index' for another framework's names")
       ->check(CLI::ExistingFile);
-  cmd->add_option("-d,--data", f.data, "A model with data layers: the source of its input's shape "
-                                       "(synthetic:C,H,W,K gives a shape without data)");
+  cmd->add_option("-d,--data", f.data,
+                  "A model with data layers: the source of its input's shape "
+                  "(synthetic:C,H,W,K gives a shape without data)")
+      ->check(kNotEmpty);
 }
 
 proto::NetParameter load_trained_model(const TrainedNetFlags& f, std::string& path) {

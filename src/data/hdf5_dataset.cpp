@@ -3,6 +3,7 @@
 
 #include <hdf5.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -39,6 +40,12 @@ std::vector<float> read_floats(hid_t file, const std::string& path, const std::s
   std::vector<float> values(count);
   if (count > 0 && H5Dread(set.id, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
     throw DataError(cat(path, ": dataset '", name, "' is not numeric (HDF5Data reads float data)"));
+  // A NaN sample trains to NaN weights, or hides behind a ReLU and tests as "accuracy 1".
+  const auto bad =
+      std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+  if (bad != values.end())
+    throw DataError(cat(path, ": dataset '", name, "' holds ", *bad, " at element ",
+                        bad - values.begin(), ": expected finite numbers"));
   return values;
 }
 

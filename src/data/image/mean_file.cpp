@@ -1,6 +1,8 @@
 // Reading .binaryproto mean images (float or double data, new or legacy shape fields).
 #include "cgdp/data/image/mean_file.hpp"
 
+#include <cmath>
+
 #include "cgdp.pb.h"
 #include "cgdp/core/error.hpp"
 #include "cgdp/io/file.hpp"
@@ -26,8 +28,13 @@ void load_mean_file(const std::string& path, CaffeTransform& t) {
     throw DataError(cat(path, ": mean blob of ", num, "x", c, "x", h, "x", w, " holds ", values,
                         " values; expected 1 x C x H x W with C*H*W values"));
   t.mean_image.resize(static_cast<size_t>(values));
-  for (int64_t i = 0; i < values; ++i)
+  for (int64_t i = 0; i < values; ++i) {
     t.mean_image[i] = blob.data_size() > 0 ? blob.data(i) : static_cast<float>(blob.double_data(i));
+    // A NaN mean makes every input NaN, which had trained to "test accuracy 1".
+    if (!std::isfinite(t.mean_image[i]))
+      throw DataError(cat(path, ": mean value ", t.mean_image[i], " at element ", i,
+                          ": expected finite numbers (a damaged mean file?)"));
+  }
   t.mean_height = static_cast<int>(h);
   t.mean_width = static_cast<int>(w);
 }
