@@ -196,6 +196,7 @@ TEST(ShardSecurity, ARecordedHandshakeOpensNoOtherConnection) {
   fake.bind("tcp://127.0.0.1:*");
   const std::string fake_endpoint = fake.get(zmq::sockopt::last_endpoint);
   std::vector<std::string> recorded;  // the kinds of what the host sent
+  std::vector<std::string> hello;     // the host's hello frames, header and body, as sent
   std::thread fake_shard([&] {
     fake.set(zmq::sockopt::rcvtimeo, 5000);
     std::vector<zmq::message_t> frames;
@@ -203,6 +204,7 @@ TEST(ShardSecurity, ARecordedHandshakeOpensNoOtherConnection) {
       MessageHeader h;
       std::memcpy(&h, frames[1].data(), sizeof h);
       recorded.push_back(kind_name(h.kind));
+      for (size_t f = 1; f < frames.size(); ++f) hello.push_back(frames[f].to_string());
       const ChallengeBody challenge{fresh_nonce(), {}};
       const MessageHeader reply = make_header(MessageKind::kChallenge, 0);
       std::array<zmq::const_buffer, 3> message = {zmq::buffer(frames[0].data(), frames[0].size()),
@@ -223,11 +225,13 @@ TEST(ShardSecurity, ARecordedHandshakeOpensNoOtherConnection) {
             std::string::npos)
       << what;
   EXPECT_EQ(recorded, std::vector<std::string>{"hello"});
-  // A real host 0's handshake on one connection, recorded, then replayed on another.
+  ASSERT_EQ(hello.size(), 2u);
+  // The fake shard replays the host's hello to the real shard, and a real host 0's proof,
+  // recorded on another connection, after it: both are refused.
   RawPeer host0(cluster.endpoints[0]), replayer(cluster.endpoints[0]);
   const Handshake real = handshake(host0, 0, hello_body(layout, 2, 0));
   ASSERT_TRUE(is(real.reply, MessageKind::kWelcome));
-  replayer.send({header_bytes(make_header(MessageKind::kHello, 0)), real.hello});
+  replayer.send(hello);
   EXPECT_TRUE(is(replayer.receive(), MessageKind::kChallenge));  // a fresh one
   replayer.send({header_bytes(make_header(MessageKind::kProof, 0)), real.proof});
   EXPECT_EQ(
