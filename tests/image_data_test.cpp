@@ -702,6 +702,10 @@ TEST_F(ImageSources, DamagedLmdbsAreNamedNotMetWithASignal) {
   EXPECT_NE(read_all(file.substr(0, file.size() / 2))
                 .find("data.mdb: truncated or damaged: its meta page names "),
             std::string::npos);
+  std::string wrapped = file;  // meta page 1 made the newest, naming page 2^64 - 1 as its last
+  std::memset(wrapped.data() + 4096 + 136, 0xff, 16);
+  EXPECT_NE(read_all(wrapped).find("data.mdb: truncated or damaged: its meta page names "),
+            std::string::npos);
   std::mt19937 rng(7);
   int damaged = 0;
   for (int trial = 0; trial < 300; ++trial) {

@@ -112,7 +112,7 @@ class FileChecker {
       if (best.psize == 0 || meta.txnid > best.txnid) best = meta;
     }
     if (best.psize == 0) damaged("neither meta page is valid");
-    if (best.last_page + 1 > size_ / psize_)
+    if (best.last_page >= size_ / psize_)  // also a last page of 2^64 - 1, whose + 1 wraps
       throw DataError(cat(path_, ": truncated or damaged: its meta page names ", best.last_page + 1,
                           " pages of ", psize_, " bytes, the file holds ", size_,
                           " bytes (write or copy the database again)"));
