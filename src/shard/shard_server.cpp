@@ -94,15 +94,15 @@ class ShardServer::Impl {
   int first_piece_ = 0;                  // this shard's pieces: [first_piece_, first_piece_ + n)
   std::deque<PieceState> pieces_;        // by local index (a deque: PieceState does not move)
   struct Handshake {
+    std::string route;  // the connection's ROUTER identity
     Peer from;
     HelloBody hello;
     Nonce shard_nonce;
   };
   std::map<std::string, Peer> peers_;  // by ROUTER identity, after a good hello and proof
-  // Challenges sent and not answered yet, by ROUTER identity, oldest first in `handshake_order_`:
-  // a bounded few, so peers that never answer cannot grow them.
-  std::map<std::string, Handshake> handshakes_;
-  std::deque<std::string> handshake_order_;
+  // Challenges sent and not answered yet, oldest first: a bounded few (searched in order), so
+  // peers that never answer cannot grow them.
+  std::deque<Handshake> handshakes_;
   std::vector<std::string> sum_routes_;  // by host: its sum connection's identity, once known
   std::vector<char> said_bye_;
   int64_t max_frame_ = 0;
@@ -256,22 +256,19 @@ void ShardServer::Impl::handle(std::vector<zmq::message_t>& frames) {
 
 std::string ShardServer::Impl::hello(const std::string& route, Peer from, const MessageHeader& h,
                                      const std::vector<zmq::message_t>& frames) {
-  if (peers_.count(route))
-    return cat("a second hello on a connection of host ", peers_[route].host);
+  if (const auto known = peers_.find(route); known != peers_.end())
+    return cat("a second hello on a connection of host ", known->second.host);
   if (frames.size() != 3 || frames[2].size() != sizeof(HelloBody))
     return cat("hello needs a ", sizeof(HelloBody), "-byte body");
   if (h.sender < 0 || h.sender >= config_.num_hosts)
     return cat("host rank ", h.sender, " is outside [0, ", config_.num_hosts, ")");
-  Handshake shake{from, {}, fresh_nonce()};
+  std::erase_if(handshakes_, [&](const Handshake& s) { return s.route == route; });  // a new hello
+  if (handshakes_.size() >= static_cast<size_t>(4 * config_.num_hosts + 16))
+    handshakes_.pop_front();  // the oldest unanswered challenge lapses
+  Handshake& shake = handshakes_.emplace_back(Handshake{route, from, {}, fresh_nonce()});
   std::memcpy(&shake.hello, frames[2].data(), sizeof shake.hello);
-  if (handshakes_.size() >= static_cast<size_t>(4 * config_.num_hosts + 16)) {
-    handshakes_.erase(handshake_order_.front());  // the oldest unanswered challenge lapses
-    handshake_order_.pop_front();
-  }
-  if (!handshakes_.count(route)) handshake_order_.push_back(route);
   const ChallengeBody challenge{
       shake.shard_nonce, shard_proof(config_.token, h.sender, shake.hello, shake.shard_nonce)};
-  handshakes_[route] = shake;
   zmq::message_t id(route.data(), route.size());
   zmq::message_t body(&challenge, sizeof challenge);
   send(id, make_header(MessageKind::kChallenge, config_.shard), &body);
@@ -280,11 +277,11 @@ std::string ShardServer::Impl::hello(const std::string& route, Peer from, const 
 
 std::string ShardServer::Impl::proof(const std::string& route, const MessageHeader& h,
                                      const std::vector<zmq::message_t>& frames) {
-  const auto found = handshakes_.find(route);
+  const auto found = std::find_if(handshakes_.begin(), handshakes_.end(),
+                                  [&](const Handshake& s) { return s.route == route; });
   if (found == handshakes_.end()) return "a proof on a connection without a challenge";
-  const Handshake shake = found->second;
+  const Handshake shake = *found;
   handshakes_.erase(found);  // one answer per challenge
-  handshake_order_.erase(std::find(handshake_order_.begin(), handshake_order_.end(), route));
   if (h.sender != shake.from.host)
     return cat("a proof from host ", h.sender, " on a connection that said hello as host ",
                shake.from.host);
