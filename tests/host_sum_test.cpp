@@ -198,6 +198,13 @@ TEST(HostSum16, IsTheFp32TreeSumRoundedOnceForAnyThreadsAndSplit) {
       sum_buffers_16(split.data() + begin, part, unscale, scale_out, dtype, end - begin, 2);
     }
     EXPECT_EQ(split, want);
+    // Scale-out's form: the same sum left in fp32, narrowed later in one pass.
+    std::vector<float> wide_sum(n, -1.f);
+    sum_buffers_16_to_fp32(wide_sum.data(), srcs, unscale, dtype, n, 2);
+    EXPECT_EQ(0, std::memcmp(wide_sum.data(), fp32.data(), n * sizeof(float)));
+    std::vector<uint16_t> narrowed_later(n, 0xffff);
+    narrow_buffer(narrowed_later.data(), wide_sum.data(), scale_out, dtype, n, 2);
+    EXPECT_EQ(narrowed_later, want);
     // Against float64: one rounding of the sum, to 8 (bf16) or 11 (fp16) bits.
     double worst = 0;
     for (int64_t i = 0; i < n; i += 13) {
@@ -208,6 +215,14 @@ TEST(HostSum16, IsTheFp32TreeSumRoundedOnceForAnyThreadsAndSplit) {
     }
     EXPECT_LE(worst, dtype == ExchangeDtype::Bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -10));
   }
+}
+
+TEST(HostSum16, MaxAbsIsTheLargestMagnitudeOrNaN) {
+  std::vector<float> v = {0.5f, -3.f, 2.f, -0.f};
+  EXPECT_EQ(max_abs(v.data(), 4), 3.f);
+  EXPECT_EQ(max_abs(v.data(), 0), 0.f);
+  v[2] = std::nanf("");
+  EXPECT_TRUE(std::isnan(max_abs(v.data(), 4)));  // so fp16_scale_for gives 1 and the NaN shows
 }
 
 TEST(Fp16Scale, BringsTheLargestValueIntoTheBinadeBelowTwoToTheFifteen) {

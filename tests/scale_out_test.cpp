@@ -1,8 +1,9 @@
 // Multi-host training as real `cgdp train` processes on loopback: H hosts x N devices give the
 // parameters of 1 host x H·N devices (bit for bit when N is a power of two, as the summation
 // order is then the same, or when every sum is exact; within 1e-5 on fashion_cnn otherwise),
-// BatchNorm statistics included; a resumed job continues bit for bit; a killed host stops the
-// others with an error naming it; a wrong token and mismatched flags are refused with one line.
+// BatchNorm statistics included; the 16-bit exchange rounds the global sum once; a resumed job
+// continues bit for bit; a killed host stops the others with an error naming it; a wrong token and
+// mismatched flags are refused with one line.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -123,6 +124,23 @@ TEST_F(ScaleOut, TwoHostsOfThreeDevicesMatchOneHostOfSixOnFashionCnn) {
   expect_close(single_host(flags, 6), multi_host(flags, 2, 3), 1e-5);
 }
 
+// The 16-bit exchange across hosts: each host sums its workers' widened copies in fp32, the shards
+// add the hosts' fp32 sums, and every host narrows the global sum once. In bf16, two devices per
+// host give the bits of one host of four (one fp32 tree, rounded once; a host that rounded its own
+// sum would differ). fp16's scale comes from the global sum's largest value rather than from the
+// workers' scales, which only moves values near fp16's underflow.
+TEST_F(ScaleOut, SixteenBitExchangeAcrossHostsRoundsTheGlobalSumOnce) {
+  const std::string flags = kFashionFlags + " --iterations 10 --exchange-dtype ";
+  expect_same_bits(single_host(flags + "bf16", 4), multi_host(flags + "bf16", 2, 2));
+  const Tensors fp32 = single_host(kFashionFlags + " --iterations 10", 4);
+  const Tensors fp16 = single_host(flags + "fp16", 4);
+  const Tensors fp16_hosts = multi_host(flags + "fp16", 2, 2);
+  expect_close(fp16, fp16_hosts, 1e-5);
+  expect_close(fp32, fp16_hosts, 1e-2);
+  EXPECT_NE(0, std::memcmp(fp32.at("conv1/0").data(), fp16_hosts.at("conv1/0").data(),
+                           fp32.at("conv1/0").size() * sizeof(float)));  // fp16 was used
+}
+
 // Rank 0 writes the checkpoints; every rank resumes from the same file and the job ends exactly
 // where the uninterrupted one did.
 TEST_F(ScaleOut, ResumedJobContinuesBitForBit) {
@@ -191,7 +209,9 @@ TEST_F(ScaleOut, MismatchedLearningSettingsAreRefusedNamingTheSetting) {
       {"--data synthetic --lr 0.01 --weight-decay 0.1", "hosts disagree on the weight decay"},
       {"--data synthetic --lr 0.01 --lr-policy step --stepsize 2",
        "hosts disagree on the learning-rate schedule (--lr-policy and its settings): host 1 ("},
-      {"--data synthetic:1,28,28,9 --lr 0.01", "hosts disagree on the training data: host 1 ("}};
+      {"--data synthetic:1,28,28,9 --lr 0.01", "hosts disagree on the training data: host 1 ("},
+      {"--data synthetic --lr 0.01 --exchange-dtype bf16",
+       "hosts disagree on the exchange dtype (--exchange-dtype): host 1 ("}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.rank1_flags);
     LoopbackJob job(dir_, 2, cat(kQuick, " --batch 3 --iterations 4 --timeout-s 20"));

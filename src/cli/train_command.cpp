@@ -89,9 +89,11 @@ Runner add_train_command(CLI::App& app) {
                   "cuda, dense on cpu)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "dense", "factors"}));
-  cmd->add_option("--exchange-dtype", c.exchange_dtype,
-                  "cgdp: what summed chunks travel as: fp32, or bf16/fp16 (narrowed on the device, "
-                  "summed in fp32 on the host, rounded once; fp16 with a scale per chunk)")
+  cmd->add_option(
+         "--exchange-dtype", c.exchange_dtype,
+         "cgdp: what summed chunks travel as: fp32, or bf16/fp16 (narrowed on the device, "
+         "summed in fp32 on the host, rounded once; fp16 with a scale per chunk; across hosts the "
+         "network carries fp32)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   cmd->add_option("--timeline", c.timeline_path, "Write a Chrome trace (Perfetto) of every stream");

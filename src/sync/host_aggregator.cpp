@@ -78,7 +78,7 @@ HostAggregator::HostAggregator(std::vector<AggregatorWorker> workers, std::vecto
       arrivals_(chunks_.size() + factors_.size(), 0) {
   CGDP_ASSERT(!workers_.empty() && (!chunks_.empty() || !factors_.empty()) && lanes >= 1 &&
               lanes <= kMaxSumLanes);
-  CGDP_ASSERT(!reducer_ || (factors_.empty() && dtype_ == ExchangeDtype::Fp32));
+  CGDP_ASSERT(!reducer_ || factors_.empty());
   check_chunks(chunks_, reducer_ != nullptr);
   for (const AggregatorWorker& w : workers_)
     CGDP_ASSERT(dtype_ == ExchangeDtype::Fp32 ||
@@ -89,13 +89,16 @@ HostAggregator::HostAggregator(std::vector<AggregatorWorker> workers, std::vecto
   for (const ElementRange& gap : left_out_)
     left_out_before_.push_back(left_out_before_.back() + gap.count);
   summed_total_ = total_ - left_out_before_.back();
-  const size_t bytes =
-      static_cast<size_t>(std::max<int64_t>(summed_total_, 1)) * element_bytes(dtype_);
+  const size_t elements = static_cast<size_t>(std::max<int64_t>(summed_total_, 1));
   for (const auto& w : workers_) {
-    receive_.emplace_back(*w.device, bytes);
+    receive_.emplace_back(*w.device, elements * element_bytes(dtype_));
     landed_.push_back(w.device->create_event());
   }
-  global_ = PinnedHostBuffer(*workers_[0].device, bytes);
+  // The shards sum fp32: with a reducer the local sum stays fp32 and the pulled one is narrowed.
+  const bool wide_sums = dtype_ == ExchangeDtype::Fp32 || reducer_;
+  global_ = PinnedHostBuffer(*workers_[0].device, elements * (wide_sums ? 4 : 2));
+  if (reducer_ && dtype_ != ExchangeDtype::Fp32)
+    narrowed_ = PinnedHostBuffer(*workers_[0].device, elements * 2);
   if (dtype_ == ExchangeDtype::Fp16) {
     scale_capacity_ = std::max<int>(num_chunks(), 1);
     scales_ = PinnedHostBuffer(*workers_[0].device,
@@ -110,6 +113,10 @@ HostAggregator::HostAggregator(std::vector<AggregatorWorker> workers, std::vecto
     if (dtype_ == ExchangeDtype::Fp16)
       gathered_scales_.emplace_back(*workers_[0].device, 2 * workers_.size() * sizeof(float));
   }
+  // A CPU device's H2D copy is a memcpy: it reads the pulled sum where ZeroMQ received it.
+  copies_from_pulled_ =
+      std::all_of(workers_.begin(), workers_.end(),
+                  [](const AggregatorWorker& w) { return w.device->kind() == DeviceKind::Cpu; });
   for (int lane = 0; lane < lanes; ++lane)
     sum_threads_.push_back(start_thread([this, lane] { run_sums(lane); }, lane == 0));
   if (reducer_) pull_thread_ = start_thread([this] { run_pulls(); }, false);
@@ -169,7 +176,7 @@ int64_t HostAggregator::packed(int64_t element) const {
 }
 
 int64_t HostAggregator::pinned_bytes() const {
-  size_t bytes = global_.bytes() + scales_.bytes();
+  size_t bytes = global_.bytes() + narrowed_.bytes() + scales_.bytes();
   for (const PinnedHostBuffer& b : receive_) bytes += b.bytes();
   for (const PinnedHostBuffer& b : gathered_) bytes += b.bytes();
   for (const PinnedHostBuffer& b : gathered_scales_) bytes += b.bytes();
@@ -305,11 +312,17 @@ void HostAggregator::run_pulls() {
       Timeline::Scope pull(timeline_, Timeline::kAggregatorPid, "pull", {"pull chunk ", chunk}, "pull",
                            {{"chunk", chunk}, {"bytes", span.count * 4}, {"iteration", iteration}});
       sum = reducer_->pull(iteration, chunk);
-      if (!copies_from_pulled_)
+      if (!copies_from_pulled_ || dtype_ != ExchangeDtype::Fp32)  // 16-bit: narrowed from there
         sum.copy_to(static_cast<float*>(global_.get()) + packed(span.offset));
     }
-    if (copies_from_pulled_) send(chunk, sum);
-    else send(chunk);
+    if (dtype_ != ExchangeDtype::Fp32) {
+      narrow_pulled(chunk);
+      send_16(chunk);
+    } else if (copies_from_pulled_) {
+      send(chunk, sum);
+    } else {
+      send(chunk);
+    }
     {
       std::lock_guard lock(mutex_);
       ++issued_;
@@ -359,13 +372,30 @@ void HostAggregator::sum_16(int chunk) {
     static_cast<float*>(scales_.get())[n * scale_capacity_ + chunk] = scale_out;
   }
   std::vector<const uint16_t*> sources(n);
-  auto* global = static_cast<uint16_t*>(global_.get());
   for (const ElementRange& part : span.parts) {
     for (size_t w = 0; w < n; ++w)
       sources[w] = static_cast<const uint16_t*>(receive_at(static_cast<int>(w), part.offset));
-    sum_buffers_16(global + packed(part.offset), sources, unscale, scale_out, dtype_, part.count,
-                   lane_threads_);
+    if (reducer_)
+      sum_buffers_16_to_fp32(static_cast<float*>(global_.get()) + packed(part.offset), sources,
+                             unscale, dtype_, part.count, lane_threads_);
+    else
+      sum_buffers_16(static_cast<uint16_t*>(global_.get()) + packed(part.offset), sources, unscale,
+                     scale_out, dtype_, part.count, lane_threads_);
   }
+}
+
+// Every host pulled the same fp32 bits, so every host narrows them to the same 16-bit sum (and
+// fp16 to the same scale, from the sum's own largest magnitude).
+void HostAggregator::narrow_pulled(int chunk) {
+  const ChunkSpan& span = chunks_[chunk];  // whole: a reducer sums whole chunks
+  const float* sum = global_sum(span.offset);
+  float scale = 1.f;
+  if (dtype_ == ExchangeDtype::Fp16) {
+    scale = fp16_scale_for(max_abs(sum, span.count));
+    static_cast<float*>(scales_.get())[workers_.size() * scale_capacity_ + chunk] = scale;
+  }
+  narrow_buffer(static_cast<uint16_t*>(narrowed_.get()) + packed(span.offset), sum, scale, dtype_,
+                span.count, lane_threads_);
 }
 
 // Counts the time any lane sums (overlapping sums once): a sum starts (+1) or ends (-1).
@@ -387,7 +417,7 @@ void HostAggregator::send(int chunk) {
 
 void HostAggregator::send_16(int chunk) {
   const ChunkSpan& span = chunks_[chunk];
-  const auto* global = static_cast<const uint16_t*>(global_.get());
+  const auto* global = static_cast<const uint16_t*>(reducer_ ? narrowed_.get() : global_.get());
   const float* sum_scale =
       dtype_ == ExchangeDtype::Fp16
           ? static_cast<const float*>(scales_.get()) + workers_.size() * scale_capacity_ + chunk

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "cgdp/core/error.hpp"
@@ -150,9 +152,18 @@ uint16_t narrowed(float value) {
   return D == ExchangeDtype::Bf16 ? to_bf16(value) : to_fp16(value);
 }
 
-template <ExchangeDtype D>
-void sum_16(uint16_t* dst, const uint16_t* const* srcs, const float* unscale, int nsrc,
-            float scale_out, int64_t n, int team) {
+// The sum's element written out: narrowed after scaling (Out = uint16_t), or as fp32 (float).
+template <ExchangeDtype D, typename Out>
+Out written(float sum, float scale_out) {
+  if constexpr (std::is_same_v<Out, float>)
+    return sum;
+  else
+    return narrowed<D>(sum * scale_out);
+}
+
+template <ExchangeDtype D, typename Out>
+void sum_16(Out* dst, const uint16_t* const* srcs, const float* unscale, int nsrc, float scale_out,
+            int64_t n, int team) {
   const int64_t full_blocks = n / kBlock;
 #pragma omp parallel for schedule(static) num_threads(team) if (team > 1)
   for (int64_t b = 0; b < full_blocks; ++b) {
@@ -162,22 +173,20 @@ void sum_16(uint16_t* dst, const uint16_t* const* srcs, const float* unscale, in
     float values[kBlock];
     std::memcpy(values, &sum, sizeof values);
 #pragma GCC unroll 8
-    for (int64_t i = 0; i < kBlock; ++i) dst[begin + i] = narrowed<D>(values[i] * scale_out);
+    for (int64_t i = 0; i < kBlock; ++i) dst[begin + i] = written<D, Out>(values[i], scale_out);
   }
   for (int64_t i = full_blocks * kBlock; i < n; ++i) {
     const float sum = tree_sum<float>(nsrc, [&](int k) {
       return (D == ExchangeDtype::Bf16 ? from_bf16(srcs[k][i]) : from_fp16(srcs[k][i])) *
              unscale[k];
     });
-    dst[i] = narrowed<D>(sum * scale_out);
+    dst[i] = written<D, Out>(sum, scale_out);
   }
 }
 
-}  // namespace
-
-void sum_buffers_16(uint16_t* dst, std::span<const uint16_t* const> srcs,
-                    std::span<const float> unscale, float scale_out, ExchangeDtype dtype,
-                    int64_t n, int threads) {
+template <typename Out>
+void sum_16_any(Out* dst, std::span<const uint16_t* const> srcs, std::span<const float> unscale,
+                float scale_out, ExchangeDtype dtype, int64_t n, int threads) {
   CGDP_ASSERT(dtype != ExchangeDtype::Fp32 && !srcs.empty());
   CGDP_ASSERT(unscale.empty() || unscale.size() == srcs.size());
   if (n <= 0) return;
@@ -189,6 +198,43 @@ void sum_buffers_16(uint16_t* dst, std::span<const uint16_t* const> srcs,
     sum_16<ExchangeDtype::Bf16>(dst, srcs.data(), factors, nsrc, scale_out, n, team);
   else
     sum_16<ExchangeDtype::Fp16>(dst, srcs.data(), factors, nsrc, scale_out, n, team);
+}
+
+}  // namespace
+
+void sum_buffers_16(uint16_t* dst, std::span<const uint16_t* const> srcs,
+                    std::span<const float> unscale, float scale_out, ExchangeDtype dtype, int64_t n,
+                    int threads) {
+  sum_16_any(dst, srcs, unscale, scale_out, dtype, n, threads);
+}
+
+void sum_buffers_16_to_fp32(float* dst, std::span<const uint16_t* const> srcs,
+                            std::span<const float> unscale, ExchangeDtype dtype, int64_t n,
+                            int threads) {
+  sum_16_any(dst, srcs, unscale, 1.f, dtype, n, threads);
+}
+
+void narrow_buffer(uint16_t* dst, const float* src, float scale, ExchangeDtype dtype, int64_t n,
+                   int threads) {
+  CGDP_ASSERT(dtype != ExchangeDtype::Fp32);
+  const int team = sum_team(n, threads > 0 ? threads : omp_get_max_threads());
+  if (dtype == ExchangeDtype::Bf16) {
+#pragma omp parallel for schedule(static) num_threads(team) if (team > 1)
+    for (int64_t i = 0; i < n; ++i) dst[i] = to_bf16(src[i] * scale);
+  } else {
+#pragma omp parallel for schedule(static) num_threads(team) if (team > 1)
+    for (int64_t i = 0; i < n; ++i) dst[i] = to_fp16(src[i] * scale);
+  }
+}
+
+float max_abs(const float* src, int64_t n) {
+  float m = 0.f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = std::fabs(src[i]);
+    if (std::isnan(a)) return a;  // so that fp16_scale_for gives 1 and the NaN shows
+    m = std::max(m, a);
+  }
+  return m;
 }
 
 int sum_team(int64_t n, int threads) {

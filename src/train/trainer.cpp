@@ -330,9 +330,6 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
   if (options.exchange_dtype != ExchangeDtype::Fp32 && kind != SyncKind::Cgdp)
     throw UsageError(cat("--exchange-dtype ", config_.exchange_dtype,
                          " narrows cgdp's exchange; --sync ", to_string(kind), " has none"));
-  if (options.exchange_dtype != ExchangeDtype::Fp32 && !config_.hosts.empty())
-    throw UsageError(cat("--exchange-dtype ", config_.exchange_dtype,
-                         " does not work with --hosts yet: the shards sum fp32 chunks"));
   if (kind == SyncKind::Cgdp) {
     options.factored = choose_factored_layers(options.plan, profile);
     options.micro_batches = config_.accumulate;
@@ -433,6 +430,8 @@ void Trainer::agree_with_other_hosts() {
        Agreed::digest("learning-rate schedule (--lr-policy and its settings)", schedule),
        Agreed::real("momentum (--momentum)", s.momentum()),
        Agreed::real("weight decay (--weight-decay)", s.weight_decay()),
+       Agreed::digest("exchange dtype (--exchange-dtype)", config_.exchange_dtype),
+       Agreed::digest("layer precision (--precision)", config_.precision),
        {"data epoch", start_position_.epoch},
        {"data offset", start_position_.offset},
        {"seed", static_cast<int64_t>(config_.seed)},

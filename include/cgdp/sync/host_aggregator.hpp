@@ -5,7 +5,8 @@
 // share of the OpenMP threads (one lane: chunks are summed one after another with all of them).
 // With a ChunkReducer (scale-out), a lane pushes each local sum (in the order the chunks became
 // ready) and goes on with the next chunk, while another thread pulls the global sums back in
-// push order and issues their H2D copies.
+// push order and issues their H2D copies. With a 16-bit exchange the local sum stays fp32 for the
+// shards, and the pulled global sum is narrowed once before its H2D copies.
 // A weight that travels as sufficient factors (layers/sufficient_factors.hpp) has a factor slot
 // instead: every worker's rows land side by side in one pinned buffer, nothing is summed, and once
 // all have arrived each worker receives all of them and rebuilds the summed gradient itself.
@@ -92,7 +93,7 @@ class HostAggregator {
   // number split alike). Sums are recorded on `timeline` (track "sum", then "sum lane 1", ... of
   // the aggregator process; "push" and "pull" with a reducer). The aggregator's threads (and the
   // OpenMP teams the lanes start) run on `cpus` when given (the placement's choice).
-  // Factor slots (`factors`) and a 16-bit `dtype` take no reducer. With a 16-bit dtype the
+  // Factor slots (`factors`) take no reducer. With a 16-bit dtype the
   // workers' copies arrive narrowed (exchange_codec.hpp), fp16's with a scale per chunk, and the
   // sum goes back narrowed to each worker's `landing` buffer, where the H2D stream widens it.
   HostAggregator(std::vector<AggregatorWorker> workers, std::vector<ChunkSpan> chunks, int threads,
@@ -173,6 +174,7 @@ class HostAggregator {
   int64_t packed(int64_t element) const;
   void sum(int lane, int chunk);
   void sum_16(int chunk);  // the 16-bit exchange's sum of chunk c, and fp16's scale for it
+  void narrow_pulled(int chunk);  // a reducer's fp32 global sum of chunk c into narrowed_
   int64_t summing(int change);  // a sum starts (+1) or ends (-1); returns the time
   void send(int chunk);  // issues the H2D copies of chunk c's sum from global_
   void send_16(int chunk);  // the same, narrowed, then each worker's widening
@@ -199,7 +201,8 @@ class HostAggregator {
   bool copies_from_pulled_ = false;
   BindStatus bind_status_;
   std::vector<PinnedHostBuffer> receive_;
-  PinnedHostBuffer global_;
+  PinnedHostBuffer global_;    // the sums: fp32, or 16-bit without a reducer
+  PinnedHostBuffer narrowed_;  // 16-bit exchange with a reducer: the pulled sums, narrowed
   ExchangeDtype dtype_;
   PinnedHostBuffer scales_;  // fp16: [worker][chunk] received scales, then [chunk] the sums'
   int scale_capacity_ = 0;   // chunks the scales have room for

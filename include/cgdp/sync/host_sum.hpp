@@ -26,6 +26,17 @@ void sum_buffers_16(uint16_t* dst, std::span<const uint16_t* const> srcs,
                     std::span<const float> unscale, float scale_out, ExchangeDtype dtype,
                     int64_t n, int threads);
 
+// Scale-out's 16-bit exchange: the same widened, unscaled sum in the same order, left in fp32 for
+// the shards (the global sum is narrowed once, after the pull: narrow_buffer).
+void sum_buffers_16_to_fp32(float* dst, std::span<const uint16_t* const> srcs,
+                            std::span<const float> unscale, ExchangeDtype dtype, int64_t n,
+                            int threads);
+// dst[i] = narrow(src[i] * scale), bf16 or fp16, rounded to nearest even.
+void narrow_buffer(uint16_t* dst, const float* src, float scale, ExchangeDtype dtype, int64_t n,
+                   int threads);
+// The largest |src[i]|; NaN if any element is NaN.
+float max_abs(const float* src, int64_t n);
+
 // The OpenMP team sum_buffers uses for n elements with `threads` (>= 1): one thread per 32 Ki
 // elements, at most `threads`, at least one. The cost model charges a chunk's sum at this team.
 int sum_team(int64_t n, int threads);
