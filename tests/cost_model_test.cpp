@@ -833,6 +833,7 @@ TEST(ProfileJson, RoundTripKeepsEveryField) {
   p.contention_factor = 3.25;
   p.exchange_stretch = 2.5;
   p.overlap_us_per_mb = 41.5;
+  p.rebuild_bf16_speedup = 3.5;
   p.host_sum.push_back({4, 0.3});
   p.network = NetworkCost{25, 30};
   const std::string path = (dir / "p.json").string();
@@ -848,6 +849,7 @@ TEST(ProfileJson, RoundTripKeepsEveryField) {
   EXPECT_EQ(q.shared_cores, 16);
   EXPECT_EQ(q.contention_factor, 3.25);
   EXPECT_EQ(q.exchange_stretch, 2.5);
+  EXPECT_EQ(q.rebuild_bf16_speedup, 3.5);
   ASSERT_EQ(q.layers.size(), p.layers.size());
   for (size_t i = 0; i < p.layers.size(); ++i) {
     EXPECT_EQ(q.layers[i].name, p.layers[i].name);
@@ -1134,6 +1136,31 @@ TEST(FcExchange, AutoIsNeverSlowerThanAllDenseOrAllFactors) {
     const bool any = std::count(chosen.begin(), chosen.end(), true) > 0;
     EXPECT_EQ(any, *w.d2h_gbps == 1) << describe_factored(params, chosen);
   }
+}
+
+// A bf16 exchange rebuilds at the profile's measured speed-up (tensor cores); fp16 rows are
+// widened first and rebuild at fp32's speed, as does every profile without the field.
+TEST(FcExchange, Bf16RebuildRunsAtTheProfilesSpeedup) {
+  Profile p =
+      read_profile(cat(testing::source_dir(), "/docs/examples/profile_alexnet_p100x4.json"));
+  EXPECT_EQ(p.rebuild_bf16_speedup, 1);
+  p.rebuild_bf16_speedup = 4;
+  const std::string model = find_model_file("alexnet");
+  MeasuringDevice measuring;
+  Net<float> net(load_model(model), Phase::Train, measuring, 1, 1, model);
+  const auto params = param_layers(net);
+  CostInputs in = make_cost_inputs(p, params, 4);
+  const auto fc6_at = std::find_if(in.params.begin(), in.params.end(),
+                                   [](const ParamCost& c) { return c.layer.name == "fc6"; });
+  ASSERT_NE(fc6_at, in.params.end());
+  const ParamCost& fc6 = *fc6_at;
+  const double fp32 = rebuild_us(in, fc6);
+  EXPECT_DOUBLE_EQ(fp32, 4 * fc6.own_backward_us / 2);
+  set_exchange_dtype(in, p, ExchangeDtype::Bf16);
+  EXPECT_EQ(in.element_bytes, 2);
+  EXPECT_DOUBLE_EQ(rebuild_us(in, fc6), fp32 / 4);
+  set_exchange_dtype(in, p, ExchangeDtype::Fp16);
+  EXPECT_DOUBLE_EQ(rebuild_us(in, fc6), fp32);
 }
 
 TEST(ProfileMatch, NamesTheFirstMismatch) {

@@ -93,7 +93,7 @@ Prediction predict(const PredictOptions& opt) {
                               : opt.chunk;
   p.plan = make_chunk_plan(p.params, p.chunk);
   p.dense_bytes = exchange_bytes(p.inputs);  // all dense, fp32: what both options are set against
-  p.inputs.element_bytes = element_bytes(parse_exchange_dtype(opt.exchange_dtype));
+  set_exchange_dtype(p.inputs, p.profile, parse_exchange_dtype(opt.exchange_dtype));
   p.factored = choose_factored(p.inputs, p.plan, parse_fc_exchange(opt.fc_exchange));
   apply_factors(p.inputs, p.factored);
   p.bytes = exchange_bytes(p.inputs);

@@ -126,6 +126,11 @@ int64_t CostInputs::summed_bytes(int first, int last) const {
   return total;
 }
 
+void set_exchange_dtype(CostInputs& in, const Profile& profile, ExchangeDtype dtype) {
+  in.element_bytes = element_bytes(dtype);
+  in.rebuild_speedup = dtype == ExchangeDtype::Bf16 ? profile.rebuild_bf16_speedup : 1;
+}
+
 CostInputs make_cost_inputs(const Profile& profile, std::span<const ParamLayer> params, int devices,
                             const WhatIf& what_if) {
   check_what_if(what_if);

@@ -63,7 +63,7 @@ double local_weight_gemm_us(const ParamCost& p) {
 }
 
 double rebuild_us(const CostInputs& in, const ParamCost& p) {
-  return in.devices * local_weight_gemm_us(p);
+  return in.devices * local_weight_gemm_us(p) / in.rebuild_speedup;
 }
 
 void apply_factors(CostInputs& in, const std::vector<bool>& factored) {

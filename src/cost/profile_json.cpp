@@ -201,6 +201,8 @@ Profile parse_profile(const json& root, const std::string& file) {
   p.shared_cores = static_cast<int>(r.integer("shared_cores", 0, /*optional=*/true));
   if (r.has("contention_factor")) p.contention_factor = r.number("contention_factor", 0, false);
   if (r.has("exchange_stretch")) p.exchange_stretch = r.number("exchange_stretch", 1, false);
+  if (r.has("rebuild_bf16_speedup"))
+    p.rebuild_bf16_speedup = r.number("rebuild_bf16_speedup", 0.01, false);
   p.network = r.network("network");
   p.loader = r.loader("loader");
   r.finish();
@@ -258,6 +260,7 @@ void write_profile(const Profile& p, const std::string& path) {
   if (p.shared_cores > 0) root["shared_cores"] = p.shared_cores;
   if (p.contention_factor != 1) root["contention_factor"] = p.contention_factor;
   if (p.exchange_stretch != 1) root["exchange_stretch"] = p.exchange_stretch;
+  if (p.rebuild_bf16_speedup != 1) root["rebuild_bf16_speedup"] = p.rebuild_bf16_speedup;
   if (p.network)
     root["network"] = {{"gbit_per_s", p.network->gbps}, {"latency_us", p.network->latency_us}};
   if (p.loader)

@@ -19,6 +19,7 @@
 #include "cgdp/cost/cost_inputs.hpp"
 #include "cgdp/cost/fits.hpp"
 #include "cgdp/data/loader_rate.hpp"
+#include "cgdp/layers/sufficient_factors.hpp"
 #include "cgdp/sync/chunk_plan.hpp"
 #include "cgdp/sync/device_sum.hpp"
 #include "cgdp/sync/host_sum.hpp"
@@ -464,6 +465,42 @@ double measure_device_sum(std::vector<Worker>& workers, int64_t bytes, int repea
   return fit_gbps(points);
 }
 
+// The factor rebuild from bf16 rows against fp32 rows (sufficient_factors.hpp), on worker 0's
+// compute stream, for the largest weight that rebuilds from bf16 at all N workers' rows; 1 when
+// none does (the CPU backend widens the rows first). Zero rows time the GEMM as well as any.
+double measure_rebuild_bf16_speedup(Trainer& trainer, int repeats) {
+  Worker& w = *trainer.workers().begin();
+  SufficientFactors<float>* layer = nullptr;
+  int64_t largest = 0;
+  for (int i = 0; i < w.net->num_layers(); ++i) {
+    auto* f = dynamic_cast<SufficientFactors<float>*>(&w.net->layer(i));
+    if (!f || !f->rebuilds_from_bf16()) continue;
+    const FactorShape s = f->factor_shape();
+    if (s.outputs * s.inputs > largest) layer = f, largest = s.outputs * s.inputs;
+  }
+  if (!layer) return 1;
+  const FactorShape s = layer->factor_shape();
+  const int64_t rows = s.rows * trainer.num_workers();
+  const int64_t elements = rows * (s.outputs + s.inputs);
+  DeviceBuffer fp32(*w.device, elements * sizeof(float)), bf16(*w.device, elements * 2);
+  w.compute->zero_async(fp32.get(), elements * sizeof(float));
+  w.compute->zero_async(bf16.get(), elements * 2);
+  RunContext ctx;
+  ctx.stream = w.compute.get();
+  const auto* rows32 = static_cast<const float*>(fp32.get());
+  const auto* rows16 = static_cast<const uint16_t*>(bf16.get());
+  const auto time = [&](auto rebuild) {
+    const auto points = time_on_streams({&w}, &Worker::compute, {elements}, repeats,
+                                        [&](Worker&, int64_t) { rebuild(); });
+    return points[0].us;
+  };
+  const double us32 =
+      time([&] { layer->rebuild_weight_diff(ctx, rows32, rows32 + rows * s.outputs, rows); });
+  const double us16 =
+      time([&] { layer->rebuild_weight_diff_bf16(ctx, rows16, rows16 + rows * s.outputs, rows); });
+  return us16 > 0 ? us32 / us16 : 1;
+}
+
 }  // namespace
 
 std::vector<LayerCost> layer_costs_from_timeline(const Net<float>& net,
@@ -527,6 +564,7 @@ Profile measure_profile(const TrainConfig& config, const ProfileOptions& options
     p.overlap_us_per_mb = overlap_us_per_mb(trainer.param_layers(), backward_pass_us(net, spans, n),
                                             layered.backward_us);
   }
+  p.rebuild_bf16_speedup = measure_rebuild_bf16_speedup(trainer, options.repeats);
   return p;
 }
 

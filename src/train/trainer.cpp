@@ -376,7 +376,7 @@ std::vector<bool> Trainer::choose_factored_layers(const ChunkPlan& plan, const P
     what_if.host_threads = sum_threads();
     CostInputs in = make_cost_inputs(*profile, param_layers_, num_workers(), what_if);
     in.local_when_alone = false;
-    in.element_bytes = element_bytes(parse_exchange_dtype(config_.exchange_dtype));
+    set_exchange_dtype(in, *profile, parse_exchange_dtype(config_.exchange_dtype));
     factored = choose_factored(in, plan, mode);
     why = "the cost model's choice with the profile";
   } else if (workers_[0].device->kind() == DeviceKind::Cuda) {

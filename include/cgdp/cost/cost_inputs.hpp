@@ -88,6 +88,9 @@ struct CostInputs {
   // fp32, 2 for bf16 and fp16); the gradients' own byte counts below stay fp32's.
   int element_bytes = 4;
   int64_t wire_bytes(int64_t fp32_bytes) const { return fp32_bytes / 4 * element_bytes; }
+  // The factor rebuild's GEMM speed over fp32's: the profile's rebuild_bf16_speedup with a bf16
+  // exchange (set_exchange_dtype), else 1.
+  double rebuild_speedup = 1;
 
   int num_params() const { return static_cast<int>(params.size()); }
   double backward_total_us() const;  // every layer's backward, no sync points
@@ -103,6 +106,9 @@ struct CostInputs {
 // from the nearest measured count, its time scaled linearly with the number of inputs.
 CostInputs make_cost_inputs(const Profile& profile, std::span<const ParamLayer> params, int devices,
                             const WhatIf& what_if = {});
+
+// Sets what an exchange in `dtype` changes: element_bytes, and rebuild_speedup from the profile.
+void set_exchange_dtype(CostInputs& in, const Profile& profile, ExchangeDtype dtype);
 
 // Elementary times, microseconds. `at_once` copies of `bytes` each run together over `link`;
 // each moves at min(link.gbps, pool_gbps / at_once) (pool_gbps 0: no sharing).

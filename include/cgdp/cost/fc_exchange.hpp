@@ -44,7 +44,8 @@ std::vector<bool> factored_by_bytes(std::span<const ParamLayer> params, FcExchan
 // A factored layer no longer computes its weight gradient: that GEMM is one of the two equal
 // GEMMs of its backward (weight and input gradients), so half its own backward time.
 double local_weight_gemm_us(const ParamCost& p);
-// Every worker rebuilds the sum from all N workers' rows: the same GEMM with N times the rows.
+// Every worker rebuilds the sum from all N workers' rows: the same GEMM with N times the rows,
+// at in.rebuild_speedup times its speed.
 double rebuild_us(const CostInputs& in, const ParamCost& p);
 // Marks the layers in `factored` (one entry per param layer; only factorable ones may be set)
 // and takes their weight GEMM off the backward.

@@ -82,6 +82,10 @@ struct Profile {
   // compute beside it (every chunk but the last): on shared cores the copies and sums get only
   // part of a core. `cgdp profile` measures it on the CPU backend. See docs/profile.md.
   double exchange_stretch = 1;
+  // Optional (1): how many times faster the sufficient-factor rebuild's GEMM runs from bf16 rows
+  // (tensor cores, fp32 sums) than from fp32 rows; `cgdp profile` measures it on CUDA. The CPU
+  // backend widens bf16 rows first, so 1 there. See docs/profile.md.
+  double rebuild_bf16_speedup = 1;
   // Optional: the network, for predicting a run over several hosts (flags override it).
   std::optional<NetworkCost> network;
   // Optional: the loader's decode rate, measured when the profile's data are image files.
