@@ -157,6 +157,28 @@ TEST(PublishedCaffeFiles, DataOverridesTheLayersSource) {
   EXPECT_EQ(feeds.test.spec, c.data);
 }
 
+// Synthetic data in a cropping layer's place are drawn at the crop's size, so the net is the
+// published one; data smaller than the crop are refused in one line naming the layer.
+TEST(PublishedCaffeFiles, SyntheticDataInACroppingLayersPlaceAreCropped) {
+  const std::string model =
+      (published_caffe_files() / "models/bvlc_alexnet/train_val.prototxt").string();
+  const auto inspect = [&](const std::string& data) {
+    return testing::run_command(
+        cat(testing::binary_dir(), "/cgdp inspect --model ", model, " --data ", data, " 2>&1"));
+  };
+  const auto r = inspect("synthetic:3,256,256,1000");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("total learnable parameters: 60965224\n"), std::string::npos) << r.output;
+  const auto small = inspect("synthetic:3,200,200,1000");
+  EXPECT_NE(small.exit_code, 0);
+  EXPECT_NE(small.output.find("train_val.prototxt:"), std::string::npos) << small.output;
+  EXPECT_NE(small.output.find("layer 'data' crops its samples to 227x227 (transform_param "
+                              "crop_size) but synthetic:3,200,200,1000 gives 3x200x200, smaller "
+                              "than the crop"),
+            std::string::npos)
+      << small.output;
+}
+
 // ImageData from a model file: a list of "path label" lines under root_folder, resized by
 // new_height/new_width, gray with is_color: false; the test layer has its own list.
 TEST(DataLayers, ImageDataReadsItsListUnderItsRootFolder) {

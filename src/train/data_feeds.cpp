@@ -12,6 +12,25 @@ bool decodes_images(const std::string& spec) {
   return spec.starts_with("lmdb:") || spec.starts_with("list:") || spec.starts_with("folder:");
 }
 
+// Caffe crops every sample of a layer with crop_size; data held in memory are not transformed, so
+// synthetic data are drawn at the crop's size (a crop of random pixels is random pixels) and any
+// other source must already have it. Returns the sample shape the net gets.
+Shape cropped_in_memory(const DataLayer& layer, int crop, DataFeed& feed) {
+  const auto data = open_dataset(feed.spec, Split::Train);
+  const Shape sample = data->sample_shape();
+  if (crop <= 0 || sample.size() != 3 || (sample[1] == crop && sample[2] == crop)) return sample;
+  const std::string layer_crops =
+      cat(layer.where, ": layer '", layer.name, "' crops its samples to ", crop, "x", crop,
+          " (transform_param crop_size) but ", feed.spec, " gives ", shape_string(sample));
+  if (sample[1] < crop || sample[2] < crop)
+    throw UsageError(cat(layer_crops, ", smaller than the crop"));
+  if (!feed.spec.starts_with("synthetic"))
+    throw UsageError(cat(layer_crops, ", which cgdp does not crop in memory: give data of ", crop,
+                         "x", crop, " or an image source (lmdb:, list:, folder:)"));
+  feed.spec = cat("synthetic:", sample[0], ",", crop, ",", crop, ",", data->num_classes());
+  return {sample[0], crop, crop};
+}
+
 // A phase fed by the model's data layer: the layer's source (or `override_spec`), its transform
 // (or the image flags), and an Input of the sample's shape in the layer's place.
 void feed_from_layer(proto::NetParameter& model, const DataLayer& layer, const std::string& override_spec,
@@ -29,8 +48,8 @@ void feed_from_layer(proto::NetParameter& model, const DataLayer& layer, const s
       probe_sample_geometry(layer, feed.spec, feed.images);
       const auto [height, width] = sample_size(feed.images);
       sample = {feed.images.channels, height, width};
-    } else {  // data in memory (idx:, cifar10:, synthetic) keeps its own shape
-      sample = open_dataset(feed.spec, Split::Train)->sample_shape();
+    } else {  // data in memory (idx:, cifar10:, hdf5:, synthetic) keeps its own shape
+      sample = cropped_in_memory(layer, feed.images.transform.crop_size, feed);
     }
   }
   replace_with_input(model, layer, sample, layer.batch_size > 0 ? layer.batch_size : 1);
