@@ -130,6 +130,16 @@ TEST(LaunchedHosts, SlurmNamesTheHostsAndMpiNeedsAMaster) {
   EXPECT_EQ(usage_error([&] { take_hosts_from_launcher(mpi, from(ompi), null); }),
             "Open MPI started rank 1 of 2 without --hosts: give --master HOST:PORT (or CGDP_MASTER_ADDR), "
             "where rank 0 tells the ranks each other's addresses");
+  // Every rank on this host: no master needed, each shard on loopback at its rank's port.
+  TrainConfig local;
+  local.shard_port = 7000;
+  const Env ompi_local{{"OMPI_COMM_WORLD_RANK", "1"},
+                       {"OMPI_COMM_WORLD_SIZE", "2"},
+                       {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                       {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}};
+  take_hosts_from_launcher(local, from(ompi_local), null);
+  EXPECT_EQ(local.hosts, (Strings{"127.0.0.1:7000", "127.0.0.1:7001"}));
+  EXPECT_EQ(local.rank, 1);
   std::fclose(null);
 }
 
@@ -212,13 +222,17 @@ std::string mpirun(int ranks, const std::string& args) {
              "--oversubscribe -np ", ranks, " -x CGDP_CLUSTER_TOKEN ", testing::kCgdp, " train ", args);
 }
 
+// Two ranks without --master (both on this host), three with it.
 TEST_F(LaunchedJob, MpirunOfTwoAndThreeRanksEqualsTheHostsRun) {
   for (int ranks : {2, 3}) {
     const std::vector<uint8_t> want = with_hosts(ranks);
     const std::vector<int> ports = testing::free_ports(ranks + 1, /*consecutive=*/true);
-    const testing::CommandResult r = testing::run_command(
-        mpirun(ranks, cat(kJob, " --master 127.0.0.1:", ports[0], " --shard-port ", ports[1], " --save ",
-                          (dir_ / "mpi.safetensors").string())) + " 2>&1");
+    // Two ranks find each other without --master: mpirun says both are on this host.
+    const std::string master = ranks == 2 ? "" : cat(" --master 127.0.0.1:", ports[0]);
+    const testing::CommandResult r =
+        testing::run_command(mpirun(ranks, cat(kJob, master, " --shard-port ", ports[1], " --save ",
+                                               (dir_ / "mpi.safetensors").string())) +
+                             " 2>&1");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find(cat("cgdp: Open MPI rank ", ranks - 1, " of ", ranks)), std::string::npos) << r.output;
     EXPECT_NE(r.output.find(cat("of ", ranks, " hosts, ", 2 * ranks, " workers")), std::string::npos) << r.output;

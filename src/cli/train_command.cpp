@@ -105,9 +105,11 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--token-file", c.token_file, "Cluster token file (default: $CGDP_CLUSTER_TOKEN)");
   cmd->add_option("--timeout-s", c.timeout_s, "Stop when a host or shard is silent this long")
       ->capture_default_str()->check(kPositive);
-  cmd->add_option("--master", c.master,
-                  "Under mpirun without --hosts: HOST:PORT where rank 0 tells the ranks each other's "
-                  "addresses (default: $CGDP_MASTER_ADDR); srun needs none");
+  cmd->add_option(
+      "--master", c.master,
+      "Under mpirun without --hosts: HOST:PORT where rank 0 tells the ranks each other's "
+      "addresses (default: $CGDP_MASTER_ADDR); srun, and mpirun with every rank on this "
+      "host, need none");
   cmd->add_option("--shard-port", c.shard_port,
                   "Under mpirun or srun: the port of a host's first rank's shard (the k-th: + k)")
       ->capture_default_str()->check(CLI::Range(1, 65535));

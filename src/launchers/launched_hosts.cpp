@@ -70,8 +70,13 @@ void take_hosts_from_launcher(TrainConfig& config, const GetEnv& getenv, FILE* l
                          "mpirun --map-by ppr:1:node)"));
   const int shard_port = config.shard_port + l->local_rank;
   share_token_file(config, *l, log);
+  const bool master_given = !config.master.empty() || getenv(kMasterAddrEnv);
   if (!l->hosts.empty()) {
     config.hosts = slurm_host_list(*l, config.shard_port);
+  } else if (!master_given && l->local_size == l->size) {
+    // Every rank on this host: rank r's shard on loopback at shard_port + r, nothing to exchange.
+    for (int r = 0; r < l->size; ++r)
+      config.hosts.push_back(cat("127.0.0.1:", config.shard_port + r));
   } else {
     RendezvousConfig r;
     r.master = master_address(config, getenv, *l);
