@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <sstream>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/device/cpu_precision.hpp"
@@ -350,6 +351,42 @@ TEST_F(Cli, PrecisionBf16SaysWhichLayersRunIt) {
   expect_error("train --data synthetic --precision fp16", {"--precision fp16: not yet"});
   expect_error("train --data synthetic --precision int8",
                {"--precision int8: expected fp32 or bf16"});
+}
+
+// `cgdp time` (caffe time): a row per layer of the net in forward order, and totals that are the
+// rows' sums.
+TEST_F(Cli, TimePrintsEveryLayerAndTheirTotals) {
+  const Result r =
+      run("time --model fashion_cnn --data synthetic --batch 4 --iterations 2 --warmup 1 "
+          "--threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream lines(r.output);
+  std::string line;
+  std::vector<std::string> names;
+  double forward = 0, backward = 0, total_forward = -1, total_backward = -1, both = -1;
+  while (std::getline(lines, line)) {
+    std::istringstream row(line);
+    std::string name, type;
+    double f = 0, b = 0;
+    if (line.starts_with("  all ")) {
+      std::string all, count, layers;
+      row >> all >> count >> layers >> total_forward >> total_backward;
+    } else if (line.starts_with("  forward-backward: ")) {
+      both = std::stod(line.substr(20));
+    } else if (line.starts_with("  ") && !line.starts_with("  layer") &&
+               (row >> name >> type >> f >> b)) {
+      names.push_back(name);
+      forward += f, backward += b;
+    }
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"data", "conv1", "relu1", "pool1", "conv2", "relu2",
+                                             "pool2", "ip1", "relu3", "drop1", "ip2", "loss"}))
+      << r.output;
+  EXPECT_GT(total_backward, 0) << r.output;
+  EXPECT_NEAR(total_forward, forward, 0.01) << r.output;  // printed to 3 decimals
+  EXPECT_NEAR(total_backward, backward, 0.01) << r.output;
+  EXPECT_NEAR(both, total_forward + total_backward, 0.002) << r.output;
+  expect_error("time --model fashion_cnn --data synthetic --iterations 0", {"--iterations"});
 }
 
 // Opening a FIFO blocks until a writer comes: one given as the model, the weights, a profile, an

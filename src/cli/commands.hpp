@@ -13,6 +13,7 @@ Runner add_train_command(CLI::App& app);
 Runner add_inspect_command(CLI::App& app);
 Runner add_topo_command(CLI::App& app);
 Runner add_profile_command(CLI::App& app);
+Runner add_time_command(CLI::App& app);
 Runner add_predict_command(CLI::App& app);
 Runner add_launch_command(CLI::App& app);
 Runner add_convert_command(CLI::App& app);

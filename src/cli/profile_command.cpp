@@ -6,10 +6,11 @@
 #include <filesystem>
 
 #include "cgdp/core/error.hpp"
-#include "cgdp/measure/profiler.hpp"
 #include "cgdp/io/file.hpp"
 #include "cgdp/launchers/launcher_env.hpp"
+#include "cgdp/measure/profiler.hpp"
 #include "cli/commands.hpp"
+#include "cli/layer_table.hpp"
 #include "cli/train_flags.hpp"
 
 namespace cgdp::cli {
@@ -28,23 +29,12 @@ void print_summary(const Profile& p, FILE* out) {
       out, "cgdp: profile of %s on %d %s worker(s) (first: %s), batch %d each, %d host threads\n",
       p.model.c_str(), p.devices, p.backend.c_str(), p.device.c_str(), p.batch, p.host_threads);
   std::vector<const LayerCost*> layers;
-  double forward = 0, backward = 0;
-  for (const LayerCost& l : p.layers) {
-    layers.push_back(&l);
-    forward += l.forward_us;
-    backward += l.backward_us;
-  }
+  for (const LayerCost& l : p.layers) layers.push_back(&l);
   const auto cost = [](const LayerCost* l) { return l->forward_us + l->backward_us; };
   std::stable_sort(layers.begin(), layers.end(),
                    [&](auto* a, auto* b) { return cost(a) > cost(b); });
   layers.resize(std::min<size_t>(layers.size(), 8));
-  std::fprintf(out, "  %-28s %-16s %12s %12s %11s\n", "layer (costliest)", "type", "forward ms",
-               "backward ms", "params MiB");
-  for (const LayerCost* l : layers)
-    std::fprintf(out, "  %-28s %-16s %12.3f %12.3f %11.3f\n", l->name.c_str(), l->type.c_str(),
-                 l->forward_us / 1e3, l->backward_us / 1e3, l->param_bytes / 1048576.0);
-  std::fprintf(out, "  %-28s %-16s %12.3f %12.3f\n",
-               cat("all ", p.layers.size(), " layers").c_str(), "", forward / 1e3, backward / 1e3);
+  print_layer_table(layers, p.layers, "layer (costliest)", out);
   for (const auto& [name, link] : {std::pair{"d2h", p.d2h}, {"h2d", p.h2d}, {"p2p", p.p2p}})
     std::fprintf(out, "  copy %-4s %8.2f GB/s  latency %8.2f us\n", name, link.gbps,
                  link.latency_us);

@@ -501,6 +501,21 @@ double measure_rebuild_bf16_speedup(Trainer& trainer, int repeats) {
   return us16 > 0 ? us32 / us16 : 1;
 }
 
+// The training run both commands start with, and what it says of each layer.
+Profile layer_profile(Trainer& trainer, const TrainConfig& config, const ProfileOptions& options) {
+  for (int k = 0; k < options.warmup + options.iterations; ++k) trainer.train_iteration();
+  const Worker& first = trainer.workers()[0];
+  const Spans spans(trainer.timeline().events(), options.warmup, options.iterations);
+  Profile p;
+  p.model = config.model;
+  p.backend = to_string(first.device->kind());
+  p.device = first.device->name();
+  p.devices = trainer.num_workers();
+  p.batch = static_cast<int>(trainer.net().batch_size());
+  p.layers = layer_costs(trainer.net(), spans, p.devices);
+  return p;
+}
+
 }  // namespace
 
 std::vector<LayerCost> layer_costs_from_timeline(const Net<float>& net,
@@ -518,6 +533,12 @@ LoaderCost measure_loader(const Trainer& trainer, int64_t samples) {
           cat(trainer.train_data()->describe(), ", ", shape_string(trainer.train_data()->sample_shape()))};
 }
 
+Profile measure_layer_times(const TrainConfig& config, const ProfileOptions& options) {
+  check_options(options);
+  Trainer trainer(profiling_config(config, options));
+  return layer_profile(trainer, config, options);
+}
+
 Profile measure_profile(const TrainConfig& config, const ProfileOptions& options) {
   check_options(options);
   Trainer trainer(profiling_config(config, options));
@@ -525,17 +546,10 @@ Profile measure_profile(const TrainConfig& config, const ProfileOptions& options
   if (net.learnable_count() == 0)
     throw ModelError(
         cat(config.model, ": no learnable parameters, nothing to exchange or profile"));
-  for (int k = 0; k < options.warmup + options.iterations; ++k) trainer.train_iteration();
+  Profile p = layer_profile(trainer, config, options);
   std::vector<Worker>& workers = trainer.workers();
   const int n = trainer.num_workers();
   const Spans spans(trainer.timeline().events(), options.warmup, options.iterations);
-  Profile p;
-  p.model = config.model;
-  p.backend = to_string(workers[0].device->kind());
-  p.device = workers[0].device->name();
-  p.devices = n;
-  p.batch = static_cast<int>(net.batch_size());
-  p.layers = layer_costs(net, spans, n);
   p.sync_us = sync_us(net, spans, n);
   const double param_bytes = static_cast<double>(net.learnable_count()) * 4;
   p.update_gbps = param_bytes / std::max(update_us(spans, n), 1.0) / 1e3;

@@ -35,6 +35,10 @@ struct ProfileOptions {
 // for a bad config and UsageError for bad options.
 Profile measure_profile(const TrainConfig& config, const ProfileOptions& options);
 
+// `cgdp time`: the same training run and layer figures as measure_profile, and nothing else (the
+// model, backend, device, devices, batch and layers of the Profile are filled).
+Profile measure_layer_times(const TrainConfig& config, const ProfileOptions& options);
+
 // Each layer's forward and backward from a run's timeline (`events`: `warmup` + `iterations`
 // iterations of `workers` workers). In a pass a layer takes from the end of the pass's previous
 // layer on its stream to its own end, so waits between layers count; the layers' medians over
