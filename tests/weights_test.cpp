@@ -5,9 +5,10 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -218,6 +219,59 @@ TEST(Weights, PyTorchModuleNamesLoadWithoutAMap) {
   } catch (const UsageError& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("tensor 'bn.running_mean' is named neither"));
   }
+}
+
+// `cgdp test` (caffe test) scores LeNet's TEST net on the LMDB its model file names: the accuracy
+// and loss are what `cgdp forward` of the same records, scaled by the layer's transform, and a
+// count by hand give.
+TEST(TestCommand, ScoresTheTestNetAsForwardAndACountByHand) {
+  const testing::CaffeTree tree;  // 8 MNIST-shaped records, labels 0..7 (caffe_tree.hpp)
+  const auto& root = tree.root();
+  auto weights = lenet(3);
+  write_parameters_safetensors(*weights, (root / "w.safetensors").string(), {});
+  const int records = 8;
+  std::vector<float> inputs(records * 28 * 28);
+  for (int i = 0; i < records; ++i)
+    for (int p = 0; p < 28 * 28; ++p)
+      inputs[i * 28 * 28 + p] = static_cast<float>((p * 7 + i * 31) % 251) * 0.00390625f;
+  save_safetensors(root / "in.safetensors",
+                   {{"data", TensorRef::of(inputs, {records, 1, 28, 28})}});
+  const auto forward = testing::run_command(
+      cat(testing::binary_dir(), "/cgdp forward --model ", lenet_path(), " --weights ",
+          (root / "w.safetensors").string(), " --input ", (root / "in.safetensors").string(),
+          " --out ", (root / "prob.safetensors").string(), " 2>&1"));
+  ASSERT_EQ(forward.exit_code, 0) << forward.output;
+  const std::vector<float> prob = load_safetensors(root / "prob.safetensors").values<float>("prob");
+  ASSERT_EQ(prob.size(), records * 10u);
+  int correct = 0;
+  double loss = 0;
+  for (int i = 0; i < records; ++i) {
+    const float* row = prob.data() + i * 10;
+    correct += std::max_element(row, row + 10) - row == i % 10;
+    loss -= std::log(static_cast<double>(row[i % 10])) / records;
+  }
+  const auto test = testing::run_command(
+      cat("cd ", root, " && ", testing::binary_dir(),
+          "/cgdp test --model examples/mnist/lenet_train_test.prototxt --weights w.safetensors "
+          "--json"));
+  ASSERT_EQ(test.exit_code, 0) << test.output;
+  const auto result = nlohmann::json::parse(test.output);
+  EXPECT_EQ(result.at("samples"), records);
+  EXPECT_DOUBLE_EQ(result.at("accuracy").get<double>(), correct / double(records));
+  EXPECT_NEAR(result.at("loss").get<double>(), loss, 1e-5 * loss);
+  // Weights that leave a layer at its filler score random values: refused.
+  const std::vector<float> conv1 = values_of(*weights->layer(1).params()[0]),
+                           bias = values_of(*weights->layer(1).params()[1]);
+  save_safetensors(root / "part.safetensors",
+                   {{"conv1.weight", TensorRef::of(conv1, weights->layer(1).params()[0]->shape())},
+                    {"conv1.bias", TensorRef::of(bias, weights->layer(1).params()[1]->shape())}});
+  const auto part = testing::run_command(
+      cat("cd ", root, " && ", testing::binary_dir(),
+          "/cgdp test --model examples/mnist/lenet_train_test.prototxt --weights part.safetensors "
+          "2>&1"));
+  EXPECT_EQ(part.exit_code, 1);
+  EXPECT_THAT(part.output,
+              ::testing::HasSubstr("the test would score their random initial values"));
 }
 
 // `cgdp forward` runs the weights over a file's inputs at the file's batch and writes the net's

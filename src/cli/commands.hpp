@@ -14,6 +14,7 @@ Runner add_inspect_command(CLI::App& app);
 Runner add_topo_command(CLI::App& app);
 Runner add_profile_command(CLI::App& app);
 Runner add_time_command(CLI::App& app);
+Runner add_test_command(CLI::App& app);
 Runner add_predict_command(CLI::App& app);
 Runner add_launch_command(CLI::App& app);
 Runner add_convert_command(CLI::App& app);

@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   add(&cgdp::cli::add_topo_command);
   add(&cgdp::cli::add_profile_command);
   add(&cgdp::cli::add_time_command);
+  add(&cgdp::cli::add_test_command);
   add(&cgdp::cli::add_predict_command);
   add(&cgdp::cli::add_launch_command);
   add(&cgdp::cli::add_convert_command);

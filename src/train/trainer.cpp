@@ -241,6 +241,7 @@ void Trainer::load_initial_weights() {
   WeightsReport report;
   for (Worker& w : workers_) report = load_weights(*w.net, files, config_.weights_allow_mismatch);
   weights_note_ = cat("cgdp: ", report.summary());
+  weights_report_ = report;
 }
 
 // After a failure, streams may still hold work that refers to the scheme's events and buffers:
@@ -617,6 +618,7 @@ Trainer::Evaluation Trainer::evaluate() {
     else e.outputs.emplace_back(name, sum / static_cast<double>(seen));
   }
   if (has_loss) e.loss = loss / static_cast<double>(seen);
+  e.samples = seen;
   if (e.loss && !std::isfinite(*e.loss)) {  // as check_loss: a NaN test is no result to report
     throw RuntimeCheckError(
         cat("test after iteration ", iteration(), ": the loss is ", *e.loss, "; ",

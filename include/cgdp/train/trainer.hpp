@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "cgdp/caffe_import/weights.hpp"
 #include "cgdp/data/batch_loader.hpp"
 #include "cgdp/sync/cluster.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
@@ -67,6 +68,7 @@ class Trainer {
     std::optional<double> accuracy;  // none without an Accuracy layer
     std::optional<double> loss;      // none without a loss layer
     std::vector<std::pair<std::string, double>> outputs;  // the other scalar outputs, by top name
+    int64_t samples = 0;                                  // test samples they average over
   };
   Evaluation evaluate();
   // One iteration (load, forward, backward, exchange, update) on every worker; returns the loss.
@@ -74,6 +76,8 @@ class Trainer {
   double train_iteration();
   // The workers, for measurements on their devices and streams between iterations.
   std::vector<Worker>& workers() { return workers_; }
+  // What --weights filled (empty without --weights).
+  const WeightsReport& weights_report() const { return weights_report_; }
 
  private:
   int loader_threads(const Dataset& data) const;  // --loader-threads, the topology's, or 1
@@ -116,6 +120,7 @@ class Trainer {
   DataFeeds feeds_;
   Order train_order_ = Order::Shuffled;  // training_order(feeds_.train, --order)
   std::string weights_note_;  // what --weights loaded, for the first lines
+  WeightsReport weights_report_;
   Timeline timeline_;
   std::vector<Worker> workers_;
   std::unique_ptr<IssueThreads> issuers_;  // one per worker; stopped before the workers go
