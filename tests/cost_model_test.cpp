@@ -834,6 +834,7 @@ TEST(ProfileJson, RoundTripKeepsEveryField) {
   p.exchange_stretch = 2.5;
   p.overlap_us_per_mb = 41.5;
   p.rebuild_bf16_speedup = 3.5;
+  p.precision = "bf16";
   p.host_sum.push_back({4, 0.3});
   p.network = NetworkCost{25, 30};
   const std::string path = (dir / "p.json").string();
@@ -850,6 +851,7 @@ TEST(ProfileJson, RoundTripKeepsEveryField) {
   EXPECT_EQ(q.contention_factor, 3.25);
   EXPECT_EQ(q.exchange_stretch, 2.5);
   EXPECT_EQ(q.rebuild_bf16_speedup, 3.5);
+  EXPECT_EQ(q.precision, "bf16");
   ASSERT_EQ(q.layers.size(), p.layers.size());
   for (size_t i = 0; i < p.layers.size(); ++i) {
     EXPECT_EQ(q.layers[i].name, p.layers[i].name);

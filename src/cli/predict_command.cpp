@@ -302,8 +302,9 @@ void print_formulas(const Prediction& p, const std::string& cgdp_name) {
 
 void print_report(const Prediction& p, const PredictOptions& opt) {
   const Profile& prof = p.profile;
-  std::printf("cgdp predict: %s with %s (%s, %s; %d workers, batch %d per worker)\n",
+  std::printf("cgdp predict: %s with %s (%s, %s%s; %d workers, batch %d per worker)\n",
               opt.model.c_str(), opt.profile.c_str(), prof.backend.c_str(), prof.device.c_str(),
+              prof.precision == "fp32" ? "" : cat(", layers in ", prof.precision).c_str(),
               p.inputs.devices, opt.what_if.batch.value_or(prof.batch));
   if (p.inputs.shared_cores > 0)
     std::printf(

@@ -32,10 +32,10 @@ Runner add_time_command(CLI::App& app) {
     check_worker_count(f->train.config, f->train.oversubscribe);
     const Profile p = measure_layer_times(resolved_config(f->train, *cmd), f->options);
     std::printf(
-        "cgdp: time of %s on %d %s worker(s) (first: %s), batch %d each; medians of %d "
+        "cgdp: time of %s on %d %s worker(s) (first: %s), batch %d each, %s; medians of %d "
         "iterations after %d\n",
         p.model.c_str(), p.devices, p.backend.c_str(), p.device.c_str(), p.batch,
-        f->options.iterations, f->options.warmup);
+        p.precision.c_str(), f->options.iterations, f->options.warmup);
     std::vector<const LayerCost*> layers;
     for (const LayerCost& l : p.layers) layers.push_back(&l);
     print_layer_table(layers, p.layers, "layer", stdout);

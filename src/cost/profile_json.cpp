@@ -181,6 +181,7 @@ Profile parse_profile(const json& root, const std::string& file) {
   if (p.backend != "cpu" && p.backend != "cuda")
     throw r.error("backend", "expected \"cpu\" or \"cuda\"");
   p.device = r.string("device");
+  if (r.has("precision")) p.precision = r.string("precision");
   p.devices = static_cast<int>(r.integer("devices", 1));
   p.batch = static_cast<int>(r.integer("batch", 1));
   p.host_threads = static_cast<int>(r.integer("host_threads", 1));
@@ -261,6 +262,7 @@ void write_profile(const Profile& p, const std::string& path) {
   if (p.contention_factor != 1) root["contention_factor"] = p.contention_factor;
   if (p.exchange_stretch != 1) root["exchange_stretch"] = p.exchange_stretch;
   if (p.rebuild_bf16_speedup != 1) root["rebuild_bf16_speedup"] = p.rebuild_bf16_speedup;
+  if (p.precision != "fp32") root["precision"] = p.precision;
   if (p.network)
     root["network"] = {{"gbit_per_s", p.network->gbps}, {"latency_us", p.network->latency_us}};
   if (p.loader)

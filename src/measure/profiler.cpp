@@ -510,6 +510,7 @@ Profile layer_profile(Trainer& trainer, const TrainConfig& config, const Profile
   p.model = config.model;
   p.backend = to_string(first.device->kind());
   p.device = first.device->name();
+  p.precision = config.precision;
   p.devices = trainer.num_workers();
   p.batch = static_cast<int>(trainer.net().batch_size());
   p.layers = layer_costs(trainer.net(), spans, p.devices);

@@ -52,6 +52,7 @@ struct Profile {
   std::string model;     // informative: the model file it was measured on
   std::string backend;   // "cpu" or "cuda"
   std::string device;    // informative: device name
+  std::string precision = "fp32";  // informative: the layers' --precision when measured
   int devices = 1;       // workers that ran at once while measuring
   int batch = 1;         // samples per worker
   int host_threads = 1;  // OpenMP threads that summed
