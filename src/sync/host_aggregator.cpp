@@ -368,8 +368,10 @@ void HostAggregator::sum_16(int chunk) {
       unscale.push_back(1.f / *receive_scale(static_cast<int>(w), chunk));
       bound += 32768.f * unscale.back();
     }
-    scale_out = fp16_scale_for(bound);
-    static_cast<float*>(scales_.get())[n * scale_capacity_ + chunk] = scale_out;
+    if (!reducer_) {  // with a reducer the pulled global sum gets its own scale (narrow_pulled)
+      scale_out = fp16_scale_for(bound);
+      static_cast<float*>(scales_.get())[n * scale_capacity_ + chunk] = scale_out;
+    }
   }
   std::vector<const uint16_t*> sources(n);
   for (const ElementRange& part : span.parts) {
