@@ -1140,6 +1140,59 @@ TEST(FcExchange, AutoIsNeverSlowerThanAllDenseOrAllFactors) {
   }
 }
 
+// Across hosts a factored weight's rows are gathered through the shards: every link carries the
+// other hosts' blocks (H - 1 of them, each N workers' rows), every worker receives and rebuilds
+// from all N H workers' rows, and over a slow network auto sends AlexNet's fc layers as factors.
+TEST(FcExchange, AcrossHostsTheGatherCrossesTheNetworkAndTheRebuildReadsEveryHostsRows) {
+  const Profile p =
+      read_profile(cat(testing::source_dir(), "/docs/examples/profile_alexnet_p100x4.json"));
+  const std::string model = find_model_file("alexnet");
+  MeasuringDevice measuring;  // shapes only: nothing is filled or touched
+  Net<float> net(load_model(model), Phase::Train, measuring, 1, 1, model);
+  const auto params = param_layers(net);
+  const ChunkPlan plan = make_chunk_plan(params, "layer");
+  WhatIf w;
+  w.hosts = 3;
+  w.network_gbps = 1;
+  w.network_latency_us = 20;
+  CostInputs in = make_cost_inputs(p, params, 4, w);
+  const auto fc6_at = std::find_if(in.params.begin(), in.params.end(),
+                                   [](const ParamCost& c) { return c.layer.name == "fc6"; });
+  ASSERT_NE(fc6_at, in.params.end());
+  const ParamCost& fc6 = *fc6_at;
+  const int64_t rows = factor_elements(fc6.layer, in.batch) * 4;  // one worker's, fp32
+  const int64_t block = 4 * rows;
+  const NetworkTraffic t = gather_traffic(3, block);
+  EXPECT_EQ(t.bytes, 2 * block);
+  EXPECT_EQ(t.messages, 2 * ((block + (1 << 20) - 1) >> 20));
+  EXPECT_DOUBLE_EQ(gather_network_us(in, block), t.messages * 20.0 + 2.0 * block * 8 / 1e3);
+  const std::vector<StageCost> stages = factor_stages(in, fc6);
+  std::map<std::string, StageCost> by_name;
+  for (const StageCost& st : stages) by_name[st.name] = st;
+  ASSERT_TRUE(by_name.count("network"));
+  EXPECT_DOUBLE_EQ(by_name["network"].fixed_us, gather_network_us(in, block));
+  EXPECT_EQ(by_name["h2d"].bytes, 12 * rows);
+  EXPECT_DOUBLE_EQ(rebuild_us(in, fc6), 12 * fc6.own_backward_us / 2);
+  const std::vector<bool> all = choose_factored(in, plan, FcExchange::Factors);
+  CostInputs factored = in;
+  apply_factors(factored, all);
+  const LinkBytes bytes = exchange_bytes(factored);
+  int64_t want_h2d = 0;
+  for (const ParamCost& c : factored.params)
+    want_h2d += c.factored ? (c.layer.count - c.layer.weight_count()) * 4 +
+                                 12 * factor_elements(c.layer, in.batch) * 4
+                           : c.layer.count * 4;
+  EXPECT_EQ(bytes.h2d, want_h2d);
+  const std::vector<bool> chosen = choose_factored(in, plan, FcExchange::Auto);
+  EXPECT_TRUE(chosen[fc6_at - in.params.begin()]) << describe_factored(params, chosen);
+  const auto iteration = [&](const std::vector<bool>& f) {
+    CostInputs trial = in;
+    apply_factors(trial, f);
+    return simulate_cgdp(trial, plan).iteration_us;
+  };
+  EXPECT_LT(iteration(chosen), iteration(choose_factored(in, plan, FcExchange::Dense)));
+}
+
 // A bf16 exchange rebuilds at the profile's measured speed-up (tensor cores); fp16 rows are
 // widened first and rebuild at fp32's speed, as does every profile without the field.
 TEST(FcExchange, Bf16RebuildRunsAtTheProfilesSpeedup) {

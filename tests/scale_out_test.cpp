@@ -1,7 +1,8 @@
 // Multi-host training as real `cgdp train` processes on loopback: H hosts x N devices give the
 // parameters of 1 host x H·N devices (bit for bit when N is a power of two, as the summation
 // order is then the same, or when every sum is exact; within 1e-5 on fashion_cnn otherwise),
-// BatchNorm statistics included; the 16-bit exchange rounds the global sum once; a resumed job
+// BatchNorm statistics included; the 16-bit exchange rounds the global sum once; sufficient
+// factors are gathered across hosts and rebuild one host's sum; a resumed job
 // continues bit for bit; a killed host stops the others with an error naming it; a wrong token and
 // mismatched flags are refused with one line.
 #include <gtest/gtest.h>
@@ -57,8 +58,10 @@ class ScaleOut : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return testing::load_tensors(path("single.safetensors"));
   }
-  // H hosts of `devices` devices; every rank must end well; rank 0 saves.
-  Tensors multi_host(const std::string& flags, int hosts, int devices) const {
+  // H hosts of `devices` devices; every rank must end well; rank 0 saves (and its output goes to
+  // `log`, when given).
+  Tensors multi_host(const std::string& flags, int hosts, int devices,
+                     std::string* log = nullptr) const {
     LoopbackJob job(dir_, hosts, cat(flags, " ", kQuick, " --devices ", devices));
     const auto ranks = job.run_all(
         [&](int r) { return r == 0 ? " --save " + path("multi.safetensors") : std::string(); });
@@ -68,6 +71,7 @@ class ScaleOut : public ::testing::Test {
         ranks[hosts - 1].output.find(cat("of ", hosts, " hosts, ", hosts * devices, " workers")),
         std::string::npos)
         << ranks[hosts - 1].output;
+    if (log) *log = ranks[0].output;
     return testing::load_tensors(path("multi.safetensors"));
   }
   testing::TempDir dir_;
@@ -139,6 +143,24 @@ TEST_F(ScaleOut, SixteenBitExchangeAcrossHostsRoundsTheGlobalSumOnce) {
   expect_close(fp32, fp16_hosts, 1e-2);
   EXPECT_NE(0, std::memcmp(fp32.at("conv1/0").data(), fp16_hosts.at("conv1/0").data(),
                            fp32.at("conv1/0").size() * sizeof(float)));  // fp16 was used
+}
+
+// Sufficient factors across hosts: each host's block of rows goes through the shards to the
+// others (a gather, no sum), and every worker rebuilds from all four workers' rows in the order one
+// host of four has them: the same bits as that host, in fp32 and in bf16. A host that skipped the
+// gather, or put the blocks in another order, would rebuild another sum.
+TEST_F(ScaleOut, FactorsAcrossHostsRebuildTheSumOfOneHostBitForBit) {
+  const std::string flags = kFashionFlags + " --iterations 10 --fc-exchange factors";
+  std::string log;
+  expect_same_bits(single_host(flags, 4), multi_host(flags, 2, 2, &log));
+  EXPECT_NE(log.find("fully-connected exchange: ip2, ip1 as factors, --fc-exchange factors"),
+            std::string::npos)
+      << log;
+  const std::string bf16 = flags + " --exchange-dtype bf16";
+  expect_same_bits(single_host(bf16, 4), multi_host(bf16, 2, 2));
+  // fp16: the factors keep each worker's scales; the dense chunks' sum is scaled as a global one.
+  const std::string fp16 = flags + " --exchange-dtype fp16";
+  expect_close(single_host(fp16, 4), multi_host(fp16, 2, 2), 1e-5);
 }
 
 // Rank 0 writes the checkpoints; every rank resumes from the same file and the job ends exactly

@@ -187,6 +187,80 @@ TEST(PieceState, ALaterSumClosesAnOlderOpenIteration) {
   EXPECT_EQ(piece.push(6, 1, floats({0})), "");
 }
 
+// A gathered piece (sufficient factors across hosts) takes its owner's push only and hands it out
+// as it came.
+TEST(PieceState, AGatheredPieceTakesItsOwnersPushAlone) {
+  PieceState piece(3, 2, 1, 1);
+  EXPECT_EQ(piece.push(0, 0, floats({1, 2})), "host 0 pushed rows that only host 1 gathers");
+  EXPECT_FALSE(piece.take_sum());
+  EXPECT_EQ(piece.push(0, 1, floats({0.1f, -3})), "");
+  auto ready = piece.take_sum();
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(floats_of(ready->sum), (std::vector<float>{0.1f, -3}));
+  EXPECT_NE(piece.push(0, 1, floats({0, 0})).find("already done"), std::string::npos);
+}
+
+// Three hosts on two shards: a summed chunk, and two chunks gathered from hosts 0 and 2 (one cut
+// across both shards). Every host gets the sum and the other hosts' rows bit for bit; its own
+// come back empty and are never sent to it; a host that pushes another's rows is refused.
+TEST(PsClient, AGatheredChunkGoesFromItsOwnerToEveryOtherHostUnsummed) {
+  const std::vector<int64_t> sizes = {100, 5000, 7};
+  Cluster cluster(2, 3, sizes, PieceLimits{1000, 1}, {kSummed, 0, 2});
+  std::vector<std::vector<std::vector<float>>> got(3);  // [host][chunk]
+  std::vector<std::thread> hosts;
+  for (int h = 0; h < 3; ++h)
+    hosts.emplace_back([&, h] {
+      PsClient client(cluster.client(h));
+      std::vector<std::vector<float>> mine(3);
+      for (int c = 0; c < 3; ++c) {
+        mine[c].resize(static_cast<size_t>(sizes[c]));
+        for (int64_t i = 0; i < sizes[c]; ++i) mine[c][i] = testing::value(c == 0, h, c, i);
+      }
+      for (int t = 0; t < 2; ++t) {
+        for (int c = 0; c < 3; ++c)
+          if (c == 0 || cluster.chunk_owners[c] == h) client.push(t, c, mine[c].data(), sizes[c]);
+        got[h].assign(3, {});
+        for (int c = 0; c < 3; ++c) {
+          const PulledChunk pulled = client.pull(t, c);
+          if (cluster.chunk_owners[c] == h) {
+            EXPECT_TRUE(pulled.pieces().empty());
+            continue;
+          }
+          got[h][c].resize(static_cast<size_t>(sizes[c]));
+          pulled.copy_to(got[h][c].data());
+        }
+      }
+      if (h == 1) EXPECT_THROW(client.push(2, 1, mine[1].data(), sizes[1]), UsageError);
+    });
+  for (auto& t : hosts) t.join();
+  for (int h = 0; h < 3; ++h) {
+    for (int64_t i = 0; i < sizes[0]; ++i)
+      ASSERT_EQ(got[h][0][i], testing::value(true, 0, 0, i) + testing::value(true, 1, 0, i) +
+                                  testing::value(true, 2, 0, i));  // small integers: exact
+    for (int c = 1; c < 3; ++c) {
+      const int owner = cluster.chunk_owners[c];
+      if (owner == h) continue;
+      for (int64_t i = 0; i < sizes[c]; ++i)
+        ASSERT_EQ(got[h][c][i], testing::value(false, owner, c, i)) << h << " " << c << " " << i;
+    }
+  }
+  int64_t sent = 0, pieces = 0;
+  for (const auto& server : cluster.servers) {
+    sent += server->stats().sums_sent;
+    pieces += server->stats().pieces_summed;
+  }
+  const ShardLayout layout = assign_ranges(sizes, 2, cluster.limits, cluster.chunk_owners);
+  const int64_t summed_pieces = static_cast<int64_t>(layout.pieces_of_chunk(0).size());
+  const std::vector<int> all_summed(3, kSummed);
+  EXPECT_NE(layout.fingerprint(), assign_ranges(sizes, 2, cluster.limits).fingerprint());
+  EXPECT_EQ(assign_ranges(sizes, 2, cluster.limits, all_summed).fingerprint(),
+            assign_ranges(sizes, 2, cluster.limits).fingerprint());
+  EXPECT_THROW(assign_ranges(sizes, 2, cluster.limits, std::vector<int>{0, 1}), UsageError);
+  EXPECT_EQ(pieces, 2 * static_cast<int64_t>(layout.pieces.size()));
+  EXPECT_EQ(sent, 2 * (3 * summed_pieces +
+                       2 * (static_cast<int64_t>(layout.pieces.size()) - summed_pieces)));
+}
+
 TEST(ShardServer, FixedOrderSumsAreBitwiseForAnyShardAndHostCount) {
   // Chunks that straddle shard cuts, a tiny one, and one large enough to span all shards.
   const std::vector<int64_t> chunks = {5, 1000, 37, 40000, 3};

@@ -4,6 +4,7 @@
 // predicts a run over several hosts (each chunk gains a network stage; ps0 is not predicted).
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -27,7 +28,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 struct PredictOptions {
-  std::string model = "fashion_cnn";
+  std::string model;  // empty: the profile's
   std::string profile;
   int devices = 0;  // 0: the profile's
   std::string chunk;  // empty: what train takes on the profile's backend
@@ -42,6 +43,7 @@ struct PredictOptions {
 
 struct Prediction {
   Profile profile;
+  std::string model;  // the model file predicted for
   std::vector<ParamLayer> params;
   CostInputs inputs;  // cgdp's, with the factored weights applied
   std::vector<bool> factored;
@@ -77,12 +79,24 @@ void resimulate(PlanSearchResult& search, const CostInputs& in) {
   for (PlanChoice& c : search.equal_size) again(c);
 }
 
+// --model, or else the model the profile was measured on (a name from models/ or a path).
+std::string model_of(const PredictOptions& opt, const Profile& profile) {
+  if (!opt.model.empty()) return opt.model;
+  if (profile.model.empty()) throw UsageError(cat(opt.profile, " names no model: give --model"));
+  const std::string path = find_model_file(profile.model);
+  if (!std::filesystem::exists(path))
+    throw UsageError(cat(opt.profile, " was measured on model '", profile.model,
+                         "', which is not here: give --model"));
+  return path;
+}
+
 Prediction predict(const PredictOptions& opt) {
-  const std::string path = find_model_file(opt.model);
-  MeasuringDevice shapes_only;  // the net's shapes: nothing is allocated or filled for real
-  Net<float> net(load_model(path), Phase::Train, shapes_only, 1, 1, path);
   Prediction p;
   p.profile = read_profile(opt.profile);
+  p.model = model_of(opt, p.profile);
+  const std::string path = find_model_file(p.model);
+  MeasuringDevice shapes_only;  // the net's shapes: nothing is allocated or filled for real
+  Net<float> net(load_model(path), Phase::Train, shapes_only, 1, 1, path);
   check_profile_matches(p.profile, net);
   p.params = param_layers(net);
   const CostInputs dense = make_cost_inputs(
@@ -186,6 +200,15 @@ double stage_time_us(const ChunkTiming& t, const std::string& name) {
   return 0;
 }
 
+// A chunk's bytes that go through its stages: fp32, less its weights sent as factors.
+int64_t chunk_bytes(const Prediction& p, size_t c) {
+  return p.inputs.summed_bytes(p.plan.chunks[c].first, p.plan.chunks[c].last);
+}
+
+double landed_us(const ChunkTiming& t) {
+  return t.stages.empty() ? t.ready_us : t.stages.back().end_us;
+}
+
 // With several hosts: each chunk's stages as simulated, and the network settings.
 void add_hosts_json(Json& j, const Prediction& p) {
   j["network"] = {{"gbit_per_s", p.inputs.network.gbps},
@@ -193,9 +216,9 @@ void add_hosts_json(Json& j, const Prediction& p) {
   Json chunks = Json::array();
   for (size_t c = 0; c < p.cgdp.chunks.size(); ++c) {
     const ChunkTiming& t = p.cgdp.chunks[c];
-    Json chunk = {{"chunk", c}, {"bytes", p.plan.chunks[c].count * 4}, {"ready_us", t.ready_us}};
+    Json chunk = {{"chunk", c}, {"bytes", chunk_bytes(p, c)}, {"ready_us", t.ready_us}};
     for (const StageSpan& s : t.stages) chunk[s.name + "_us"] = s.end_us - s.start_us;
-    chunk["landed_us"] = t.stages.empty() ? t.ready_us : t.stages.back().end_us;
+    chunk["landed_us"] = landed_us(t);
     chunks.push_back(chunk);
   }
   j["chunks"] = chunks;
@@ -222,31 +245,30 @@ Json to_json(const Prediction& p, const PredictOptions& opt) {
   }
   Json equal = Json::array();
   for (const PlanChoice& c : p.search.equal_size) equal.push_back(choice_json(c));
-  Json j = {
-      {"model", opt.model},
-      {"profile", opt.profile},
-      {"devices", p.inputs.devices},
-      {"hosts", p.inputs.hosts},
-      {"chunk", p.chunk},
-      {"layers", layers},
-      {"cgdp",
-       {{"simulated", phases_json(p.cgdp)},
-        {"formula", formula_json(p.cgdp_formula)},
-        {"fc_exchange", opt.fc_exchange},
-        {"exchange_dtype", opt.exchange_dtype},
-        {"factored_layers", factored_names(p)},
-        {"d2h_bytes_per_worker", p.bytes.d2h},
-        {"h2d_bytes_per_worker", p.bytes.h2d},
-        {"dense_d2h_bytes_per_worker", p.dense_bytes.d2h},
-        {"dense_h2d_bytes_per_worker", p.dense_bytes.h2d},
-        {"single_worker_iteration_us", p.single_worker_us},
-        {"weak_scaling_efficiency", p.single_worker_us / p.cgdp.iteration_us}}},
-      {"ps0", p.has_ps0() ? Json{{"simulated", phases_json(p.ps0)},
-                                 {"formula", formula_json(p.ps0_formula)}}
-                          : Json{{"error", kNoPs0}}},
-      {"best", choice_json(p.search.best)},
-      {"best_equal_size", choice_json(p.search.best_equal_size)},
-      {"equal_size", equal}};
+  Json j = {{"model", p.model},
+            {"profile", opt.profile},
+            {"devices", p.inputs.devices},
+            {"hosts", p.inputs.hosts},
+            {"chunk", p.chunk},
+            {"layers", layers},
+            {"cgdp",
+             {{"simulated", phases_json(p.cgdp)},
+              {"formula", formula_json(p.cgdp_formula)},
+              {"fc_exchange", opt.fc_exchange},
+              {"exchange_dtype", opt.exchange_dtype},
+              {"factored_layers", factored_names(p)},
+              {"d2h_bytes_per_worker", p.bytes.d2h},
+              {"h2d_bytes_per_worker", p.bytes.h2d},
+              {"dense_d2h_bytes_per_worker", p.dense_bytes.d2h},
+              {"dense_h2d_bytes_per_worker", p.dense_bytes.h2d},
+              {"single_worker_iteration_us", p.single_worker_us},
+              {"weak_scaling_efficiency", p.single_worker_us / p.cgdp.iteration_us}}},
+            {"ps0", p.has_ps0() ? Json{{"simulated", phases_json(p.ps0)},
+                                       {"formula", formula_json(p.ps0_formula)}}
+                                : Json{{"error", kNoPs0}}},
+            {"best", choice_json(p.search.best)},
+            {"best_equal_size", choice_json(p.search.best_equal_size)},
+            {"equal_size", equal}};
   if (!p.has_ps0()) add_hosts_json(j, p);
   if (p.loader) j["loader"] = loader_json(*p.loader, *p.profile.loader);
   return j;
@@ -273,10 +295,9 @@ void print_chunks(const Prediction& p) {
   for (size_t c = 0; c < p.cgdp.chunks.size(); ++c) {
     const ChunkTiming& t = p.cgdp.chunks[c];
     std::printf("  %5zu %14lld %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f\n", c,
-                static_cast<long long>(p.plan.chunks[c].count * 4), ms(t.ready_us),
+                static_cast<long long>(chunk_bytes(p, c)), ms(t.ready_us),
                 ms(stage_time_us(t, "d2h")), ms(stage_time_us(t, "sum")),
-                ms(stage_time_us(t, "network")), ms(stage_time_us(t, "h2d")),
-                ms(t.stages.back().end_us));
+                ms(stage_time_us(t, "network")), ms(stage_time_us(t, "h2d")), ms(landed_us(t)));
   }
 }
 
@@ -303,7 +324,7 @@ void print_formulas(const Prediction& p, const std::string& cgdp_name) {
 void print_report(const Prediction& p, const PredictOptions& opt) {
   const Profile& prof = p.profile;
   std::printf("cgdp predict: %s with %s (%s, %s%s; %d workers, batch %d per worker)\n",
-              opt.model.c_str(), opt.profile.c_str(), prof.backend.c_str(), prof.device.c_str(),
+              p.model.c_str(), opt.profile.c_str(), prof.backend.c_str(), prof.device.c_str(),
               prof.precision == "fp32" ? "" : cat(", layers in ", prof.precision).c_str(),
               p.inputs.devices, opt.what_if.batch.value_or(prof.batch));
   if (p.inputs.shared_cores > 0)
@@ -353,8 +374,8 @@ void print_report(const Prediction& p, const PredictOptions& opt) {
 Runner add_predict_command(CLI::App& app) {
   auto opt = std::make_shared<PredictOptions>();
   CLI::App* cmd = app.add_subcommand("predict", "Predict iteration times from a machine profile");
-  cmd->add_option("-m,--model", opt->model, "Model file, or a name from models/")
-      ->capture_default_str();
+  cmd->add_option("-m,--model", opt->model,
+                  "Model file, or a name from models/ (default: the one the profile names)");
   cmd->add_option("-p,--profile", opt->profile, "Profile JSON (cgdp profile, docs/profile.md)")
       ->required();
   cmd->add_option("-n,--devices", opt->devices, "Workers (default: the profile's)")

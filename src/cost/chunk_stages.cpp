@@ -34,14 +34,23 @@ std::vector<StageCost> factor_stages(const CostInputs& in, const ParamCost& p) {
   const bool shared = in.shared_cores > 0;
   const int copy_cores = shared ? in.devices : 0;
   const int64_t bytes = factor_elements(p.layer, in.batch) * in.element_bytes;
-  return {
-      {"d2h", true, in.d2h.latency_us, bytes, in.d2h.gbps, Pool::ToHost, copy_cores, 1,
-       Queue::D2H},
-      {"gather", false, 0, 0, 0, Pool::None, 0, in.sum_lanes, Queue::Host},
-      {"h2d", true, in.h2d.latency_us, in.devices * bytes, in.h2d.gbps, Pool::FromHost,
-       copy_cores, 1, Queue::H2D},
-      {"rebuild", true, rebuild_us(in, p), 0, 0, Pool::None, 0, 1, Queue::H2D},
+  const int64_t all_workers = static_cast<int64_t>(in.devices) * in.hosts;
+  // Across hosts, the H blocks are unpacked side by side: each byte read and written once.
+  const double unpack_us =
+      in.hosts > 1 && in.host_memory_gbps > 0
+          ? 2.0 * static_cast<double>(all_workers * bytes) / (in.host_memory_gbps * 1e3)
+          : 0;
+  std::vector<StageCost> stages = {
+      {"d2h", true, in.d2h.latency_us, bytes, in.d2h.gbps, Pool::ToHost, copy_cores, 1, Queue::D2H},
+      {"gather", false, unpack_us, 0, 0, Pool::None, 0, in.sum_lanes, Queue::Host},
   };
+  if (in.hosts > 1)
+    stages.push_back({"network", false, gather_network_us(in, in.devices * bytes), 0, 0, Pool::None,
+                      0, 1, Queue::Network});
+  stages.push_back({"h2d", true, in.h2d.latency_us, all_workers * bytes, in.h2d.gbps,
+                    Pool::FromHost, copy_cores, 1, Queue::H2D});
+  stages.push_back({"rebuild", true, rebuild_us(in, p), 0, 0, Pool::None, 0, 1, Queue::H2D});
+  return stages;
 }
 
 std::vector<StageCost> beside_layers(const CostInputs& in, std::vector<StageCost> stages) {
@@ -65,7 +74,8 @@ double overlap_us(const CostInputs& in, int64_t bytes) {
 
 double factor_overlap_us(const CostInputs& in, const ParamCost& p) {
   const int64_t bytes = factor_elements(p.layer, in.batch) * in.element_bytes;
-  return overlap_us(in, (in.devices + 1) * bytes) + rebuild_us(in, p);
+  return overlap_us(in, (static_cast<int64_t>(in.devices) * in.hosts + 1) * bytes) +
+         rebuild_us(in, p);
 }
 
 double stage_us(const CostInputs& in, const StageCost& stage) {

@@ -63,7 +63,7 @@ double local_weight_gemm_us(const ParamCost& p) {
 }
 
 double rebuild_us(const CostInputs& in, const ParamCost& p) {
-  return in.devices * local_weight_gemm_us(p) / in.rebuild_speedup;
+  return in.devices * in.hosts * local_weight_gemm_us(p) / in.rebuild_speedup;
 }
 
 void apply_factors(CostInputs& in, const std::vector<bool>& factored) {
@@ -80,7 +80,7 @@ void apply_factors(CostInputs& in, const std::vector<bool>& factored) {
 
 std::vector<bool> choose_factored(const CostInputs& in, const ChunkPlan& plan, FcExchange mode) {
   std::vector<bool> chosen(in.params.size(), false);
-  if (!in.exchanges() || in.hosts > 1 || mode == FcExchange::Dense) return chosen;
+  if (!in.exchanges() || mode == FcExchange::Dense) return chosen;
   for (size_t i = 0; i < chosen.size(); ++i) chosen[i] = in.params[i].layer.factorable();
   if (mode == FcExchange::Factors) return chosen;
   std::vector<size_t> order;
@@ -111,7 +111,8 @@ LinkBytes exchange_bytes(const CostInputs& in) {
   LinkBytes total;
   if (!in.exchanges()) return total;
   for (const ParamCost& p : in.params) {
-    const LinkBytes b = layer_bytes(p.layer, p.factored, in.batch, in.devices, in.element_bytes);
+    const LinkBytes b =
+        layer_bytes(p.layer, p.factored, in.batch, in.devices * in.hosts, in.element_bytes);
     total.d2h += b.d2h;
     total.h2d += b.h2d;
   }

@@ -48,4 +48,18 @@ double network_us(const CostInputs& in, int64_t offset_bytes, int64_t bytes) {
          static_cast<double>(t.shard_bytes) / (in.shard_sum_gbps * 1e3);
 }
 
+NetworkTraffic gather_traffic(int hosts, int64_t block_bytes) {
+  if (hosts <= 1 || block_bytes == 0) return {};
+  const int64_t piece_bytes = PieceLimits{}.max_piece * 4;
+  const int64_t pieces = (block_bytes + piece_bytes - 1) / piece_bytes;
+  return {(hosts - 1) * block_bytes, (hosts - 1) * pieces, 0};
+}
+
+double gather_network_us(const CostInputs& in, int64_t block_bytes) {
+  const NetworkTraffic t = gather_traffic(in.hosts, block_bytes);
+  if (t.bytes == 0) return 0;
+  return static_cast<double>(t.messages) * in.network.latency_us +
+         static_cast<double>(t.bytes) * 8 / (in.network.gbps * 1e3);
+}
+
 }  // namespace cgdp

@@ -8,8 +8,12 @@
 
 namespace cgdp {
 
-PieceState::PieceState(int num_hosts, int64_t count, int sum_threads)
-    : num_hosts_(num_hosts), count_(count), sum_threads_(sum_threads) {}
+PieceState::PieceState(int num_hosts, int64_t count, int sum_threads, int owner)
+    : num_hosts_(num_hosts),
+      pushers_(owner == kSummed ? num_hosts : 1),
+      owner_(owner),
+      count_(count),
+      sum_threads_(sum_threads) {}
 
 PieceState::Slot* PieceState::slot_for(int64_t iteration, std::string& why) {
   if (iteration < floor_) {
@@ -36,13 +40,15 @@ PieceState::Slot* PieceState::slot_for(int64_t iteration, std::string& why) {
 }
 
 std::string PieceState::push(int64_t iteration, int host, zmq::message_t payload) {
+  if (owner_ != kSummed && host != owner_)
+    return cat("host ", host, " pushed rows that only host ", owner_, " gathers");
   std::string why;
   Slot* slot = slot_for(iteration, why);
   if (!slot) return why;
   if (slot->pushed[host]) return cat("host ", host, " already pushed iteration ", iteration);
   slot->pushed[host] = 1;
   slot->pushes[host] = std::move(payload);
-  if (++slot->num_pushed < num_hosts_) return "";
+  if (++slot->num_pushed < pushers_) return "";
   ready_ = ReadySum{iteration, sum(*slot)};
   ++sums_done_;
   // Done; an older open iteration can never complete now (BSP), so it goes too.
@@ -52,6 +58,7 @@ std::string PieceState::push(int64_t iteration, int host, zmq::message_t payload
 }
 
 zmq::message_t PieceState::sum(Slot& slot) const {
+  if (owner_ != kSummed) return std::move(slot.pushes[owner_]);  // gathered: passed on as it came
   if (num_hosts_ == 1) return std::move(slot.pushes[0]);  // the sum of one push, bit for bit
   std::vector<const float*> sources;
   for (const auto& p : slot.pushes) sources.push_back(p.data<float>());

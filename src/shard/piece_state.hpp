@@ -1,7 +1,8 @@
 // The BSP bookkeeping of one shard piece: every host's push of each iteration is kept until all
 // H arrived, then summed over hosts 0..H-1 in sum_buffers' fixed order and handed out once, to be
 // sent to every host; the iteration is then done. At most two iterations are open (a fast host
-// may push t+1 while a slow one has not pushed t yet).
+// may push t+1 while a slow one has not pushed t yet). A gathered piece (an owner) takes one push,
+// its owner's, and hands it out as it came.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,8 @@
 #include <string>
 #include <vector>
 #include <zmq.hpp>
+
+#include "cgdp/shard/shard_layout.hpp"
 
 namespace cgdp {
 
@@ -21,10 +24,12 @@ struct ReadySum {
 
 class PieceState {
  public:
-  PieceState(int num_hosts, int64_t count, int sum_threads);
+  // owner: kSummed (shard_layout.hpp), or the one host that pushes this piece.
+  PieceState(int num_hosts, int64_t count, int sum_threads, int owner = kSummed);
 
   // Returns "" when accepted, else why the push was rejected (nothing changed then). `payload`
-  // holds count floats, 4-byte aligned. The last push of an iteration sums them.
+  // holds count floats, 4-byte aligned. The last push of an iteration sums them; a gathered
+  // piece's one push is handed out as it is.
   std::string push(int64_t iteration, int host, zmq::message_t payload);
   // The sum the last accepted push completed, once; nothing otherwise.
   std::optional<ReadySum> take_sum();
@@ -42,6 +47,8 @@ class PieceState {
   zmq::message_t sum(Slot& slot) const;
 
   int num_hosts_;
+  int pushers_;  // pushes that complete an iteration: num_hosts_, or 1 when gathered
+  int owner_;
   int64_t count_;
   int sum_threads_;
   std::deque<Slot> slots_;  // open iterations, at most two, consecutive

@@ -118,6 +118,9 @@ class PsClient::Impl {
   };
   // Reads one message from `link`'s sum connection into `pull`, or keeps it for a later pull.
   void receive_sum(ShardLink& link, PendingPull& pull);
+  // A received sum's checks, then into `pull` or kept for a later pull.
+  void file_sum(ShardLink& link, const MessageHeader& h, std::vector<zmq::message_t>& frames,
+                PendingPull& pull);
 
   SendTracker tracker_;
   std::vector<ChunkHint> hints_;  // per chunk, handed to ZeroMQ with each zero-copy payload
@@ -136,7 +139,12 @@ PsClient::Impl::Impl(PsClientConfig c) : config(std::move(c)) {
     throw UsageError(cat("host rank ", config.rank, " is outside [0, ", config.num_hosts, ")"));
   if (config.token.empty()) throw UsageError("parameter-server client: no cluster token");
   if (config.timeout.count() <= 0) throw UsageError("parameter-server client: timeout must be > 0");
-  layout = assign_ranges(config.chunk_sizes, static_cast<int>(config.shards.size()), config.limits);
+  for (const int owner : config.chunk_owners)
+    if (owner >= config.num_hosts)
+      throw UsageError(cat("parameter-server client: a chunk gathered from host ", owner, " of ",
+                           config.num_hosts));
+  layout = assign_ranges(config.chunk_sizes, static_cast<int>(config.shards.size()), config.limits,
+                         config.chunk_owners);
   tracker_.in_flight.assign(layout.num_chunks(), 0);
   for (int c = 0; c < layout.num_chunks(); ++c) hints_.push_back({&tracker_, c});
   for (size_t s = 0; s < config.shards.size(); ++s) {
@@ -239,7 +247,11 @@ void PsClient::Impl::hello_all() {
         throw NetworkError(cat(link.name(), " rejected the hello of host ", config.rank, ": ",
                                frames.size() > 1 ? frames[1].to_string() : std::string()));
       Step& at = step[link.index];
-      if (kind == MessageKind::kChallenge && at == kSaidHello) {
+      if (kind == MessageKind::kSum && at == kWelcomed && role == ConnectionRole::kSum) {
+        // Another host's gathered rows may come before every shard welcomed this one.
+        PendingPull none{-1, {}};
+        file_sum(link, h, frames, none);
+      } else if (kind == MessageKind::kChallenge && at == kSaidHello) {
         const ProofBody proof = answer_challenge(link, hellos[link.index], frames);
         send_message(link.*which, make_header(MessageKind::kProof, config.rank), &proof,
                      sizeof proof);
@@ -292,6 +304,9 @@ void PsClient::Impl::send_message(Connection& conn, const MessageHeader& h, cons
 
 void PsClient::Impl::push(int64_t iteration, int chunk, const float* data, int64_t count) {
   check_call(layout, chunk, count, "push");
+  if (const int owner = layout.chunk_owner(chunk); owner != kSummed && owner != config.rank)
+    throw UsageError(cat("push: chunk ", chunk, " is gathered from host ", owner,
+                         ", not from host ", config.rank));
   std::lock_guard lock(push_mutex_);
   for (const ShardPiece& p : layout.pieces_of_chunk(chunk)) {
     ShardLink& link = *links_[p.shard];
@@ -325,6 +340,10 @@ void PsClient::Impl::wait_released(int chunk, Clock::time_point deadline) {
 PulledChunk PsClient::Impl::pull(int64_t iteration, int chunk) {
   check_chunk(layout, chunk, "pull");
   std::lock_guard lock(pull_mutex_);
+  if (layout.chunk_owner(chunk) == config.rank) {  // this host's own rows: nothing comes back
+    wait_released(chunk, Clock::now() + config.timeout);
+    return PulledChunk();
+  }
   PendingPull pull{iteration, layout.pieces_of_chunk(chunk)};
   pull.sums.resize(pull.pieces.size());
   pull.during = cat("while pulling iteration ", iteration, ", chunk ", chunk);
@@ -376,6 +395,11 @@ void PsClient::Impl::receive_sum(ShardLink& link, PendingPull& pull) {
   if (h.kind != static_cast<uint16_t>(MessageKind::kSum))
     throw NetworkError(
         cat(link.name(), " sent an unexpected ", kind_name(h.kind), " ", pull.during));
+  file_sum(link, h, frames, pull);
+}
+
+void PsClient::Impl::file_sum(ShardLink& link, const MessageHeader& h,
+                              std::vector<zmq::message_t>& frames, PendingPull& pull) {
   const bool known = h.range >= 0 && h.range < static_cast<int>(layout.pieces.size());
   const ShardPiece* p = known ? &layout.pieces[h.range] : nullptr;
   const size_t bytes = p ? static_cast<size_t>(p->count) * sizeof(float) : 0;

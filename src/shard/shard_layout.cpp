@@ -11,7 +11,8 @@ namespace {
 constexpr int64_t kAlign = 16;  // elements: 64 bytes
 constexpr int kMaxShards = 4096;
 
-void check_plan(std::span<const int64_t> chunk_sizes, int num_shards, PieceLimits limits) {
+void check_plan(std::span<const int64_t> chunk_sizes, int num_shards, PieceLimits limits,
+                std::span<const int> owners) {
   if (num_shards < 1 || num_shards > kMaxShards)
     throw UsageError(cat("number of shards must be in [1, ", kMaxShards, "], got ", num_shards));
   if (limits.max_piece < 1 || limits.min_split < 1)
@@ -22,6 +23,13 @@ void check_plan(std::span<const int64_t> chunk_sizes, int num_shards, PieceLimit
     if (chunk_sizes[c] <= 0)
       throw UsageError(cat("shard layout: chunk ", c, " has ", chunk_sizes[c],
                            " elements; expected at least 1"));
+  if (!owners.empty() && owners.size() != chunk_sizes.size())
+    throw UsageError(
+        cat("shard layout: ", owners.size(), " chunk owners for ", chunk_sizes.size(), " chunks"));
+  for (size_t c = 0; c < owners.size(); ++c)
+    if (owners[c] < kSummed)
+      throw UsageError(cat("shard layout: chunk ", c, " has owner ", owners[c],
+                           "; expected a host rank or kSummed"));
 }
 
 // Where shard s begins: the ideal cut, or the nearer end of the chunk it would split too thinly.
@@ -64,16 +72,24 @@ uint64_t ShardLayout::fingerprint() const {
   mix(static_cast<uint64_t>(limits.max_piece));
   mix(static_cast<uint64_t>(limits.min_split));
   for (int64_t s : chunk_sizes) mix(static_cast<uint64_t>(s));
+  // Only gathered chunks change the hash: a plan of summed chunks keeps the fingerprint it had.
+  for (size_t c = 0; c < chunk_owners.size(); ++c)
+    if (chunk_owners[c] != kSummed) {
+      mix(c);
+      mix(static_cast<uint64_t>(chunk_owners[c]));
+    }
   return h;
 }
 
-ShardLayout assign_ranges(std::span<const int64_t> chunk_sizes, int num_shards,
-                          PieceLimits limits) {
-  check_plan(chunk_sizes, num_shards, limits);
+ShardLayout assign_ranges(std::span<const int64_t> chunk_sizes, int num_shards, PieceLimits limits,
+                          std::span<const int> owners) {
+  check_plan(chunk_sizes, num_shards, limits, owners);
   ShardLayout layout;
   layout.num_shards = num_shards;
   layout.limits = limits;
   layout.chunk_sizes.assign(chunk_sizes.begin(), chunk_sizes.end());
+  layout.chunk_owners.assign(owners.begin(), owners.end());
+  if (owners.empty()) layout.chunk_owners.assign(chunk_sizes.size(), kSummed);
   std::vector<int64_t> starts = {0};
   for (int64_t s : chunk_sizes) starts.push_back(starts.back() + s);
   layout.total = starts.back();
@@ -87,8 +103,8 @@ ShardLayout assign_ranges(std::span<const int64_t> chunk_sizes, int num_shards,
       while (layout.shard_begin[shard + 1] <= at) ++shard;
       const int64_t stop =
           std::min({starts[c + 1], layout.shard_begin[shard + 1], at + limits.max_piece});
-      layout.pieces.push_back(
-          {static_cast<int>(layout.pieces.size()), c, shard, at, stop - at, at - starts[c]});
+      layout.pieces.push_back({static_cast<int>(layout.pieces.size()), c, shard, at, stop - at,
+                               at - starts[c], layout.chunk_owners[c]});
       at = stop;
     }
   }

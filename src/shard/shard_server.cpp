@@ -42,6 +42,9 @@ void check_config(const ShardConfig& c) {
   if (c.shard < 0 || c.shard >= c.num_shards)
     throw UsageError(cat("shard index ", c.shard, " is outside [0, ", c.num_shards, ")"));
   if (c.token.empty()) throw UsageError("shard: no cluster token");
+  for (const int owner : c.chunk_owners)
+    if (owner >= c.num_hosts)
+      throw UsageError(cat("shard: a chunk gathered from host ", owner, " of ", c.num_hosts));
 }
 
 }  // namespace
@@ -78,6 +81,8 @@ class ShardServer::Impl {
   std::string join(const std::string& route, Peer from, const HelloBody& body);
   std::string bye(const MessageHeader& h, const Peer* peer);
   void send_sum(int local_piece);
+  void hold(int host, const MessageHeader& h, zmq::message_t sum);
+  void send_held(int host);  // once its sum connection joined
   // Logs and answers a rejected message; `peer` is its connection's hello, if it said one.
   void reject(zmq::message_t& route, const Peer* peer, const std::string& from,
               const MessageHeader* h, const std::string& why);
@@ -104,6 +109,8 @@ class ShardServer::Impl {
   // peers that never answer cannot grow them.
   std::deque<Handshake> handshakes_;
   std::vector<std::string> sum_routes_;  // by host: its sum connection's identity, once known
+  // By host: sums that completed before its sum connection joined (gathered pieces only).
+  std::vector<std::deque<std::pair<MessageHeader, zmq::message_t>>> held_;
   std::vector<char> said_bye_;
   int64_t max_frame_ = 0;
 
@@ -123,15 +130,17 @@ class ShardServer::Impl {
 ShardServer::Impl::Impl(ShardConfig config) : config_(std::move(config)) {
   check_config(config_);
   keep_message_buffers_in_heap();
-  layout_ = assign_ranges(config_.chunk_sizes, config_.num_shards, config_.limits);
+  layout_ =
+      assign_ranges(config_.chunk_sizes, config_.num_shards, config_.limits, config_.chunk_owners);
   const auto mine = layout_.pieces_of_shard(config_.shard);
   first_piece_ = mine.empty() ? 0 : mine.front().range;
   for (const ShardPiece& p : mine) {
-    pieces_.emplace_back(config_.num_hosts, p.count, config_.sum_threads);
+    pieces_.emplace_back(config_.num_hosts, p.count, config_.sum_threads, p.owner);
     max_frame_ = std::max<int64_t>(max_frame_, p.count * sizeof(float));
   }
   said_bye_.assign(config_.num_hosts, 0);
   sum_routes_.assign(config_.num_hosts, "");
+  held_.resize(config_.num_hosts);
   router_ = zmq::socket_t(context_, zmq::socket_type::router);
   monitor_ =
       std::make_unique<SocketMonitor>(context_, router_,
@@ -324,6 +333,7 @@ std::string ShardServer::Impl::join(const std::string& route, Peer from, const H
                   from.role == ConnectionRole::kSum ? " (sum connection)" : ""));
   zmq::message_t id(route.data(), route.size());
   send(id, make_header(MessageKind::kWelcome, config_.shard), nullptr);
+  if (from.role == ConnectionRole::kSum) send_held(host);
   return "";
 }
 
@@ -372,14 +382,14 @@ void ShardServer::Impl::send_sum(int local_piece) {
       make_header(MessageKind::kSum, config_.shard, p.range, ready->iteration, p.offset, p.count);
   int64_t sent = 0;
   for (int host = 0; host < config_.num_hosts; ++host) {
+    if (host == p.owner) continue;  // gathered rows: their owner has them
+    zmq::message_t sum;
+    sum.copy(ready->sum);  // shares the buffer (ZeroMQ reference counting), no copy
     if (sum_routes_[host].empty()) {
-      config_.log(cat("host ", host, " has no sum connection; its sum of range ", p.range,
-                      ", iteration ", ready->iteration, " is dropped"));
+      hold(host, h, std::move(sum));
       continue;
     }
     zmq::message_t route(sum_routes_[host].data(), sum_routes_[host].size());
-    zmq::message_t sum;
-    sum.copy(ready->sum);  // shares the buffer (ZeroMQ reference counting), no copy
     send(route, h, &sum);
     ++sent;
   }
@@ -387,6 +397,31 @@ void ShardServer::Impl::send_sum(int local_piece) {
     s.sums_sent += sent;
     ++s.pieces_summed;
   });
+}
+
+// Only a gathered piece completes before every host joined (a summed one waits for every host's
+// push): its rows wait for the host's sum connection, at most two iterations of this shard's
+// pieces, as a connected host's unpulled sums may.
+void ShardServer::Impl::hold(int host, const MessageHeader& h, zmq::message_t sum) {
+  auto& held = held_[host];
+  if (held.size() >= 2 * pieces_.size()) {
+    config_.log(cat("host ", host, " has no sum connection yet; its sum of range ",
+                    held.front().first.range, ", iteration ", held.front().first.iteration,
+                    " is dropped"));
+    held.pop_front();
+  }
+  held.emplace_back(h, std::move(sum));
+}
+
+void ShardServer::Impl::send_held(int host) {
+  int64_t sent = 0;
+  for (auto& [h, sum] : held_[host]) {
+    zmq::message_t route(sum_routes_[host].data(), sum_routes_[host].size());
+    send(route, h, &sum);
+    ++sent;
+  }
+  held_[host].clear();
+  count([&](ShardStats& s) { s.sums_sent += sent; });
 }
 
 void ShardServer::Impl::reject(zmq::message_t& route, const Peer* peer, const std::string& from,

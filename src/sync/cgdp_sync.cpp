@@ -4,11 +4,13 @@
 // sum back on each H2D stream; every worker's compute stream waits on that before its update.
 // A weight sent as sufficient factors leaves right after its own layer's backward: its rows go
 // up beside the chunks, every worker gets all workers' rows back on its H2D stream and rebuilds
-// the summed weight gradient there with one GEMM (layers/sufficient_factors.hpp).
+// the summed weight gradient there with one GEMM (layers/sufficient_factors.hpp). Across hosts
+// the rows of every host's workers arrive, and the rebuild reads them all.
 #include <algorithm>
 #include <map>
 
 #include "cgdp/sync/exchange_codec.hpp"
+#include "cgdp/sync/exchanged_chunks.hpp"
 #include "cgdp/sync/host_aggregator.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
 #include "cgdp/train/stream_trace.hpp"
@@ -47,7 +49,12 @@ struct FactoredWeight {
 class CgdpSync final : public SyncScheme {
  public:
   CgdpSync(std::vector<Worker>& workers, const SyncOptions& o, Timeline& timeline)
-      : timeline_(timeline), plan_(o.plan), dtype_(o.exchange_dtype), chunk_done_(workers.size()) {
+      : timeline_(timeline),
+        plan_(o.plan),
+        dtype_(o.exchange_dtype),
+        all_workers_(static_cast<int64_t>(workers.size()) *
+                     (o.reducer ? o.reducer->host_count() : 1)),
+        chunk_done_(workers.size()) {
     params_ = param_layers(*workers[0].net);
     std::vector<AggregatorWorker> agg;
     for (Worker& w : workers) {
@@ -135,43 +142,28 @@ class CgdpSync final : public SyncScheme {
   int64_t host_bytes() const override { return aggregator_ ? aggregator_->pinned_bytes() : 0; }
 
  private:
-  // The aggregator's chunks for plan_: each one's parts leave its factored weights out, and a
-  // chunk with nothing left is not exchanged. Maps each exchanged chunk's completing layer to it
-  // and makes sure every worker has an event per chunk (events are only ever added, so switching
-  // back and forth between plans allocates nothing).
+  // The aggregator's chunks for plan_ (exchanged_spans). Maps each exchanged chunk's completing
+  // layer to it and makes sure every worker has an event per chunk (events are only ever added,
+  // so switching back and forth between plans allocates nothing).
   std::vector<ChunkSpan> index_plan() {
-    std::vector<ChunkSpan> spans;
+    std::vector<ChunkSpan> spans = exchanged_spans(plan_, params_, factored_);
     chunk_of_layer_.clear();
-    for (const Chunk& chunk : plan_.chunks) {
-      ChunkSpan span{chunk.offset, chunk.count, {}};
-      for (int i = chunk.first; i <= chunk.last; ++i) {
-        const ParamLayer& p = params_[i];
-        const int64_t skip = factored_[i] ? p.weight_count() : 0;  // the weight comes first
-        add_part(span, {p.offset + skip, p.count - skip});
-      }
-      if (span.parts.empty()) continue;
-      chunk_of_layer_[chunk.completing_layer] = static_cast<int>(spans.size());
-      spans.push_back(std::move(span));
-    }
+    size_t next = 0;
+    for (const Chunk& chunk : plan_.chunks)
+      if (next < spans.size() && spans[next].offset == chunk.offset)
+        chunk_of_layer_[chunk.completing_layer] = static_cast<int>(next++);
+    CGDP_ASSERT(next == spans.size());
     for (size_t w = 0; w < chunk_done_.size(); ++w)
       while (chunk_done_[w].size() < spans.size())
         chunk_done_[w].push_back(devices_[w]->create_event());
     return spans;
   }
 
-  static void add_part(ChunkSpan& span, ElementRange part) {
-    if (part.count == 0) return;
-    if (!span.parts.empty() && span.parts.back().offset + span.parts.back().count == part.offset)
-      span.parts.back().count += part.count;
-    else
-      span.parts.push_back(part);
-  }
-
   // Stages every factored weight's rows on each worker and makes its aggregator slot; the
-  // workers receive every worker's rows into one device buffer each, large enough for the
-  // largest weight's (the H2D stream copies and rebuilds one weight after another).
+  // workers receive every worker's rows (all hosts') into one device buffer each, large enough
+  // for the largest weight's (the H2D stream copies and rebuilds one weight after another).
   std::vector<FactorSlot> make_factor_slots(std::vector<Worker>& workers, int micro_batches) {
-    const int64_t n = static_cast<int64_t>(workers.size());
+    const int64_t n = all_workers_;
     int64_t largest = 0;
     for (size_t i = 0; i < params_.size(); ++i) {
       if (!factored_[i]) continue;
@@ -210,7 +202,8 @@ class CgdpSync final : public SyncScheme {
       if (dtype_ != ExchangeDtype::Fp32) {
         g.narrow = DeviceBuffer(*w.device, static_cast<size_t>(largest) * sizeof(uint16_t));
         g.own_narrow = DeviceBuffer(*w.device, static_cast<size_t>(largest_own) * sizeof(uint16_t));
-        g.scales = DeviceBuffer(*w.device, 2 * (slot_count + n) * sizeof(float));
+        g.scales =
+            DeviceBuffer(*w.device, 2 * (slot_count + static_cast<size_t>(n)) * sizeof(float));
       }
       gathered_.push_back(std::move(g));
       factors_done_.push_back(std::vector<std::unique_ptr<Event>>());
@@ -312,7 +305,7 @@ class CgdpSync final : public SyncScheme {
   void issue_widen_factors(int w, int s) {
     const FactoredWeight& f = factored_weights_[s];
     const GatheredBuffers& g = gathered_[w];
-    const int64_t n = static_cast<int64_t>(h2d_.size());
+    const int64_t n = all_workers_;
     const auto* narrow = static_cast<const uint16_t*>(g.narrow.get());
     auto* rows = static_cast<float*>(g.rows.get());
     const DeviceKind kind = devices_[w]->kind();
@@ -334,7 +327,7 @@ class CgdpSync final : public SyncScheme {
   // w's gathered buffer (in stream order before this): the rebuild, on w's H2D stream.
   void issue_rebuild(int w, int s) {
     const FactoredWeight& f = factored_weights_[s];
-    const int64_t n = static_cast<int64_t>(h2d_.size());
+    const int64_t n = all_workers_;
     SufficientFactors<float>* layer = f.layers[w];
     Stream* stream = h2d_[w];
     const int64_t rows = n * f.rows;
@@ -362,6 +355,7 @@ class CgdpSync final : public SyncScheme {
   std::vector<Stream*> h2d_;      // per worker
   ChunkPlan plan_;
   ExchangeDtype dtype_;
+  int64_t all_workers_;  // whose factor rows every worker receives: this host's, times the hosts
   std::vector<NarrowBuffers> narrow_buffers_;  // per worker, with a 16-bit exchange
   std::vector<ParamLayer> params_;
   std::vector<bool> factored_;         // per param layer

@@ -54,6 +54,8 @@ Cluster::Cluster(ClusterConfig config) : config_(std::move(config)) {
   block_floats_ = std::max<int64_t>(2 * kMaxAgreement, config_.state_floats);
   std::vector<int64_t> chunks = config_.chunk_sizes;
   chunks.push_back(block_floats_ * hosts);  // the control chunk, last
+  std::vector<int> owners = config_.chunk_owners;
+  if (!owners.empty()) owners.push_back(kSummed);
   control_.assign(static_cast<size_t>(chunks.back()), -0.f);
   ShardConfig shard;
   shard.address = zmq_address(config_.hosts[config_.rank]);
@@ -61,6 +63,7 @@ Cluster::Cluster(ClusterConfig config) : config_(std::move(config)) {
   shard.num_shards = hosts;
   shard.num_hosts = hosts;
   shard.chunk_sizes = chunks;
+  shard.chunk_owners = owners;
   shard.token = config_.token;
   shard.sum_threads = config_.sum_threads;
   shard.log = config_.log;
@@ -70,6 +73,7 @@ Cluster::Cluster(ClusterConfig config) : config_(std::move(config)) {
   client.rank = config_.rank;
   client.num_hosts = hosts;
   client.chunk_sizes = std::move(chunks);
+  client.chunk_owners = std::move(owners);
   client.token = config_.token;
   client.timeout = config_.timeout;
   client_ = std::make_unique<PsClient>(std::move(client));

@@ -5,9 +5,11 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/sync/exchange_codec.hpp"
+#include "cgdp/sync/exchanged_chunks.hpp"
 #include "cgdp/sync/host_sum.hpp"
 #include "cgdp/train/stream_trace.hpp"
 
@@ -20,9 +22,8 @@ int threads_per_lane(int threads, int lanes) {
   return sum_lane_threads(threads > 0 ? threads : omp_get_max_threads(), std::max(lanes, 1));
 }
 
-// Parts lie in order inside their chunk; with a reducer a chunk is summed whole (the shards sum
-// whole chunks).
-void check_chunks(const std::vector<ChunkSpan>& chunks, bool whole_only) {
+// Parts lie in order inside their chunk.
+void check_chunks(const std::vector<ChunkSpan>& chunks) {
   for (const ChunkSpan& c : chunks) {
     CGDP_ASSERT(!c.parts.empty());
     int64_t end = c.offset;
@@ -31,7 +32,6 @@ void check_chunks(const std::vector<ChunkSpan>& chunks, bool whole_only) {
       end = p.offset + p.count;
     }
     CGDP_ASSERT(end <= c.offset + c.count);
-    if (whole_only) CGDP_ASSERT(c.parts.size() == 1 && c.summed_count() == c.count);
   }
 }
 
@@ -74,12 +74,13 @@ HostAggregator::HostAggregator(std::vector<AggregatorWorker> workers, std::vecto
       reducer_(reducer),
       cpus_(std::move(cpus)),
       dtype_(dtype),
+      hosts_(reducer ? reducer->host_count() : 1),
+      rank_(reducer ? reducer->host_rank() : 0),
       factors_(std::move(factors)),
       arrivals_(chunks_.size() + factors_.size(), 0) {
   CGDP_ASSERT(!workers_.empty() && (!chunks_.empty() || !factors_.empty()) && lanes >= 1 &&
-              lanes <= kMaxSumLanes);
-  CGDP_ASSERT(!reducer_ || factors_.empty());
-  check_chunks(chunks_, reducer_ != nullptr);
+              lanes <= kMaxSumLanes && hosts_ >= 1 && rank_ >= 0 && rank_ < hosts_);
+  check_chunks(chunks_);
   for (const AggregatorWorker& w : workers_)
     CGDP_ASSERT(dtype_ == ExchangeDtype::Fp32 ||
                 (w.landing && (dtype_ == ExchangeDtype::Bf16 || w.sum_scales)));
@@ -104,15 +105,21 @@ HostAggregator::HostAggregator(std::vector<AggregatorWorker> workers, std::vecto
     scales_ = PinnedHostBuffer(*workers_[0].device,
                                (workers_.size() + 1) * scale_capacity_ * sizeof(float));
   }
+  int64_t largest_block = 0;
   for (const FactorSlot& f : factors_) {
     CGDP_ASSERT(f.targets.size() == workers_.size() && f.rebuild);
     CGDP_ASSERT(dtype_ != ExchangeDtype::Fp16 || f.target_scales.size() == workers_.size());
-    gathered_.emplace_back(*workers_[0].device,
-                           static_cast<size_t>(f.out_count + f.in_count) * workers_.size() *
-                               element_bytes(dtype_));
+    gathered_.emplace_back(*workers_[0].device, static_cast<size_t>(f.out_count + f.in_count) *
+                                                    all_workers() * element_bytes(dtype_));
     if (dtype_ == ExchangeDtype::Fp16)
-      gathered_scales_.emplace_back(*workers_[0].device, 2 * workers_.size() * sizeof(float));
+      gathered_scales_.emplace_back(*workers_[0].device, 2 * all_workers() * sizeof(float));
+    if (reducer_) {
+      const FactorBlock block = factor_block(f);
+      blocks_.emplace_back(*workers_[0].device, static_cast<size_t>(block.floats()) * 4);
+      largest_block = std::max(largest_block, block.floats());
+    }
   }
+  pulled_block_.resize(static_cast<size_t>(largest_block));
   // A CPU device's H2D copy is a memcpy: it reads the pulled sum where ZeroMQ received it.
   copies_from_pulled_ =
       std::all_of(workers_.begin(), workers_.end(),
@@ -155,7 +162,7 @@ void HostAggregator::set_chunks(std::vector<ChunkSpan> chunks) {
   std::lock_guard lock(mutex_);  // orders the change before the aggregator thread's next read
   CGDP_ASSERT(issued_ == 0 && ready_.empty() && pushed_.empty());
   for (const int a : arrivals_) CGDP_ASSERT(a == 0);
-  check_chunks(chunks, reducer_ != nullptr);
+  check_chunks(chunks);
   CGDP_ASSERT(chunks.empty() || chunks.back().offset + chunks.back().count <= total_);
   CGDP_ASSERT(left_out(chunks, total_) == left_out_);  // the same weights go as factors
   chunks_ = std::move(chunks);
@@ -180,6 +187,7 @@ int64_t HostAggregator::pinned_bytes() const {
   for (const PinnedHostBuffer& b : receive_) bytes += b.bytes();
   for (const PinnedHostBuffer& b : gathered_) bytes += b.bytes();
   for (const PinnedHostBuffer& b : gathered_scales_) bytes += b.bytes();
+  for (const PinnedHostBuffer& b : blocks_) bytes += b.bytes();
   return static_cast<int64_t>(bytes);
 }
 
@@ -198,21 +206,47 @@ float* HostAggregator::receive_scale(int worker, int chunk) {
   return static_cast<float*>(scales_.get()) + worker * scale_capacity_ + chunk;
 }
 
+FactorBlock HostAggregator::factor_block(const FactorSlot& f) const {
+  return {f.out_count, f.in_count, static_cast<int>(workers_.size()), dtype_};
+}
+
+// One host: the rows land where the rebuild reads them. Across hosts: in this host's block, which
+// is pushed as it is and unpacked beside the other hosts' (unpack_block).
 void* HostAggregator::factor_out_buffer(int worker, int slot) {
-  return static_cast<char*>(gathered_[slot].get()) +
-         worker * factors_[slot].out_count * element_bytes(dtype_);
+  char* base = static_cast<char*>(reducer_ ? blocks_[slot].get() : gathered_[slot].get());
+  return base + worker * factors_[slot].out_count * element_bytes(dtype_);
 }
 
 void* HostAggregator::factor_in_buffer(int worker, int slot) {
   const FactorSlot& f = factors_[slot];
   const int64_t n = static_cast<int64_t>(workers_.size());
-  return static_cast<char*>(gathered_[slot].get()) +
-         (n * f.out_count + worker * f.in_count) * element_bytes(dtype_);
+  char* base = static_cast<char*>(reducer_ ? blocks_[slot].get() : gathered_[slot].get());
+  return base + (n * f.out_count + worker * f.in_count) * element_bytes(dtype_);
 }
 
 float* HostAggregator::factor_scales(int worker, int slot) {
   CGDP_ASSERT(dtype_ == ExchangeDtype::Fp16);
+  if (reducer_)
+    return reinterpret_cast<float*>(static_cast<char*>(blocks_[slot].get()) +
+                                    factor_block(factors_[slot]).scales_offset()) +
+           2 * worker;
   return static_cast<float*>(gathered_scales_[slot].get()) + 2 * worker;
+}
+
+// Host h's block into the rebuild's layout, so that global worker h W + w's rows sit where one
+// host of H W workers would have them: [out rows of all workers][in rows of all workers].
+void HostAggregator::unpack_block(int slot, int host, const char* block) {
+  const FactorSlot& f = factors_[slot];
+  const FactorBlock b = factor_block(f);
+  const int64_t w = b.workers, eb = element_bytes(dtype_);
+  char* gathered = static_cast<char*>(gathered_[slot].get());
+  std::memcpy(gathered + host * w * f.out_count * eb, block,
+              static_cast<size_t>(w * f.out_count * eb));
+  std::memcpy(gathered + (all_workers() * f.out_count + host * w * f.in_count) * eb,
+              block + w * f.out_count * eb, static_cast<size_t>(w * f.in_count * eb));
+  if (dtype_ == ExchangeDtype::Fp16)
+    std::memcpy(static_cast<float*>(gathered_scales_[slot].get()) + 2 * host * w,
+                block + b.scales_offset(), static_cast<size_t>(2 * w) * sizeof(float));
 }
 
 void HostAggregator::begin_iteration(int64_t iteration) {
@@ -249,10 +283,13 @@ void HostAggregator::run_sums(int lane) {
       item = ready_.front();
       ready_.pop_front();
       iteration = iteration_;
-      if (!is_factor_item(item)) turn = taken_++;
+      turn = taken_++;
     }
     if (is_factor_item(item)) {
-      send_factors(item - num_chunks());  // gathered already: the D2H copies landed side by side
+      if (reducer_)
+        push_in_turn(turn, iteration, item);  // this host's block; the pull thread gathers
+      else
+        send_factors(item - num_chunks());  // gathered already: the D2H copies landed side by side
     } else {
       sum(lane, item);
       if (reducer_)
@@ -265,7 +302,7 @@ void HostAggregator::run_sums(int lane) {
     {
       std::lock_guard lock(mutex_);
       arrivals_[item] = 0;  // done: the next iteration may reuse the receive buffers
-      if (!reducer_ || is_factor_item(item)) ++issued_;
+      if (!reducer_) ++issued_;
     }
     changed_.notify_all();
   }
@@ -273,23 +310,31 @@ void HostAggregator::run_sums(int lane) {
 
 // Every host pushes in the order its chunks became ready, whichever lane summed first, so that
 // the shards (and run_pulls) see one order.
-void HostAggregator::push_in_turn(int64_t turn, int64_t iteration, int chunk) {
+void HostAggregator::push_in_turn(int64_t turn, int64_t iteration, int item) {
   {
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return stopping_ || error_ || pushed_turns_ == turn; });
     if (stopping_ || error_) return;
   }
-  const ChunkSpan& span = chunks_[chunk];
-  {
-    Timeline::Scope push(timeline_, Timeline::kAggregatorPid, "push", {"push chunk ", chunk},
+  if (is_factor_item(item)) {
+    const int slot = item - num_chunks();
+    const int64_t floats = factor_block(factors_[slot]).floats();
+    Timeline::Scope push(timeline_, Timeline::kAggregatorPid, "push", {"push factors ", slot},
                          "push",
-                         {{"chunk", chunk}, {"bytes", span.count * 4}, {"iteration", iteration}});
-    reducer_->push(iteration, chunk, global_sum(span.offset), span.count);
+                         {{"factors", slot}, {"bytes", floats * 4}, {"iteration", iteration}});
+    reducer_->push(iteration, factor_chunk(num_chunks(), slot, hosts_, rank_),
+                   static_cast<const float*>(blocks_[slot].get()), floats);
+  } else {
+    const ChunkSpan& span = chunks_[item];
+    const int64_t count = span.summed_count();  // contiguous in the sum buffer: no gaps there
+    Timeline::Scope push(timeline_, Timeline::kAggregatorPid, "push", {"push chunk ", item}, "push",
+                         {{"chunk", item}, {"bytes", count * 4}, {"iteration", iteration}});
+    reducer_->push(iteration, item, global_sum(span.parts[0].offset), count);
   }
   {
     std::lock_guard lock(mutex_);
     ++pushed_turns_;
-    pushed_.push_back({iteration, chunk});
+    pushed_.push_back({iteration, item});
   }
   changed_.notify_all();
 }
@@ -306,19 +351,33 @@ void HostAggregator::run_pulls() {
       pushed_.pop_front();
     }
     const auto [iteration, chunk] = next;
+    if (is_factor_item(chunk)) {
+      gather_factors(iteration, chunk - num_chunks());
+      send_factors(chunk - num_chunks());
+      {
+        std::lock_guard lock(mutex_);
+        ++issued_;
+      }
+      changed_.notify_all();
+      continue;
+    }
     const ChunkSpan& span = chunks_[chunk];
+    const int64_t count = span.summed_count();
+    // In place only where the H2D copies can read it as it lies: a whole fp32 chunk.
+    const bool in_place =
+        copies_from_pulled_ && dtype_ == ExchangeDtype::Fp32 && count == span.count;
     PulledChunk sum;
     {
-      Timeline::Scope pull(timeline_, Timeline::kAggregatorPid, "pull", {"pull chunk ", chunk}, "pull",
-                           {{"chunk", chunk}, {"bytes", span.count * 4}, {"iteration", iteration}});
+      Timeline::Scope pull(timeline_, Timeline::kAggregatorPid, "pull", {"pull chunk ", chunk},
+                           "pull",
+                           {{"chunk", chunk}, {"bytes", count * 4}, {"iteration", iteration}});
       sum = reducer_->pull(iteration, chunk);
-      if (!copies_from_pulled_ || dtype_ != ExchangeDtype::Fp32)  // 16-bit: narrowed from there
-        sum.copy_to(static_cast<float*>(global_.get()) + packed(span.offset));
+      if (!in_place) sum.copy_to(static_cast<float*>(global_.get()) + packed(span.parts[0].offset));
     }
     if (dtype_ != ExchangeDtype::Fp32) {
       narrow_pulled(chunk);
       send_16(chunk);
-    } else if (copies_from_pulled_) {
+    } else if (in_place) {
       send(chunk, sum);
     } else {
       send(chunk);
@@ -389,15 +448,38 @@ void HostAggregator::sum_16(int chunk) {
 // Every host pulled the same fp32 bits, so every host narrows them to the same 16-bit sum (and
 // fp16 to the same scale, from the sum's own largest magnitude).
 void HostAggregator::narrow_pulled(int chunk) {
-  const ChunkSpan& span = chunks_[chunk];  // whole: a reducer sums whole chunks
-  const float* sum = global_sum(span.offset);
+  const ChunkSpan& span = chunks_[chunk];
+  const int64_t first = packed(span.parts[0].offset), count = span.summed_count();  // no gaps
+  const float* sum = static_cast<const float*>(global_.get()) + first;
   float scale = 1.f;
   if (dtype_ == ExchangeDtype::Fp16) {
-    scale = fp16_scale_for(max_abs(sum, span.count));
+    scale = fp16_scale_for(max_abs(sum, count));
     static_cast<float*>(scales_.get())[workers_.size() * scale_capacity_ + chunk] = scale;
   }
-  narrow_buffer(static_cast<uint16_t*>(narrowed_.get()) + packed(span.offset), sum, scale, dtype_,
-                span.count, lane_threads_);
+  narrow_buffer(static_cast<uint16_t*>(narrowed_.get()) + first, sum, scale, dtype_, count,
+                lane_threads_);
+}
+
+// Every host's block of factor slot s, in host order, into the rebuild's layout: this host's from
+// where its workers' rows landed (once the shards no longer read it), the others' as pulled.
+void HostAggregator::gather_factors(int64_t iteration, int slot) {
+  const int64_t floats = factor_block(factors_[slot]).floats();
+  for (int h = 0; h < hosts_; ++h) {
+    const int chunk = factor_chunk(num_chunks(), slot, hosts_, h);
+    Timeline::Scope pull(timeline_, Timeline::kAggregatorPid, "pull", {"pull factors ", slot},
+                         "pull",
+                         {{"factors", slot},
+                          {"host", h},
+                          {"bytes", h == rank_ ? 0 : floats * 4},
+                          {"iteration", iteration}});
+    const PulledChunk rows = reducer_->pull(iteration, chunk);
+    if (h == rank_) {
+      unpack_block(slot, h, static_cast<const char*>(blocks_[slot].get()));
+    } else {
+      rows.copy_to(pulled_block_.data());
+      unpack_block(slot, h, reinterpret_cast<const char*>(pulled_block_.data()));
+    }
+  }
 }
 
 // Counts the time any lane sums (overlapping sums once): a sum starts (+1) or ends (-1).
@@ -442,8 +524,7 @@ void HostAggregator::send_16(int chunk) {
 
 void HostAggregator::send_factors(int slot) {
   const FactorSlot& f = factors_[slot];
-  const int64_t bytes = (f.out_count + f.in_count) *
-                        static_cast<int64_t>(workers_.size()) * element_bytes(dtype_);
+  const int64_t bytes = (f.out_count + f.in_count) * all_workers() * element_bytes(dtype_);
   std::lock_guard issuing(issue_mutex_);
   for (size_t i = 0; i < workers_.size(); ++i) {
     const AggregatorWorker& w = workers_[i];
@@ -452,7 +533,7 @@ void HostAggregator::send_factors(int slot) {
              w.h2d->copy_async(f.targets[i], gathered_[slot].get(), static_cast<size_t>(bytes));
              if (dtype_ == ExchangeDtype::Fp16)
                w.h2d->copy_async(f.target_scales[i], gathered_scales_[slot].get(),
-                                 2 * workers_.size() * sizeof(float));
+                                 2 * all_workers() * sizeof(float));
            },
            {{"factors", slot}, {"bytes", bytes}});
     f.rebuild(static_cast<int>(i));

@@ -29,6 +29,7 @@
 #include "cgdp/net/graph_rewrite.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/shard/cluster_token.hpp"
+#include "cgdp/sync/exchanged_chunks.hpp"
 #include "cgdp/train/issue_threads.hpp"
 #include "cgdp/train/stream_trace.hpp"
 
@@ -316,9 +317,12 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
     options.plan = make_chunk_plan(
         param_layers_, config_.chunk.empty() ? default_chunk_spec(workers_[0].device->kind()) : config_.chunk);
   }
-  if (kind == SyncKind::Cgdp) plan_description_ = describe(options.plan, param_layers_);
+  if (kind == SyncKind::Cgdp) {
+    plan_description_ = describe(options.plan, param_layers_);
+    options.factored = choose_factored_layers(options.plan, profile);
+  }
   if (!config_.hosts.empty()) {
-    join_cluster(options.plan);
+    join_cluster(options.plan, options.factored);
     options.reducer = cluster_.get();
   }
   placement_summary_ = cat(placement_.single_node ? "single NUMA node" : "several NUMA nodes");
@@ -332,7 +336,6 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
     throw UsageError(cat("--exchange-dtype ", config_.exchange_dtype,
                          " narrows cgdp's exchange; --sync ", to_string(kind), " has none"));
   if (kind == SyncKind::Cgdp) {
-    options.factored = choose_factored_layers(options.plan, profile);
     options.micro_batches = config_.accumulate;
     options.aggregator_cpus = placement_.aggregator_cpus();
     placement_summary_ +=
@@ -355,34 +358,34 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
 }
 
 // --fc-exchange auto: with a profile the cost model chooses (cost/fc_exchange.hpp); without one,
-// Poseidon's byte rule on CUDA, and dense on the CPU backend, where a copy is a memcpy and the
-// rebuild's GEMM would take the cores the layers compute on. Across hosts every weight stays
-// dense (the shards sum dense chunks).
+// Poseidon's byte rule on CUDA (over every host's workers, whose rows each worker receives), and
+// dense on the CPU backend, where a copy is a memcpy and the rebuild's GEMM would take the cores
+// the layers compute on. Across hosts the model needs the profile's network to weigh them.
 std::vector<bool> Trainer::choose_factored_layers(const ChunkPlan& plan, const Profile* profile) {
   const FcExchange mode = parse_fc_exchange(config_.fc_exchange);
   const int64_t samples = per_worker_batch_ * config_.accumulate;
+  const int all_workers = num_workers() * num_hosts();
+  const bool model_knows_network =
+      num_hosts() == 1 || (profile && profile->network && profile->network->gbps > 0);
   std::vector<bool> factored(param_layers_.size(), false);
   std::string why;
-  if (!config_.hosts.empty()) {
-    if (mode == FcExchange::Factors)
-      throw UsageError("--fc-exchange factors does not work with --hosts yet: the shards sum "
-                       "dense chunks (give dense or auto)");
-    why = "dense across hosts";
-  } else if (mode != FcExchange::Auto) {
-    factored = factored_by_bytes(param_layers_, mode, samples, num_workers());
+  if (mode != FcExchange::Auto) {
+    factored = factored_by_bytes(param_layers_, mode, samples, all_workers);
     why = cat("--fc-exchange ", to_string(mode));
-  } else if (profile) {
+  } else if (profile && model_knows_network) {
     WhatIf what_if;
     what_if.batch = static_cast<int>(per_worker_batch_);
     what_if.host_threads = sum_threads();
+    if (num_hosts() > 1) what_if.hosts = num_hosts();
     CostInputs in = make_cost_inputs(*profile, param_layers_, num_workers(), what_if);
     in.local_when_alone = false;
     set_exchange_dtype(in, *profile, parse_exchange_dtype(config_.exchange_dtype));
     factored = choose_factored(in, plan, mode);
     why = "the cost model's choice with the profile";
   } else if (workers_[0].device->kind() == DeviceKind::Cuda) {
-    factored = factored_by_bytes(param_layers_, mode, samples, num_workers());
-    why = "Poseidon's byte rule (no profile)";
+    factored = factored_by_bytes(param_layers_, mode, samples, all_workers);
+    why = profile ? "Poseidon's byte rule (the profile has no network)"
+                  : "Poseidon's byte rule (no profile)";
   } else {
     why = "dense on CPU devices without a profile";
   }
@@ -396,14 +399,28 @@ void Trainer::set_chunk_plan(const ChunkPlan& plan) {
 }
 
 // Starts this host's shard and connects to every host's (waiting for them to start).
-void Trainer::join_cluster(const ChunkPlan& plan) {
+void Trainer::join_cluster(const ChunkPlan& plan, const std::vector<bool>& factored) {
   ClusterConfig c;
   c.hosts = parse_host_list(config_.hosts);
   c.rank = config_.rank;
   c.token = load_cluster_token(config_.token_file);
   if (!(config_.timeout_s > 0)) throw UsageError(cat("--timeout-s must be > 0, got ", config_.timeout_s));
   c.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(config_.timeout_s * 1000)));
-  for (const Chunk& chunk : plan.chunks) c.chunk_sizes.push_back(chunk.count);
+  // What the aggregator pushes: its chunks' summed elements, and each host's block of every
+  // factored weight's rows (exchanged_chunks.hpp).
+  std::vector<FactorBlock> blocks;
+  const int64_t samples = per_worker_batch_ * config_.accumulate;
+  const ExchangeDtype dtype = parse_exchange_dtype(config_.exchange_dtype);
+  for (size_t i = 0; i < factored.size(); ++i)
+    if (factored[i]) {
+      const FactorShape& f = param_layers_[i].factors;
+      const int64_t rows = f.rows * samples;
+      blocks.push_back({rows * f.outputs, rows * f.inputs, num_workers(), dtype});
+    }
+  ReducedChunks chunks =
+      reduced_chunks(exchanged_spans(plan, param_layers_, factored), blocks, num_hosts());
+  c.chunk_sizes = std::move(chunks.sizes);
+  c.chunk_owners = std::move(chunks.owners);
   for (const auto& [name, blob] : net().state_blobs()) c.state_floats += blob->count() * num_workers();
   c.sum_threads = config_.host_threads;
   FILE* out = out_;

@@ -36,14 +36,16 @@ struct LogSink {
 };
 
 struct Cluster {
-  Cluster(int shards, int hosts, std::vector<int64_t> chunks, PieceLimits piece_limits = {})
-      : chunk_sizes(std::move(chunks)), limits(piece_limits) {
+  Cluster(int shards, int hosts, std::vector<int64_t> chunks, PieceLimits piece_limits = {},
+          std::vector<int> owners = {})
+      : chunk_sizes(std::move(chunks)), chunk_owners(std::move(owners)), limits(piece_limits) {
     for (int s = 0; s < shards; ++s) {
       ShardConfig c;
       c.shard = s;
       c.num_shards = shards;
       c.num_hosts = hosts;
       c.chunk_sizes = chunk_sizes;
+      c.chunk_owners = chunk_owners;
       c.limits = limits;
       c.token = kToken;
       c.sum_threads = 2;
@@ -55,10 +57,12 @@ struct Cluster {
   }
   PsClientConfig client(int rank,
                         std::chrono::milliseconds timeout = std::chrono::seconds(10)) const {
-    return PsClientConfig{endpoints, rank, num_hosts, chunk_sizes, kToken, timeout, limits};
+    return PsClientConfig{endpoints, rank,    num_hosts, chunk_sizes,
+                          kToken,    timeout, limits,    chunk_owners};
   }
   LogSink log;
   std::vector<int64_t> chunk_sizes;
+  std::vector<int> chunk_owners;  // empty: every chunk summed
   PieceLimits limits;
   int num_hosts = 0;
   std::vector<std::unique_ptr<ShardServer>> servers;

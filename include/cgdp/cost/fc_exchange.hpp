@@ -44,17 +44,18 @@ std::vector<bool> factored_by_bytes(std::span<const ParamLayer> params, FcExchan
 // A factored layer no longer computes its weight gradient: that GEMM is one of the two equal
 // GEMMs of its backward (weight and input gradients), so half its own backward time.
 double local_weight_gemm_us(const ParamCost& p);
-// Every worker rebuilds the sum from all N workers' rows: the same GEMM with N times the rows,
-// at in.rebuild_speedup times its speed.
+// Every worker rebuilds the sum from all workers' rows (N per host, of every host): the same GEMM
+// with N H times the rows, at in.rebuild_speedup times its speed.
 double rebuild_us(const CostInputs& in, const ParamCost& p);
 // Marks the layers in `factored` (one entry per param layer; only factorable ones may be set)
 // and takes their weight GEMM off the backward.
 void apply_factors(CostInputs& in, const std::vector<bool>& factored);
 // The layers cgdp sends as factors under `mode`, by the cost model: auto tries each factorable
 // layer, largest weight first, and keeps its factors when the simulated iteration with `plan` is
-// faster. None without an exchange, and none across hosts (the shards sum dense chunks).
+// faster. None without an exchange. Across hosts the rows are gathered through the shards.
 std::vector<bool> choose_factored(const CostInputs& in, const ChunkPlan& plan, FcExchange mode);
-// One worker's bytes per iteration with in's choices (cgdp; zero without an exchange).
+// One worker's bytes per iteration with in's choices (cgdp; zero without an exchange); down, the
+// factor rows of every host's workers.
 LinkBytes exchange_bytes(const CostInputs& in);
 // "fc6, fc7 as factors" or "none as factors", for the start of a run and predict.
 std::string describe_factored(std::span<const ParamLayer> params,

@@ -25,4 +25,11 @@ NetworkTraffic network_traffic(int hosts, int64_t total_bytes, int64_t offset_by
 // shard's sum of H inputs over its part (in.shard_sum_gbps). 0 when in.hosts == 1.
 double network_us(const CostInputs& in, int64_t offset_bytes, int64_t bytes);
 
+// One factored weight's gather across hosts (sync/exchanged_chunks.hpp): each host pushes its block
+// of `block_bytes` and the shards pass it on, unsummed, to the H - 1 others. With the blocks
+// spread over the shards, every link carries H - 1 blocks each way, as a balanced all-gather.
+NetworkTraffic gather_traffic(int hosts, int64_t block_bytes);
+// Its time: the messages' latency and the bytes at the link's bandwidth. 0 when in.hosts == 1.
+double gather_network_us(const CostInputs& in, int64_t block_bytes);
+
 }  // namespace cgdp

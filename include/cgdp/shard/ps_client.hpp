@@ -24,6 +24,8 @@ struct PsClientConfig {
   // the shard that did not answer.
   std::chrono::milliseconds timeout{30000};
   PieceLimits limits;  // how chunks are cut (assign_ranges); the same on every host and shard
+  // Per chunk, kSummed or the host that gathers it (shard_layout.hpp); empty: every chunk summed.
+  std::vector<int> chunk_owners;
 };
 
 class PsClient {
@@ -42,17 +44,19 @@ class PsClient {
   const ShardLayout& layout() const;
 
   // Sends chunk `chunk` of iteration `iteration` (count must be the chunk's size) to the shards
-  // owning its pieces and returns at once. The floats are sent from `data` itself (no copy), so
-  // `data` must stay valid and unchanged until pull() of the same (iteration, chunk) returned;
-  // when that pull throws, until the client is destroyed (ZeroMQ may still hold the push, zero-copy).
-  // Each chunk is pushed once per iteration, and every pushed chunk is pulled. Throws
-  // NetworkError if a shard's connection is lost.
+  // owning its pieces and returns at once. A gathered chunk is pushed by its owner only. The floats
+  // are sent from `data` itself (no copy), so `data` must stay valid and unchanged until pull() of
+  // the same (iteration, chunk) returned; when that pull throws, until the client is destroyed
+  // (ZeroMQ may still hold the push, zero-copy). Each chunk is pushed once per iteration, and every
+  // pushed chunk is pulled. Throws NetworkError if a shard's connection is lost.
   void push(int64_t iteration, int chunk, const float* data, int64_t count);
   // Blocks until the global sum (over hosts 0..H-1 in sum_buffers' fixed order) has come in,
   // and returns it in the buffers ZeroMQ received it into (no copy). Returns once the chunk's
   // pushed `data` is no longer read, so the caller may overwrite it. Throws NetworkError naming
   // the shard when one sent nothing within the timeout, lost its connection or reported an error
-  // (a rejected push of this host's, for one). Chunks may be pulled in any order.
+  // (a rejected push of this host's, for one). Chunks may be pulled in any order. A gathered
+  // chunk comes back as its owner pushed it; this host's own comes back empty (no piece), once
+  // its pushed data is no longer read.
   PulledChunk pull(int64_t iteration, int chunk);
   // The same, copied to `out` (which may be the pushed `data`); count must be the chunk's size.
   void pull(int64_t iteration, int chunk, float* out, int64_t count);

@@ -1,5 +1,6 @@
 // Which parameter-server shard owns which elements of the flat gradient vector: byte-balanced
-// ranges cut into per-chunk pieces, the unit that is pushed, summed and pulled.
+// ranges cut into per-chunk pieces, the unit that is pushed, summed and pulled. A chunk is summed
+// (every host pushes it) or gathered (one host pushes it, the shards pass it on to the others).
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,9 @@
 #include <vector>
 
 namespace cgdp {
+
+// A chunk every host pushes and the shards sum; otherwise the one host that pushes it.
+inline constexpr int kSummed = -1;
 
 // Consecutive elements of one chunk on one shard, at most PieceLimits::max_piece of them: the unit
 // pushed, summed and pulled. Its index in ShardLayout::pieces is the protocol's range id.
@@ -17,6 +21,7 @@ struct ShardPiece {
   int64_t offset = 0;        // elements, in the flat gradient vector
   int64_t count = 0;         // elements
   int64_t chunk_offset = 0;  // elements from the start of its chunk
+  int owner = kSummed;       // its chunk's (chunk_owner)
 };
 
 // How finely chunks are cut (elements). Every host and shard must use the same.
@@ -35,6 +40,7 @@ struct ShardLayout {
   PieceLimits limits;
   int64_t total = 0;                 // elements in the flat vector
   std::vector<int64_t> chunk_sizes;  // the plan it was made from
+  std::vector<int> chunk_owners;     // per chunk: kSummed, or the host whose rows it carries
   std::vector<ShardPiece> pieces;    // by offset; a chunk's pieces are consecutive
   std::vector<int> chunk_first;      // chunk c's pieces: [chunk_first[c], chunk_first[c + 1])
   std::vector<int64_t> shard_begin;  // shard s owns [shard_begin[s], shard_begin[s + 1])
@@ -43,7 +49,9 @@ struct ShardLayout {
   std::span<const ShardPiece> pieces_of_chunk(int chunk) const;
   // The pieces shard s owns (consecutive in `pieces`; none when its range is empty).
   std::span<const ShardPiece> pieces_of_shard(int shard) const;
-  // A hash of the chunk sizes, shard count and limits: hosts and shards check they agree.
+  int chunk_owner(int chunk) const { return chunk_owners[chunk]; }
+  // A hash of the chunk sizes and owners, shard count and limits: hosts and shards check they
+  // agree.
   uint64_t fingerprint() const;
 };
 
@@ -53,8 +61,10 @@ struct ShardLayout {
 // several shards whose pieces are summed in parallel; otherwise the cut moves to the nearer end
 // of that chunk (each shard is then within min_split elements of an equal share). What a chunk
 // has on one shard is cut into pieces of at most max_piece elements.
-// Throws UsageError for num_shards < 1, no chunks, a chunk of size <= 0 or limits < 1.
+// `owners` (empty: every chunk summed) gives each chunk kSummed or the host that gathers it.
+// Throws UsageError for num_shards < 1, no chunks, a chunk of size <= 0, limits < 1, or owners of
+// another length or below kSummed.
 ShardLayout assign_ranges(std::span<const int64_t> chunk_sizes, int num_shards,
-                          PieceLimits limits = {});
+                          PieceLimits limits = {}, std::span<const int> owners = {});
 
 }  // namespace cgdp

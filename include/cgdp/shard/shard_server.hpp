@@ -1,5 +1,6 @@
 // A parameter-server shard: owns a byte-balanced range of the flat gradient vector, sums every
-// host's push of each of its pieces in one fixed order (BSP), and sends the sum to every host.
+// host's push of each of its pieces in one fixed order (BSP), and sends the sum to every host. A
+// gathered piece (one host's rows, e.g. sufficient factors) goes on to every other host unsummed.
 #pragma once
 
 #include <chrono>
@@ -27,6 +28,9 @@ struct ShardConfig {
   int num_shards = 1;
   int num_hosts = 1;  // H: every (iteration, piece) waits for pushes from hosts 0..H-1
   std::vector<int64_t> chunk_sizes;  // the chunk plan, elements per chunk (as every host has it)
+  // Per chunk, kSummed or the host that gathers it (its one pusher; the shard sends its pieces to
+  // every other host). Empty: every chunk is summed.
+  std::vector<int> chunk_owners;
   PieceLimits limits;   // how chunks are cut (assign_ranges); the same on every host and shard
   std::string token;    // the cluster token (load_cluster_token)
   int sum_threads = 1;  // OpenMP threads per sum

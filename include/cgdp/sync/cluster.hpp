@@ -26,6 +26,8 @@ struct ClusterConfig {
   std::string token;  // load_cluster_token()
   std::chrono::milliseconds timeout{30000};
   std::vector<int64_t> chunk_sizes;  // the gradient chunk plan (elements per chunk)
+  std::vector<int>
+      chunk_owners;  // per chunk: kSummed, or the host it is gathered from; empty: all summed
   int64_t state_floats = 0;          // layer state of all of one host's workers (gather_state)
   int sum_threads = 1;               // threads the shard sums with
   ShardLog log = log_to_stderr;      // the shard's log lines
@@ -59,6 +61,8 @@ class Cluster final : public ChunkReducer {
 
   int rank() const { return config_.rank; }
   int num_hosts() const { return static_cast<int>(config_.hosts.size()); }
+  int host_rank() const override { return rank(); }
+  int host_count() const override { return num_hosts(); }
   // "host 1 (10.0.0.2:29601)".
   std::string host_name(int rank) const;
 

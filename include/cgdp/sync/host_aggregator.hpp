@@ -10,6 +10,8 @@
 // A weight that travels as sufficient factors (layers/sufficient_factors.hpp) has a factor slot
 // instead: every worker's rows land side by side in one pinned buffer, nothing is summed, and once
 // all have arrived each worker receives all of them and rebuilds the summed gradient itself.
+// Across hosts, this host's block of rows goes to the shards, which pass it on to the other hosts
+// (a gather, exchanged_chunks.hpp), and every host unpacks all H blocks in host order.
 #pragma once
 
 #include <condition_variable>
@@ -27,6 +29,7 @@
 #include "cgdp/shard/pulled_chunk.hpp"
 #include "cgdp/sync/element_range.hpp"
 #include "cgdp/sync/exchange_dtype.hpp"
+#include "cgdp/sync/factor_block.hpp"
 #include "cgdp/sync/topology.hpp"
 #include "cgdp/train/timeline.hpp"
 
@@ -49,9 +52,9 @@ ChunkSpan whole_chunk(int64_t offset, int64_t count);
 
 // One weight that travels as sufficient factors: each worker sends `out_count` + `in_count`
 // elements (its rows of out_diff, then of in) in the exchange's dtype; every worker receives all N
-// workers' rows at `targets[w]` (device memory, laid out [out rows of workers 0..N-1][in rows of
-// workers 0..N-1]), with fp16 each worker's two scales (out, in) at `target_scales[w]` (2 N
-// floats), and then `rebuild(w)` is issued on its H2D stream.
+// workers' rows (N: of every host, H times this host's) at `targets[w]` (device memory, laid out
+// [out rows of workers 0..N-1][in rows of workers 0..N-1]), with fp16 each worker's two scales
+// (out, in) at `target_scales[w]` (2 N floats), and then `rebuild(w)` is issued on its H2D stream.
 struct FactorSlot {
   int64_t out_count = 0;
   int64_t in_count = 0;
@@ -82,6 +85,10 @@ class ChunkReducer {
   virtual ~ChunkReducer() = default;
   virtual void push(int64_t iteration, int chunk, const float* sum, int64_t count) = 0;
   virtual PulledChunk pull(int64_t iteration, int chunk) = 0;
+  // This host among the reducer's hosts, all with as many workers: gathered chunks (factor rows,
+  // reduced_chunks.hpp) are numbered by it.
+  virtual int host_rank() const { return 0; }
+  virtual int host_count() const { return 1; }
 };
 
 class HostAggregator {
@@ -93,7 +100,7 @@ class HostAggregator {
   // number split alike). Sums are recorded on `timeline` (track "sum", then "sum lane 1", ... of
   // the aggregator process; "push" and "pull" with a reducer). The aggregator's threads (and the
   // OpenMP teams the lanes start) run on `cpus` when given (the placement's choice).
-  // Factor slots (`factors`) take no reducer. With a 16-bit dtype the
+  // With a reducer, factor slots are gathered across its hosts. With a 16-bit dtype the
   // workers' copies arrive narrowed (exchange_codec.hpp), fp16's with a scale per chunk, and the
   // sum goes back narrowed to each worker's `landing` buffer, where the H2D stream widens it.
   HostAggregator(std::vector<AggregatorWorker> workers, std::vector<ChunkSpan> chunks, int threads,
@@ -162,7 +169,9 @@ class HostAggregator {
   // keep_binding: binding_note() reports this thread's binding.
   std::thread start_thread(std::function<void()> body, bool keep_binding);
   void run_sums(int lane);
-  void push_in_turn(int64_t turn, int64_t iteration, int chunk);
+  // Pushes ready item `item` (a chunk's local sum, or this host's block of factor rows) once every
+  // earlier turn has pushed.
+  void push_in_turn(int64_t turn, int64_t iteration, int item);
   void run_pulls();
   // Local sums (pushed from here with a reducer), and global sums copied back on CUDA; of the
   // flat element `element` (the start of a part).
@@ -184,6 +193,11 @@ class HostAggregator {
   void issue_h2d(int chunk, std::span<const PulledChunk::Piece> pieces);
   // Issues every worker's copy of slot s's gathered factors, then its rebuild.
   void send_factors(int slot);
+  // Across hosts: pulls every host's block of slot s and unpacks it beside the others.
+  void gather_factors(int64_t iteration, int slot);
+  void unpack_block(int slot, int host, const char* block);
+  FactorBlock factor_block(const FactorSlot& f) const;  // this host's block of f
+  int64_t all_workers() const { return static_cast<int64_t>(workers_.size()) * hosts_; }
   // A ready item: chunk c is c, factor slot s is num_chunks() + s.
   bool is_factor_item(int item) const { return item >= num_chunks(); }
   void count_arrival(int item);
@@ -206,8 +220,12 @@ class HostAggregator {
   ExchangeDtype dtype_;
   PinnedHostBuffer scales_;  // fp16: [worker][chunk] received scales, then [chunk] the sums'
   int scale_capacity_ = 0;   // chunks the scales have room for
+  int hosts_ = 1;            // the reducer's hosts, each with as many workers as this one
+  int rank_ = 0;             // this host among them
   std::vector<FactorSlot> factors_;
   std::vector<PinnedHostBuffer> gathered_;  // per factor slot: every worker's rows, side by side
+  std::vector<PinnedHostBuffer> blocks_;    // across hosts, per factor slot: this host's block
+  std::vector<float> pulled_block_;         // the pull thread's copy of another host's block
   std::vector<PinnedHostBuffer> gathered_scales_;  // fp16, per factor slot: [worker][out, in]
   std::vector<std::unique_ptr<Event>> landed_;
 

@@ -50,10 +50,11 @@ class SyncScheme {
 struct SyncOptions {
   ChunkPlan plan;            // cgdp only
   // cgdp: per param layer (param_layers order), whether its weight travels as sufficient factors
-  // (layers/sufficient_factors.hpp); empty: none does. Not with a reducer.
+  // (layers/sufficient_factors.hpp); empty: none does. With a reducer the rows are gathered
+  // across its hosts.
   std::vector<bool> factored;
   int micro_batches = 1;     // cgdp with factors: micro-batches per iteration (--accumulate)
-  // cgdp: the element type the summed chunks travel in (exchange_dtype.hpp); 16-bit: no reducer.
+  // cgdp: the element type the summed chunks travel in (exchange_dtype.hpp).
   ExchangeDtype exchange_dtype = ExchangeDtype::Fp32;
   int host_threads = 0;      // cgdp: OpenMP threads that sum; 0 = all cores
   int sum_lanes = 1;         // cgdp: chunks summed at once, host_threads / sum_lanes each

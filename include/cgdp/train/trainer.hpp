@@ -84,7 +84,7 @@ class Trainer {
   void bind_issuing_thread(int worker);           // on its issuing thread, when it starts
   // `profile`: --chunk auto's, else null.
   void make_scheme(SyncKind kind, const Profile* profile);
-  void join_cluster(const ChunkPlan& plan);
+  void join_cluster(const ChunkPlan& plan, const std::vector<bool>& factored);
   void agree_with_other_hosts();
   void inject_fault(int worker, int64_t after_copies);
   void check_memory(SyncKind sync, DeviceKind kind);
