@@ -243,6 +243,59 @@ TEST(DataLayers, DummyDataFeedsItsFillers) {
   EXPECT_NE(bad.output.find("its first top must be N x C x H x W"), std::string::npos) << bad.output;
 }
 
+// Caffe's autoencoder pattern: one TRAIN data layer, two TEST ones selected by stage. Without a
+// stage the TEST net has no data: train refuses in one line naming both layers and their stages,
+// inspect shows the TRAIN net and says so; a solver's test_state (or --test-stage) picks one.
+TEST(DataLayers, TestStatesPickTheTestNetsDataLayer) {
+  testing::TempDir dir;
+  std::ofstream(dir / "m.prototxt") << R"(name: "Staged"
+layer { name: "data" type: "DummyData" top: "data" top: "label" include { phase: TRAIN }
+        dummy_data_param { shape { dim: 4 dim: 1 dim: 3 dim: 3 } shape { dim: 4 }
+                           data_filler { type: "gaussian" std: 1 } data_filler { type: "constant" value: 1 } } }
+layer { name: "data" type: "DummyData" top: "data" top: "label" include { phase: TEST stage: "test-on-train" }
+        dummy_data_param { shape { dim: 3 dim: 1 dim: 3 dim: 3 } shape { dim: 3 } } }
+layer { name: "data" type: "DummyData" top: "data" top: "label" include { phase: TEST stage: "test-on-test" }
+        dummy_data_param { shape { dim: 5 dim: 1 dim: 3 dim: 3 } shape { dim: 5 } } }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 3 } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)";
+  std::ofstream(dir / "solver.prototxt")
+      << "net: \"m.prototxt\" max_iter: 2 base_lr: 0.1 test_iter: 1 solver_mode: CPU "
+         "test_state { stage: \"test-on-test\" }\n";
+  const auto cgdp = [&](const std::string& args) {
+    return testing::run_command(
+        cat("cd ", dir.path(), " && ", testing::binary_dir(), "/cgdp ", args, " 2>&1"));
+  };
+  const std::string needs =
+      "m.prototxt: the TEST net has no data layer: 'data' (line 5: stage test-on-train), 'data' "
+      "(line 7: "
+      "stage test-on-test); give its stage";
+  auto r = cgdp("train --model m.prototxt --iterations 2 --plain");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output.rfind("cgdp: error: " + needs, 0), 0u) << r.output;
+  r = cgdp("inspect --model m.prototxt");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("cgdp: note: " + needs), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("shown: the TRAIN net"), std::string::npos) << r.output;
+  // The test net's batch is its data layer's: 5 samples from test-on-test, 3 from test-on-train.
+  r = cgdp("inspect --model m.prototxt --memory --stage test-on-test");
+  EXPECT_NE(r.output.find("(test batch 5)"), std::string::npos) << r.output;
+  r = cgdp("inspect --model m.prototxt --memory --stage test-on-train");
+  EXPECT_NE(r.output.find("(test batch 3)"), std::string::npos) << r.output;
+  r = cgdp("train --solver solver.prototxt --plain --display 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("4 train / 5 test samples"), std::string::npos) << r.output;
+  r = cgdp(
+      "train --model m.prototxt --iterations 2 --test-iter 1 --test-stage test-on-train --plain");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("4 train / 3 test samples"), std::string::npos) << r.output;
+  std::ofstream(dir / "two.prototxt")
+      << "net: \"m.prototxt\" test_iter: 1 test_iter: 1 test_state { stage: \"test-on-test\" } "
+         "test_state { stage: \"test-on-train\" }\n";
+  r = cgdp("train --solver two.prototxt");
+  EXPECT_NE(r.output.find("two.prototxt: 2 test nets"), std::string::npos) << r.output;
+}
+
 TEST(PublishedCaffeFiles, EverySolverParses) {
   for (const char* file : {"examples/mnist/lenet_solver.prototxt", "examples/cifar10/cifar10_quick_solver.prototxt",
                            "models/bvlc_alexnet/solver.prototxt", "models/bvlc_googlenet/solver.prototxt",

@@ -200,6 +200,39 @@ TEST(Stages, IncludeAndExcludeFollowLevelAndStages) {
   EXPECT_EQ(names(filter_phase(net, Phase::Test)), "all not_deploy level_1_up excluded_in_deploy ");
 }
 
+// A solver's train_state and test_state, merged with the model's own state (stages added, a set
+// level replacing the model's), decide each phase's layers once; their rules become plain phase
+// rules, and a layer of neither phase goes.
+TEST(Stages, ResolvedStatesLeavePlainPhaseRules) {
+  const proto::NetParameter net = parse_model(R"(
+    state { level: 1 stage: "common" }
+    layer { name: "all" type: "ReLU" }
+    layer { name: "on_train" type: "ReLU" include { phase: TEST stage: "test-on-train" } }
+    layer { name: "on_test" type: "ReLU" include { phase: TEST stage: "test-on-test" } }
+    layer { name: "level_2" type: "ReLU" include { min_level: 2 } }
+    layer { name: "common_train" type: "ReLU" include { phase: TRAIN stage: "common" } }
+    layer { name: "not_fast" type: "ReLU" exclude { stage: "fast" } }
+  )",
+                                              "s.prototxt");
+  proto::NetState train, test;
+  train.set_level(2);
+  train.add_stage("fast");
+  test.add_stage("test-on-test");
+  const proto::NetParameter r = resolve_states(net, train, test);
+  std::string shown;
+  for (const auto& l : r.layer()) {
+    shown += l.name();
+    if (l.include_size() > 0) shown += l.include(0).phase() == proto::TRAIN ? ":train" : ":test";
+    EXPECT_EQ(l.exclude_size(), 0) << l.name();
+    EXPECT_LE(l.include_size(), 1) << l.name();
+    shown += " ";
+  }
+  EXPECT_EQ(shown, "all on_test:test level_2:train common_train:train not_fast:test ");
+  EXPECT_FALSE(r.has_state());
+  EXPECT_EQ(merged_state(net, train).level(), 2);
+  EXPECT_EQ(merged_state(net, train).stage_size(), 2);  // "common", then "fast"
+}
+
 const char* kTwoBranches = R"(
   layer { name: "in" type: "Input" top: "x" top: "label" input_param { shape { dim: 2 dim: 3 } shape { dim: 2 } } }
   layer { name: "a" type: "InnerProduct" bottom: "x" top: "a" inner_product_param { num_output: 3 } }

@@ -114,7 +114,41 @@ void probe_list(const std::string& file, const std::string& root, const DataLaye
   images.channels = layer.force_color || (layer.is_color && !layer.force_gray) ? 3 : 1;
 }
 
+// What a rule asks of the state beyond the phase: "stage a, not_stage b, level >= 1".
+std::string rule_needs(const proto::NetStateRule& rule) {
+  std::string needs;
+  auto add = [&](const std::string& part) { needs += (needs.empty() ? "" : ", ") + part; };
+  for (const auto& stage : rule.stage()) add(cat("stage ", stage));
+  for (const auto& stage : rule.not_stage()) add(cat("no stage ", stage));
+  if (rule.has_min_level()) add(cat("level >= ", rule.min_level()));
+  if (rule.has_max_level()) add(cat("level <= ", rule.max_level()));
+  return needs;
+}
+
+bool rule_names_phase(const proto::NetStateRule& rule, Phase phase) {
+  return !rule.has_phase() || (rule.phase() == proto::TEST) == (phase == Phase::Test);
+}
+
 }  // namespace
+
+std::string staged_out_data_layers(const proto::NetParameter& model, Phase phase,
+                                   const proto::NetState& state) {
+  std::string out;
+  for (const auto& lp : model.layer()) {
+    if (!is_data_layer_type(lp.type()) || layer_in_phase(lp, phase, state)) continue;
+    std::string needs;
+    for (const auto& rule : lp.include())
+      if (rule_names_phase(rule, phase) && !rule_needs(rule).empty())
+        needs += (needs.empty() ? "" : " or ") + rule_needs(rule);
+    for (const auto& rule : lp.exclude())
+      if (rule_names_phase(rule, phase) && !rule_needs(rule).empty())
+        needs += (needs.empty() ? "" : " or ") + cat("not ", rule_needs(rule));
+    if (needs.empty()) continue;  // left out by its phase alone
+    const std::string line = lp.has_source_line() ? cat("line ", lp.source_line(), ": ") : "";
+    out += cat(out.empty() ? "" : ", ", "'", lp.name(), "' (", line, needs, ")");
+  }
+  return out;
+}
 
 std::optional<DataLayer> find_data_layer(const proto::NetParameter& net, Phase phase, const std::string& source) {
   std::optional<DataLayer> found;

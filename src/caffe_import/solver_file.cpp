@@ -49,6 +49,12 @@ void apply_solver_file(const proto::SolverParameter& s, const std::string& path,
   // Caffe tests only when test_interval is set; cgdp then still tests once at the end.
   if (unless("--test-interval")) c.test_interval = s.test_interval() > 0 ? s.test_interval() : -1;
   if (s.test_iter_size() > 0 && unless("--test-samples") && unless("--test-iter")) c.test_iter = s.test_iter(0);
+  if (s.test_state_size() > 1 || s.test_iter_size() > 1)
+    throw UsageError(cat(path, ": ", std::max(s.test_state_size(), s.test_iter_size()),
+                         " test nets (test_state, test_iter): cgdp tests one net so far; keep one "
+                         "test_state and one test_iter"));
+  c.train_state.MergeFrom(s.train_state());
+  if (s.test_state_size() == 1) c.test_state.MergeFrom(s.test_state(0));
   if (unless("--test-initialization")) c.test_initialization = s.test_initialization();
   if (s.has_snapshot() && unless("--snapshot-every")) c.snapshot_every = s.snapshot();
   if (s.has_snapshot_prefix() && unless("--snapshot-prefix")) c.snapshot_prefix = s.snapshot_prefix();

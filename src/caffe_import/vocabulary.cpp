@@ -123,7 +123,8 @@ const std::map<std::string, std::set<std::string>>& honoured_fields() {
         {"DropoutParameter", "dropout_ratio"},
         {"DummyDataParameter", "data_filler shape num channels height width"},
         {"EltwiseParameter", "operation coeff stable_prod_grad"},
-        {"ImageDataParameter", "source batch_size shuffle new_height new_width is_color root_folder"},
+        {"ImageDataParameter",
+         "source batch_size shuffle new_height new_width is_color root_folder"},
         {"InnerProductParameter", "num_output bias_term weight_filler bias_filler axis transpose"},
         {"InputParameter", "shape"},
         {"LossParameter", "ignore_label normalization normalize"},
@@ -151,12 +152,14 @@ const std::map<std::string, std::set<std::string>>& honoured_fields() {
         {"ArgMaxParameter", "out_max_val top_k axis"},
         {"CropParameter", "axis offset"},
         {"MVNParameter", "normalize_variance across_channels eps"},
-        {"TransformationParameter", "scale mirror crop_size mean_file mean_value force_color force_gray"},
+        {"TransformationParameter",
+         "scale mirror crop_size mean_file mean_value force_color force_gray"},
         {"SolverParameter",
          "net train_net test_iter test_interval test_compute_loss test_initialization base_lr "
          "display average_loss max_iter iter_size lr_policy gamma power momentum weight_decay "
          "regularization_type stepsize stepvalue snapshot snapshot_prefix snapshot_format "
          "snapshot_diff snapshot_after_train solver_mode device_id random_seed type solver_type "
+         "train_state test_state "
          "debug_info layer_wise_reduce delta momentum2 rms_decay clip_gradients weights"},
     };
     std::map<std::string, std::set<std::string>> out;
@@ -179,13 +182,14 @@ const std::map<std::string, std::string>& refused_field_advice() {
       {"DataParameter.force_encoded_color", "give transform_param { force_color: true } instead"},
       {"ImageDataParameter.rand_skip", "cgdp draws its own order from --seed: remove rand_skip"},
       {"SolverParameter.net_param", "write the net to its own file and name it with net: \"file\""},
-      {"SolverParameter.train_net_param", "write the net to its own file and name it with net: \"file\""},
-      {"SolverParameter.test_net_param", "write the net to its own file and name it with net: \"file\""},
-      {"SolverParameter.test_net", "cgdp builds the test net from the same file as the train net: "
-                                   "merge them into one file with include { phase: ... } rules and "
-                                   "name it with net:"},
-      {"SolverParameter.train_state", "not implemented yet: put the stages in the model's state { stage: ... }"},
-      {"SolverParameter.test_state", "not implemented yet: put the stages in the model's state { stage: ... }"},
+      {"SolverParameter.train_net_param",
+       "write the net to its own file and name it with net: \"file\""},
+      {"SolverParameter.test_net_param",
+       "write the net to its own file and name it with net: \"file\""},
+      {"SolverParameter.test_net",
+       "cgdp builds the test net from the same file as the train net: "
+       "merge them into one file with include { phase: ... } rules and "
+       "name it with net:"},
   };
   return table;
 }

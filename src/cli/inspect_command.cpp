@@ -25,6 +25,7 @@ struct InspectOptions {
   std::string sync;  // empty: cgdp for several devices, else local (as train)
   int64_t test_batch = 0;  // 0: the batch, as train's default
   std::string data;  // replaces the data layers' sources
+  std::vector<std::string> stages;  // both phases' (--stage)
 };
 
 nlohmann::json memory_json(const MemoryEstimate& m) {
@@ -119,12 +120,24 @@ Runner add_inspect_command(CLI::App& app) {
                   "For a model with data layers: read the sample shape from this source instead of "
                   "theirs (synthetic:C,H,W,K gives a shape without data)")
       ->check(kNotEmpty);
+  cmd->add_option("--stage", opt->stages,
+                  "The net's stages (Caffe's -stage): layers whose rules name a stage are kept "
+                  "only with it")
+      ->delimiter(',');
   return [opt] {
     const std::string path = find_model_file(opt->model);
     auto param = load_model(path);
     TrainConfig feeds;
     feeds.data = opt->data;
+    for (const std::string& stage : opt->stages) {
+      feeds.train_state.add_stage(stage);
+      feeds.test_state.add_stage(stage);
+    }
     const DataFeeds fed = plan_data_feeds(param, path, feeds);  // data layers become Inputs of their data's shape
+    if (opt->memory || opt->test_phase) require_test_net(fed, path);
+    if (!fed.test_needs_stage.empty())  // as Caffe, which builds the TRAIN net there
+      std::fprintf(stderr, "cgdp: note: %s: %s; shown: the TRAIN net\n", path.c_str(),
+                   fed.test_needs_stage.c_str());
     if (opt->memory) {
       const int64_t test_batch = test_batch_size(fed, opt->test_batch, opt->batch);  // as train
       const SyncKind sync = !opt->sync.empty() ? parse_sync_kind(opt->sync)

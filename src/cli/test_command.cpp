@@ -61,6 +61,10 @@ Runner add_test_command(CLI::App& app) {
   cmd->add_option("--samples", c.test_samples, "The first N test samples (instead of --iterations)")
       ->excludes("--iterations")
       ->check(kPositive);
+  cmd->add_option("--stage", f->train.test_stages,
+                  "The test net's stages (caffe test's -stage): layers whose rules name a stage "
+                  "are kept only with it")
+      ->delimiter(',');
   cmd->add_flag("--json", f->json, "Print one JSON object: samples, accuracy, loss, outputs");
   return [f, cmd] {
     TrainConfig config = resolved_config(f->train, *cmd);

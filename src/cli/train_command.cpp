@@ -58,6 +58,13 @@ Runner add_train_command(CLI::App& app) {
   cmd->add_option("--test-iter", c.test_iter, "Test on N test batches (Caffe's test_iter; instead of --test-samples)")
       ->excludes("--test-samples")->check(kPositive);
   cmd->add_flag("--test-initialization", c.test_initialization, "Also test before the first iteration");
+  cmd->add_option("--stage", f->stages,
+                  "The train net's stages (Caffe's -stage; beside a solver's train_state): layers "
+                  "whose rules name a stage are kept only with it")
+      ->delimiter(',');
+  cmd->add_option("--test-stage", f->test_stages,
+                  "The test net's stages (beside a solver's test_state)")
+      ->delimiter(',');
   cmd->add_option("--display", c.display, "Iterations between progress lines (default: ~20 per run; -1: the last only)");
   cmd->add_option("--average-loss", c.average_loss,
                   "Progress lines show the mean loss of the last N iterations (default: since the last line)")

@@ -245,6 +245,8 @@ TrainConfig resolved_config(const TrainFlags& f, const CLI::App& cmd) {
     if (cmd.count(flag) > 0) config.images_given = true;
   resolve_image_flags(f, cmd, config);
   config.solver = solver_settings(f, cmd);
+  for (const std::string& stage : f.stages) config.train_state.add_stage(stage);
+  for (const std::string& stage : f.test_stages) config.test_state.add_stage(stage);
   if (!f.solver_file.empty()) apply_solver_file(config.solver, f.solver_file, given_flags(cmd), config);
   return config;
 }

@@ -24,6 +24,7 @@ struct TrainFlags {
   std::string resize;          // --resize HxW
   std::string mean_file;       // --mean-file F.binaryproto
   std::string augment;         // --augment rrc:N
+  std::vector<std::string> stages, test_stages;  // --stage, --test-stage
 };
 
 // --model, --data, --batch, --global-batch, --devices, --device-kind, --host-threads, --threads,

@@ -27,7 +27,7 @@ proto::NetParameter load_trained_model(const TrainedNetFlags& f, std::string& pa
   proto::NetParameter model = load_model(path);
   TrainConfig shape;
   shape.data = f.data;
-  (void)plan_data_feeds(model, path, shape);
+  require_test_net(plan_data_feeds(model, path, shape), path);
   return model;
 }
 

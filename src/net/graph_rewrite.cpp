@@ -45,6 +45,32 @@ bool layer_in_phase(const proto::LayerParameter& layer, Phase phase, const proto
   return true;
 }
 
+proto::NetState merged_state(const proto::NetParameter& model, const proto::NetState& extra) {
+  proto::NetState state = model.state();
+  state.MergeFrom(extra);  // as Caffe's Net::Init: stages appended, a set level replaces
+  return state;
+}
+
+proto::NetParameter resolve_states(const proto::NetParameter& model, const proto::NetState& train,
+                                   const proto::NetState& test) {
+  const proto::NetState train_state = merged_state(model, train);
+  const proto::NetState test_state = merged_state(model, test);
+  proto::NetParameter out = model;
+  out.clear_layer();
+  out.clear_state();
+  for (const auto& layer : model.layer()) {
+    const bool in_train = layer_in_phase(layer, Phase::Train, train_state);
+    const bool in_test = layer_in_phase(layer, Phase::Test, test_state);
+    if (!in_train && !in_test) continue;
+    proto::LayerParameter* kept = out.add_layer();
+    *kept = layer;
+    kept->clear_include();
+    kept->clear_exclude();
+    if (in_train != in_test) kept->add_include()->set_phase(in_train ? proto::TRAIN : proto::TEST);
+  }
+  return out;
+}
+
 proto::NetParameter filter_phase(const proto::NetParameter& param, Phase phase) {
   proto::NetParameter out = param;
   out.clear_layer();

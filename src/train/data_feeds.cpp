@@ -3,6 +3,7 @@
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/data/open_dataset.hpp"
+#include "cgdp/net/graph_rewrite.hpp"
 
 namespace cgdp {
 
@@ -58,12 +59,27 @@ void feed_from_layer(proto::NetParameter& model, const DataLayer& layer, const s
 }  // namespace
 
 DataFeeds plan_data_feeds(proto::NetParameter& model, const std::string& model_path, const TrainConfig& config) {
+  const std::string staged_out[2] = {
+      staged_out_data_layers(model, Phase::Train, merged_state(model, config.train_state)),
+      staged_out_data_layers(model, Phase::Test, merged_state(model, config.test_state))};
+  model = resolve_states(model, config.train_state, config.test_state);
   const std::optional<DataLayer> train_layer = find_data_layer(model, Phase::Train, model_path);
   const std::optional<DataLayer> test_layer = find_data_layer(model, Phase::Test, model_path);
   DataFeeds feeds;
   const std::string train_spec = config.data.empty() ? kDefaultData : config.data;
   feeds.train = {train_spec, config.images, std::nullopt};
   feeds.test = {config.test_data.empty() ? train_spec : config.test_data, config.images, std::nullopt};
+  if (!train_layer && !staged_out[0].empty())
+    throw ModelError(cat(model_path, ": the TRAIN net has no data layer: ", staged_out[0],
+                         "; give the stage (--stage, or a solver's train_state)"));
+  if (train_layer && !test_layer && !staged_out[1].empty()) {
+    feeds.test_needs_stage =
+        cat("the TEST net has no data layer: ", staged_out[1],
+            "; give its stage (a solver's test_state; --test-stage with train, --stage with "
+            "test and inspect)");
+    feed_from_layer(model, *train_layer, config.data, config, feeds.train);
+    return feeds;
+  }
   if (!train_layer && !test_layer) return feeds;
   if (!train_layer || !test_layer)
     throw ModelError(cat(model_path, ": layer '", (train_layer ? *train_layer : *test_layer).name,
@@ -74,6 +90,11 @@ DataFeeds plan_data_feeds(proto::NetParameter& model, const std::string& model_p
   if (train_layer->index != test_layer->index) feed_from_layer(model, *train_layer, config.data, config, feeds.train);
   else feeds.train = feeds.test;
   return feeds;
+}
+
+void require_test_net(const DataFeeds& feeds, const std::string& model_path) {
+  if (!feeds.test_needs_stage.empty())
+    throw ModelError(cat(model_path, ": ", feeds.test_needs_stage));
 }
 
 int64_t test_batch_size(const DataFeeds& feeds, int64_t flag, int64_t batch) {

@@ -152,6 +152,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   model_path_ = find_model_file(config.model);
   model_ = load_model(model_path_);
   feeds_ = plan_data_feeds(model_, model_path_, config);
+  require_test_net(feeds_, model_path_);
   check_outputs();
   std::optional<Profile> profile;  // --chunk auto's, measured before this trainer's workers exist
   if (config.chunk == "auto") {

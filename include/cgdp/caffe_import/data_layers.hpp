@@ -30,6 +30,11 @@ struct DataLayer {
   proto::DummyDataParameter dummy;
 };
 
+// The data layers a `phase` net would have but for their rules' stages or levels, which `state`
+// does not meet: "'data' (line 12: stage test-on-train)", comma-separated; empty if none.
+std::string staged_out_data_layers(const proto::NetParameter& model, Phase phase,
+                                   const proto::NetState& state);
+
 // The data layer `phase` builds, if any. Two in one phase, or data tops other than (data) or
 // (data, label), throw ModelError naming the file and line.
 std::optional<DataLayer> find_data_layer(const proto::NetParameter& net, Phase phase,

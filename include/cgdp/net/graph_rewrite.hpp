@@ -10,6 +10,15 @@ namespace cgdp {
 // gives (Caffe's StateMeetsRule and FilterNet; state's own phase is not read).
 bool layer_in_phase(const proto::LayerParameter& layer, Phase phase, const proto::NetState& state);
 
+// Caffe's solver train_state and test_state: the model's own `state` merged with `train`, or with
+// `test` (stages added, a level set), decides now which layers each phase's net keeps; every rule
+// becomes a plain phase rule (none: both phases; include { phase }: one) and a layer of neither
+// phase goes. From then on nets and data layers are filtered by phase alone.
+proto::NetParameter resolve_states(const proto::NetParameter& model, const proto::NetState& train,
+                                   const proto::NetState& test);
+// The model's `state` merged with `extra`, as a phase's net sees it.
+proto::NetState merged_state(const proto::NetParameter& model, const proto::NetState& extra);
+
 // Keeps the layers admitted in `phase`, with the level and stages of the model's `state`.
 proto::NetParameter filter_phase(const proto::NetParameter& param, Phase phase);
 

@@ -26,12 +26,19 @@ struct DataFeed {
 
 struct DataFeeds {
   DataFeed train, test;
+  // Set when the model has a TRAIN data layer and its TEST ones need a stage or level the test
+  // state lacks (staged_out_data_layers): the TEST net cannot be built; the TRAIN net can.
+  std::string test_needs_stage;
 };
 
-// Finds the model's data layers and puts an Input in each one's place, shaped from its data (the
-// first record, as Caffe infers it) and its batch_size; returns what feeds each phase. A model
-// without data layers is fed --data (default kDefaultData), its test split --test-data.
+// Resolves the model's stages for each phase (resolve_states, with config's train_state and
+// test_state), finds its data layers and puts an Input in each one's place, shaped from its data
+// (the first record, as Caffe infers it) and its batch_size; returns what feeds each phase. A
+// model without data layers is fed --data (default kDefaultData), its test split --test-data.
 DataFeeds plan_data_feeds(proto::NetParameter& model, const std::string& model_path, const TrainConfig& config);
+
+// Throws ModelError naming the TEST data layers' stages when feeds.test_needs_stage is set.
+void require_test_net(const DataFeeds& feeds, const std::string& model_path);
 
 // The test net's batch: `flag` when > 0, else the TEST data layer's batch_size, else the train
 // `batch` (the test net is then no larger than the train net beside it on worker 0).

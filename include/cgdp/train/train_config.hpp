@@ -37,6 +37,9 @@ struct TrainConfig {
   double epochs = 0;         // used when iterations == 0
   int accumulate = 1;        // micro-batches whose gradients are summed per update (Caffe's iter_size)
   proto::SolverParameter solver;  // base_lr, lr_policy, momentum, weight_decay, ...
+  // Caffe's NetState of each phase's net, merged with the model's own `state` (a solver's
+  // train_state and test_state, --stage and --test-stage): which staged layers each builds.
+  proto::NetState train_state, test_state;
   uint64_t seed = 1;
   int64_t test_interval = 0;  // 0: once per epoch; < 0: only at the end
   int64_t test_samples = 0;   // 0: the whole test set
