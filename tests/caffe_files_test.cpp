@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "cgdp/caffe_import/data_layers.hpp"
@@ -243,12 +244,8 @@ TEST(DataLayers, DummyDataFeedsItsFillers) {
   EXPECT_NE(bad.output.find("its first top must be N x C x H x W"), std::string::npos) << bad.output;
 }
 
-// Caffe's autoencoder pattern: one TRAIN data layer, two TEST ones selected by stage. Without a
-// stage the TEST net has no data: train refuses in one line naming both layers and their stages,
-// inspect shows the TRAIN net and says so; a solver's test_state (or --test-stage) picks one.
-TEST(DataLayers, TestStatesPickTheTestNetsDataLayer) {
-  testing::TempDir dir;
-  std::ofstream(dir / "m.prototxt") << R"(name: "Staged"
+// One TRAIN data layer and two TEST ones selected by stage, as Caffe's mnist_autoencoder has.
+const char* kStagedModel = R"(name: "Staged"
 layer { name: "data" type: "DummyData" top: "data" top: "label" include { phase: TRAIN }
         dummy_data_param { shape { dim: 4 dim: 1 dim: 3 dim: 3 } shape { dim: 4 }
                            data_filler { type: "gaussian" std: 1 } data_filler { type: "constant" value: 1 } } }
@@ -259,6 +256,13 @@ layer { name: "data" type: "DummyData" top: "data" top: "label" include { phase:
 layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 3 } }
 layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
 )";
+
+// Caffe's autoencoder pattern: one TRAIN data layer, two TEST ones selected by stage. Without a
+// stage the TEST net has no data: train refuses in one line naming both layers and their stages,
+// inspect shows the TRAIN net and says so; a solver's test_state (or --test-stage) picks one.
+TEST(DataLayers, TestStatesPickTheTestNetsDataLayer) {
+  testing::TempDir dir;
+  std::ofstream(dir / "m.prototxt") << kStagedModel;
   std::ofstream(dir / "solver.prototxt")
       << "net: \"m.prototxt\" max_iter: 2 base_lr: 0.1 test_iter: 1 solver_mode: CPU "
          "test_state { stage: \"test-on-test\" }\n";
@@ -289,11 +293,45 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "
       "train --model m.prototxt --iterations 2 --test-iter 1 --test-stage test-on-train --plain");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("4 train / 3 test samples"), std::string::npos) << r.output;
+}
+
+// Caffe's several test nets: one per test_state, each with its own test_iter, data layer and batch,
+// reported by number at every test point (train) and by `cgdp test`.
+TEST(DataLayers, EveryTestStateIsATestNetOfItsOwn) {
+  testing::TempDir dir;
+  std::ofstream(dir / "m.prototxt") << kStagedModel;
   std::ofstream(dir / "two.prototxt")
-      << "net: \"m.prototxt\" test_iter: 1 test_iter: 1 test_state { stage: \"test-on-test\" } "
+      << "net: \"m.prototxt\" max_iter: 2 base_lr: 0.1 solver_mode: CPU test_interval: 1 "
+         "test_iter: 1 test_iter: 2 test_state { stage: \"test-on-test\" } "
          "test_state { stage: \"test-on-train\" }\n";
-  r = cgdp("train --solver two.prototxt");
-  EXPECT_NE(r.output.find("two.prototxt: 2 test nets"), std::string::npos) << r.output;
+  const auto cgdp = [&](const std::string& args) {
+    return testing::run_command(
+        cat("cd ", dir.path(), " && ", testing::binary_dir(), "/cgdp ", args, " 2>&1"));
+  };
+  auto r = cgdp("train --solver two.prototxt --plain --save w.safetensors");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* line : {"test  iter 1  epoch 1.00  net #0 (stage test-on-test)  accuracy",
+                           "test  iter 2  epoch 2.00  net #1 (stage test-on-train)  accuracy"})
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << " in " << r.output;
+  // Synthetic test data (DummyData holds one batch): each net reads test_iter of its own batches.
+  r = testing::run_command(cat("cd ", dir.path(), " && ", testing::binary_dir(),
+                               "/cgdp test --solver two.prototxt --weights w.safetensors --json "
+                               "--test-data synthetic:1,3,3,3"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j["nets"].size(), 2u) << r.output;
+  EXPECT_EQ(j["nets"][0]["net"], "#0 (stage test-on-test)");
+  EXPECT_EQ(j["nets"][0]["samples"], 5);  // 1 batch of 5
+  EXPECT_EQ(j["nets"][1]["net"], "#1 (stage test-on-train)");
+  EXPECT_EQ(j["nets"][1]["samples"], 6);  // 2 batches of 3
+  std::ofstream(dir / "bad.prototxt")
+      << "net: \"m.prototxt\" test_iter: 1 test_state { stage: \"test-on-test\" } "
+         "test_state { stage: \"test-on-train\" }\n";
+  r = cgdp("train --solver bad.prototxt");
+  EXPECT_NE(r.output.find("bad.prototxt: test_iter is given 1 times for 2 test nets (one per "
+                          "test_state): give one test_iter per test net"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(PublishedCaffeFiles, EverySolverParses) {

@@ -49,12 +49,16 @@ void apply_solver_file(const proto::SolverParameter& s, const std::string& path,
   // Caffe tests only when test_interval is set; cgdp then still tests once at the end.
   if (unless("--test-interval")) c.test_interval = s.test_interval() > 0 ? s.test_interval() : -1;
   if (s.test_iter_size() > 0 && unless("--test-samples") && unless("--test-iter")) c.test_iter = s.test_iter(0);
-  if (s.test_state_size() > 1 || s.test_iter_size() > 1)
-    throw UsageError(cat(path, ": ", std::max(s.test_state_size(), s.test_iter_size()),
-                         " test nets (test_state, test_iter): cgdp tests one net so far; keep one "
-                         "test_state and one test_iter"));
+  // Caffe: one test net per test_state (one without), each with its own test_iter.
+  const int test_nets = std::max(s.test_state_size(), 1);
+  if (s.test_iter_size() > 0 && s.test_iter_size() != test_nets)
+    throw UsageError(cat(path, ": test_iter is given ", s.test_iter_size(), " times for ",
+                         test_nets, " test net", test_nets == 1 ? "" : "s",
+                         " (one per test_state): give one test_iter per test net"));
   c.train_state.MergeFrom(s.train_state());
-  if (s.test_state_size() == 1) c.test_state.MergeFrom(s.test_state(0));
+  if (s.test_state_size() > 0) c.test_state.MergeFrom(s.test_state(0));
+  for (int k = 1; k < s.test_state_size(); ++k)
+    c.more_test_nets.push_back({s.test_state(k), s.test_iter_size() > k ? s.test_iter(k) : 0});
   if (unless("--test-initialization")) c.test_initialization = s.test_initialization();
   if (s.has_snapshot() && unless("--snapshot-every")) c.snapshot_every = s.snapshot();
   if (s.has_snapshot_prefix() && unless("--snapshot-prefix")) c.snapshot_prefix = s.snapshot_prefix();

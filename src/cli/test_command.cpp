@@ -19,19 +19,36 @@ struct TestFlags {
   bool json = false;
 };
 
-void print_evaluation(const Trainer::Evaluation& e, const TrainConfig& c, bool json) {
+nlohmann::ordered_json evaluation_json(const Trainer::Evaluation& e) {
+  nlohmann::ordered_json out;
+  if (!e.net.empty()) out["net"] = e.net;
+  out["samples"] = e.samples;
+  if (e.accuracy) out["accuracy"] = *e.accuracy;
+  if (e.loss) out["loss"] = *e.loss;
+  for (const auto& [name, value] : e.outputs) out["outputs"][name] = value;
+  return out;
+}
+
+// One test net: its figures; several (a solver's test_state, repeated): each by its number.
+void print_evaluations(const std::vector<Trainer::Evaluation>& all, const TrainConfig& c,
+                       bool json) {
   if (json) {
-    nlohmann::ordered_json out = {{"samples", e.samples}};
-    if (e.accuracy) out["accuracy"] = *e.accuracy;
-    if (e.loss) out["loss"] = *e.loss;
-    for (const auto& [name, value] : e.outputs) out["outputs"][name] = value;
+    nlohmann::ordered_json out = evaluation_json(all[0]);
+    if (all.size() > 1) {
+      out = {{"nets", nlohmann::ordered_json::array()}};
+      for (const auto& e : all) out["nets"].push_back(evaluation_json(e));
+    }
     std::printf("%s\n", out.dump().c_str());
     return;
   }
-  std::printf("cgdp: test of %s on %d samples\n", c.model.c_str(), static_cast<int>(e.samples));
-  if (e.accuracy) std::printf("  accuracy = %.6g\n", *e.accuracy);
-  if (e.loss) std::printf("  loss = %.6g\n", *e.loss);
-  for (const auto& [name, value] : e.outputs) std::printf("  %s = %.6g\n", name.c_str(), value);
+  for (const Trainer::Evaluation& e : all) {
+    std::printf("cgdp: test of %s%s on %d samples\n", c.model.c_str(),
+                e.net.empty() ? "" : cat(", test net ", e.net).c_str(),
+                static_cast<int>(e.samples));
+    if (e.accuracy) std::printf("  accuracy = %.6g\n", *e.accuracy);
+    if (e.loss) std::printf("  loss = %.6g\n", *e.loss);
+    for (const auto& [name, value] : e.outputs) std::printf("  %s = %.6g\n", name.c_str(), value);
+  }
 }
 
 }  // namespace
@@ -56,11 +73,16 @@ Runner add_test_command(CLI::App& app) {
          "Samples per test batch (default: the TEST data layer's batch_size, else --batch)")
       ->check(kPositive);
   cmd->add_option("-i,--iterations", f->batches,
-                  "Test batches (caffe test's -iterations; default: the whole test split)")
+                  "Test batches of every test net (caffe test's -iterations; default: a solver's "
+                  "test_iter, else the whole test split)")
       ->check(kPositive);
   cmd->add_option("--samples", c.test_samples, "The first N test samples (instead of --iterations)")
       ->excludes("--iterations")
       ->check(kPositive);
+  cmd->add_option("--solver", f->train.solver_file,
+                  "Caffe solver file: its net and test nets (test_state, test_iter); flags "
+                  "override its fields")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--stage", f->train.test_stages,
                   "The test net's stages (caffe test's -stage): layers whose rules name a stage "
                   "are kept only with it")
@@ -70,7 +92,10 @@ Runner add_test_command(CLI::App& app) {
     TrainConfig config = resolved_config(f->train, *cmd);
     config.devices = 1;  // the test runs on the first worker
     config.iterations = 1;
-    config.test_iter = f->batches;
+    if (f->batches > 0) {  // else a solver's test_iter, or the whole test split
+      config.test_iter = f->batches;
+      for (TrainConfig::MoreTestNet& net : config.more_test_nets) net.iterations = f->batches;
+    }
     // --json: stdout holds the one object; the trainer's notes go to stderr.
     Trainer trainer(config, f->json ? stderr : stdout);
     const WeightsReport& report = trainer.weights_report();
@@ -79,7 +104,7 @@ Runner add_test_command(CLI::App& app) {
                            config.model, " without values (", report.missing.front(),
                            report.missing.size() > 1 ? ", ..." : "",
                            "): the test would score their random initial values"));
-    print_evaluation(trainer.evaluate(), config, f->json);
+    print_evaluations(trainer.evaluate_all(), config, f->json);
     return 0;
   };
 }

@@ -27,7 +27,11 @@ namespace {
 proto::SolverParameter solver_settings(const TrainFlags& f, const CLI::App& cmd) {
   proto::SolverParameter s;
   if (!f.solver_file.empty()) s = load_solver(f.solver_file);
-  auto given = [&](const char* flag) { return f.solver_file.empty() || cmd.count(flag) > 0; };
+  // A flag a command lacks (`cgdp test` has no --lr) leaves the file's field.
+  auto given = [&](const char* flag) {
+    const CLI::Option* option = cmd.get_option_no_throw(flag);
+    return f.solver_file.empty() || (option && option->count() > 0);
+  };
   if (given("--lr")) s.set_base_lr(static_cast<float>(f.lr));
   if (given("--momentum")) s.set_momentum(static_cast<float>(f.momentum));
   if (given("--weight-decay")) s.set_weight_decay(static_cast<float>(f.weight_decay));

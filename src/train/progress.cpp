@@ -61,9 +61,11 @@ void ProgressReporter::train_point(const ProgressPoint& p) {
 
 void ProgressReporter::test_point(const ProgressPoint& p) {
   end_live_line();
-  std::string line = cat("test  iter ", p.iteration, "  epoch ", fixed(p.epoch, 2), "  accuracy ",
-                         p.accuracy ? fixed(*p.accuracy, 4) : std::string("- (no Accuracy layer)"), "  loss ",
-                         p.test_loss ? fixed(*p.test_loss, 4) : std::string("- (no loss layer in the TEST net)"));
+  std::string line =
+      cat("test  iter ", p.iteration, "  epoch ", fixed(p.epoch, 2),
+          p.test_net.empty() ? "" : cat("  net ", p.test_net), "  accuracy ",
+          p.accuracy ? fixed(*p.accuracy, 4) : std::string("- (no Accuracy layer)"), "  loss ",
+          p.test_loss ? fixed(*p.test_loss, 4) : std::string("- (no loss layer in the TEST net)"));
   for (const auto& [name, value] : p.test_outputs) line += cat("  ", name, " ", fixed(value, 4));
   std::fprintf(out_, "%s\n", line.c_str());
   std::fflush(out_);
@@ -81,6 +83,7 @@ void ProgressReporter::write_metrics(const char* phase, const ProgressPoint& p) 
   nlohmann::json j = {{"phase", phase},          {"iteration", p.iteration}, {"epoch", p.epoch},
                       {"loss", p.loss},          {"images_per_s", p.images_per_s},
                       {"elapsed_s", p.elapsed_s}};
+  if (!p.test_net.empty()) j["net"] = p.test_net;
   if (p.accuracy) j["accuracy"] = *p.accuracy;
   for (const auto& [name, value] : p.test_outputs) j["outputs"][name] = value;
   if (p.test_loss) j["loss"] = *p.test_loss;

@@ -43,6 +43,13 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// --gemm-conv: every Convolution on the im2col + GEMM engine (engine: CAFFE).
+void use_gemm_convolutions(proto::NetParameter& model) {
+  for (proto::LayerParameter& layer : *model.mutable_layer())
+    if (layer.type() == "Convolution")
+      layer.mutable_convolution_param()->set_engine(proto::ConvolutionParameter::CAFFE);
+}
+
 // --precision, checked against the backend and the CPU before any net is built.
 Precision checked_precision(const std::string& text, DeviceKind kind) {
   const Precision precision = parse_precision(text);
@@ -166,10 +173,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
     config.chunk_search.check();
     profile = chunk_profile(config, measure_profile);
   }
-  if (config.gemm_convolutions)
-    for (proto::LayerParameter& layer : *model_.mutable_layer())
-      if (layer.type() == "Convolution")
-        layer.mutable_convolution_param()->set_engine(proto::ConvolutionParameter::CAFFE);
+  if (config.gemm_convolutions) use_gemm_convolutions(model_);
   per_worker_batch_ = per_worker_batch(config, declared_batch_size(model_, Phase::Train));
   test_batch_ = test_batch_size(feeds_, config.test_batch, per_worker_batch_);
   check_memory(sync, device_kind);
@@ -188,6 +192,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   test_net_ = std::make_unique<Net<float>>(model_, Phase::Test, net0.device(), test_batch_,
                                            config.seed, model_path_);
   test_net_->share_params_from(net0);
+  build_more_test_nets();
   load_initial_weights();
   const Shape in = net0.input_data().shape();
   if (in.size() != 4)
@@ -204,6 +209,8 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   };
   train_data_ = open_feed(feeds_.train, Split::Train, synthetic, completed(feeds_.train.images), per_worker_batch_);
   test_data_ = open_feed(feeds_.test, Split::Test, synthetic, completed(feeds_.test.images), test_batch_);
+  for (MoreTest& t : more_tests_)
+    t.data = open_feed(t.feed, Split::Test, synthetic, completed(t.feed.images), t.batch);
   check_data_fits_model();
   const int64_t per_update = per_worker_batch_ * total_workers() * config.accumulate;
   max_iterations_ = config.iterations > 0
@@ -599,37 +606,86 @@ std::function<void()> Trainer::loader_binding() const {
   return [cpus = placement_.loader_cpus] { (void)bind_current_thread(cpus); };  // unbound: runs anyway
 }
 
+// A solver's later test nets: the model again, with each one's test_state, gives its TEST net and
+// its data layer (a staged model holds one per test net).
+void Trainer::build_more_test_nets() {
+  for (const TrainConfig::MoreTestNet& spec : config_.more_test_nets) {
+    TrainConfig c = config_;
+    c.test_state = spec.state;
+    proto::NetParameter model = load_model(model_path_);
+    const DataFeeds feeds = plan_data_feeds(model, model_path_, c);
+    require_test_net(feeds, model_path_);
+    if (config_.gemm_convolutions) use_gemm_convolutions(model);
+    MoreTest t;
+    t.name = test_net_name(static_cast<int>(more_tests_.size()) + 1);
+    t.feed = feeds.test;
+    t.batch = test_batch_size(feeds, config_.test_batch, per_worker_batch_);
+    t.iterations = spec.iterations;
+    t.net = std::make_unique<Net<float>>(model, Phase::Test, net().device(), t.batch, config_.seed,
+                                         model_path_);
+    t.net->share_params_from(net());
+    more_tests_.push_back(std::move(t));
+  }
+}
+
+std::string Trainer::test_net_name(int k) const {
+  if (config_.more_test_nets.empty()) return "";
+  const proto::NetState& state = k == 0 ? config_.test_state : config_.more_test_nets[k - 1].state;
+  std::string stages;
+  for (const std::string& s : state.stage()) stages += cat(stages.empty() ? "" : ", ", s);
+  return cat("#", k, stages.empty() ? "" : cat(" (stage ", stages, ")"));
+}
+
 Trainer::Evaluation Trainer::evaluate() {
+  Evaluation e = evaluate(*test_net_, test_data_, test_batch_, config_.test_iter);
+  e.net = test_net_name(0);
+  return e;
+}
+
+std::vector<Trainer::Evaluation> Trainer::evaluate_all() {
+  std::vector<Evaluation> all = {evaluate()};
+  for (MoreTest& t : more_tests_) {
+    all.push_back(evaluate(*t.net, t.data, t.batch, t.iterations));
+    all.back().net = t.name;
+  }
+  return all;
+}
+
+Trainer::Evaluation Trainer::evaluate(Net<float>& test_net,
+                                      const std::shared_ptr<const Dataset>& data, int64_t batch,
+                                      int64_t iterations) {
   average_state();
   Worker& w = workers_[0];
   LoaderOptions lo;
-  lo.global_batch = test_batch_;
+  lo.global_batch = batch;
   lo.order = Order::Sequential;
   lo.epoch_end = EpochEnd::PadLastBatch;
-  lo.threads = loader_threads(*test_data_);
+  lo.threads = loader_threads(*data);
   lo.thread_start = loader_binding();
-  BatchLoader loader(test_data_, lo, *w.device);
-  const int64_t asked = config_.test_iter > 0 ? config_.test_iter * test_batch_ : config_.test_samples;
-  const int64_t samples = asked > 0 ? std::min(asked, test_data_->size()) : test_data_->size();
-  const std::optional<std::string> headline = headline_accuracy(*test_net_);
-  const bool has_loss = !test_net_->loss_tops().empty();
+  BatchLoader loader(data, lo, *w.device);
+  const int64_t asked = iterations > 0 ? iterations * batch : config_.test_samples;
+  const int64_t samples = asked > 0 ? std::min(asked, data->size()) : data->size();
+  const std::optional<std::string> headline = headline_accuracy(test_net);
+  const bool has_loss = !test_net.loss_tops().empty();
   std::map<std::string, double> sums;  // every scalar output, weighted by its batch's rows
   double loss = 0;
   int64_t seen = 0;
   while (seen < samples) {
-    const Batch& batch = loader.next();
-    const int64_t rows = std::min(batch.valid, samples - seen);
-    test_net_->set_batch_size(rows);
-    Blob<float>& data = test_net_->input_data();
-    w.compute->copy_async(data.mutable_data(), batch.images, data.bytes());
-    w.compute->copy_async(test_net_->input_label()->mutable_data(), batch.labels, test_net_->input_label()->bytes());
-    test_net_->forward({Phase::Test, w.compute.get(), config_.seed, iteration(), seen});
+    const Batch& b = loader.next();
+    const int64_t rows = std::min(b.valid, samples - seen);
+    test_net.set_batch_size(rows);
+    Blob<float>& input = test_net.input_data();
+    w.compute->copy_async(input.mutable_data(), b.images, input.bytes());
+    w.compute->copy_async(test_net.input_label()->mutable_data(), b.labels,
+                          test_net.input_label()->bytes());
+    test_net.forward({Phase::Test, w.compute.get(), config_.seed, iteration(), seen});
     synchronize_stream(w, *w.compute, "compute", iteration());
-    for (const auto& [name, value] : test_net_->scalar_outputs()) sums[name] += value * static_cast<double>(rows);
-    if (has_loss) loss += test_net_->loss() * static_cast<double>(rows);
+    for (const auto& [name, value] : test_net.scalar_outputs())
+      sums[name] += value * static_cast<double>(rows);
+    if (has_loss) loss += test_net.loss() * static_cast<double>(rows);
     seen += rows;
   }
-  test_net_->set_batch_size(test_batch_);
+  test_net.set_batch_size(batch);
   Evaluation e;
   for (const auto& [name, sum] : sums) {
     if (name == headline) e.accuracy = sum / static_cast<double>(seen);
@@ -640,7 +696,7 @@ Trainer::Evaluation Trainer::evaluate() {
   if (e.loss && !std::isfinite(*e.loss)) {  // as check_loss: a NaN test is no result to report
     throw RuntimeCheckError(
         cat("test after iteration ", iteration(), ": the loss is ", *e.loss, "; ",
-            non_finite_output(*test_net_).value_or("every layer output is finite"),
+            non_finite_output(test_net).value_or("every layer output is finite"),
             " (the parameters or the test data hold NaN or inf)"));
   }
   return e;
@@ -690,13 +746,16 @@ void Trainer::announce(ProgressReporter& progress, int64_t batch, double epoch_i
 // Every host tests (all hold the same parameters, so all print the same figures): a host that
 // skipped it would wait that long for the others' next gradients, maybe past the timeout.
 void Trainer::test_point(ProgressReporter& progress, ProgressPoint p, TrainResult& result) {
-  const Evaluation e = evaluate();
-  p.accuracy = e.accuracy;
-  p.test_loss = e.loss;
-  p.test_outputs = e.outputs;
-  progress.test_point(p);
-  result.test_accuracy = e.accuracy.value_or(NAN);
-  result.test_loss = e.loss.value_or(NAN);
+  const std::vector<Evaluation> all = evaluate_all();
+  for (const Evaluation& e : all) {
+    p.test_net = e.net;
+    p.accuracy = e.accuracy;
+    p.test_loss = e.loss;
+    p.test_outputs = e.outputs;
+    progress.test_point(p);
+  }
+  result.test_accuracy = all[0].accuracy.value_or(NAN);  // the first test net's, as Caffe's #0
+  result.test_loss = all[0].loss.value_or(NAN);
 }
 
 TrainResult Trainer::run() {

@@ -24,6 +24,7 @@ struct ProgressPoint {
   std::optional<double> accuracy;
   std::optional<double> test_loss;
   std::vector<std::pair<std::string, double>> test_outputs;
+  std::string test_net;  // with several test nets: which, e.g. "#1 (stage test-on-test)"
 };
 
 class ProgressReporter {

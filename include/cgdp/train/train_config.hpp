@@ -40,6 +40,14 @@ struct TrainConfig {
   // Caffe's NetState of each phase's net, merged with the model's own `state` (a solver's
   // train_state and test_state, --stage and --test-stage): which staged layers each builds.
   proto::NetState train_state, test_state;
+  // A solver's second and later test nets (test_state and test_iter repeated): each is a TEST net
+  // of its own stages, with its own data layer and batch, tested with the first (test_state,
+  // test_iter) and reported by its number. iterations 0: as many samples as the first.
+  struct MoreTestNet {
+    proto::NetState state;
+    int64_t iterations = 0;
+  };
+  std::vector<MoreTestNet> more_test_nets;
   uint64_t seed = 1;
   int64_t test_interval = 0;  // 0: once per epoch; < 0: only at the end
   int64_t test_samples = 0;   // 0: the whole test set

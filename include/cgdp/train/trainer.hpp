@@ -65,12 +65,15 @@ class Trainer {
   int64_t iteration() const { return workers_[0].solver->iteration(); }
 
   struct Evaluation {
+    std::string net;                 // "#1 (stage test-on-test)" with several test nets, else ""
     std::optional<double> accuracy;  // none without an Accuracy layer
     std::optional<double> loss;      // none without a loss layer
     std::vector<std::pair<std::string, double>> outputs;  // the other scalar outputs, by top name
     int64_t samples = 0;                                  // test samples they average over
   };
+  // The first test net, and every test net in order (a solver's test_state, repeated).
   Evaluation evaluate();
+  std::vector<Evaluation> evaluate_all();
   // One iteration (load, forward, backward, exchange, update) on every worker; returns the loss.
   // run() calls it; the profiler drives it directly.
   double train_iteration();
@@ -90,6 +93,11 @@ class Trainer {
   void check_memory(SyncKind sync, DeviceKind kind);
   void load_initial_weights();
   void check_data_fits_model();
+  void build_more_test_nets();
+  // Scores `net` on `data` in batches of `batch`, `iterations` of them (0: config_'s samples).
+  Evaluation evaluate(Net<float>& net, const std::shared_ptr<const Dataset>& data, int64_t batch,
+                      int64_t iterations);
+  std::string test_net_name(int k) const;  // "" with one test net
   void announce(ProgressReporter& progress, int64_t batch, double epoch_iters);
   void test_point(ProgressReporter& progress, ProgressPoint p, TrainResult& result);
   void finish(ProgressReporter& progress, const TrainResult& result);
@@ -129,6 +137,16 @@ class Trainer {
   std::unique_ptr<ChunkAutoTuner> chunk_tuner_;  // --chunk auto
   std::string profile_note_;
   std::unique_ptr<Net<float>> test_net_;
+  // A solver's second and later test nets, each with its own data (config_.more_test_nets).
+  struct MoreTest {
+    std::string name;
+    DataFeed feed;
+    int64_t batch = 0;
+    int64_t iterations = 0;
+    std::unique_ptr<Net<float>> net;
+    std::shared_ptr<const Dataset> data;
+  };
+  std::vector<MoreTest> more_tests_;
   std::shared_ptr<const Dataset> train_data_;
   std::shared_ptr<const Dataset> test_data_;
   std::unique_ptr<BatchLoader> loader_;
