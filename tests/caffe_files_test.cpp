@@ -3,7 +3,9 @@
 // and the test net's figures are found by layer type.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -332,6 +334,35 @@ TEST(DataLayers, EveryTestStateIsATestNetOfItsOwn) {
                           "test_state): give one test_iter per test net"),
             std::string::npos)
       << r.output;
+}
+
+// An autoencoder in the form of Caffe's MNIST example (tests/data/autoencoder): no labels, two
+// parameterless layers named "loss", and its solver's two test nets by stage, both reported at
+// every test point; synthetic data stand in for its LMDBs, small batches for CI.
+TEST(DataLayers, CaffesAutoencoderTrainsWithBothTestNetsReported) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir / "examples/mnist");
+  for (const char* file : {"mnist_autoencoder.prototxt", "mnist_autoencoder_solver.prototxt"})
+    std::filesystem::copy_file(cat(testing::source_dir(), "/tests/data/autoencoder/", file),
+                               dir / "examples/mnist" / file);
+  const auto r = testing::run_command(
+      cat("cd ", dir.path(), " && ", testing::binary_dir(),
+          "/cgdp train --solver examples/mnist/mnist_autoencoder_solver.prototxt --device-kind cpu "
+          "--data synthetic:1,28,28,10 --batch 16 --test-batch 16 --test-iter 2 --iterations 6 "
+          "--test-interval 6 --snapshot-every 0 --plain 2>&1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::regex line(
+      R"(test  iter (\d+) .* net #(\d) \(stage (test-on-\w+)\)  accuracy - \(no Accuracy layer\)  loss ([0-9.]+)  l2_error ([0-9.]+))");
+  std::map<std::pair<int, int>, double> loss;  // (iteration, net)
+  for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), line);
+       it != std::sregex_iterator(); ++it) {
+    const int net = std::stoi((*it)[2]);
+    EXPECT_EQ((*it)[3], net == 0 ? "test-on-train" : "test-on-test");
+    loss[{std::stoi((*it)[1]), net}] = std::stod((*it)[4]);
+  }
+  ASSERT_EQ(loss.size(), 4u)
+      << r.output;  // both nets before the first iteration and after the last
+  for (int net = 0; net < 2; ++net) EXPECT_LT((loss[{6, net}]), (loss[{0, net}])) << r.output;
 }
 
 TEST(PublishedCaffeFiles, EverySolverParses) {

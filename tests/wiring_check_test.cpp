@@ -63,7 +63,13 @@ TEST(WiringCheck, TwoLayersOfOneNameAreRefused) {
                         "layer { name: \"ip\" type: \"InnerProduct\" bottom: \"a\" top: \"ip\" "
                         "inner_product_param { num_output: 3 } }\n"),
             "m.prototxt:3: layer 'ip': the name is already used by another layer (line 2); each "
-            "layer needs its own, since its parameters are saved under it");
+            "layer that learns needs its own, since its parameters are saved under it");
+  // Layers that save nothing may share a name, as Caffe's autoencoder's two "loss" layers do.
+  EXPECT_EQ(build_error("layer { name: \"ip\" type: \"InnerProduct\" bottom: \"data\" top: \"a\" "
+                        "inner_product_param { num_output: 3 } }\n"
+                        "layer { name: \"act\" type: \"Sigmoid\" bottom: \"a\" top: \"b\" }\n"
+                        "layer { name: \"act\" type: \"Sigmoid\" bottom: \"b\" top: \"ip\" }\n"),
+            "(no error)");
 }
 
 // A layer without a name, or one ending in "/state", trained and saved a file that --weights

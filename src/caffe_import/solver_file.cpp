@@ -57,8 +57,12 @@ void apply_solver_file(const proto::SolverParameter& s, const std::string& path,
                          " (one per test_state): give one test_iter per test net"));
   c.train_state.MergeFrom(s.train_state());
   if (s.test_state_size() > 0) c.test_state.MergeFrom(s.test_state(0));
+  // --test-iter and --test-samples hold for every test net.
+  const bool sized_by_flag = !unless("--test-iter") || !unless("--test-samples");
   for (int k = 1; k < s.test_state_size(); ++k)
-    c.more_test_nets.push_back({s.test_state(k), s.test_iter_size() > k ? s.test_iter(k) : 0});
+    c.more_test_nets.push_back({s.test_state(k), sized_by_flag            ? c.test_iter
+                                                 : s.test_iter_size() > k ? s.test_iter(k)
+                                                                          : 0});
   if (unless("--test-initialization")) c.test_initialization = s.test_initialization();
   if (s.has_snapshot() && unless("--snapshot-every")) c.snapshot_every = s.snapshot();
   if (s.has_snapshot_prefix() && unless("--snapshot-prefix")) c.snapshot_prefix = s.snapshot_prefix();

@@ -90,6 +90,7 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
       }
   }
   if (!input_) throw ModelError(cat(source, ": the model has no Input layer"));
+  check_saved_names(param, source);
   force_backward_ = param.force_backward();
   absorb_relus();
   mark_backward();
@@ -158,6 +159,22 @@ void Net<T>::share_kept_input(int i) {
                                     tops_[i - 1][0] == bottoms_[i][0];
   if (!in_place_on_previous) return;
   if (const Blob<T>* kept = layers_[i - 1]->kept_top()) layers_[i]->use_kept_input(kept);
+}
+
+template <typename T>
+void Net<T>::check_saved_names(const proto::NetParameter& param, const std::string& source) const {
+  std::map<std::string, int> holder;
+  for (int i = 0; i < num_layers(); ++i) {
+    if (layers_[i]->params().empty() && layers_[i]->state().empty()) continue;
+    const auto [it, fresh] = holder.emplace(layers_[i]->name(), i);
+    if (fresh) continue;
+    const proto::LayerParameter& first = param.layer(it->second);
+    throw ModelError(cat(located(source, param.layer(i)), ": layer '", layers_[i]->name(),
+                         "': the name is already used by another layer",
+                         first.has_source_line() ? cat(" (line ", first.source_line(), ")") : "",
+                         "; each layer that learns needs its own, since its parameters are saved "
+                         "under it"));
+  }
 }
 
 template <typename T>

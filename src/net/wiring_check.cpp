@@ -23,7 +23,7 @@ bool in_place(const proto::LayerParameter& layer, int j) {
 }  // namespace
 
 void check_wiring(const proto::NetParameter& param, const std::string& source) {
-  std::map<std::string, const proto::LayerParameter*> by_name, producer_of;
+  std::map<std::string, const proto::LayerParameter*> producer_of;
   for (const auto& layer : param.layer()) {
     const std::string where = cat(located(source, layer), ": layer '", layer.name(), "'");
     // Parameters are saved as "<layer>/<index>" and state as "<layer>/state/<index>".
@@ -31,10 +31,6 @@ void check_wiring(const proto::NetParameter& param, const std::string& source) {
       throw ModelError(cat(located(source, layer), ": layer '", layer.name(), "' (", layer.type(),
                            "): each layer needs a name, not empty and not ending in ",
                            "'/state', since its parameters are saved and read back under it"));
-    if (auto [it, fresh] = by_name.emplace(layer.name(), &layer); !fresh)
-      throw ModelError(cat(where, ": the name is already used by another layer",
-                           line_of(*it->second),
-                           "; each layer needs its own, since its parameters are saved under it"));
     for (int j = 0; j < layer.top_size(); ++j) {
       if (in_place(layer, j)) continue;
       auto [it, fresh] = producer_of.emplace(layer.top(j), &layer);

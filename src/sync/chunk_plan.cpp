@@ -93,7 +93,7 @@ std::vector<ParamLayer> param_layers(const Net<T>& net) {
   for (int i = net.num_layers() - 1; i >= 0; --i) {
     const auto [begin, end] = net.layer_param_range(i);
     if (end <= begin) continue;
-    ParamLayer p{i, net.layer(i).name(), begin, end - begin};
+    ParamLayer p{i, net.layer(i).name(), begin, end - begin, {}};
     // The weight must be the layer's own and first in its range: a shared weight's gradient adds
     // other layers' contributions, which its factors do not carry.
     const auto* factored = dynamic_cast<const SufficientFactors<T>*>(&net.layer(i));

@@ -476,12 +476,12 @@ void Trainer::check_data_fits_model() {
   if (Shape(in.begin() + 1, in.end()) != sample)
     throw ModelError(cat(model_path_, ": the model's input is ", shape_string({in[1], in[2], in[3]}),
                          " per sample but ", train_data_->describe(), " gives ", shape_string(sample)));
+  if (!net0.input_label()) return;  // it learns from its data alone (an autoencoder)
   const int classes = model_classes(net0, model_path_);
   if (train_data_->num_classes() > classes)
     throw ModelError(cat(model_path_, ": the model predicts ", classes, " classes but ",
-                         train_data_->describe(), " has labels up to ", train_data_->num_classes() - 1));
-  if (!net0.input_label())
-    throw ModelError(cat(model_path_, ": the Input layer needs a second top for the labels"));
+                         train_data_->describe(), " has labels up to ",
+                         train_data_->num_classes() - 1));
 }
 
 double Trainer::train_iteration() {
@@ -676,8 +676,8 @@ Trainer::Evaluation Trainer::evaluate(Net<float>& test_net,
     test_net.set_batch_size(rows);
     Blob<float>& input = test_net.input_data();
     w.compute->copy_async(input.mutable_data(), b.images, input.bytes());
-    w.compute->copy_async(test_net.input_label()->mutable_data(), b.labels,
-                          test_net.input_label()->bytes());
+    if (Blob<float>* label = test_net.input_label())
+      w.compute->copy_async(label->mutable_data(), b.labels, label->bytes());
     test_net.forward({Phase::Test, w.compute.get(), config_.seed, iteration(), seen});
     synchronize_stream(w, *w.compute, "compute", iteration());
     for (const auto& [name, value] : test_net.scalar_outputs())

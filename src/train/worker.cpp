@@ -14,11 +14,13 @@ namespace cgdp {
 
 void Worker::issue_input(const Batch& batch, int64_t row_begin, Timeline& timeline) {
   Blob<float>& data = net->input_data();
-  Blob<float>& label = *net->input_label();
+  Blob<float>* label = net->input_label();  // none in a net that learns from its data alone
   const int64_t rows = data.shape(0);
   traced(*compute, timeline, index, "compute", net->input_layer().name(), "forward", [&] {
     compute->copy_async(data.mutable_data(), batch.images + row_begin * data.count(1), data.bytes());
-    compute->copy_async(label.mutable_data(), batch.labels + row_begin * (label.count() / rows), label.bytes());
+    if (label)
+      compute->copy_async(label->mutable_data(), batch.labels + row_begin * (label->count() / rows),
+                          label->bytes());
   });
   compute->record(*input_loaded);
 }

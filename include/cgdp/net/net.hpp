@@ -108,6 +108,9 @@ class Net {
   // Offers every in-place ReLU with negative_slope 0 to the layer right before it, whose top it
   // rewrites; marks those taken as absorbed.
   void absorb_relus();
+  // Parameters and state are saved as "<layer>/<index>": two layers that hold any may not share a
+  // name. Others may (Caffe's autoencoder names two loss layers "loss").
+  void check_saved_names(const proto::NetParameter& param, const std::string& source) const;
   // Offers layer i, when it runs in place on the top of layer i - 1, that layer's kept copy.
   void share_kept_input(int i);
   // Places the activations' gradients in one buffer, sharing bytes between gradients that are
