@@ -1082,18 +1082,27 @@ TEST(FcExchange, PoseidonsRuleComparesTheBytesOfBothLinks) {
             (std::vector<bool>{false, false}));
 }
 
+// A paper profile (docs/examples/profile_NAME_p100x4.json) and its model's param layers, built on
+// shapes only: nothing is filled or touched.
+struct PaperNet {
+  Profile profile;
+  std::vector<ParamLayer> params;
+};
+PaperNet paper_net(const std::string& name) {
+  const std::string model = find_model_file(name);
+  MeasuringDevice measuring;
+  Net<float> net(load_model(model), Phase::Train, measuring, 1, 1, model);
+  return {read_profile(cat(testing::source_dir(), "/docs/examples/profile_", name, "_p100x4.json")),
+          param_layers(net)};
+}
+
 // The paper's AlexNet and VGG-16 on four P100s: with every fully-connected weight as factors a
 // worker sends at least 5x fewer bytes to the host per iteration than the dense fp32 gradient,
 // and at least 10x fewer when what travels is bf16.
 TEST(FcExchange, FactorsCutThePaperNetsBytesToTheHostFivefold) {
   for (const char* name : {"alexnet", "vgg16"}) {
     SCOPED_TRACE(name);
-    const Profile p =
-        read_profile(cat(testing::source_dir(), "/docs/examples/profile_", name, "_p100x4.json"));
-    const std::string model = find_model_file(name);
-    MeasuringDevice measuring;  // shapes only: nothing is filled or touched
-    Net<float> net(load_model(model), Phase::Train, measuring, 1, 1, model);
-    const auto params = param_layers(net);
+    const auto [p, params] = paper_net(name);
     CostInputs in = make_cost_inputs(p, params, 4);
     const ChunkPlan plan = make_chunk_plan(params, "layer");
     const LinkBytes dense = exchange_bytes(in);
@@ -1114,12 +1123,7 @@ TEST(FcExchange, FactorsCutThePaperNetsBytesToTheHostFivefold) {
 // all dense or all factors. Over links of 1 GB/s factors win; over links of 10 TB/s with a host
 // sum as fast the dense gradient does, since the rebuild's GEMM is work it does not do.
 TEST(FcExchange, AutoIsNeverSlowerThanAllDenseOrAllFactors) {
-  const Profile p =
-      read_profile(cat(testing::source_dir(), "/docs/examples/profile_alexnet_p100x4.json"));
-  const std::string model = find_model_file("alexnet");
-  MeasuringDevice measuring;  // shapes only: nothing is filled or touched
-  Net<float> net(load_model(model), Phase::Train, measuring, 1, 1, model);
-  const auto params = param_layers(net);
+  const auto [p, params] = paper_net("alexnet");
   const ChunkPlan plan = make_chunk_plan(params, "layer");
   const auto iteration = [&](CostInputs in, const std::vector<bool>& factored) {
     apply_factors(in, factored);
@@ -1144,12 +1148,7 @@ TEST(FcExchange, AutoIsNeverSlowerThanAllDenseOrAllFactors) {
 // other hosts' blocks (H - 1 of them, each N workers' rows), every worker receives and rebuilds
 // from all N H workers' rows, and over a slow network auto sends AlexNet's fc layers as factors.
 TEST(FcExchange, AcrossHostsTheGatherCrossesTheNetworkAndTheRebuildReadsEveryHostsRows) {
-  const Profile p =
-      read_profile(cat(testing::source_dir(), "/docs/examples/profile_alexnet_p100x4.json"));
-  const std::string model = find_model_file("alexnet");
-  MeasuringDevice measuring;  // shapes only: nothing is filled or touched
-  Net<float> net(load_model(model), Phase::Train, measuring, 1, 1, model);
-  const auto params = param_layers(net);
+  const auto [p, params] = paper_net("alexnet");
   const ChunkPlan plan = make_chunk_plan(params, "layer");
   WhatIf w;
   w.hosts = 3;
@@ -1196,14 +1195,9 @@ TEST(FcExchange, AcrossHostsTheGatherCrossesTheNetworkAndTheRebuildReadsEveryHos
 // A bf16 exchange rebuilds at the profile's measured speed-up (tensor cores); fp16 rows are
 // widened first and rebuild at fp32's speed, as does every profile without the field.
 TEST(FcExchange, Bf16RebuildRunsAtTheProfilesSpeedup) {
-  Profile p =
-      read_profile(cat(testing::source_dir(), "/docs/examples/profile_alexnet_p100x4.json"));
+  auto [p, params] = paper_net("alexnet");
   EXPECT_EQ(p.rebuild_bf16_speedup, 1);
   p.rebuild_bf16_speedup = 4;
-  const std::string model = find_model_file("alexnet");
-  MeasuringDevice measuring;
-  Net<float> net(load_model(model), Phase::Train, measuring, 1, 1, model);
-  const auto params = param_layers(net);
   CostInputs in = make_cost_inputs(p, params, 4);
   const auto fc6_at = std::find_if(in.params.begin(), in.params.end(),
                                    [](const ParamCost& c) { return c.layer.name == "fc6"; });
