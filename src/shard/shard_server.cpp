@@ -380,23 +380,25 @@ void ShardServer::Impl::send_sum(int local_piece) {
   const ShardPiece& p = layout_.pieces[first_piece_ + local_piece];
   const MessageHeader h =
       make_header(MessageKind::kSum, config_.shard, p.range, ready->iteration, p.offset, p.count);
+  // Counted before they go: a host that has received a sum finds it in the stats.
+  auto goes_now = [&](int host) { return host != p.owner && !sum_routes_[host].empty(); };
   int64_t sent = 0;
+  for (int host = 0; host < config_.num_hosts; ++host) sent += goes_now(host) ? 1 : 0;
+  count([&](ShardStats& s) {
+    s.sums_sent += sent;
+    ++s.pieces_summed;
+  });
   for (int host = 0; host < config_.num_hosts; ++host) {
     if (host == p.owner) continue;  // gathered rows: their owner has them
     zmq::message_t sum;
     sum.copy(ready->sum);  // shares the buffer (ZeroMQ reference counting), no copy
-    if (sum_routes_[host].empty()) {
+    if (!goes_now(host)) {
       hold(host, h, std::move(sum));
       continue;
     }
     zmq::message_t route(sum_routes_[host].data(), sum_routes_[host].size());
     send(route, h, &sum);
-    ++sent;
   }
-  count([&](ShardStats& s) {
-    s.sums_sent += sent;
-    ++s.pieces_summed;
-  });
 }
 
 // Only a gathered piece completes before every host joined (a summed one waits for every host's
@@ -414,14 +416,13 @@ void ShardServer::Impl::hold(int host, const MessageHeader& h, zmq::message_t su
 }
 
 void ShardServer::Impl::send_held(int host) {
-  int64_t sent = 0;
+  const auto sent = static_cast<int64_t>(held_[host].size());
+  count([&](ShardStats& s) { s.sums_sent += sent; });  // before they go, as send_sum
   for (auto& [h, sum] : held_[host]) {
     zmq::message_t route(sum_routes_[host].data(), sum_routes_[host].size());
     send(route, h, &sum);
-    ++sent;
   }
   held_[host].clear();
-  count([&](ShardStats& s) { s.sums_sent += sent; });
 }
 
 void ShardServer::Impl::reject(zmq::message_t& route, const Peer* peer, const std::string& from,
