@@ -23,7 +23,12 @@ template <typename T>
 void solver_update(T* data, const T* diff, T* history, T* history2, int64_t n, const RuleScalars& k,
                    cudaStream_t stream);
 
-// *out = sum of x[i]^2 over [0, n), in float64 and a fixed order (one block).
+// Blocks of the sum of squares' first pass: a fixed count, so the order of the sums is fixed.
+inline constexpr int kSumSquaresBlocks = 128;
+
+// out[0] = sum of x[i]^2 over [0, n), in float64 and a fixed order: each of kSumSquaresBlocks
+// blocks sums a grid-stride share into out[1 + b], then one block adds those. `out` holds
+// kSumSquaresBlocks + 1 doubles.
 template <typename T>
 void sum_squares(const T* x, int64_t n, double* out, cudaStream_t stream);
 

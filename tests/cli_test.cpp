@@ -333,24 +333,37 @@ TEST_F(Cli, InputsThatWereEchoedOrBlamedWronglyAreNamed) {
                     "left to train"});
 }
 
-// --precision bf16 (issue 36's first step): oneDNN's convolutions multiply in bf16, and the start
-// says which layers do; what does not run yet is refused naming the flag.
-TEST_F(Cli, PrecisionBf16SaysWhichLayersRunIt) {
-  const std::string run_bf16 =
-      "train --data synthetic --iterations 2 --plain --test-samples 100 --precision bf16";
-  if (cpu_has_bf16()) {
-    const Result r = run(run_bf16);
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_NE(r.output.find("cgdp: precision bf16: bf16 multiplies with fp32 sums in 1 of 2 "
-                            "convolution layers"),
-              std::string::npos)
-        << r.output;
-  } else {
-    expect_error(run_bf16, {"--precision bf16: this CPU has no AVX512_BF16 instructions"});
-  }
-  expect_error("train --data synthetic --precision fp16", {"--precision fp16: not yet"});
+// --precision bf16|fp16 (issue 36): the start says which kernels multiply in 16 bits (oneDNN's
+// bf16 ones where the CPU has AVX512_BF16, fp32 ones on rounded operands elsewhere), fp16 says
+// its loss scale; what does not run is refused naming the flag.
+TEST_F(Cli, SixteenBitPrecisionSaysWhichKernelsRunIt) {
+  const std::string run16 =
+      "train --data synthetic --iterations 2 --plain --test-samples 100 --precision ";
+  const Result bf16 = run(run16 + "bf16");
+  EXPECT_EQ(bf16.exit_code, 0) << bf16.output;
+  // fashion_cnn: conv1 (1 channel) stays on GEMM, conv2 is oneDNN's, and two inner products.
+  const std::string kernels =
+      cpu_has_bf16()
+          ? "cgdp: precision bf16: 1 of 4 multiplying layers on oneDNN's bf16 "
+            "kernels (AVX512_BF16), 3 on fp32 kernels with their operands rounded to bf16"
+          : "cgdp: precision bf16: 4 multiplying layers on fp32 kernels with "
+            "their operands rounded to bf16 (this CPU has no bf16 kernels";
+  EXPECT_NE(bf16.output.find(kernels), std::string::npos) << bf16.output;
+  EXPECT_EQ(bf16.output.find("loss scale"), std::string::npos) << "bf16 needs no loss scale";
+  const Result fp16 = run(run16 + "fp16");
+  EXPECT_EQ(fp16.exit_code, 0) << fp16.output;
+  for (const char* line : {"cgdp: precision fp16: 4 multiplying layers on fp32 kernels with their "
+                           "operands rounded to fp16",
+                           "cgdp: loss scale 65536, dynamic: a step with a non-finite gradient is "
+                           "skipped and halves it",
+                           "cgdp: loss scale 65536 at the end; 0 step(s) skipped"})
+    EXPECT_NE(fp16.output.find(line), std::string::npos) << line << "\n" << fp16.output;
+  expect_error("train --data synthetic --device-kind cuda --precision bf16",
+               {"--precision bf16 runs on the CPU backend so far"});
   expect_error("train --data synthetic --precision int8",
-               {"--precision int8: expected fp32 or bf16"});
+               {"--precision int8: expected fp32, bf16 or fp16"});
+  expect_error("train --data synthetic --precision fp16 --loss-scale 0.5",
+               {"--loss-scale 0.5: expected auto, off, dynamic, dynamic:START or a fixed scale"});
 }
 
 // `cgdp time` (caffe time): a row per layer of the net in forward order, and totals that are the

@@ -119,6 +119,56 @@ TEST_F(TrainTest, ResumeIsExactWithTheTwoHistorySolvers) {
 }
 
 // An SGD checkpoint has one history: resuming it with Adam is refused, naming what is missing.
+// Scaling the loss by a power of two changes no bit in fp32: every backward operation is linear
+// in the seed and rounds the scaled value as it would the unscaled one, and the update divides
+// the scale out exactly. A scale applied on one side only (seed or update) fails this.
+TEST_F(TrainTest, APowerOfTwoLossScaleChangesNoBitInFp32) {
+  TrainConfig c = small("fashion_cnn");
+  c.devices = 2;  // through the host aggregator's sums
+  c.iterations = 4;
+  const auto plain = params_after(c);
+  c.loss_scale = "1024";
+  const auto scaled = params_after(c);
+  ASSERT_EQ(plain.size(), scaled.size());
+  EXPECT_EQ(std::memcmp(plain.data(), scaled.data(), plain.size() * sizeof(float)), 0);
+}
+
+// fp16 with a dynamic scale that starts far too high: the first steps overflow, are skipped
+// (parameters untouched) and halve the scale until gradients are finite; a resumed run continues
+// from the checkpoint's scale, so it reproduces the straight run bit for bit.
+TEST_F(TrainTest, Fp16SkipsOverflowingStepsAndResumesWithItsLossScale) {
+  TrainConfig base = small("fashion_cnn");
+  base.precision = "fp16";
+  base.loss_scale = "dynamic:1e6";
+  base.loss_scale_growth_interval = 2;
+  {
+    TrainConfig all_skipped = base;  // a fixed scale that always overflows: no step runs
+    all_skipped.loss_scale = "1e30";
+    all_skipped.iterations = 3;
+    Trainer t(all_skipped, sink_);
+    std::vector<float> before(static_cast<size_t>(t.net().learnable_count()));
+    std::copy_n(t.net().flat_data().data(), before.size(), before.data());
+    t.run();
+    EXPECT_EQ(t.loss_scale().skipped_steps(), 3);
+    EXPECT_EQ(std::memcmp(before.data(), t.net().flat_data().data(), before.size() * sizeof(float)),
+              0);
+  }
+  TrainConfig c = base;
+  c.iterations = 10;
+  Trainer t(c, sink_);
+  t.run();
+  EXPECT_GT(t.loss_scale().skipped_steps(), 0);
+  EXPECT_LT(t.loss_scale().skipped_steps(), 8) << "too few steps ran to test the resume";
+  EXPECT_LT(t.loss_scale().value(), 1e6);
+  std::vector<float> straight(static_cast<size_t>(t.net().learnable_count()));
+  std::copy_n(t.net().flat_data().data(), straight.size(), straight.data());
+  expect_resume_is_exact(base, dir_, straight, [this](const TrainConfig& x) {
+    Trainer r(x, sink_);
+    r.run();
+    return std::vector<float>(r.net().flat_data().begin(), r.net().flat_data().end());
+  });
+}
+
 TEST_F(TrainTest, ACheckpointOfAnotherSolverTypeIsNamed) {
   TrainConfig first = small("fashion_cnn");
   first.iterations = 2;

@@ -157,9 +157,22 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_flag("--gemm-conv", c.gemm_convolutions,
                 "CPU: run convolutions on im2col + OpenBLAS instead of oneDNN");
   cmd->add_option("--precision", c.precision,
-                  "CPU: fp32, or bf16 (convolutions on oneDNN multiply in bfloat16, sums in fp32; "
-                  "needs AVX512_BF16)")
+                  "CPU: fp32, bf16 or fp16: convolutions, deconvolutions and inner products "
+                  "multiply 16-bit operands with fp32 sums (oneDNN's bf16 kernels on AVX512_BF16 "
+                  "CPUs; elsewhere fp32 kernels on rounded operands: a 16-bit run's numbers, not "
+                  "its speed)")
       ->capture_default_str();
+  cmd->add_option(
+         "--loss-scale", c.loss_scale,
+         "auto (dynamic in fp16, off otherwise), off, dynamic (from 65536), dynamic:START, or "
+         "a fixed scale >= 1: "
+         "backward starts from the loss times it; a step whose summed gradient is not "
+         "finite is skipped (dynamic: and halves the scale)")
+      ->capture_default_str();
+  cmd->add_option("--loss-scale-growth-interval", c.loss_scale_growth_interval,
+                  "Finite steps in a row after which a dynamic loss scale doubles")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--tf32", c.tf32, "CUDA: let fp32 convolutions use TF32 tensor cores (PyTorch's default)");
   cmd->add_option("--cudnn-workspace-mb", c.cudnn_workspace_mb,
                   "CUDA: the most scratch one convolution algorithm may use (MiB)")

@@ -1,5 +1,8 @@
-// The CPU backend's precision setting (plain data; read by the layers that have a bf16 path).
+// The CPU backend's precision setting and the rounding that gives a 16-bit operand's value.
 #include "cgdp/device/cpu_precision.hpp"
+
+#include <bit>
+#include <cstring>
 
 #include "cgdp/core/error.hpp"
 
@@ -12,6 +15,16 @@ Precision& setting() {
   return value;
 }
 
+// bfloat16 is float's top half: add half an ulp of the kept part (less one when the kept part
+// is even, for ties to even) and cut. NaNs stay NaN: the carry cannot reach past the exponent
+// unless the value is already Inf/NaN, which are passed through.
+float round_to_bf16(float x) {
+  const uint32_t bits = std::bit_cast<uint32_t>(x);
+  if ((bits & 0x7f800000u) == 0x7f800000u) return x;
+  const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+  return std::bit_cast<float>(rounded);
+}
+
 }  // namespace
 
 Precision cpu_precision() {
@@ -22,15 +35,43 @@ void set_cpu_precision(Precision precision) {
   setting() = precision;
 }
 
+const char* to_string(Precision precision) {
+  switch (precision) {
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kFp16:
+      return "fp16";
+  }
+  return "?";
+}
+
 Precision parse_precision(const std::string& text, const char* flag) {
-  if (text == "fp32") return Precision::kFp32;
-  if (text == "bf16") return Precision::kBf16;
-  if (text == "fp16") throw UsageError(cat(flag, " fp16: not yet (bf16 on the CPU, or fp32)"));
-  throw UsageError(cat(flag, " ", text, ": expected fp32 or bf16"));
+  for (Precision p : {Precision::kFp32, Precision::kBf16, Precision::kFp16})
+    if (text == to_string(p)) return p;
+  throw UsageError(cat(flag, " ", text, ": expected fp32, bf16 or fp16"));
 }
 
 bool cpu_has_bf16() {
   return __builtin_cpu_supports("avx512bf16");
+}
+
+void round_to_precision(Precision precision, const float* in, float* out, int64_t count) {
+  switch (precision) {
+    case Precision::kFp32:
+      if (in != out) std::memmove(out, in, static_cast<size_t>(count) * sizeof(float));
+      return;
+    case Precision::kBf16:
+#pragma omp parallel for simd schedule(static) if (count > (1 << 16))
+      for (int64_t i = 0; i < count; ++i) out[i] = round_to_bf16(in[i]);
+      return;
+    case Precision::kFp16:  // the compiler's conversion rounds to nearest even (F16C where built
+                            // for it)
+#pragma omp parallel for simd schedule(static) if (count > (1 << 16))
+      for (int64_t i = 0; i < count; ++i) out[i] = static_cast<float>(static_cast<_Float16>(in[i]));
+      return;
+  }
 }
 
 }  // namespace cgdp

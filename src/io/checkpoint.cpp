@@ -5,7 +5,9 @@
 #include <zlib.h>
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/io/file.hpp"
@@ -83,6 +85,17 @@ void check_tensor_name(const std::string& name, const std::string& source) {
       cat(source, ": checkpoint tensor '", name, "' is not under param/, history/, history2/ or state/"));
 }
 
+// A finite number > 0 (the loss scale).
+double positive_field(const Metadata& metadata, const std::string& key, const std::string& source) {
+  const std::string& text = field(metadata, key, source);
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(value) || value <= 0)
+    throw IoError(
+        cat(source, ": checkpoint metadata \"", key, "\" is not a number > 0: \"", text, "\""));
+  return value;
+}
+
 }  // namespace
 
 std::string param_key(std::string_view layer, int index) {
@@ -111,6 +124,13 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkp
                     {"seed", cat(checkpoint.seed)},
                     {std::string(kCrcKey), std::string(kCrcPlaceholder)}};
   if (!checkpoint.conv_algorithms.empty()) metadata["conv_algorithms"] = checkpoint.conv_algorithms;
+  if (checkpoint.loss_scale > 0) {
+    char text[32];  // the shortest form that reads back as the same double
+    const auto end = std::to_chars(text, text + sizeof text, checkpoint.loss_scale).ptr;
+    metadata["loss_scale"] = std::string(text, end);
+    metadata["loss_scale_finite_run"] = cat(checkpoint.loss_scale_finite_run);
+    metadata["skipped_steps"] = cat(checkpoint.skipped_steps);
+  }
   // The CRC's digits have a fixed width, so the header keeps its length when they are filled in.
   metadata[std::string(kCrcKey)] = crc_hex({encode_header(layout.entries, metadata), layout.data});
   write_file_atomically(path, {encode_header(layout.entries, metadata), layout.data});
@@ -155,6 +175,11 @@ Checkpoint checkpoint_contents(const SafetensorsFile& file) {
   checkpoint.seed = int_field(metadata, "seed", source);
   if (const auto algorithms = metadata.find("conv_algorithms"); algorithms != metadata.end())
     checkpoint.conv_algorithms = algorithms->second;
+  if (metadata.count("loss_scale")) {
+    checkpoint.loss_scale = positive_field(metadata, "loss_scale", source);
+    checkpoint.loss_scale_finite_run = count_field(metadata, "loss_scale_finite_run", source);
+    checkpoint.skipped_steps = count_field(metadata, "skipped_steps", source);
+  }
   for (const auto& [name, entry] : file.tensors()) {
     check_tensor_name(name, source);
     if (entry.dtype != DType::kF32)

@@ -15,8 +15,8 @@
 #include "cgdp/layers/filler.hpp"
 #include "cgdp/layers/relu_layer.hpp"
 #include "cgdp/layers/spatial_param.hpp"
+#include "layers/rounded_operands.hpp"
 #ifdef CGDP_HAVE_ONEDNN
-#include "cgdp/device/cpu_precision.hpp"
 #include "layers/onednn_convolution.hpp"
 #endif
 
@@ -155,18 +155,24 @@ template <typename T>
 void ConvolutionLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
                                       const BlobVec<T>& top) {
   const int64_t images = bottom[0]->shape(0);
+  OneDnnConvolution* conv = onednn(images);
+  const bool rounds = !multiplies_bf16(conv);  // no 16-bit kernel: round for the fp32 one
+  const T* in =
+      rounds ? operand(Operand::kInput, bottom[0]->data(), bottom[0]->count()) : bottom[0]->data();
+  const T* weight =
+      rounds ? operand(Operand::kWeight, this->params_[0]->data(), this->params_[0]->count())
+             : this->params_[0]->data();
 #ifdef CGDP_HAVE_ONEDNN
   if constexpr (std::is_same_v<T, float>) {
-    if (OneDnnConvolution* conv = onednn(images))
-      return conv->forward(bottom[0]->data(), this->params_[0]->data(),
-                           bias_term_ ? this->params_[1]->data() : nullptr, top[0]->mutable_data());
+    if (conv)
+      return conv->forward(in, weight, bias_term_ ? this->params_[1]->data() : nullptr,
+                           top[0]->mutable_data());
   }
 #endif
   const int threads = image_threads(images);
   T* work = work_buffer(threads);
-  const T* weight = gemm_weights();
+  weight = gemm_weights(weight);
   const int64_t in_size = bottom[0]->count(1), out_size = top[0]->count(1);
-  const T* in = bottom[0]->data();
   T* out = top[0]->mutable_data();
   for_each_image(images, threads, [&](int64_t n, int t) {
     forward_image(in + n * in_size, out + n * out_size, work + t * work_count(), weight);
@@ -174,7 +180,7 @@ void ConvolutionLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& botto
 }
 
 template <typename T>
-void ConvolutionLayer<T>::backward_image(const T* in, const T* out, T* out_diff,
+void ConvolutionLayer<T>::backward_image(const T* in, const T* weight, const T* out, T* out_diff,
                                          const std::array<T*, 2>& param_diff, T* in_diff,
                                          T* work) const {
   const int64_t m = group_out_channels(), k = group_col_rows(), pixels = out_pixels();
@@ -196,7 +202,6 @@ void ConvolutionLayer<T>::backward_image(const T* in, const T* out, T* out_diff,
   // With a pointwise kernel the column gradient is the input gradient itself.
   const bool unfolded = !geometry_.is_pointwise();
   T* col_diff = unfolded ? work : in_diff;
-  const T* weight = this->params_[0]->data();
   for (int64_t g = 0; g < group_; ++g)
     blas::gemm(true, false, k, pixels, m, T(1), weight + g * m * k, out_diff + g * m * pixels, T(0),
                col_diff + g * k * pixels);
@@ -208,11 +213,20 @@ void ConvolutionLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
                                        const std::vector<bool>& propagate_down,
                                        const BlobVec<T>& bottom) {
   const int64_t images = bottom[0]->shape(0);
+  OneDnnConvolution* conv = onednn(images);
+  const bool rounds = !multiplies_bf16(conv);
+  const T* in =
+      rounds ? operand(Operand::kInput, bottom[0]->data(), bottom[0]->count()) : bottom[0]->data();
+  const T* weight =
+      rounds ? operand(Operand::kWeight, this->params_[0]->data(), this->params_[0]->count())
+             : this->params_[0]->data();
+  // Rounding commutes with the absorbed ReLU's mask, so it may come first.
+  if (rounds) round_in_place(top[0]->mutable_diff(), top[0]->count());
 #ifdef CGDP_HAVE_ONEDNN
   if constexpr (std::is_same_v<T, float>) {
-    if (OneDnnConvolution* conv = onednn(images))
-      return conv->backward(bottom[0]->data(), this->params_[0]->data(), top[0]->data(),
-                            top[0]->mutable_diff(), this->params_[0]->mutable_diff(),
+    if (conv)
+      return conv->backward(in, weight, top[0]->data(), top[0]->mutable_diff(),
+                            this->params_[0]->mutable_diff(),
                             bias_term_ ? this->params_[1]->mutable_diff() : nullptr,
                             propagate_down[0] ? bottom[0]->mutable_diff() : nullptr);
   }
@@ -237,13 +251,13 @@ void ConvolutionLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
     return {own, own + weight_count};
   };
   const int64_t in_size = bottom[0]->count(1), out_size = top[0]->count(1);
-  const T* in = bottom[0]->data();
   const T* out = relu_ ? top[0]->data() : nullptr;
   T* out_diff = top[0]->mutable_diff();
   T* in_diff = propagate_down[0] ? bottom[0]->mutable_diff() : nullptr;
   for_each_image(images, threads, [&](int64_t n, int t) {
-    backward_image(in + n * in_size, out ? out + n * out_size : nullptr, out_diff + n * out_size,
-                   diffs_of(t), in_diff ? in_diff + n * in_size : nullptr, work + t * work_count());
+    backward_image(in + n * in_size, weight, out ? out + n * out_size : nullptr,
+                   out_diff + n * out_size, diffs_of(t), in_diff ? in_diff + n * in_size : nullptr,
+                   work + t * work_count());
   });
   if (folded) {
     for (int t = 1; t < threads; ++t)
@@ -263,13 +277,14 @@ template <typename T>
 OneDnnConvolution* ConvolutionLayer<T>::onednn(int64_t batch) {
 #ifdef CGDP_HAVE_ONEDNN
   if (!use_onednn_) return nullptr;
+  // bf16 kernels where the CPU has the instructions; elsewhere fp32 ones on rounded operands.
   const OneDnnShape shape{batch,
                           geometry_,
                           num_output_,
                           group_,
                           bias_term_,
                           relu_,
-                          cpu_precision() == Precision::kBf16};
+                          cpu_precision() == Precision::kBf16 && cpu_has_bf16()};
   if (!onednn_ || !(onednn_->shape() == shape)) {
     onednn_ = OneDnnConvolution::create(shape);
     use_onednn_ = onednn_ != nullptr;  // no implementation for this shape: GEMM from now on
@@ -281,8 +296,17 @@ OneDnnConvolution* ConvolutionLayer<T>::onednn(int64_t batch) {
 }
 
 template <typename T>
-const T* ConvolutionLayer<T>::gemm_weights() {
-  const T* weight = this->params_[0]->data();
+bool ConvolutionLayer<T>::multiplies_bf16(OneDnnConvolution* conv) const {
+#ifdef CGDP_HAVE_ONEDNN
+  return conv && conv->shape().bf16;
+#else
+  (void)conv;
+  return false;
+#endif
+}
+
+template <typename T>
+const T* ConvolutionLayer<T>::gemm_weights(const T* weight) {
   if (!folds_bias()) return weight;
   const int64_t k = geometry_.col_rows(), rows = unfolded_rows();
   folded_weight_.resize(static_cast<size_t>(num_output_ * rows));

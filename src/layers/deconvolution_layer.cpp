@@ -8,6 +8,7 @@
 #include "cgdp/layers/blas.hpp"
 #include "cgdp/layers/filler.hpp"
 #include "cgdp/layers/spatial_param.hpp"
+#include "layers/rounded_operands.hpp"
 
 namespace cgdp {
 
@@ -51,9 +52,10 @@ void DeconvolutionLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bot
   const ConvGeometry& g = output_geometry_;
   const int64_t in_group = in_channels_ / group_, col_group = g.col_rows() / group_;
   const int64_t out_image = num_output_ * g.height * g.width;
-  const T* w = this->params_[0]->data();
+  const T* w = operand(Operand::kWeight, this->params_[0]->data(), this->params_[0]->count());
+  const T* input = operand(Operand::kInput, bottom[0]->data(), bottom[0]->count());
   for (int64_t n = 0; n < bottom[0]->shape(0); ++n) {
-    const T* x = bottom[0]->data() + n * in_channels_ * in_pixels_;
+    const T* x = input + n * in_channels_ * in_pixels_;
     T* y = top[0]->mutable_data() + n * out_image;
     for (int64_t gr = 0; gr < group_; ++gr)  // col_g = W_g^T x_g
       blas::gemm(true, false, col_group, in_pixels_, in_group, T(1), w + gr * in_group * col_group,
@@ -73,7 +75,9 @@ void DeconvolutionLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& to
   const ConvGeometry& g = output_geometry_;
   const int64_t in_group = in_channels_ / group_, col_group = g.col_rows() / group_;
   const int64_t out_image = num_output_ * g.height * g.width, plane = g.height * g.width;
-  const T* w = this->params_[0]->data();
+  const T* w = operand(Operand::kWeight, this->params_[0]->data(), this->params_[0]->count());
+  const T* input = operand(Operand::kInput, bottom[0]->data(), bottom[0]->count());
+  round_in_place(top[0]->mutable_diff(), top[0]->count());
   T* dw = this->params_[0]->mutable_diff();
   for (int64_t n = 0; n < bottom[0]->shape(0); ++n) {
     const T* dy = top[0]->diff() + n * out_image;
@@ -86,7 +90,7 @@ void DeconvolutionLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& to
       }
     }
     im2col(dy, g, col_.data(), scratch_.data());
-    const T* x = bottom[0]->data() + n * in_channels_ * in_pixels_;
+    const T* x = input + n * in_channels_ * in_pixels_;
     T* dx = propagate_down[0] ? bottom[0]->mutable_diff() + n * in_channels_ * in_pixels_ : nullptr;
     for (int64_t gr = 0; gr < group_; ++gr) {
       const T* col = col_.data() + gr * col_group * in_pixels_;

@@ -9,6 +9,7 @@
 
 #include "cgdp/layers/blas.hpp"
 #include "cgdp/layers/filler.hpp"
+#include "layers/rounded_operands.hpp"
 
 namespace cgdp {
 
@@ -46,8 +47,10 @@ template <typename T>
 void InnerProductLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
                                        const BlobVec<T>& top) {
   T* out = top[0]->mutable_data();
-  blas::gemm(false, !transpose_, rows_, num_output_, inputs_, T(1), bottom[0]->data(),
-             this->params_[0]->data(), T(0), out);
+  blas::gemm(false, !transpose_, rows_, num_output_, inputs_, T(1),
+             operand(Operand::kInput, bottom[0]->data(), bottom[0]->count()),
+             operand(Operand::kWeight, this->params_[0]->data(), this->params_[0]->count()), T(0),
+             out);
   if (!bias_term_) return;
   const T* bias = this->params_[1]->data();
 #pragma omp parallel for schedule(static)
@@ -59,8 +62,9 @@ template <typename T>
 void InnerProductLayer<T>::backward_cpu(const RunContext& ctx, const BlobVec<T>& top,
                                         const std::vector<bool>& propagate_down,
                                         const BlobVec<T>& bottom) {
+  round_in_place(top[0]->mutable_diff(), top[0]->count());
   const T* out_diff = top[0]->diff();
-  const T* in = bottom[0]->data();
+  const T* in = operand(Operand::kInput, bottom[0]->data(), bottom[0]->count());
   T* weight_diff = this->params_[0]->mutable_diff();
   if (staged_out_rows_) {
     const FactorShape f = factor_shape();
@@ -81,7 +85,8 @@ void InnerProductLayer<T>::backward_cpu(const RunContext& ctx, const BlobVec<T>&
   }
   if (propagate_down[0])
     blas::gemm(false, transpose_, rows_, inputs_, num_output_, T(1), out_diff,
-               this->params_[0]->data(), T(0), bottom[0]->mutable_diff());
+               operand(Operand::kWeight, this->params_[0]->data(), this->params_[0]->count()), T(0),
+               bottom[0]->mutable_diff());
 }
 
 template <typename T>

@@ -368,6 +368,15 @@ void Net<T>::forward(const RunContext& ctx) {
 }
 
 template <typename T>
+void Net<T>::set_loss_scale(double scale) {
+  for (auto [top, weight] : loss_tops()) {
+    if (!top->has_diff()) continue;
+    const T seed = static_cast<T>(weight * scale);
+    device_->copy(top->mutable_diff(), &seed, sizeof(T));
+  }
+}
+
+template <typename T>
 std::vector<std::pair<Blob<T>*, float>> Net<T>::loss_tops() const {
   std::vector<std::pair<Blob<T>*, float>> out;
   for (int i = 0; i < num_layers(); ++i)

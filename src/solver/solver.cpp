@@ -37,8 +37,10 @@ Solver<T>::Solver(Net<T>& net, LrPolicy policy, SolverSettings settings)
     : net_(net), ranges_(merged_ranges<Range>(net.param_slots())), policy_(std::move(policy)), settings_(settings) {
   const size_t bytes = static_cast<size_t>(net.learnable_count()) * sizeof(T);
   for (int k = 0; k < settings_.histories(); ++k) history_[k] = DeviceBuffer(net.device(), bytes);
-  if (settings_.clip_gradients > 0 && net.device().kind() != DeviceKind::Cpu)
-    clip_sum_ = DeviceBuffer(net.device(), sizeof(double));
+#ifdef CGDP_HAVE_CUDA
+  if (net.device().kind() != DeviceKind::Cpu)  // the sum of squares comes back through it
+    clip_sum_ = DeviceBuffer(net.device(), (kernels::kSumSquaresBlocks + 1) * sizeof(double));
+#endif
 }
 
 template <typename T>
@@ -53,9 +55,18 @@ template <typename T>
 void Solver<T>::update_on_host(double rate, double grad_scale, int64_t step) {
   auto data = net_.flat_data();
   auto diff = net_.flat_diff();
-  if (settings_.clip_gradients > 0) {
+  last_skipped_ = false;
+  if (needs_sum_of_squares()) {
+    // An Inf or NaN anywhere makes the sum one: float squares cannot overflow a double's range.
     double sum = 0;
-    for (const T g : diff) sum += static_cast<double>(g) * g;
+    const T* g = diff.data();
+    const auto n = static_cast<int64_t>(diff.size());
+#pragma omp parallel for simd reduction(+ : sum) schedule(static) if (n > (1 << 16))
+    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(g[i]) * g[i];
+    if (skip_non_finite_ && !std::isfinite(sum)) {
+      last_skipped_ = true;
+      return;
+    }
     grad_scale = clipped_scale(grad_scale, sum);
   }
   const bool two = settings_.histories() == 2;
@@ -73,12 +84,18 @@ void Solver<T>::update_on_device(Stream& stream, double rate, double grad_scale,
   const cudaStream_t s = native_stream(stream);
   T* data = net_.flat_data().data();
   T* diff = net_.flat_diff().data();
-  if (settings_.clip_gradients > 0 && net_.learnable_count() > 0) {
-    // The norm comes back to the host: the clip is rare, and one wait at the end of an iteration.
+  last_skipped_ = false;
+  if (needs_sum_of_squares() && net_.learnable_count() > 0) {
+    // The norm comes back to the host: one wait at the end of an iteration, before the update
+    // kernels (a few launches) are issued.
     kernels::sum_squares(diff, net_.learnable_count(), static_cast<double*>(clip_sum_.get()), s);
     double host = 0;
     CUDA_CHECK(cudaMemcpyAsync(&host, clip_sum_.get(), sizeof host, cudaMemcpyDeviceToHost, s));
     CUDA_CHECK(cudaStreamSynchronize(s));
+    if (skip_non_finite_ && !std::isfinite(host)) {
+      last_skipped_ = true;
+      return;
+    }
     grad_scale = clipped_scale(grad_scale, host);
   }
   kernels::RuleScalars k;

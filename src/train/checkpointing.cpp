@@ -104,6 +104,11 @@ std::string Trainer::write_snapshot() {
   c.offset = pos.offset;
   c.seed = static_cast<int64_t>(config_.seed);
   c.conv_algorithms = ConvAlgorithmTable::process().to_text();
+  if (loss_scale_.active()) {
+    c.loss_scale = loss_scale_.value();
+    c.loss_scale_finite_run = loss_scale_.finite_run();
+    c.skipped_steps = loss_scale_.skipped_steps();
+  }
   for (const ParamSlot& s : n.param_slots()) {
     const Blob<float>& blob = *n.layer(s.layer).params()[s.index];
     const std::string& layer = n.layer(s.layer).name();
@@ -130,6 +135,12 @@ void Trainer::resume(const std::string& path) {
   check_compatible(c, net().fingerprint(), path);
   // Before any forward: the layers then look up the algorithms the checkpointed run used.
   ConvAlgorithmTable::process().merge_text(c.conv_algorithms, path);
+  // A dynamic scale goes on from where it stood; a fixed one is the flag's.
+  if (c.loss_scale > 0 && loss_scale_.active()) {
+    loss_scale_.restore(loss_scale_.dynamic() ? c.loss_scale : loss_scale_.value(),
+                        c.loss_scale_finite_run, c.skipped_steps);
+    for (Worker& w : workers_) w.net->set_loss_scale(loss_scale_.value());
+  }
   for (Worker& w : workers_) {
     Net<float>& n = *w.net;
     for (const ParamSlot& s : n.param_slots()) {

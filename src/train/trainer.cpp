@@ -50,33 +50,38 @@ void use_gemm_convolutions(proto::NetParameter& model) {
       layer.mutable_convolution_param()->set_engine(proto::ConvolutionParameter::CAFFE);
 }
 
-// --precision, checked against the backend and the CPU before any net is built.
+// --precision, checked against the backend before any net is built.
 Precision checked_precision(const std::string& text, DeviceKind kind) {
   const Precision precision = parse_precision(text);
-  if (precision == Precision::kFp32) return precision;
-  if (kind != DeviceKind::Cpu)
+  if (precision != Precision::kFp32 && kind != DeviceKind::Cpu)
     throw UsageError(cat("--precision ", text,
-                         " runs on the CPU backend so far (oneDNN's bf16 "
-                         "convolutions); CUDA runs fp32 (--tf32 for TF32 convolutions)"));
-  if (!cpu_has_bf16())
-    throw UsageError(cat("--precision ", text,
-                         ": this CPU has no AVX512_BF16 instructions "
-                         "(oneDNN would emulate them, slower than fp32)"));
+                         " runs on the CPU backend so far; CUDA runs fp32 (--tf32 for TF32 "
+                         "convolutions)"));
   return precision;
 }
 
-// "bf16 multiplies in 1 of 2 convolution layers (oneDNN; ...)", or "" in fp32.
+// Which kernels multiply in 16 bits: "cgdp: precision bf16: ...", or "" in fp32.
 std::string precision_note(Net<float>& net) {
-  if (cpu_precision() == Precision::kFp32) return "";
-  int convolutions = 0, bf16 = 0;
-  for (int i = 0; i < net.num_layers(); ++i)
-    if (const auto* conv = dynamic_cast<const ConvolutionLayer<float>*>(&net.layer(i))) {
-      ++convolutions;
-      bf16 += conv->uses_onednn();
-    }
-  return cat("cgdp: precision bf16: bf16 multiplies with fp32 sums in ", bf16, " of ", convolutions,
-             " convolution layers (oneDNN, AVX512_BF16; a layer of few input channels stays on "
-             "GEMM); every other layer, the update and the exchange in fp32");
+  const Precision p = cpu_precision();
+  if (p == Precision::kFp32) return "";
+  int multiplying = 0, native = 0;
+  for (int i = 0; i < net.num_layers(); ++i) {
+    const std::string type = net.layer(i).type();
+    if (type != "Convolution" && type != "Deconvolution" && type != "InnerProduct") continue;
+    ++multiplying;
+    if (const auto* conv = dynamic_cast<const ConvolutionLayer<float>*>(&net.layer(i)))
+      native += p == Precision::kBf16 && cpu_has_bf16() && conv->uses_onednn();
+  }
+  const std::string rounded =
+      cat(multiplying - native, " on fp32 kernels with their operands rounded to ", to_string(p));
+  const std::string kernels =
+      native > 0 ? cat(native, " of ", multiplying,
+                       " multiplying layers on oneDNN's bf16 kernels (AVX512_BF16), ", rounded)
+                 : cat(multiplying, " multiplying layers", rounded.substr(rounded.find(" on ")),
+                       " (this CPU has no ", to_string(p),
+                       " kernels: a 16-bit run's numbers, not its speed)");
+  return cat("cgdp: precision ", to_string(p), ": ", kernels,
+             "; sums, activations, the update and the exchange in fp32");
 }
 
 // Classes the model predicts: the channel count of its loss layer's first bottom.
@@ -222,6 +227,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   fit_int32(max_iterations_, config.iterations > 0 ? "--iterations" : "iterations of --epochs");
   make_scheme(sync, profile ? &*profile : nullptr);
   load_cudnn_algorithms();
+  start_loss_scale(cpu_precision());
   if (!config.resume_path.empty()) resume(config.resume_path);  // its choices win over the file's
   if (cluster_) agree_with_other_hosts();
   LoaderOptions lo;
@@ -458,6 +464,8 @@ void Trainer::agree_with_other_hosts() {
        Agreed::real("weight decay (--weight-decay)", s.weight_decay()),
        Agreed::digest("exchange dtype (--exchange-dtype)", config_.exchange_dtype),
        Agreed::digest("layer precision (--precision)", config_.precision),
+       Agreed::digest("loss scale (--loss-scale)",
+                      cat(config_.loss_scale, "/", config_.loss_scale_growth_interval)),
        {"data epoch", start_position_.epoch},
        {"data offset", start_position_.offset},
        {"seed", static_cast<int64_t>(config_.seed)},
@@ -499,8 +507,10 @@ double Trainer::train_iteration() {
     if (!last)  // the loader reuses the batch's memory on the next call
       for (Worker& w : workers_) w.input_loaded->synchronize();
   }
-  scheme_->exchange_and_update(workers_, 1.0 / (total_workers() * config_.accumulate), it);
+  scheme_->exchange_and_update(
+      workers_, 1.0 / (total_workers() * config_.accumulate * loss_scale_.value()), it);
   synchronize_all(workers_, it);
+  loss_scale_line_ = record_loss_scale(it + 1);
   double loss = 0;
   for (const Worker& w : workers_)
     for (int k = 0; k < config_.accumulate; ++k) loss += w.loss(k);
@@ -551,6 +561,58 @@ void Trainer::check_loss(double loss, int64_t iteration) {
                               iteration == 1
                                   ? " (before any update: the data or the starting weights hold it)"
                                   : " (try a lower learning rate)"));
+}
+
+void Trainer::start_loss_scale(Precision precision) {
+  loss_scale_ = LossScale(parse_loss_scale(config_.loss_scale, precision == Precision::kFp16,
+                                           config_.loss_scale_growth_interval));
+  if (!loss_scale_.active()) return;
+  for (Worker& w : workers_) {
+    if (w.solver) w.solver->set_skip_non_finite(true);
+    w.net->set_loss_scale(loss_scale_.value());
+  }
+}
+
+namespace {
+
+// A loss scale as a number: whole ones in full (1048576, not 1.04858e+06).
+std::string scale_text(double scale) {
+  if (scale < 1e15 && scale == std::floor(scale)) return cat(static_cast<int64_t>(scale));
+  return cat(scale);
+}
+
+}  // namespace
+
+std::string Trainer::record_loss_scale(int64_t iteration) {
+  if (!loss_scale_.active()) return "";
+  // Every worker that updates saw the same summed gradient (ps0: worker 0 alone updates).
+  bool skipped = false;
+  for (const Worker& w : workers_)
+    if (w.solver) {
+      skipped = w.solver->last_step_skipped();
+      break;
+    }
+  const double before = loss_scale_.value();
+  LossScale::Change change;
+  try {
+    change = loss_scale_.record(!skipped);
+  } catch (const RuntimeCheckError& e) {
+    throw RuntimeCheckError(cat("iteration ", iteration, ": ", e.what()));
+  }
+  if (change != LossScale::Change::kNone)
+    for (Worker& w : workers_) w.net->set_loss_scale(loss_scale_.value());
+  if (skipped)
+    return cat("cgdp: iteration ", iteration, ": the summed gradient is not finite at loss scale ",
+               scale_text(before), ": step skipped",
+               change == LossScale::Change::kHalved
+                   ? cat(", scale now ", scale_text(loss_scale_.value()))
+                   : "",
+               " (", loss_scale_.skipped_steps(), " skipped so far)");
+  if (change == LossScale::Change::kDoubled)
+    return cat("cgdp: iteration ", iteration, ": loss scale ", scale_text(before), " -> ",
+               scale_text(loss_scale_.value()), " after ", config_.loss_scale_growth_interval,
+               " finite steps in a row");
+  return "";
 }
 
 // BatchNorm's running statistics are sums that each worker updates linearly from its own batches,
@@ -722,6 +784,13 @@ void Trainer::announce(ProgressReporter& progress, int64_t batch, double epoch_i
   for (const std::string& note : device_notes(workers_)) progress.message("cgdp: " + note);
   if (!weights_note_.empty()) progress.message(weights_note_);
   if (const std::string note = precision_note(net()); !note.empty()) progress.message(note);
+  if (loss_scale_.active())
+    progress.message(
+        cat("cgdp: loss scale ", scale_text(loss_scale_.value()),
+            loss_scale_.dynamic()
+                ? cat(", dynamic: a step with a non-finite gradient is skipped and halves it, ",
+                      config_.loss_scale_growth_interval, " finite steps in a row double it")
+                : ", fixed: a step with a non-finite gradient is skipped"));
   if (cluster_)
     progress.message(cat("cgdp: ", cluster_->host_name(rank()), " of ", num_hosts(), " hosts, ",
                          total_workers(), " workers in all; rows ", rank() * num_workers() * per_worker_batch_,
@@ -792,6 +861,7 @@ TrainResult Trainer::run() {
       if (const ChunkPlan* plan = chunk_tuner_->plan_to_apply()) set_chunk_plan(*plan);
     const auto iteration_start = Clock::now();
     const double loss = train_iteration();
+    if (!loss_scale_line_.empty()) progress.message(loss_scale_line_);
     window_loss += loss;
     recent_losses.push_back(loss);
     if (static_cast<int64_t>(recent_losses.size()) > config_.average_loss) recent_losses.pop_front();
@@ -855,6 +925,10 @@ void Trainer::finish(ProgressReporter& progress, const TrainResult& result) {
   for (const Dataset* data : {train_data_.get(), test_data_.get()})
     if (const std::string skipped = data->skipped_summary(); !skipped.empty())
       progress.message(cat("cgdp: ", skipped));
+  if (loss_scale_.active())
+    progress.message(cat("cgdp: loss scale ", scale_text(loss_scale_.value()), " at the end; ",
+                         loss_scale_.skipped_steps(),
+                         " step(s) skipped for a non-finite gradient"));
   const std::string figure = !std::isnan(result.test_accuracy) ? cat("test accuracy ", result.test_accuracy)
                              : !std::isnan(result.test_loss)   ? cat("test loss ", result.test_loss, " (no Accuracy layer)")
                                                                : std::string("no test figures (no Accuracy or loss layer)");

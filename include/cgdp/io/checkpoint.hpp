@@ -32,6 +32,10 @@ struct Checkpoint {
   // The convolution algorithms the run chose (ConvAlgorithmTable::to_text(); empty on the CPU
   // backend and in checkpoints written before they were stored).
   std::string conv_algorithms;
+  // Loss scaling's state (loss_scale.hpp), 0 when the run had none.
+  double loss_scale = 0;
+  int64_t loss_scale_finite_run = 0;
+  int64_t skipped_steps = 0;
 };
 
 // "param/<layer>/<index>", "history/<layer>/<index>", "state/<layer>/<index>". Layer names may

@@ -53,6 +53,9 @@ class ConvolutionLayer final : public Layer<T> {
   // The oneDNN primitives for this batch and geometry (rebuilt when they change); null when
   // oneDNN is not used or has no implementation, and the GEMM path runs.
   OneDnnConvolution* onednn(int64_t batch);
+  // Whether `conv` multiplies bf16 itself (AVX512_BF16); otherwise a 16-bit precision rounds
+  // the operands of the fp32 kernels (layers/rounded_operands.hpp).
+  bool multiplies_bf16(OneDnnConvolution* conv) const;
   // With one group and an unfolded image, the bias rides in the GEMMs: a row of ones under the
   // column matrix meets the bias as one more weight column, so no pass over the output (forward)
   // or its gradient (backward) is left for it.
@@ -72,11 +75,11 @@ class ConvolutionLayer final : public Layer<T> {
   // `in_diff` unless it is null.
   // With an absorbed ReLU, `out` is the image's (clamped) output and `out_diff` is masked in
   // place where it is not positive; otherwise `out` is null.
-  void backward_image(const T* in, const T* out, T* out_diff, const std::array<T*, 2>& param_diff,
-                      T* in_diff, T* work) const;
-  // With folds_bias(): the weights with each output's bias after its own weights (a copy made
-  // once per forward pass); otherwise the weights themselves.
-  const T* gemm_weights();
+  void backward_image(const T* in, const T* weight, const T* out, T* out_diff,
+                      const std::array<T*, 2>& param_diff, T* in_diff, T* work) const;
+  // With folds_bias(): `weight` with each output's bias after its own weights (a copy made
+  // once per forward pass); otherwise `weight` itself.
+  const T* gemm_weights(const T* weight);
   // Adds a folded gradient (each output's weight gradients, then its bias's) to the parameters'.
   void add_folded(const T* folded);
   int64_t work_count() const;

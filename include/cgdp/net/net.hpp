@@ -74,6 +74,9 @@ class Net {
   double loss() const;
   // The tops that count towards the loss, with their weights.
   std::vector<std::pair<Blob<T>*, float>> loss_tops() const;
+  // Backward starts from each loss top's weight times `scale` (loss scaling: loss_scale.hpp).
+  // Between iterations only: the device copy does not wait for the streams.
+  void set_loss_scale(double scale);
   // Scalar outputs of the net that are not losses (e.g. "accuracy"), by top name.
   std::map<std::string, double> scalar_outputs() const;
   // Name of the first layer (forward order) with a NaN or Inf in a top; nullopt if all finite.

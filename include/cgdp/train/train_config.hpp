@@ -74,9 +74,13 @@ struct TrainConfig {
   // CPU: every Convolution on im2col + GEMM (engine: CAFFE), not oneDNN. GEMM sums each image's
   // gradient in order, whatever the batch; oneDNN's blocking (and so its rounding) follows it.
   bool gemm_convolutions = false;
-  // The CPU layers' arithmetic (cpu_precision.hpp): "fp32", or "bf16" multiplies in oneDNN's
-  // convolutions.
+  // The CPU layers' arithmetic (cpu_precision.hpp): "fp32", or "bf16"/"fp16" operands in the
+  // multiplying layers with fp32 sums.
   std::string precision = "fp32";
+  // Loss scaling (loss_scale.hpp): "auto" (dynamic in fp16), "off", "dynamic" or a fixed number;
+  // a dynamic scale doubles after this many finite steps in a row.
+  std::string loss_scale = "auto";
+  int64_t loss_scale_growth_interval = 2000;
 
   // Data-parallel workers.
   int devices = 1;

@@ -12,6 +12,8 @@
 
 #include "cgdp/caffe_import/weights.hpp"
 #include "cgdp/data/batch_loader.hpp"
+#include "cgdp/device/cpu_precision.hpp"
+#include "cgdp/solver/loss_scale.hpp"
 #include "cgdp/sync/cluster.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
 #include "cgdp/sync/topology.hpp"
@@ -46,6 +48,8 @@ class Trainer {
   void set_chunk_plan(const ChunkPlan& plan);
 
   // Worker 0's net and solver: the parameters every worker holds after an iteration.
+  // Loss scaling's state (--loss-scale): the scale, the steps skipped so far.
+  const LossScale& loss_scale() const { return loss_scale_; }
   Net<float>& net() { return *workers_[0].net; }
   // This host's workers, and the workers of all hosts together.
   int num_workers() const { return static_cast<int>(workers_.size()); }
@@ -110,6 +114,11 @@ class Trainer {
   // Per param layer: whether its weight travels as sufficient factors (--fc-exchange).
   std::vector<bool> choose_factored_layers(const ChunkPlan& plan, const Profile* profile);
   void check_loss(double loss, int64_t iteration);
+  // Loss scaling (--loss-scale): turns the solvers' check on and seeds every net's backward.
+  void start_loss_scale(Precision precision);
+  // After iteration `iteration` (counted from 1): records whether its step ran, and re-seeds the
+  // nets when the scale changed; returns the line to print then, else "".
+  std::string record_loss_scale(int64_t iteration);
   void average_state();
   // Every file the run will write is checked before any work: a bad path fails now, not after
   // the training. Also removes what a killed snapshot left (stale .tmp files of the prefix).
@@ -162,6 +171,8 @@ class Trainer {
   int64_t test_batch_ = 100;
   MemoryEstimate memory_;  // measured before the workers were built
   int64_t state_averaged_at_ = -1;  // the iteration whose statistics were last averaged
+  LossScale loss_scale_;
+  std::string loss_scale_line_;  // what record_loss_scale said after the last iteration
 };
 
 }  // namespace cgdp

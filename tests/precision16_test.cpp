@@ -1,0 +1,216 @@
+// 16-bit precision (issue 36): every multiplying layer in bf16 and fp16 against its fp32 twin,
+// forward and backward, within what rounding its operands can change; and the loss scale's
+// state machine.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/device/cpu_precision.hpp"
+#include "cgdp/solver/loss_scale.hpp"
+#include "support/layer_case.hpp"
+
+namespace cgdp {
+namespace {
+
+using testing::Case;
+
+// Sets the process's CPU precision for one scope.
+class PrecisionScope {
+ public:
+  explicit PrecisionScope(Precision p) { set_cpu_precision(p); }
+  ~PrecisionScope() { set_cpu_precision(Precision::kFp32); }
+};
+
+struct LayerRun {
+  std::vector<float> out, in_diff, weight_diff, bias_diff;
+};
+
+struct Layer16Case {
+  std::string name;  // the layer and its parameters, for the test's name
+  std::string text;  // the layer's prototxt
+  Shape bottom;
+  int64_t longest_sum;  // the longest reduction among forward, data and weight gradients
+};
+
+// One forward and backward of the layer from fixed inputs: with `absolute`, every input, weight
+// and output gradient is replaced by its magnitude, so the outputs are the sums of the terms'
+// magnitudes that bound the rounding's error.
+LayerRun run_layer(const Layer16Case& c, Precision precision, bool absolute) {
+  const PrecisionScope scope(precision);
+  Case<float> h(c.text, {c.bottom}, 1);  // the same inputs and (seeded) weights every run
+  h.setup();
+  auto magnitudes = [&](float* v, int64_t n) {
+    if (absolute)
+      for (int64_t i = 0; i < n; ++i) v[i] = std::abs(v[i]);
+  };
+  magnitudes(h.bottom[0]->mutable_data(), h.bottom[0]->count());
+  for (const auto& p : h.layer->params()) {
+    magnitudes(p->mutable_data(), p->count());
+    std::fill_n(p->mutable_diff(), p->count(), 0.f);
+  }
+  h.forward();
+  LayerRun r;
+  r.out.assign(h.top[0]->data(), h.top[0]->data() + h.top[0]->count());
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  float* out_diff = h.top[0]->mutable_diff();
+  for (int64_t i = 0; i < h.top[0]->count(); ++i) out_diff[i] = uniform(gen);
+  magnitudes(out_diff, h.top[0]->count());
+  h.layer->backward({}, h.top, {true}, h.bottom);
+  r.in_diff.assign(h.bottom[0]->diff(), h.bottom[0]->diff() + h.bottom[0]->count());
+  const auto& params = h.layer->params();
+  r.weight_diff.assign(params[0]->diff(), params[0]->diff() + params[0]->count());
+  if (params.size() > 1)
+    r.bias_diff.assign(params[1]->diff(), params[1]->diff() + params[1]->count());
+  return r;
+}
+
+class Layer16 : public ::testing::TestWithParam<std::tuple<Layer16Case, Precision>> {};
+
+// |fp32 - 16-bit| <= rate * sum|terms| + atol, with rate = 2u + u^2 (each product's two rounded
+// operands) plus fp32's summation error over the longest reduction; atol covers fp16's
+// subnormal operands (absolute error 2^-25 each, times operands of at most 1).
+TEST_P(Layer16, MatchesItsFp32TwinWithinTheRoundingOfItsOperands) {
+  const auto& [c, precision] = GetParam();
+  const LayerRun fp32 = run_layer(c, Precision::kFp32, false);
+  const LayerRun sums = run_layer(c, Precision::kFp32, true);
+  const LayerRun low = run_layer(c, precision, false);
+  const double u = std::ldexp(1.0, precision == Precision::kBf16 ? -8 : -11);
+  const double rate = 2 * u + u * u + static_cast<double>(c.longest_sum) * std::ldexp(1.0, -23);
+  const double atol =
+      precision == Precision::kFp16 ? static_cast<double>(c.longest_sum) * std::ldexp(1.0, -24) : 0;
+  auto expect_within = [&](const std::vector<float>& want, const std::vector<float>& got,
+                           const std::vector<float>& bound, const char* what) {
+    ASSERT_EQ(want.size(), got.size()) << what;
+    double changed = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      const double error = std::abs(static_cast<double>(got[i]) - want[i]);
+      ASSERT_LE(error, rate * bound[i] + atol + 1e-7) << what << " element " << i;
+      changed = std::max(changed, error);
+    }
+    // 16 bits must have changed something, or the layer did not round at all.
+    EXPECT_GT(changed, 0) << what << ": no element differs from fp32";
+  };
+  expect_within(fp32.out, low.out, sums.out, "forward");
+  expect_within(fp32.in_diff, low.in_diff, sums.in_diff, "data gradient");
+  expect_within(fp32.weight_diff, low.weight_diff, sums.weight_diff, "weight gradient");
+  if (!fp32.bias_diff.empty())
+    expect_within(fp32.bias_diff, low.bias_diff, sums.bias_diff, "bias gradient");
+}
+
+const char* kFillers =
+    "weight_filler { type: 'uniform' min: -1 max: 1 } bias_filler { type: 'uniform' min: -1 max: 1 "
+    "}";
+
+std::vector<Layer16Case> layer16_cases() {
+  return {
+      // Few input channels: im2col + GEMM (what a net's first layer runs).
+      {"Convolution_gemm_c3_s7_o4_k3_p1",
+       cat("type: 'Convolution' convolution_param { num_output: 4 kernel_size: 3 pad: 1 ", kFillers,
+           " }"),
+       {2, 3, 7, 7},
+       2 * 7 * 7},
+      // 16 input channels in 2 groups, stride 2: oneDNN (its bf16 kernel on AVX512_BF16 CPUs).
+      {"Convolution_onednn_c16_s9_o8_k3_s2_g2",
+       cat("type: 'Convolution' convolution_param { num_output: 8 kernel_size: 3 stride: 2 group: "
+           "2 ",
+           kFillers, " }"),
+       {2, 16, 9, 9},
+       8 * 9},
+      {"Deconvolution_c4_s5_o6_k3_s2",
+       cat("type: 'Deconvolution' convolution_param { num_output: 6 kernel_size: 3 stride: 2 ",
+           kFillers, " }"),
+       {2, 4, 5, 5},
+       2 * 5 * 5},
+      {"InnerProduct_in48_o10",
+       cat("type: 'InnerProduct' inner_product_param { num_output: 10 ", kFillers, " }"),
+       {5, 3, 4, 4},
+       48},
+      {"InnerProduct_in20_o7_transpose",
+       cat("type: 'InnerProduct' inner_product_param { num_output: 7 transpose: true ", kFillers,
+           " }"),
+       {6, 20},
+       20},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryMultiplyingLayer, Layer16,
+                         ::testing::Combine(::testing::ValuesIn(layer16_cases()),
+                                            ::testing::Values(Precision::kBf16, Precision::kFp16)),
+                         [](const auto& info) {
+                           return cat(std::get<0>(info.param).name, "_",
+                                      to_string(std::get<1>(info.param)));
+                         });
+
+TEST(RoundToPrecision, RoundsToNearestEvenAndKeepsInfAndNan) {
+  // 1 + 2^-8 is halfway between bf16's 1 and 1 + 2^-7: ties go to the even one, 1; 1 + 3*2^-8
+  // is halfway between 1 + 2^-7 and 1 + 2^-6: to 1 + 2^-6. fp16 keeps 10 bits of fraction.
+  const std::vector<float> in{1 + 0x1p-8f, 1 + 3 * 0x1p-8f, 1 + 0x1p-9f + 0x1p-20f,
+                              70000.f,     INFINITY,        NAN};
+  std::vector<float> bf16(in.size()), fp16(in.size());
+  round_to_precision(Precision::kBf16, in.data(), bf16.data(), 6);
+  round_to_precision(Precision::kFp16, in.data(), fp16.data(), 6);
+  EXPECT_EQ(bf16[0], 1.f);
+  EXPECT_EQ(bf16[1], 1 + 0x1p-6f);
+  EXPECT_EQ(bf16[2], 1.f);
+  EXPECT_EQ(bf16[3], 70144.f);  // 70000 = 0x1.1170p16: 8 bits of fraction keep 0x1.12p16
+  EXPECT_EQ(bf16[4], INFINITY);
+  EXPECT_TRUE(std::isnan(bf16[5]));
+  EXPECT_EQ(fp16[0], 1 + 0x1p-8f);
+  EXPECT_EQ(fp16[2], 1 + 0x1p-9f);
+  EXPECT_EQ(fp16[3], INFINITY);  // beyond fp16's 65504
+  EXPECT_TRUE(std::isnan(fp16[5]));
+}
+
+TEST(LossScale, DynamicHalvesOnOverflowAndDoublesAfterAFiniteRun) {
+  LossScale scale({true, 1024, 3});
+  EXPECT_EQ(scale.record(false), LossScale::Change::kHalved);
+  EXPECT_EQ(scale.value(), 512);
+  EXPECT_EQ(scale.record(true), LossScale::Change::kNone);
+  EXPECT_EQ(scale.record(true), LossScale::Change::kNone);
+  EXPECT_EQ(scale.record(false), LossScale::Change::kHalved);  // the run starts over
+  EXPECT_EQ(scale.value(), 256);
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(scale.record(true), LossScale::Change::kNone);
+  EXPECT_EQ(scale.record(true), LossScale::Change::kDoubled);
+  EXPECT_EQ(scale.value(), 512);
+  EXPECT_EQ(scale.skipped_steps(), 2);
+  EXPECT_EQ(scale.finite_run(), 0);
+
+  LossScale fixed({false, 128, 3});
+  EXPECT_TRUE(fixed.active());
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(fixed.record(i % 2 == 0), LossScale::Change::kNone);
+  EXPECT_EQ(fixed.value(), 128);
+  EXPECT_EQ(fixed.skipped_steps(), 2);
+
+  LossScale low({true, 1, 3});  // a gradient that overflows unscaled: fail, never skip forever
+  EXPECT_NE(testing::error_of<RuntimeCheckError>([&] {
+              low.record(false);
+            }).find("not finite even at loss scale 1"),
+            std::string::npos);
+}
+
+TEST(LossScale, ParsesItsFlag) {
+  EXPECT_TRUE(parse_loss_scale("auto", true, 2000).dynamic);
+  EXPECT_FALSE(LossScale(parse_loss_scale("auto", false, 2000)).active());
+  EXPECT_FALSE(LossScale(parse_loss_scale("off", true, 2000)).active());
+  const LossScaleSettings start = parse_loss_scale("dynamic:1e6", false, 50);
+  EXPECT_TRUE(start.dynamic);
+  EXPECT_EQ(start.initial, 1e6);
+  EXPECT_EQ(start.growth_interval, 50);
+  const LossScaleSettings fixed = parse_loss_scale("128", true, 2000);
+  EXPECT_FALSE(fixed.dynamic);
+  EXPECT_EQ(fixed.initial, 128);
+  for (const char* bad : {"0.5", "dynamic:", "lots", "inf"})
+    EXPECT_NE(testing::error_of<UsageError>([&] {
+                parse_loss_scale(bad, true, 2000);
+              }).find(cat("--loss-scale ", bad, ": expected auto, off, dynamic")),
+              std::string::npos)
+        << bad;
+}
+
+}  // namespace
+}  // namespace cgdp
