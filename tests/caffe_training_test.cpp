@@ -1,12 +1,15 @@
 // Caffe's solver files run as Caffe runs them: the net found where Caffe users expect it, every
 // field mapped (max_iter, display, test_interval, test_iter, snapshot...), flags overriding the
 // file; each published solver trains its net on small data; test figures by layer type.
+#include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "cgdp/caffe_import/solver_file.hpp"
+#include "cgdp/net/graph_rewrite.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "support/caffe_tree.hpp"
 #include "support/run_command.hpp"
@@ -89,8 +92,9 @@ TEST(SolverFile, TheNetIsFoundBesideTheSolverFile) {
 
 TEST(SolverFile, UnimplementedFieldsAreNamedWithTheirLines) {
   testing::TempDir dir;
-  std::ofstream(dir / "s.prototxt") << "net: \"n.prototxt\"\nbase_lr: 0.1\nregularization_type: \"L1\"\n"
-                                       "snapshot_format: HDF5\ntest_net: \"t.prototxt\"\nlr_polcy: \"step\"\n";
+  std::ofstream(dir / "s.prototxt")
+      << "net: \"n.prototxt\"\nbase_lr: 0.1\nregularization_type: \"L1\"\n"
+         "snapshot_format: HDF5\ntest_net_param { name: \"t\" }\nlr_polcy: \"step\"\n";
   try {
     (void)load_solver((dir / "s.prototxt").string());
     ADD_FAILURE() << "no error";
@@ -98,7 +102,9 @@ TEST(SolverFile, UnimplementedFieldsAreNamedWithTheirLines) {
     const std::string m = e.what();
     EXPECT_NE(m.find("s.prototxt:3: regularization_type: cgdp regularises with L2 only"), std::string::npos) << m;
     EXPECT_NE(m.find("s.prototxt:4: snapshot_format: cgdp writes no HDF5 snapshots"), std::string::npos) << m;
-    EXPECT_NE(m.find("s.prototxt:5: test_net: cgdp builds the test net from the same file"), std::string::npos) << m;
+    EXPECT_NE(m.find("s.prototxt:5: test_net_param: write the net to its own file"),
+              std::string::npos)
+        << m;
     EXPECT_NE(m.find("s.prototxt:6:9: unknown field 'lr_polcy'"), std::string::npos) << m;
   }
 }
@@ -121,6 +127,54 @@ TEST(SolverFile, ItsCountsDriveTheRun) {
   EXPECT_TRUE(std::filesystem::exists(tree.root() / "snaps/lenet_iter_3.ckpt"));
   EXPECT_TRUE(std::filesystem::exists(tree.root() / "snaps/lenet_iter_6.ckpt"));
   EXPECT_NE(r.output.find("done: 6 iterations"), std::string::npos) << r.output;
+}
+
+// Caffe's older solvers name a train_net and a test_net file: LeNet split by phase into two files
+// trains and tests exactly as its one train_test file does (the test net shares the parameters
+// by layer name and reads its own file's data layer).
+TEST(SolverFile, TrainNetAndTestNetFilesTrainAsTheirMergedFile) {
+  const CaffeTree tree;
+  const auto mnist = tree.root() / "examples/mnist";
+  const proto::NetParameter merged = load_model((mnist / "lenet_train_test.prototxt").string());
+  for (const auto& [phase, file] : {std::pair{Phase::Train, "lenet_train.prototxt"},
+                                    std::pair{Phase::Test, "lenet_test.prototxt"}}) {
+    std::string text;
+    ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(filter_phase(merged, phase), &text));
+    std::ofstream(mnist / file) << text;
+  }
+  const std::string common =
+      "base_lr: 0.01 momentum: 0.9 lr_policy: \"fixed\" max_iter: 4 display: 2 "
+      "test_iter: 1 test_interval: 2 solver_mode: CPU\n";
+  std::ofstream(mnist / "one_file_solver.prototxt")
+      << "net: \"examples/mnist/lenet_train_test.prototxt\"\n"
+      << common;
+  std::ofstream(mnist / "two_files_solver.prototxt")
+      << "train_net: \"examples/mnist/lenet_train.prototxt\"\n"
+         "test_net: \"examples/mnist/lenet_test.prototxt\"\n"
+      << common;
+  auto test_lines = [&](const char* solver) {
+    const auto r = cgdp_in(tree.root(), cat("train --solver examples/mnist/", solver,
+                                            " --batch 4 --test-batch 4 --plain"));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    std::string lines;
+    std::istringstream in(r.output);
+    for (std::string line; std::getline(in, line);)
+      if (line.starts_with("test  iter")) lines += line.substr(0, line.find("  elapsed")) + "\n";
+    return lines;
+  };
+  const std::string one = test_lines("one_file_solver.prototxt");
+  EXPECT_EQ(count_of(one, "accuracy"), 3) << one;  // iterations 0, 2 and 4
+  EXPECT_EQ(test_lines("two_files_solver.prototxt"), one);
+  std::ofstream(mnist / "bad_solver.prototxt")
+      << "train_net: \"examples/mnist/lenet_train.prototxt\"\ntest_net: "
+         "\"examples/mnist/lenet_test.prototxt\"\n"
+         "test_iter: 1 test_iter: 1\n";
+  const auto bad = cgdp_in(tree.root(), "train --solver examples/mnist/bad_solver.prototxt");
+  EXPECT_NE(
+      bad.output.find(
+          "bad_solver.prototxt: test_iter is given 2 times for 1 test net (one per test_net)"),
+      std::string::npos)
+      << bad.output;
 }
 
 // Each published solver trains its published net a few iterations on the tree's small data.

@@ -115,5 +115,36 @@ TEST(GraphRewrite, BottomThatNoLayerProducesIsNamed) {
   EXPECT_EQ(msg, "m.prototxt:3: layer 'r': bottom 'y' is not produced by any earlier layer");
 }
 
+// A deploy net gets a label top and its scoring layers on the logits under a final Softmax, names
+// that do not clash with its own; a net that reads labels is left alone; two outputs are named.
+TEST(GraphRewrite, ADeployNetIsScoredOnTheLogitsOfItsOutput) {
+  proto::NetParameter deploy = parse_model(R"(
+    layer { name: "in" type: "Input" top: "data" input_param { shape { dim: 4 dim: 3 } } }
+    layer { name: "loss" type: "InnerProduct" bottom: "data" top: "logits" inner_product_param { num_output: 5 } }
+    layer { name: "prob" type: "Softmax" bottom: "logits" top: "prob" }
+  )",
+                                           "deploy.prototxt");
+  EXPECT_EQ(add_scoring_layers(deploy, "deploy.prototxt"),
+            "the net reads no labels: scored by a SoftmaxWithLoss and an Accuracy on 'logits' (the "
+            "input of its final Softmax 'prob'), with labels from the data");
+  ASSERT_EQ(deploy.layer_size(), 5);
+  EXPECT_EQ(deploy.layer(0).top(1), "label");
+  EXPECT_EQ(deploy.layer(0).input_param().shape(1).dim(0), 4);
+  EXPECT_EQ(deploy.layer(3).type(), "SoftmaxWithLoss");
+  EXPECT_EQ(deploy.layer(3).name(), "loss_");  // "loss" is the InnerProduct's name
+  EXPECT_EQ(deploy.layer(3).bottom(0), "logits");
+  EXPECT_EQ(deploy.layer(4).type(), "Accuracy");
+  EXPECT_EQ(add_scoring_layers(deploy, "deploy.prototxt"), "") << "it reads labels now";
+  proto::NetParameter two = parse_model(R"(
+    layer { name: "in" type: "Input" top: "data" input_param { shape { dim: 4 dim: 3 } } }
+    layer { name: "a" type: "ReLU" bottom: "data" top: "a" }
+    layer { name: "b" type: "Sigmoid" bottom: "data" top: "b" }
+  )",
+                                        "two.prototxt");
+  EXPECT_EQ(error_of([&] { add_scoring_layers(two, "two.prototxt"); }),
+            "two.prototxt: the net reads no labels and has 2 outputs (a, b): cgdp test scores "
+            "one; add its loss and Accuracy layers to the file");
+}
+
 }  // namespace
 }  // namespace cgdp

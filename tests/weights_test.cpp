@@ -221,9 +221,9 @@ TEST(Weights, PyTorchModuleNamesLoadWithoutAMap) {
   }
 }
 
-// `cgdp test` (caffe test) scores LeNet's TEST net on the LMDB its model file names: the accuracy
-// and loss are what `cgdp forward` of the same records, scaled by the layer's transform, and a
-// count by hand give.
+// `cgdp test` (caffe test) scores LeNet's TEST net on the LMDB its model file names, and its
+// deploy file on the same LMDB given as --data: the accuracy and loss are what `cgdp forward` of
+// the same records, scaled by the layer's transform, and a count by hand give.
 TEST(TestCommand, ScoresTheTestNetAsForwardAndACountByHand) {
   const testing::CaffeTree tree;  // 8 MNIST-shaped records, labels 0..7 (caffe_tree.hpp)
   const auto& root = tree.root();
@@ -259,6 +259,16 @@ TEST(TestCommand, ScoresTheTestNetAsForwardAndACountByHand) {
   EXPECT_EQ(result.at("samples"), records);
   EXPECT_DOUBLE_EQ(result.at("accuracy").get<double>(), correct / double(records));
   EXPECT_NEAR(result.at("loss").get<double>(), loss, 1e-5 * loss);
+  // The deploy file on the same records (--data): a loss and an Accuracy on the logits under
+  // its Softmax, labels from the source, give the same figures.
+  const auto deploy = testing::run_command(
+      cat("cd ", root, " && ", testing::binary_dir(), "/cgdp test --model ", lenet_path(),
+          " --weights w.safetensors --data lmdb:examples/mnist/mnist_test_lmdb --json"));
+  ASSERT_EQ(deploy.exit_code, 0) << deploy.output;
+  const auto scored = nlohmann::json::parse(deploy.output);
+  EXPECT_EQ(scored.at("samples"), records);
+  EXPECT_DOUBLE_EQ(scored.at("accuracy").get<double>(), correct / double(records));
+  EXPECT_NEAR(scored.at("loss").get<double>(), loss, 1e-5 * loss);
   // Weights that leave a layer at its filler score random values: refused.
   const std::vector<float> conv1 = values_of(*weights->layer(1).params()[0]),
                            bias = values_of(*weights->layer(1).params()[1]);

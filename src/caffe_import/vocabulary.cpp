@@ -155,7 +155,8 @@ const std::map<std::string, std::set<std::string>>& honoured_fields() {
         {"TransformationParameter",
          "scale mirror crop_size mean_file mean_value force_color force_gray"},
         {"SolverParameter",
-         "net train_net test_iter test_interval test_compute_loss test_initialization base_lr "
+         "net train_net test_net test_iter test_interval test_compute_loss test_initialization "
+         "base_lr "
          "display average_loss max_iter iter_size lr_policy gamma power momentum weight_decay "
          "regularization_type stepsize stepvalue snapshot snapshot_prefix snapshot_format "
          "snapshot_diff snapshot_after_train solver_mode device_id random_seed type solver_type "
@@ -186,10 +187,6 @@ const std::map<std::string, std::string>& refused_field_advice() {
        "write the net to its own file and name it with net: \"file\""},
       {"SolverParameter.test_net_param",
        "write the net to its own file and name it with net: \"file\""},
-      {"SolverParameter.test_net",
-       "cgdp builds the test net from the same file as the train net: "
-       "merge them into one file with include { phase: ... } rules and "
-       "name it with net:"},
   };
   return table;
 }

@@ -57,7 +57,10 @@ Runner add_test_command(CLI::App& app) {
   auto f = std::make_shared<TestFlags>();
   TrainConfig& c = f->train.config;
   CLI::App* cmd = app.add_subcommand(
-      "test", "Score trained weights with the model's TEST net on the test data (as caffe test)");
+      "test",
+      "Score trained weights with the model's TEST net on the test data (as caffe test); a "
+      "deploy file (no labels read) is scored by a SoftmaxWithLoss and an Accuracy added on its "
+      "output, labels from --data");
   add_workload_flags(cmd, f->train);
   cmd->add_option("--weights", c.weights,
                   "The trained weights, copied by layer name: .caffemodel, cgdp's --save or "
@@ -92,12 +95,15 @@ Runner add_test_command(CLI::App& app) {
     TrainConfig config = resolved_config(f->train, *cmd);
     config.devices = 1;  // the test runs on the first worker
     config.iterations = 1;
+    config.score_deploy_net = true;
     if (f->batches > 0) {  // else a solver's test_iter, or the whole test split
       config.test_iter = f->batches;
       for (TrainConfig::MoreTestNet& net : config.more_test_nets) net.iterations = f->batches;
     }
     // --json: stdout holds the one object; the trainer's notes go to stderr.
     Trainer trainer(config, f->json ? stderr : stdout);
+    if (!trainer.scoring_note().empty())
+      std::fprintf(f->json ? stderr : stdout, "cgdp: %s\n", trainer.scoring_note().c_str());
     const WeightsReport& report = trainer.weights_report();
     if (!report.missing.empty())
       throw UsageError(cat("the weights leave ", report.missing.size(), " layer(s) of ",

@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "cgdp/net/model_file.hpp"
 
@@ -120,6 +123,68 @@ proto::NetParameter insert_splits(const proto::NetParameter& param, const std::s
     }
   }
   return out;
+}
+
+std::string add_scoring_layers(proto::NetParameter& model, const std::string& source) {
+  proto::LayerParameter* input = nullptr;
+  for (proto::LayerParameter& layer : *model.mutable_layer()) {
+    const std::string& type = layer.type();
+    if (type == "Accuracy" || type.ends_with("Loss")) return "";
+    if (type != "Input") continue;
+    if (input || layer.top_size() != 1) return "";  // labels already, or inputs of its own
+    input = &layer;
+  }
+  if (!input || input->input_param().shape_size() == 0) return "";
+  // The output: the one top no later layer reads (in-place layers write over their bottom).
+  std::set<std::string> read;
+  for (const proto::LayerParameter& layer : model.layer())
+    for (const std::string& bottom : layer.bottom()) read.insert(bottom);
+  std::vector<std::string> outputs;
+  for (const proto::LayerParameter& layer : model.layer())
+    for (const std::string& top : layer.top())
+      if (!read.count(top) && std::find(outputs.begin(), outputs.end(), top) == outputs.end())
+        outputs.push_back(top);
+  if (outputs.size() != 1) {
+    std::string names;
+    for (const std::string& o : outputs) names += (names.empty() ? "" : ", ") + o;
+    throw ModelError(cat(source, ": the net reads no labels and has ", outputs.size(), " outputs (",
+                         names,
+                         "): cgdp test scores one; add its loss and Accuracy layers to the file"));
+  }
+  const std::string output = outputs[0];
+  // A final Softmax's probabilities have the argmax of its input; the loss wants the logits.
+  std::string logits = output;
+  for (const proto::LayerParameter& layer : model.layer())
+    if (layer.type() == "Softmax" && layer.top_size() == 1 && layer.top(0) == output &&
+        layer.bottom_size() == 1 && layer.bottom(0) != output)
+      logits = layer.bottom(0);
+  std::set<std::string> taken = read;  // blob and layer names the added ones must not reuse
+  for (const proto::LayerParameter& layer : model.layer()) {
+    taken.insert(layer.name());
+    for (const std::string& top : layer.top()) taken.insert(top);
+  }
+  auto fresh = [&](std::string name) {
+    while (taken.count(name)) name += "_";
+    taken.insert(name);
+    return name;
+  };
+  const std::string label = fresh("label");
+  input->add_top(label);
+  input->mutable_input_param()->add_shape()->add_dim(input->input_param().shape(0).dim(0));
+  auto add = [&](const char* type, const char* base) {
+    const std::string name = fresh(base);
+    proto::LayerParameter* layer = model.add_layer();
+    layer->set_type(type);
+    layer->set_name(name);
+    layer->add_bottom(logits);
+    layer->add_bottom(label);
+    layer->add_top(name);
+  };
+  add("SoftmaxWithLoss", "loss");
+  add("Accuracy", "accuracy");
+  return cat("the net reads no labels: scored by a SoftmaxWithLoss and an Accuracy on '", logits,
+             "'", logits == output ? "" : cat(" (the input of its final Softmax '", output, "')"),
+             ", with labels from the data");
 }
 
 }  // namespace cgdp

@@ -58,7 +58,8 @@ void feed_from_layer(proto::NetParameter& model, const DataLayer& layer, const s
 
 }  // namespace
 
-DataFeeds plan_data_feeds(proto::NetParameter& model, const std::string& model_path, const TrainConfig& config) {
+DataFeeds plan_data_feeds(proto::NetParameter& model, const std::string& model_path,
+                          const TrainConfig& config, FeedPhases phases) {
   const std::string staged_out[2] = {
       staged_out_data_layers(model, Phase::Train, merged_state(model, config.train_state)),
       staged_out_data_layers(model, Phase::Test, merged_state(model, config.test_state))};
@@ -69,6 +70,20 @@ DataFeeds plan_data_feeds(proto::NetParameter& model, const std::string& model_p
   const std::string train_spec = config.data.empty() ? kDefaultData : config.data;
   feeds.train = {train_spec, config.images, std::nullopt};
   feeds.test = {config.test_data.empty() ? train_spec : config.test_data, config.images, std::nullopt};
+  if (phases == FeedPhases::kTestOnly) {  // the file of a solver's test_net
+    if (!test_layer && !staged_out[1].empty())
+      feeds.test_needs_stage =
+          cat("the TEST net has no data layer: ", staged_out[1], "; give its stage");
+    if (test_layer)
+      feed_from_layer(model, *test_layer, config.test_data.empty() ? config.data : config.test_data,
+                      config, feeds.test);
+    return feeds;
+  }
+  if (phases == FeedPhases::kTrainOnly &&
+      train_layer) {  // a solver's train_net: its test net is another file
+    feed_from_layer(model, *train_layer, config.data, config, feeds.train);
+    return feeds;
+  }
   if (!train_layer && !staged_out[0].empty())
     throw ModelError(cat(model_path, ": the TRAIN net has no data layer: ", staged_out[0],
                          "; give the stage (--stage, or a solver's train_state)"));

@@ -74,7 +74,8 @@ struct Part {
 
 MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::string& source,
                                int64_t batch, int64_t test_batch, int workers, SyncKind sync,
-                               int histories) {
+                               int histories, const proto::NetParameter* test_model,
+                               const std::string& test_source) {
   MemoryEstimate m;
   m.workers = workers;
   m.batch = batch;
@@ -88,7 +89,8 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   m.activations = unique_top_bytes(net);
   m.scratch = std::max<int64_t>(
       train_device.memory_stats().device_bytes - m.parameters - m.gradients - m.activations, 0);
-  Net<float> test(model, Phase::Test, test_device, test_batch, /*seed=*/1, source);
+  Net<float> test(test_model ? *test_model : model, Phase::Test, test_device, test_batch,
+                  /*seed=*/1, test_model ? test_source : source);
   test.share_params_from(net);
   m.test_net = test_device.memory_stats().device_bytes;
   if (sync == SyncKind::Cgdp) m.pinned = (workers + 1) * m.gradients;  // receive per worker + sum

@@ -163,8 +163,20 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   set_cpu_precision(checked_precision(config.precision, device_kind));
   model_path_ = find_model_file(config.model);
   model_ = load_model(model_path_);
-  feeds_ = plan_data_feeds(model_, model_path_, config);
-  require_test_net(feeds_, model_path_);
+  if (config.score_deploy_net) scoring_note_ = add_scoring_layers(model_, model_path_);
+  if (config.test_model.empty()) {
+    feeds_ = plan_data_feeds(model_, model_path_, config);
+    require_test_net(feeds_, model_path_);
+  } else {  // a solver's train_net and test_net: each file feeds its own net
+    feeds_ = plan_data_feeds(model_, model_path_, config, FeedPhases::kTrainOnly);
+    test_model_path_ = find_model_file(config.test_model);
+    test_model_ = load_model(test_model_path_);
+    const DataFeeds test =
+        plan_data_feeds(test_model_, test_model_path_, config, FeedPhases::kTestOnly);
+    require_test_net(test, test_model_path_);
+    feeds_.test = test.test;
+    if (config.gemm_convolutions) use_gemm_convolutions(test_model_);
+  }
   check_outputs();
   std::optional<Profile> profile;  // --chunk auto's, measured before this trainer's workers exist
   if (config.chunk == "auto") {
@@ -194,8 +206,11 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   issuers_ = std::make_unique<IssueThreads>(num_workers(), config.issue_threads == "per-worker",
                                             [this](int w) { bind_issuing_thread(w); });
   Net<float>& net0 = net();
-  test_net_ = std::make_unique<Net<float>>(model_, Phase::Test, net0.device(), test_batch_,
-                                           config.seed, model_path_);
+  test_net_ = config.test_model.empty()
+                  ? std::make_unique<Net<float>>(model_, Phase::Test, net0.device(), test_batch_,
+                                                 config.seed, model_path_)
+                  : std::make_unique<Net<float>>(test_model_, Phase::Test, net0.device(),
+                                                 test_batch_, config.seed, test_model_path_);
   test_net_->share_params_from(net0);
   build_more_test_nets();
   load_initial_weights();
@@ -280,8 +295,10 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
     throw DeviceError(cat(config_.device_kind_from == "--device-kind" ? "--device-kind cuda"
                                                                       : config_.device_kind_from,
                           ": ", cuda_unavailable_reason()));
-  memory_ = estimate_memory(model_, model_path_, per_worker_batch_, test_batch_, config_.devices, sync,
-                            make_solver_settings(config_.solver, "solver settings").histories());
+  memory_ =
+      estimate_memory(model_, model_path_, per_worker_batch_, test_batch_, config_.devices, sync,
+                      make_solver_settings(config_.solver, "solver settings").histories(),
+                      config_.test_model.empty() ? nullptr : &test_model_, test_model_path_);
   if (config_.device_memory_gb < 0)
     throw UsageError(cat("--device-memory-gb must be > 0, got ", config_.device_memory_gb));
   const bool given = config_.device_memory_gb > 0;
@@ -674,9 +691,11 @@ void Trainer::build_more_test_nets() {
   for (const TrainConfig::MoreTestNet& spec : config_.more_test_nets) {
     TrainConfig c = config_;
     c.test_state = spec.state;
-    proto::NetParameter model = load_model(model_path_);
-    const DataFeeds feeds = plan_data_feeds(model, model_path_, c);
-    require_test_net(feeds, model_path_);
+    const std::string path = spec.model.empty() ? model_path_ : find_model_file(spec.model);
+    proto::NetParameter model = load_model(path);
+    const DataFeeds feeds = plan_data_feeds(
+        model, path, c, spec.model.empty() ? FeedPhases::kBoth : FeedPhases::kTestOnly);
+    require_test_net(feeds, path);
     if (config_.gemm_convolutions) use_gemm_convolutions(model);
     MoreTest t;
     t.name = test_net_name(static_cast<int>(more_tests_.size()) + 1);
@@ -684,7 +703,7 @@ void Trainer::build_more_test_nets() {
     t.batch = test_batch_size(feeds, config_.test_batch, per_worker_batch_);
     t.iterations = spec.iterations;
     t.net = std::make_unique<Net<float>>(model, Phase::Test, net().device(), t.batch, config_.seed,
-                                         model_path_);
+                                         path);
     t.net->share_params_from(net());
     more_tests_.push_back(std::move(t));
   }
@@ -695,6 +714,10 @@ std::string Trainer::test_net_name(int k) const {
   const proto::NetState& state = k == 0 ? config_.test_state : config_.more_test_nets[k - 1].state;
   std::string stages;
   for (const std::string& s : state.stage()) stages += cat(stages.empty() ? "" : ", ", s);
+  const std::string& file = k == 0 ? config_.test_model : config_.more_test_nets[k - 1].model;
+  if (!file.empty())  // a solver's test_net files: each by its file
+    return cat("#", k, " (", std::filesystem::path(file).filename().string(),
+               stages.empty() ? "" : cat(", stage ", stages), ")");
   return cat("#", k, stages.empty() ? "" : cat(" (stage ", stages, ")"));
 }
 

@@ -22,6 +22,13 @@ proto::NetState merged_state(const proto::NetParameter& model, const proto::NetS
 // Keeps the layers admitted in `phase`, with the level and stages of the model's `state`.
 proto::NetParameter filter_phase(const proto::NetParameter& param, Phase phase);
 
+// A deploy net (one Input with one top, no loss or accuracy) scored on labelled data, as
+// `cgdp test` does: its Input gains a `label` top, and a SoftmaxWithLoss and an Accuracy read
+// the net's one output (the logits before a final Softmax, if it has one). Returns a line on
+// what was added, or "" when the net already reads labels (or has no Input); ModelError naming
+// `source` when it has several outputs.
+std::string add_scoring_layers(proto::NetParameter& model, const std::string& source);
+
 // Gives every blob read by more than one layer a Split layer, so each consumer gets its own
 // diff and the Split sums them in backward. Throws ModelError for a bottom no layer produces.
 proto::NetParameter insert_splits(const proto::NetParameter& param, const std::string& source);

@@ -35,7 +35,11 @@ struct DataFeeds {
 // test_state), finds its data layers and puts an Input in each one's place, shaped from its data
 // (the first record, as Caffe infers it) and its batch_size; returns what feeds each phase. A
 // model without data layers is fed --data (default kDefaultData), its test split --test-data.
-DataFeeds plan_data_feeds(proto::NetParameter& model, const std::string& model_path, const TrainConfig& config);
+// `phases`: which nets the file is for: both, or the train (test) net alone when the test net has
+// its own file (a solver's train_net and test_net); the other feed is then left as it is.
+enum class FeedPhases { kBoth, kTrainOnly, kTestOnly };
+DataFeeds plan_data_feeds(proto::NetParameter& model, const std::string& model_path,
+                          const TrainConfig& config, FeedPhases phases = FeedPhases::kBoth);
 
 // Throws ModelError naming the TEST data layers' stages when feeds.test_needs_stage is set.
 void require_test_net(const DataFeeds& feeds, const std::string& model_path);

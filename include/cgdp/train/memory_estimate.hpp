@@ -38,9 +38,12 @@ struct MemoryEstimate {
 // Measures `model` (file `source`) at per-worker `batch` and `test_batch` for `workers` workers
 // synchronised by `sync`, whose solver keeps `histories` buffers per parameter (2 for AdaDelta and
 // Adam). Model errors are thrown as the real build would throw them.
+// `test_model` (file `test_source`): the test net's own file (a solver's test_net); null: the
+// model's TEST phase.
 MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::string& source,
                                int64_t batch, int64_t test_batch, int workers, SyncKind sync,
-                               int histories = 1);
+                               int histories = 1, const proto::NetParameter* test_model = nullptr,
+                               const std::string& test_source = "");
 
 // "1.5 GiB", "310.2 MiB", "12 KiB"
 std::string format_bytes(int64_t bytes);

@@ -46,8 +46,12 @@ struct TrainConfig {
   struct MoreTestNet {
     proto::NetState state;
     int64_t iterations = 0;
+    std::string model;  // a solver's test_net file; empty: the model's TEST phase
   };
   std::vector<MoreTestNet> more_test_nets;
+  // A solver's first test_net file: the test net's own layers and data layer, sharing the
+  // parameters by layer name; empty: the model's TEST phase.
+  std::string test_model;
   uint64_t seed = 1;
   int64_t test_interval = 0;  // 0: once per epoch; < 0: only at the end
   int64_t test_samples = 0;   // 0: the whole test set
@@ -77,6 +81,8 @@ struct TrainConfig {
   // The CPU layers' arithmetic (cpu_precision.hpp): "fp32", or "bf16"/"fp16" operands in the
   // multiplying layers with fp32 sums.
   std::string precision = "fp32";
+  // cgdp test: a deploy net (no labels read) gets a loss and an Accuracy (add_scoring_layers).
+  bool score_deploy_net = false;
   // Loss scaling (loss_scale.hpp): "auto" (dynamic in fp16), "off", "dynamic" or a fixed number;
   // a dynamic scale doubles after this many finite steps in a row.
   std::string loss_scale = "auto";

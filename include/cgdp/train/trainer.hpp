@@ -50,6 +50,8 @@ class Trainer {
   // Worker 0's net and solver: the parameters every worker holds after an iteration.
   // Loss scaling's state (--loss-scale): the scale, the steps skipped so far.
   const LossScale& loss_scale() const { return loss_scale_; }
+  // What was added to a deploy net to score it (config score_deploy_net), else "".
+  const std::string& scoring_note() const { return scoring_note_; }
   Net<float>& net() { return *workers_[0].net; }
   // This host's workers, and the workers of all hosts together.
   int num_workers() const { return static_cast<int>(workers_.size()); }
@@ -134,6 +136,9 @@ class Trainer {
   FILE* out_;
   std::string model_path_;
   proto::NetParameter model_;  // data layers replaced by Inputs
+  // A solver's test_net file (config test_model), as model_; unused without one.
+  std::string test_model_path_;
+  proto::NetParameter test_model_;
   DataFeeds feeds_;
   Order train_order_ = Order::Shuffled;  // training_order(feeds_.train, --order)
   std::string weights_note_;  // what --weights loaded, for the first lines
@@ -172,7 +177,8 @@ class Trainer {
   MemoryEstimate memory_;  // measured before the workers were built
   int64_t state_averaged_at_ = -1;  // the iteration whose statistics were last averaged
   LossScale loss_scale_;
-  std::string loss_scale_line_;  // what record_loss_scale said after the last iteration
+  std::string loss_scale_line_;
+  std::string scoring_note_;  // what record_loss_scale said after the last iteration
 };
 
 }  // namespace cgdp
