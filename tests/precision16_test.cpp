@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -35,6 +36,11 @@ struct Layer16Case {
   Shape bottom;
   int64_t longest_sum;  // the longest reduction among forward, data and weight gradients
 };
+
+// Failure messages name the case, not its bytes.
+void PrintTo(const Layer16Case& c, std::ostream* os) {
+  *os << c.name;
+}
 
 // One forward and backward of the layer from fixed inputs: with `absolute`, every input, weight
 // and output gradient is replaced by its magnitude, so the outputs are the sums of the terms'
