@@ -3,6 +3,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cgdp/cost/profile.hpp"
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
@@ -26,16 +27,33 @@ struct InspectOptions {
   int64_t test_batch = 0;  // 0: the batch, as train's default
   std::string data;  // replaces the data layers' sources
   std::vector<std::string> stages;  // both phases' (--stage)
+  double device_memory_gb = 0;      // with --memory: plan the activations to fit this
+  std::string profile;              // with a plan: predict what its copies cost
 };
 
 nlohmann::json memory_json(const MemoryEstimate& m) {
   nlohmann::json workers = nlohmann::json::array();
   for (int w = 0; w < m.workers; ++w) workers.push_back(m.worker_bytes(w));
-  return {{"batch", m.batch},        {"test_batch", m.test_batch},   {"devices", m.workers},
-          {"sync", to_string(m.sync)}, {"parameters", m.parameters}, {"gradients", m.gradients},
-          {"momentum", m.history},   {"activations", m.activations}, {"layer_scratch", m.scratch},
-          {"test_net", m.test_net},  {"worker_bytes", workers},     {"host_pinned", m.pinned},
-          {"total", m.device_total() + m.pinned}};
+  return {
+      {"batch", m.batch},
+      {"test_batch", m.test_batch},
+      {"devices", m.workers},
+      {"sync", to_string(m.sync)},
+      {"parameters", m.parameters},
+      {"gradients", m.gradients},
+      {"momentum", m.history},
+      {"activations", m.activations},
+      {"layer_scratch", m.scratch},
+      {"test_net", m.test_net},
+      {"worker_bytes", workers},
+      {"host_pinned", m.pinned},
+      {"total", m.device_total() + m.pinned},
+      {"offload", m.planned ? nlohmann::json{{"arena", m.arena},
+                                             {"activations", m.planned_units},
+                                             {"offloaded", m.offloaded},
+                                             {"host_bytes_per_worker", m.offload_host},
+                                             {"bytes_each_way_per_micro_batch", m.offload_each_way}}
+                            : nlohmann::json(nullptr)}};
 }
 
 void print_memory(const MemoryEstimate& m) {
@@ -53,8 +71,9 @@ void print_memory(const MemoryEstimate& m) {
               static_cast<long long>(m.test_batch));
   for (int w = 0; w < m.workers; ++w)
     std::printf("  %-28s %12s\n", cat("worker ", w, " device").c_str(), format_bytes(m.worker_bytes(w)).c_str());
-  row("host sums (pinned)", m.pinned);
+  row(m.planned ? "host sums, offload (pinned)" : "host sums (pinned)", m.pinned);
   row("total", m.device_total() + m.pinned);
+  if (m.planned) std::printf("plan: %s\n", describe_offload(m).c_str());
 }
 
 nlohmann::json describe(Net<float>& net) {
@@ -114,8 +133,16 @@ Runner add_inspect_command(CLI::App& app) {
   cmd->add_option("-n,--devices", opt->devices, "With --memory: data-parallel workers")
       ->capture_default_str()->check(kPositive);
   cmd->add_option("--sync", opt->sync, "With --memory: cgdp, ps0 or local (default as train)");
+  cmd->add_option("--device-memory-gb", opt->device_memory_gb,
+                  "With --memory: a device of this size; a run that does not fit shows the plan "
+                  "that `train --offload auto` makes (activations by liveness, some on the host)")
+      ->check(kPositive);
   cmd->add_option("--test-batch", opt->test_batch, "With --memory: the test net's batch (default: the TEST data layer's batch_size, else --batch, as train)")
       ->check(kPositive);
+  cmd->add_option("--profile", opt->profile,
+                  "With --device-memory-gb: a profile (cgdp profile) to predict what the plan's "
+                  "copies cost a pass")
+      ->check(CLI::ExistingFile);
   cmd->add_option("-d,--data", opt->data,
                   "For a model with data layers: read the sample shape from this source instead of "
                   "theirs (synthetic:C,H,W,K gives a shape without data)")
@@ -142,11 +169,35 @@ Runner add_inspect_command(CLI::App& app) {
       const int64_t test_batch = test_batch_size(fed, opt->test_batch, opt->batch);  // as train
       const SyncKind sync = !opt->sync.empty() ? parse_sync_kind(opt->sync)
                                                : (opt->devices > 1 ? SyncKind::Cgdp : SyncKind::Local);
-      const MemoryEstimate m = estimate_memory(param, path, opt->batch, test_batch, opt->devices, sync);
+      const auto estimate = [&](const ActivationMemoryPlan& activations) {
+        return estimate_memory(param, path, opt->batch, test_batch, opt->devices, sync, 1, nullptr,
+                               "", activations);
+      };
+      MemoryEstimate m = estimate({});
+      const int64_t budget = static_cast<int64_t>(opt->device_memory_gb * (1LL << 30));
+      // As train plans it on a CPU device under --device-memory-gb.
+      if (opt->device_memory_gb > 0 &&
+          needed_bytes(m, DeviceKind::Cpu, 0, BudgetScope::Device) > budget)
+        m = fit_activations(estimate, DeviceKind::Cpu, 0, budget, BudgetScope::Device).estimate;
       if (opt->json)
         std::cout << memory_json(m).dump(2) << "\n";
       else
         print_memory(m);
+      if (opt->device_memory_gb > 0) {
+        const int64_t need = needed_bytes(m, DeviceKind::Cpu, 0, BudgetScope::Device);
+        std::fprintf(opt->json ? stderr : stdout,
+                     "%s: worker 0 needs %s of --device-memory-gb %g (%s)\n",
+                     need <= budget ? "fits" : "does not fit", format_bytes(need).c_str(),
+                     opt->device_memory_gb, format_bytes(budget).c_str());
+        if (m.offloaded > 0 && !opt->profile.empty()) {
+          const OffloadPassCost cost = predict_offload(m, read_profile(opt->profile));
+          std::fprintf(opt->json ? stderr : stdout,
+                       "predicted pass: %.1f ms, %.1f ms without the copies (%+.1f%%), from %s\n",
+                       cost.pass_us / 1e3, cost.compute_us / 1e3, 100 * cost.slowdown(),
+                       opt->profile.c_str());
+        }
+        if (need > budget) return 1;
+      }
       return 0;
     }
     Net<float> net(param, opt->test_phase ? Phase::Test : Phase::Train, default_cpu_device(),

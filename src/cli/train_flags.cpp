@@ -133,6 +133,12 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--device-memory-gb", c.device_memory_gb,
                   "Memory each device may use, checked before allocating (default: what is free)")
       ->check(kPositive);
+  cmd->add_option("--offload", c.offload,
+                  "auto: a run that does not fit the device keeps its activations in an arena "
+                  "planned by liveness and moves the largest to pinned host memory between forward "
+                  "and backward; off: refuse it")
+      ->check(CLI::IsMember({"auto", "off"}))
+      ->capture_default_str();
   cmd->add_option("--device-kind", c.device_kind, "cpu, or cuda (workers share GPUs round-robin)")
       ->capture_default_str();
   cmd->add_option("--host-threads", c.host_threads,

@@ -17,8 +17,12 @@ namespace cgdp {
 
 template <typename T>
 Net<T>::Net(const proto::NetParameter& param, Phase phase, Device& device, int64_t batch_size,
-            uint64_t seed, const std::string& source)
-    : name_(param.name()), phase_(phase), device_(&device), batch_override_(batch_size) {
+            uint64_t seed, const std::string& source, ActivationMemory memory)
+    : name_(param.name()),
+      phase_(phase),
+      device_(&device),
+      batch_override_(batch_size),
+      memory_(memory) {
   const proto::NetParameter phase_net = filter_phase(param, phase);
   check_wiring(phase_net, source);
   build(insert_splits(phase_net, source), seed, source);
@@ -64,6 +68,9 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
     wire_layer(lp, source);
     const int i = num_layers() - 1;
     if (phase_ != Phase::Train) layers_[i]->set_forward_only();
+    if (Blob<T>* kept = layers_[i]->mutable_kept_top();
+        kept && memory_ == ActivationMemory::Planned)
+      kept->defer_data();
     share_kept_input(i);
     if (auto* split = dynamic_cast<SplitLayer<T>*>(layers_[i].get()); split && !written_in_place_after(lp, i, last_in_place))
       split->share_bottom_data();
@@ -126,6 +133,7 @@ void Net<T>::wire_layer(const proto::LayerParameter& lp, const std::string& sour
       tops.push_back(bottoms[j]);  // in place, as Caffe's ReLU/Dropout/BatchNorm/Scale
     } else {
       auto blob = std::make_unique<Blob<T>>(*device_, Shape{}, phase_ == Phase::Train ? Diff::Kept : Diff::None);
+      if (memory_ == ActivationMemory::Planned) blob->defer_data();
       tops.push_back(blob.get());
       blobs_[cat(name, "#", layers_.size())] = std::move(blob);
     }
@@ -418,6 +426,7 @@ std::optional<std::string> Net<T>::first_non_finite_layer() const {
   for (int i = 0; i < num_layers(); ++i)
     for (const Blob<T>* top : tops_[i]) {
       if (written_over_.count(top)) continue;  // holds a later layer's output now
+      if (top->data_owner()->data_is_planned()) continue;  // the arena has other values there now
       values.resize(static_cast<size_t>(top->count()));
       device_->copy(values.data(), top->data(), top->bytes());
       for (T v : values)

@@ -24,10 +24,15 @@ void Blob<T>::reshape(const Shape& shape) {
   shape_ = shape;
   count_ = count;
   if (count_ > capacity_) {
+    if (data_bound_)
+      throw Error(cat("cannot grow a blob to ", shape_string(shape),
+                      ": its values live in the net's plan"));
     if (diff_bound_) throw Error(cat("cannot grow a blob to ", shape_string(shape), ": its gradient lives in the net's plan"));
     capacity_ = count_;
-    owned_data_ = DeviceBuffer(*device_, static_cast<size_t>(capacity_) * sizeof(T));
-    data_ = static_cast<T*>(owned_data_.get());
+    if (!data_deferred_) {
+      owned_data_ = DeviceBuffer(*device_, static_cast<size_t>(capacity_) * sizeof(T));
+      data_ = static_cast<T*>(owned_data_.get());
+    }
     if (has_diff()) {
       owned_diff_ = DeviceBuffer(*device_, static_cast<size_t>(capacity_) * sizeof(T));
       diff_ = static_cast<T*>(owned_diff_.get());
@@ -58,6 +63,15 @@ void Blob<T>::bind_diff(T* diff) {
 }
 
 template <typename T>
+void Blob<T>::bind_data(T* data) {
+  CGDP_ASSERT(!data_aliased_ && !is_view());
+  owned_data_.reset();
+  data_ = data;
+  data_bound_ = true;
+  capacity_ = count_;  // the arena holds this many
+}
+
+template <typename T>
 void Blob<T>::alias_data(Blob& source) {
   if (has_diff() && source.count_ > capacity_) {
     if (diff_bound_) throw Error(cat("cannot grow a blob to ", shape_string(source.shape_), ": its gradient lives in the net's plan"));
@@ -70,6 +84,7 @@ void Blob<T>::alias_data(Blob& source) {
   count_ = source.count_;
   data_ = source.data_;
   data_aliased_ = true;
+  data_source_ = &source;
 }
 
 template <typename T>

@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 #include <utility>
 #include <vector>
@@ -24,11 +25,13 @@ int64_t unique_top_bytes(const Net<float>& net) {
   for (int i = 0; i < net.num_layers(); ++i)
     for (const Blob<float>* top : net.tops(i)) tops.insert(top);
   int64_t bytes = 0;
-  for (const Blob<float>* top : tops) {  // its values unless shared, its gradient unless planned
-    if (!top->data_is_aliased()) bytes += static_cast<int64_t>(top->bytes());
+  for (const Blob<float>* top :
+       tops) {  // its values unless shared or planned, its gradient unless planned
+    if (!top->data_is_aliased() && !top->data_is_planned())
+      bytes += static_cast<int64_t>(top->bytes());
     if (top->has_diff() && !top->diff_is_planned()) bytes += static_cast<int64_t>(top->bytes());
   }
-  return bytes + net.activation_gradient_bytes();
+  return bytes + net.activation_gradient_bytes() + net.activation_plan().arena_bytes;
 }
 
 // Children of worker w in ps0's reduction tree: at strides 1, 2, 4, ... w is a parent when it is
@@ -75,13 +78,28 @@ struct Part {
 MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::string& source,
                                int64_t batch, int64_t test_batch, int workers, SyncKind sync,
                                int histories, const proto::NetParameter* test_model,
-                               const std::string& test_source) {
+                               const std::string& test_source,
+                               const ActivationMemoryPlan& activations) {
   MemoryEstimate m;
   m.workers = workers;
   m.batch = batch;
   m.test_batch = test_batch;
   MeasuringDevice train_device, test_device;
-  Net<float> net(model, Phase::Train, train_device, batch, /*seed=*/1, source);
+  Net<float> net(model, Phase::Train, train_device, batch, /*seed=*/1, source, activations.memory);
+  m.planned = activations.memory == ActivationMemory::Planned;
+  if (m.planned) {
+    net.plan_activations(activations.arena_limit);
+    const ActivationPlan& plan = net.activation_plan();
+    m.arena = plan.arena_bytes;
+    m.offload_host = plan.host_bytes;
+    m.offload_each_way = plan.bytes_each_way();
+    m.offloaded = plan.offloaded_count();
+    m.planned_units = static_cast<int>(plan.activations.size());
+    for (const PlannedActivation& a : plan.activations)
+      if (a.offloaded)
+        m.offload_copies.push_back({a.last_forward, plan.fetch_step(a), a.first_backward, a.bytes});
+    for (int i = 0; i < net.num_layers(); ++i) m.layer_names.push_back(net.layer(i).name());
+  }
   m.sync = sync;
   const int64_t flat = net.learnable_count() * static_cast<int64_t>(sizeof(float));
   m.parameters = m.gradients = flat;
@@ -90,10 +108,12 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   m.scratch = std::max<int64_t>(
       train_device.memory_stats().device_bytes - m.parameters - m.gradients - m.activations, 0);
   Net<float> test(test_model ? *test_model : model, Phase::Test, test_device, test_batch,
-                  /*seed=*/1, test_model ? test_source : source);
+                  /*seed=*/1, test_model ? test_source : source, activations.memory);
+  if (m.planned) test.plan_activations();  // forward only: liveness alone, nothing offloaded
   test.share_params_from(net);
   m.test_net = test_device.memory_stats().device_bytes;
   if (sync == SyncKind::Cgdp) m.pinned = (workers + 1) * m.gradients;  // receive per worker + sum
+  m.pinned += workers * m.offload_host;
   return m;
 }
 
@@ -118,6 +138,10 @@ int64_t MemoryEstimate::fullest_gpu(int gpus) const {
   return *std::max_element(per_gpu.begin(), per_gpu.end());
 }
 
+int MemoryEstimate::workers_on_fullest_gpu(int gpus) const {
+  return (workers + std::max(gpus, 1) - 1) / std::max(gpus, 1);  // the first GPU holds worker 0
+}
+
 std::string format_bytes(int64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   double value = static_cast<double>(bytes);
@@ -138,14 +162,59 @@ int64_t free_memory_bytes(DeviceKind kind) {
   return room < 0 ? available : std::min(available, room);
 }
 
+int64_t needed_bytes(const MemoryEstimate& m, DeviceKind kind, int gpus, BudgetScope scope) {
+  if (kind == DeviceKind::Cuda) return m.fullest_gpu(gpus);
+  // Worker 0 holds the most: the test net besides its replica.
+  return scope == BudgetScope::Device ? m.worker_bytes(0) : m.device_total() + m.pinned;
+}
+
+FittedMemory fit_activations(
+    const std::function<MemoryEstimate(const ActivationMemoryPlan&)>& estimate, DeviceKind kind,
+    int gpus, int64_t budget, BudgetScope scope) {
+  FittedMemory fit{{ActivationMemory::Planned}, {}};
+  fit.estimate = estimate(fit.activations);  // liveness alone
+  const MemoryEstimate& m = fit.estimate;
+  if (needed_bytes(m, kind, gpus, scope) <= budget) return fit;
+  // Each worker that shares the budget gets an equal part of what the rest leaves.
+  const int sharing = kind == DeviceKind::Cuda       ? m.workers_on_fullest_gpu(gpus)
+                      : scope == BudgetScope::Device ? 1
+                                                     : m.workers;
+  const int64_t rest = needed_bytes(m, kind, gpus, scope) - sharing * m.arena;
+  fit.activations.arena_limit = std::max<int64_t>((budget - rest) / sharing, 0);
+  fit.estimate = estimate(fit.activations);
+  return fit;
+}
+
+OffloadPassCost predict_offload(const MemoryEstimate& m, const Profile& profile) {
+  std::map<std::string, const LayerCost*> by_name;
+  for (const LayerCost& l : profile.layers) by_name[l.name] = &l;
+  const int layers = static_cast<int>(m.layer_names.size());
+  std::vector<double> step_us(2 * static_cast<size_t>(layers), 0.0);
+  for (int i = 0; i < layers; ++i)
+    if (const auto it = by_name.find(m.layer_names[i]); it != by_name.end()) {
+      step_us[i] = it->second->forward_us;
+      step_us[2 * layers - 1 - i] = it->second->backward_us;
+    }
+  return predict_offload_pass(step_us, m.offload_copies, profile.d2h, profile.h2d);
+}
+
+std::string describe_offload(const MemoryEstimate& m) {
+  return cat("activations planned by liveness in a ", format_bytes(m.arena), " arena per worker; ",
+             m.offloaded, " of ", m.planned_units,
+             " wait in pinned host memory between forward and backward (",
+             format_bytes(m.offload_each_way), " out and back per micro-batch)");
+}
+
 void check_memory_fits(const MemoryEstimate& m, DeviceKind kind, int gpus, int64_t budget,
-                       const std::string& budget_is) {
+                       const std::string& budget_is, BudgetScope scope) {
   if (budget < 0) return;  // nothing known to check against
   const bool cuda = kind == DeviceKind::Cuda;
-  const int64_t need = cuda ? m.fullest_gpu(gpus) : m.device_total() + m.pinned;
+  const int64_t need = needed_bytes(m, kind, gpus, scope);
   if (need <= budget) return;
-  // The parts, over the workers of the fullest GPU (CUDA: its first, which holds worker 0) or all.
-  const int step = cuda ? std::max(gpus, 1) : 1;
+  // The parts, over the workers of the fullest GPU (CUDA: its first, which holds worker 0), of
+  // worker 0 (a CPU device) or all.
+  const bool one_device = !cuda && scope == BudgetScope::Device;
+  const int step = cuda ? std::max(gpus, 1) : one_device ? m.workers : 1;
   int n = 0, updating = 0;
   int64_t receive = 0;
   for (int w = 0; w < m.workers; w += step) {
@@ -162,7 +231,7 @@ void check_memory_fits(const MemoryEstimate& m, DeviceKind kind, int gpus, int64
       {"momentum", m.history * updating, fewer},
       {"test net", m.test_net, "lower --test-batch"},
       {"ps0 receive buffers", receive, "--sync cgdp"},
-      {"host sums", cuda ? 0 : m.pinned, "fewer --devices"},
+      {"host sums", cuda || one_device ? 0 : m.pinned, "fewer --devices"},
   };
   std::stable_sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.bytes > b.bytes; });
   std::string largest, flags;
@@ -171,10 +240,15 @@ void check_memory_fits(const MemoryEstimate& m, DeviceKind kind, int gpus, int64
     largest += cat(i ? ", " : "", parts[i].name, " ", format_bytes(parts[i].bytes));
     if (named.insert(parts[i].shrink).second) flags += cat(flags.empty() ? "" : ", ", parts[i].shrink);
   }
-  const std::string where = cuda ? cat("the first GPU (", n, " worker", n > 1 ? "s" : "", ")")
-                                 : cat(m.workers, " worker", m.workers > 1 ? "s" : "", " on the CPU");
-  throw UsageError(cat("this run needs ", format_bytes(need), " on ", where, " but ", budget_is,
-                       " is ", format_bytes(budget), ": ", largest, " (batch ", m.batch,
+  const std::string where =
+      cuda         ? cat("the first GPU (", n, " worker", n > 1 ? "s" : "", ")")
+      : one_device ? std::string("worker 0's device (cpu:0)")
+                   : cat(m.workers, " worker", m.workers > 1 ? "s" : "", " on the CPU");
+  const std::string offloaded = m.planned ? cat(", with ", m.offloaded, " of ", m.planned_units,
+                                                " activations offloaded to the host")
+                                          : "";
+  throw UsageError(cat("this run needs ", format_bytes(need), " on ", where, offloaded, " but ",
+                       budget_is, " is ", format_bytes(budget), ": ", largest, " (batch ", m.batch,
                        ", test batch ", m.test_batch, "); to fit: ", flags));
 }
 

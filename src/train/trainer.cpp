@@ -195,7 +195,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   test_batch_ = test_batch_size(feeds_, config.test_batch, per_worker_batch_);
   check_memory(sync, device_kind);
   workers_ = make_workers(config.devices, device_kind, model_, per_worker_batch_, config.seed,
-                          model_path_, config.accumulate);
+                          model_path_, config.accumulate, activation_memory_);
   if (config.fail_worker >= 0) inject_fault(config.fail_worker, config.fail_after_copies);
   if (config.issue_threads != "per-worker" && config.issue_threads != "one")
     throw UsageError(cat("--issue-threads must be per-worker or one, not '", config.issue_threads, "'"));
@@ -206,11 +206,13 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   issuers_ = std::make_unique<IssueThreads>(num_workers(), config.issue_threads == "per-worker",
                                             [this](int w) { bind_issuing_thread(w); });
   Net<float>& net0 = net();
-  test_net_ = config.test_model.empty()
-                  ? std::make_unique<Net<float>>(model_, Phase::Test, net0.device(), test_batch_,
-                                                 config.seed, model_path_)
-                  : std::make_unique<Net<float>>(test_model_, Phase::Test, net0.device(),
-                                                 test_batch_, config.seed, test_model_path_);
+  test_net_ =
+      config.test_model.empty()
+          ? std::make_unique<Net<float>>(model_, Phase::Test, net0.device(), test_batch_,
+                                         config.seed, model_path_, activation_memory_.memory)
+          : std::make_unique<Net<float>>(test_model_, Phase::Test, net0.device(), test_batch_,
+                                         config.seed, test_model_path_, activation_memory_.memory);
+  if (test_net_->activations_planned()) test_net_->plan_activations();  // forward only: liveness
   test_net_->share_params_from(net0);
   build_more_test_nets();
   load_initial_weights();
@@ -295,10 +297,15 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
     throw DeviceError(cat(config_.device_kind_from == "--device-kind" ? "--device-kind cuda"
                                                                       : config_.device_kind_from,
                           ": ", cuda_unavailable_reason()));
-  memory_ =
-      estimate_memory(model_, model_path_, per_worker_batch_, test_batch_, config_.devices, sync,
-                      make_solver_settings(config_.solver, "solver settings").histories(),
-                      config_.test_model.empty() ? nullptr : &test_model_, test_model_path_);
+  if (config_.offload != "auto" && config_.offload != "off")
+    throw UsageError(cat("--offload must be auto or off, not '", config_.offload, "'"));
+  const auto estimate = [&](const ActivationMemoryPlan& activations) {
+    return estimate_memory(
+        model_, model_path_, per_worker_batch_, test_batch_, config_.devices, sync,
+        make_solver_settings(config_.solver, "solver settings").histories(),
+        config_.test_model.empty() ? nullptr : &test_model_, test_model_path_, activations);
+  };
+  memory_ = estimate({});
   if (config_.device_memory_gb < 0)
     throw UsageError(cat("--device-memory-gb must be > 0, got ", config_.device_memory_gb));
   const bool given = config_.device_memory_gb > 0;
@@ -307,8 +314,22 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
   const std::string budget_is =
       given ? cat("--device-memory-gb ", config_.device_memory_gb)
             : (kind == DeviceKind::Cuda ? "the GPU's free memory" : "the free RAM (MemAvailable)");
-  check_memory_fits(memory_, kind, kind == DeviceKind::Cuda ? cuda_device_count() : 0, budget,
-                    budget_is);
+  const BudgetScope scope = given ? BudgetScope::Device : BudgetScope::WholeRun;
+  const int gpus = kind == DeviceKind::Cuda ? cuda_device_count() : 0;
+  if (budget >= 0 && needed_bytes(memory_, kind, gpus, scope) > budget &&
+      config_.offload == "auto") {
+    const FittedMemory fit = fit_activations(estimate, kind, gpus, budget, scope);
+    activation_memory_ = fit.activations;
+    memory_ = fit.estimate;
+    offload_note_ = describe_offload(memory_);
+    if (memory_.offloaded > 0 && !config_.profile_path.empty()) {
+      const OffloadPassCost cost = predict_offload(memory_, read_profile(config_.profile_path));
+      char slower[32];
+      std::snprintf(slower, sizeof slower, "%.1f%%", 100 * cost.slowdown());
+      offload_note_ += cat("; predicted ", slower, " slower per pass (", config_.profile_path, ")");
+    }
+  }
+  check_memory_fits(memory_, kind, gpus, budget, budget_is, scope);
 }
 
 void Trainer::inject_fault(int worker, int64_t after_copies) {
@@ -828,6 +849,7 @@ void Trainer::announce(ProgressReporter& progress, int64_t batch, double epoch_i
     progress.message(cat("cgdp: fully-connected exchange: ", factors_description_,
                          "; summed chunks travel as ", config_.exchange_dtype));
   if (!placement_summary_.empty()) progress.message(cat("cgdp: placement: ", placement_summary_));
+  if (!offload_note_.empty()) progress.message(cat("cgdp: ", offload_note_));
   if (chunk_tuner_) {
     progress.message(chunk_tuner_->describe_start(profile_note_));
     if (chunk_tuner_->settled())
@@ -944,6 +966,16 @@ void Trainer::finish(ProgressReporter& progress, const TrainResult& result) {
   if (config_.phase_table || num_workers() > 1)
     progress.message(phases_.format(cat("phases (", to_string(scheme_->kind()), ", ", num_workers(), " workers)")));
   if (config_.phase_table || num_workers() > 1) progress.message(memory_report());
+  if (config_.device_memory_gb > 0) {  // what the accounting devices saw, against the budget
+    std::string peaks;
+    for (const Worker& w : workers_)
+      peaks += cat(peaks.empty() ? "" : ", ", "worker ", w.index, " ",
+                   format_bytes(w.device->memory_stats().device_peak_bytes));
+    progress.message(cat("cgdp: device memory at its peak: ", peaks, " (--device-memory-gb ",
+                         config_.device_memory_gb, " is ",
+                         format_bytes(static_cast<int64_t>(config_.device_memory_gb * (1LL << 30))),
+                         ")"));
+  }
   if (const std::string note = scheme_->placement_note(); !note.empty()) progress.message(cat("cgdp: ", note));
   for (const Dataset* data : {train_data_.get(), test_data_.get()})
     if (const std::string skipped = data->skipped_summary(); !skipped.empty())

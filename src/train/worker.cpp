@@ -28,9 +28,11 @@ void Worker::issue_input(const Batch& batch, int64_t row_begin, Timeline& timeli
 void Worker::issue_forward(const RunContext& ctx, Timeline& timeline) {
   mark(*compute, timeline, &marks.forward_begin);
   for (int i = 0; i < net->num_layers(); ++i) {
-    if (net->layer(i).is_input()) continue;
-    traced(*compute, timeline, index, "compute", net->layer(i).name(), "forward",
-           [&] { net->forward_layer(i, ctx); });
+    offload.before_step(i, *compute, timeline);
+    if (!net->layer(i).is_input())
+      traced(*compute, timeline, index, "compute", net->layer(i).name(), "forward",
+             [&] { net->forward_layer(i, ctx); });
+    offload.after_step(i, *compute, timeline);
   }
   mark(*compute, timeline, &marks.forward_end);
 }
@@ -40,13 +42,16 @@ void Worker::issue_backward(const RunContext& ctx, Timeline& timeline, int micro
   const bool accumulating = micros > 1, last = micro + 1 == micros;
   float* diff = net->flat_diff().data();
   if (micro > 0) net->zero_param_diffs(*compute);
+  const int steps = 2 * net->num_layers();
   for (int i = net->num_layers() - 1; i >= 0; --i) {
+    offload.before_step(steps - 1 - i, *compute, timeline);
     if (net->needs_backward(i))
       traced(*compute, timeline, index, "compute", net->layer(i).name(), "backward",
              [&] { net->backward_layer(i, ctx); });
     const auto [begin, end] = net->layer_param_range(i);
     if (accumulating && last && end > begin) fold.fold_into(*device, *compute, diff, begin, end, micro);
     if (after_layer) after_layer(i);
+    offload.after_step(steps - 1 - i, *compute, timeline);
   }
   if (accumulating && !last) fold.add(*device, *compute, diff, net->learnable_count(), micro);
   mark(*compute, timeline, &marks.backward_end);
@@ -67,7 +72,7 @@ double Worker::loss(int micro) const {
 
 std::vector<Worker> make_workers(int count, DeviceKind kind, const proto::NetParameter& model,
                                  int64_t batch, uint64_t seed, const std::string& source,
-                                 int max_micro_batches) {
+                                 int max_micro_batches, const ActivationMemoryPlan& activations) {
   std::vector<Worker> workers(count);
   const int gpus = kind == DeviceKind::Cuda ? cuda_device_count() : 0;
   // Each GPU's pinned host memory (the D2H/H2D buffers) goes to the GPU's own NUMA node.
@@ -90,7 +95,12 @@ std::vector<Worker> make_workers(int count, DeviceKind kind, const proto::NetPar
       worker.compute->submit([share] { omp_set_num_threads(share); });
     }
     // Same seed everywhere: every replica starts from the same parameters.
-    worker.net = std::make_unique<Net<float>>(model, Phase::Train, *worker.device, batch, seed, source);
+    worker.net = std::make_unique<Net<float>>(model, Phase::Train, *worker.device, batch, seed,
+                                              source, activations.memory);
+    if (activations.memory == ActivationMemory::Planned) {
+      worker.net->plan_activations(activations.arena_limit);
+      worker.offload = OffloadSchedule(*worker.device, worker.net->activation_plan(), w);
+    }
     worker.loss_tops = worker.net->loss_tops();
     worker.loss_slots = PinnedHostBuffer(*worker.device, sizeof(float) * worker.loss_tops.size() *
                                                              static_cast<size_t>(max_micro_batches));
@@ -131,7 +141,12 @@ void synchronize_stream(Worker& w, Stream& stream, const char* name, int64_t ite
 void synchronize_all(std::vector<Worker>& workers, int64_t iteration) {
   std::exception_ptr first;
   for (Worker& w : workers)
-    for (auto [stream, name] : {std::pair{w.compute.get(), "compute"}, {w.d2h.get(), "d2h"}, {w.h2d.get(), "h2d"}}) {
+    for (auto [stream, name] : {std::pair{w.compute.get(), "compute"},
+                                {w.d2h.get(), "d2h"},
+                                {w.h2d.get(), "h2d"},
+                                {w.offload.out_stream(), "offload-out"},
+                                {w.offload.in_stream(), "offload-in"}}) {
+      if (!stream) continue;
       try {
         synchronize_stream(w, *stream, name, iteration);
       } catch (...) {

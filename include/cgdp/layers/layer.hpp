@@ -89,6 +89,8 @@ class Layer {
   // A blob holding a copy of top 0's values from this layer's forward until its backward
   // (BatchNorm's normalised output), which a layer in place on that top may read; nullptr if none.
   virtual const Blob<T>* kept_top() const { return nullptr; }
+  // The same blob, for the net to say where its values live (the activation arena).
+  Blob<T>* mutable_kept_top() { return const_cast<Blob<T>*>(kept_top()); }
   // Offers a layer that runs in place the blob `kept` (kept_top() of the layer before it), which
   // holds its input until its backward, to read instead of a copy of its own (Scale takes it).
   virtual void use_kept_input(const Blob<T>* kept) {}

@@ -5,10 +5,11 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <map>
-#include <set>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "cgdp.pb.h"
 #include "cgdp/layers/input_layer.hpp"
 #include "cgdp/layers/layer.hpp"
+#include "cgdp/net/activation_plan.hpp"
 
 namespace cgdp {
 
@@ -35,8 +37,10 @@ class Net {
  public:
   // Builds the layers of `param` that belong to `phase`; batch_size > 0 overrides the Input's
   // first dimension. Parameters are filled from `seed`. Errors name `source` (the file).
+  // ActivationMemory::Planned allocates no activation values: call plan_activations before use.
   Net(const proto::NetParameter& param, Phase phase, Device& device, int64_t batch_size,
-      uint64_t seed, const std::string& source = "model");
+      uint64_t seed, const std::string& source = "model",
+      ActivationMemory memory = ActivationMemory::Owned);
   Net(const Net&) = delete;
   Net& operator=(const Net&) = delete;
 
@@ -80,6 +84,7 @@ class Net {
   // Scalar outputs of the net that are not losses (e.g. "accuracy"), by top name.
   std::map<std::string, double> scalar_outputs() const;
   // Name of the first layer (forward order) with a NaN or Inf in a top; nullopt if all finite.
+  // Planned activations are not looked at: the arena holds later values in their bytes.
   std::optional<std::string> first_non_finite_layer() const;
 
   // Learnable parameters.
@@ -99,6 +104,14 @@ class Net {
   void share_params_from(Net& other);
   // Persistent non-learnable state blobs in layer order (BatchNorm statistics).
   std::vector<std::pair<std::string, Blob<T>*>> state_blobs();
+  // Planned nets: places every activation's values in one arena of at most `limit` bytes,
+  // offloading to pinned host memory what must wait there (activation_arena.cpp), and allocates
+  // the arena and the host buffer. Before the first pass; again only between passes.
+  void plan_activations(int64_t limit = std::numeric_limits<int64_t>::max());
+  // The plan (empty for ActivationMemory::Owned). Its activations' copies are the worker's to
+  // issue (train/offload_schedule.hpp).
+  const ActivationPlan& activation_plan() const { return activation_plan_; }
+  bool activations_planned() const { return memory_ == ActivationMemory::Planned; }
   // Bytes of the one buffer the activations' gradients share (plan_activation_gradients).
   int64_t activation_gradient_bytes() const { return static_cast<int64_t>(activation_diffs_.bytes()); }
   // Hash of layer names, types and parameter shapes: checkpoints must match it.
@@ -153,6 +166,10 @@ class Net {
   std::set<std::pair<int, int>> shared_;  // (layer, index) of every shared parameter
   DeviceBuffer flat_data_buf_, flat_diff_buf_;
   DeviceBuffer activation_diffs_;  // the gradients of activations, planned by liveness
+  ActivationMemory memory_ = ActivationMemory::Owned;
+  ActivationPlan activation_plan_;
+  DeviceBuffer activation_arena_;      // the values of planned activations
+  PinnedHostBuffer offloaded_values_;  // where offloaded ones wait between forward and backward
   T* flat_data_ptr_ = nullptr;
   T* flat_diff_ptr_ = nullptr;
   int64_t flat_count_ = 0;

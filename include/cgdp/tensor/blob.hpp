@@ -49,11 +49,23 @@ class Blob {
   // data there first. Used to gather parameters into one flat buffer; a null `diff` leaves it
   // without a gradient.
   void bind_to(T* data, T* diff);
-  bool is_view() const { return !owned_data_.get() && data_ != nullptr; }
+  bool is_view() const { return !owned_data_.get() && data_ != nullptr && !data_bound_; }
   // Puts the gradient at `diff` (count() elements, memory the net plans and several blobs share
   // at different times), freeing the blob's own. The blob can no longer grow.
   void bind_diff(T* diff);
   bool diff_is_planned() const { return diff_bound_; }
+  // Puts the values at `data` (count() elements of an arena the net plans by liveness: other
+  // blobs use the bytes while these values are dead or on the host), freeing the blob's own. The
+  // contents are not copied; the blob can no longer grow. Blobs aliasing it must alias again.
+  void bind_data(T* data);
+  bool data_is_planned() const { return data_bound_; }
+  // Allocates no values until bind_data (the net plans them once every shape is known).
+  void defer_data() { data_deferred_ = true; }
+  bool data_is_deferred() const { return data_deferred_; }
+  // The blob whose memory holds these values: this one, or the source of alias_data, followed.
+  Blob* data_owner() { return data_source_ ? data_source_->data_owner() : this; }
+  const Blob* data_owner() const { return data_source_ ? data_source_->data_owner() : this; }
+  Blob* data_source() const { return data_source_; }
   // Reads and writes `source`'s values (Split's fan-out, as Caffe's ShareData): takes its shape
   // and data pointer, frees its own data, keeps its own gradient. Call again after `source`
   // reshapes.
@@ -69,6 +81,9 @@ class Blob {
   Diff diff_mode_;
   bool diff_bound_ = false;  // bind_diff: the gradient is not ours
   bool data_aliased_ = false;  // alias_data: the values are not ours
+  bool data_bound_ = false;    // bind_data: the values live in the net's arena
+  bool data_deferred_ = false;   // defer_data: no values of our own until bind_data
+  Blob* data_source_ = nullptr;  // alias_data's source
   Shape shape_;
   int64_t count_ = 0;
   int64_t capacity_ = 0;

@@ -3,10 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "cgdp.pb.h"
+#include "cgdp/cost/offload_cost.hpp"
 #include "cgdp/device/device.hpp"
+#include "cgdp/net/activation_plan.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
 
 namespace cgdp {
@@ -20,6 +24,15 @@ struct MemoryEstimate {
   int64_t history = 0;      // the solver's momentum, on each worker that updates
   int64_t test_net = 0;     // worker 0 only: the test net at its batch (it shares the parameters)
   int64_t pinned = 0;       // host: the aggregator's per-worker copies and their sum (cgdp)
+  // Planned activations (ActivationMemory::Planned): the train net's arena (within
+  // `activations`), and what waits on the host between forward and backward.
+  bool planned = false;
+  int64_t arena = 0;
+  int64_t offload_host = 0;      // pinned, per worker
+  int64_t offload_each_way = 0;  // bytes copied out, and back, per micro-batch
+  int offloaded = 0, planned_units = 0;
+  std::vector<OffloadCopy> offload_copies;  // one per offloaded activation
+  std::vector<std::string> layer_names;     // the train net's, in order (the steps' layers)
   int workers = 1;
   SyncKind sync = SyncKind::Local;
   int64_t batch = 0, test_batch = 0;
@@ -33,6 +46,8 @@ struct MemoryEstimate {
   int64_t device_total() const;
   // The device memory of the fullest GPU when workers share `gpus` GPUs round-robin (worker.cpp).
   int64_t fullest_gpu(int gpus) const;
+  // The workers on that GPU.
+  int workers_on_fullest_gpu(int gpus) const;
 };
 
 // Measures `model` (file `source`) at per-worker `batch` and `test_batch` for `workers` workers
@@ -40,10 +55,12 @@ struct MemoryEstimate {
 // Adam). Model errors are thrown as the real build would throw them.
 // `test_model` (file `test_source`): the test net's own file (a solver's test_net); null: the
 // model's TEST phase.
+// `activations`: planned, the train net's arena within its limit and the test net's by liveness.
 MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::string& source,
                                int64_t batch, int64_t test_batch, int workers, SyncKind sync,
                                int histories = 1, const proto::NetParameter* test_model = nullptr,
-                               const std::string& test_source = "");
+                               const std::string& test_source = "",
+                               const ActivationMemoryPlan& activations = {});
 
 // "1.5 GiB", "310.2 MiB", "12 KiB"
 std::string format_bytes(int64_t bytes);
@@ -52,10 +69,38 @@ std::string format_bytes(int64_t bytes);
 // limit); for CUDA, the smallest free memory over the GPUs (cudaMemGetInfo).
 int64_t free_memory_bytes(DeviceKind kind);
 
-// Throws a UsageError, one line naming the largest parts and what shrinks them (flags, a smaller model), when the
-// run does not fit `budget` bytes. On the CPU the pinned host memory counts too (it is RAM), and
-// the budget is `budget_is` ("available RAM", "--device-memory-gb 80").
+// What a budget bounds: one device (a GPU, or a CPU worker under --device-memory-gb), or the
+// whole run in RAM (CPU workers and their pinned host memory under the free RAM).
+enum class BudgetScope { Device, WholeRun };
+
+// Bytes the run needs within `scope` (on CUDA: the fullest GPU).
+int64_t needed_bytes(const MemoryEstimate& m, DeviceKind kind, int gpus, BudgetScope scope);
+
+// A run's memory once its activations are planned to fit.
+struct FittedMemory {
+  ActivationMemoryPlan activations;
+  MemoryEstimate estimate;
+};
+
+// GeePS's answer to a run that does not fit `budget`: activations in an arena planned by liveness,
+// and when that is not enough, an arena limit that keeps as many as it takes waiting on the host
+// between forward and backward (net/activation_plan.hpp). `estimate` measures the run with a plan.
+FittedMemory fit_activations(
+    const std::function<MemoryEstimate(const ActivationMemoryPlan&)>& estimate, DeviceKind kind,
+    int gpus, int64_t budget, BudgetScope scope);
+
+// One pass with and without the copies of a planned estimate, the steps' times from `profile`
+// (its layers by name; layers it lacks take no time) and the copies on its d2h and h2d links.
+OffloadPassCost predict_offload(const MemoryEstimate& m, const Profile& profile);
+
+// "activations planned by liveness in a 10.7 MiB arena per worker; 2 of 9 wait in pinned host
+// memory ..." (planned estimates only).
+std::string describe_offload(const MemoryEstimate& m);
+
+// Throws a UsageError, one line naming the largest parts and what shrinks them (flags, a smaller
+// model), when the run does not fit `budget` bytes, which is `budget_is` ("the free RAM",
+// "--device-memory-gb 80").
 void check_memory_fits(const MemoryEstimate& m, DeviceKind kind, int gpus, int64_t budget,
-                       const std::string& budget_is);
+                       const std::string& budget_is, BudgetScope scope);
 
 }  // namespace cgdp

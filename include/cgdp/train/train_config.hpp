@@ -94,6 +94,9 @@ struct TrainConfig {
   std::string device_kind_from = "--device-kind";  // what set it, for errors (a solver's field)
   // The memory a run may use per device, in GiB; 0: what is free (RAM, or the GPU's free memory).
   double device_memory_gb = 0;
+  // "auto": a run that does not fit its memory plans its activations in an arena and offloads
+  // some to pinned host memory (net/activation_plan.hpp); "off": it is refused.
+  std::string offload = "auto";
   // CUDA libraries (cuda_options.hpp): TF32 in convolutions, cuDNN's scratch cap, and whether
   // cuDNN may pick non-deterministic algorithms.
   bool tf32 = false;

@@ -97,6 +97,7 @@ class Trainer {
   void agree_with_other_hosts();
   void inject_fault(int worker, int64_t after_copies);
   void check_memory(SyncKind sync, DeviceKind kind);
+
   void load_initial_weights();
   void check_data_fits_model();
   void build_more_test_nets();
@@ -175,6 +176,8 @@ class Trainer {
   int64_t max_iterations_ = 0;
   int64_t test_batch_ = 100;
   MemoryEstimate memory_;  // measured before the workers were built
+  ActivationMemoryPlan activation_memory_;  // planned when the run did not fit (--offload auto)
+  std::string offload_note_;                // what the plan moves to the host, for the start
   int64_t state_averaged_at_ = -1;  // the iteration whose statistics were last averaged
   LossScale loss_scale_;
   std::string loss_scale_line_;

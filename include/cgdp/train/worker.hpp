@@ -11,6 +11,7 @@
 #include "cgdp/net/net.hpp"
 #include "cgdp/solver/solver.hpp"
 #include "cgdp/train/gradient_fold.hpp"
+#include "cgdp/train/offload_schedule.hpp"
 #include "cgdp/train/timeline.hpp"
 
 namespace cgdp {
@@ -37,6 +38,8 @@ struct Worker {
   PhaseMarks marks;
   // With gradient accumulation: the earlier micro-batches' gradients, partly summed.
   GradientFold fold;
+  // The copies of activations that wait on the host (a planned net that offloads).
+  OffloadSchedule offload;
 
   // Copies rows [row_begin, row_begin + batch) of `batch` into the net's input (compute stream);
   // on the timeline it is the Input layer's forward.
@@ -57,10 +60,11 @@ struct Worker {
 
 // Creates `count` workers on `kind` devices (CPU devices cpu:0..N-1; CUDA workers round-robin
 // over the GPUs, pinned memory on each GPU's NUMA node), each with its own streams and a net
-// built from `model` with per-worker `batch`.
+// built from `model` with per-worker `batch`, its activations kept as `activations` says.
 std::vector<Worker> make_workers(int count, DeviceKind kind, const proto::NetParameter& model,
                                  int64_t batch, uint64_t seed, const std::string& source,
-                                 int max_micro_batches);
+                                 int max_micro_batches,
+                                 const ActivationMemoryPlan& activations = {});
 
 // Lines for the start of a run on CUDA: which workers share which GPU (more workers than GPUs),
 // and where each worker's pinned host memory lives. Empty on the CPU backend.

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Issue 35's figures: a model trained within a fraction of the memory `inspect --memory` says it
+# needs (--offload auto), beside the same run unconstrained: ms per iteration of each, the
+# measured and the predicted slowdown, whether the saved parameters are the same bits, and each
+# device's peak against the budget.
+#   bench/offload_table.sh [MODEL=resnet152] [BATCH=16] [FRACTION=0.4] [ITERATIONS=4]
+set -euo pipefail
+MODEL=${1:-resnet152} BATCH=${2:-16} FRACTION=${3:-0.4} ITERATIONS=${4:-4}
+CGDP=${CGDP:-$(dirname "$0")/../build/cgdp}
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+common=(--model "$MODEL" --data synthetic --batch "$BATCH" --test-batch "$BATCH")
+
+need=$("$CGDP" inspect --memory --json "${common[@]}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["worker_bytes"][0])')
+budget=$(python3 -c "print(round($need * $FRACTION / 2**30, 4))")
+"$CGDP" profile "${common[@]}" --iterations 2 --warmup 1 --out "$OUT/profile.json" > /dev/null
+plan=$("$CGDP" inspect --memory "${common[@]}" --device-memory-gb "$budget" --profile "$OUT/profile.json")
+echo "$plan" | grep -E "^(plan|fits|predicted)"
+
+# Mean ms per iteration over all but the first (one progress line per iteration).
+run() {
+  "$CGDP" train "${common[@]}" --iterations "$ITERATIONS" --display 1 --test-samples "$BATCH" \
+    --test-interval -1 --save "$OUT/$1.safetensors" "${@:2}" > "$OUT/$1.log" 2>&1
+  python3 - "$OUT/$1.log" "$BATCH" <<'PY'
+import re, sys
+rates = [float(m.group(2)) for m in re.finditer(r"^iter (\d+)/\d+ .* ([0-9.]+) img/s", open(sys.argv[1]).read(), re.M) if int(m.group(1)) > 1]
+print(f"{1000 * int(sys.argv[2]) / (sum(rates) / len(rates)):.0f}")
+PY
+}
+owned=$(run owned --offload off)
+planned=$(run planned --device-memory-gb "$budget")
+grep -E "offload:|peak" "$OUT/planned.log" | sed 's/^/  /'
+same=$(cmp -s "$OUT/owned.safetensors" "$OUT/planned.safetensors" && echo "yes" || echo "NO")
+predicted=$(echo "$plan" | sed -n 's/.*(\([-+0-9.]*%\)).*/\1/p')
+measured=$(python3 -c "print(f'{100 * ($planned / $owned - 1):+.1f}%')")
+printf "| %s b%s | needs %.2f GiB | budget %s GiB | %s ms/it | %s ms/it | %s | %s | %s |\n" \
+  "$MODEL" "$BATCH" "$(python3 -c "print($need / 2**30)")" "$budget" "$owned" "$planned" "$measured" "$predicted" "$same"

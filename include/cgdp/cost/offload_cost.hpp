@@ -1,0 +1,33 @@
+// What keeping activations on the host costs a pass (net/activation_plan.hpp): the compute
+// stream's steps with the copies out and back on their own links beside them. Pure.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cgdp/cost/profile.hpp"
+
+namespace cgdp {
+
+// One offloaded activation, in steps of the pass (forward i is step i, backward i is 2L-1-i).
+struct OffloadCopy {
+  int out_after = 0;  // copied out once this step has run
+  int fetch_at = 0;   // copied back from when this step is issued
+  int needed_at = 0;  // the step that waits for it
+  int64_t bytes = 0;
+};
+
+struct OffloadPassCost {
+  double compute_us = 0;  // the steps alone
+  double pass_us = 0;     // with the copies: steps that wait for a copy back start late
+  double slowdown() const { return compute_us > 0 ? pass_us / compute_us - 1 : 0; }
+};
+
+// `step_us`: each step's compute time. Copies on one link run one after another in issue order;
+// a copy back starts after its copy out. (The waits before bytes are reused are left out: the
+// plan gives each copy out a step of room.)
+OffloadPassCost predict_offload_pass(const std::vector<double>& step_us,
+                                     std::vector<OffloadCopy> copies, const LinkCost& out,
+                                     const LinkCost& in);
+
+}  // namespace cgdp

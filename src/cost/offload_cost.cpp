@@ -1,0 +1,39 @@
+// A two-link simulation of one pass with offloaded activations (offload_cost.hpp).
+#include "cgdp/cost/offload_cost.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace cgdp {
+
+namespace {
+
+double copy_us(const LinkCost& link, int64_t bytes) {
+  return link.latency_us + static_cast<double>(bytes) / (link.gbps * 1e3);
+}
+
+}  // namespace
+
+OffloadPassCost predict_offload_pass(const std::vector<double>& step_us,
+                                     std::vector<OffloadCopy> copies, const LinkCost& out,
+                                     const LinkCost& in) {
+  OffloadPassCost cost;
+  cost.compute_us = std::accumulate(step_us.begin(), step_us.end(), 0.0);
+  std::vector<double> out_done(copies.size(), 0), in_done(copies.size(), 0);
+  double t = 0, out_free = 0, in_free = 0;
+  for (int s = 0; s < static_cast<int>(step_us.size()); ++s) {
+    for (size_t c = 0; c < copies.size(); ++c)
+      if (copies[c].fetch_at == s)
+        in_free = in_done[c] = std::max({t, in_free, out_done[c]}) + copy_us(in, copies[c].bytes);
+    for (size_t c = 0; c < copies.size(); ++c)
+      if (copies[c].needed_at == s) t = std::max(t, in_done[c]);
+    t += step_us[s];
+    for (size_t c = 0; c < copies.size(); ++c)
+      if (copies[c].out_after == s)
+        out_free = out_done[c] = std::max(t, out_free) + copy_us(out, copies[c].bytes);
+  }
+  cost.pass_us = t;
+  return cost;
+}
+
+}  // namespace cgdp

@@ -1,0 +1,103 @@
+// Net::plan_activations: which steps touch each activation's values, the plan
+// (activation_plan.cpp), and the arena's memory bound to the blobs.
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <set>
+
+#include "cgdp/core/error.hpp"
+#include "cgdp/net/net.hpp"
+
+namespace cgdp {
+
+template <typename T>
+void Net<T>::plan_activations(int64_t limit) {
+  CGDP_ASSERT(memory_ == ActivationMemory::Planned);
+  const int layers = num_layers();
+  const auto backward_step = [layers](int layer) { return 2 * layers - 1 - layer; };
+  std::map<Blob<T>*, size_t> unit_of;  // owner of the values -> index in `units`
+  std::vector<PlannedActivation> units;
+  std::vector<Blob<T>*> owners;
+  // The unit holding `b`'s values; nullptr when they are not the plan's (empty, or a view).
+  const auto unit = [&](Blob<T>* b, const std::string& name) -> PlannedActivation* {
+    Blob<T>* owner = b->data_owner();
+    if (!owner->data_is_deferred() || owner->count() == 0) return nullptr;
+    const auto [it, fresh] = unit_of.emplace(owner, units.size());
+    if (fresh) {
+      PlannedActivation a;
+      a.name = name;
+      a.bytes = static_cast<int64_t>(owner->bytes());
+      a.produced = INT_MAX;
+      a.last_forward = -1;
+      units.push_back(a);
+      owners.push_back(owner);
+    }
+    return &units[it->second];
+  };
+  const auto touch_forward = [](PlannedActivation* a, int step) {
+    a->produced = std::min(a->produced, step);
+    a->last_forward = std::max(a->last_forward, step);
+  };
+  const auto read_backward = [](PlannedActivation* a, int step) {
+    a->first_backward = a->first_backward < 0 ? step : std::min(a->first_backward, step);
+    a->last_backward = std::max(a->last_backward, step);
+  };
+  const bool runs_backward = phase_ == Phase::Train;  // a TEST net only runs forward
+  std::set<const Blob<T>*> consumed;
+  for (const BlobVec<T>& b : bottoms_) consumed.insert(b.begin(), b.end());
+  for (int i = 0; i < layers; ++i) {
+    // An absorbed ReLU's backward runs inside the layer before it, one step later.
+    const int reader = absorbed_[i] ? backward_step(i - 1) : backward_step(i);
+    for (const BlobVec<T>* blobs : {&bottoms_[i], &tops_[i]})
+      for (size_t j = 0; j < blobs->size(); ++j) {
+        Blob<T>* b = (*blobs)[j];
+        const std::string& name = blobs == &tops_[i] ? top_names_[i][j] : layers_[i]->name();
+        PlannedActivation* a = unit(b, name);
+        if (!a) continue;
+        // The input's values are copied in before the first layer runs.
+        touch_forward(a, layers_[i]->is_input() ? 0 : i);
+        if (runs_backward && needs_backward_[i] &&
+            layers_[i]->backward_reads(*b, bottoms_[i], tops_[i]))
+          read_backward(a, reader);
+        if (blobs == &tops_[i] && (loss_weights_[i][j] != 0.f || !consumed.count(b)))
+          a->kept_to_end = true;
+      }
+    if (Blob<T>* kept = layers_[i]->mutable_kept_top()) {
+      PlannedActivation* a = unit(kept, cat(layers_[i]->name(), " (kept)"));
+      if (!a) continue;
+      touch_forward(a, i);
+      if (runs_backward && needs_backward_[i]) read_backward(a, backward_step(i));
+      // A layer in place after it may read it (share_kept_input).
+      const bool next_in_place = i + 1 < layers && tops_[i].size() == 1 &&
+                                 tops_[i + 1].size() == 1 && bottoms_[i + 1].size() == 1 &&
+                                 tops_[i + 1][0] == tops_[i][0] &&
+                                 bottoms_[i + 1][0] == tops_[i][0];
+      if (next_in_place) {
+        touch_forward(a, i + 1);
+        if (runs_backward && needs_backward_[i + 1]) read_backward(a, backward_step(i + 1));
+      }
+    }
+  }
+  activation_arena_.reset();  // a plan again: the old memory goes first
+  offloaded_values_.reset();
+  activation_plan_ = plan_activation_arena(std::move(units), 2 * layers, limit);
+  activation_arena_ = DeviceBuffer(*device_, static_cast<size_t>(activation_plan_.arena_bytes));
+  offloaded_values_ = PinnedHostBuffer(*device_, static_cast<size_t>(activation_plan_.host_bytes));
+  auto* arena = static_cast<char*>(activation_arena_.get());
+  auto* host = static_cast<char*>(offloaded_values_.get());
+  for (size_t k = 0; k < owners.size(); ++k) {
+    PlannedActivation& a = activation_plan_.activations[k];
+    a.device_ptr = arena + a.offset;
+    a.host_ptr = a.offloaded ? host + a.host_offset : nullptr;
+    owners[k]->bind_data(reinterpret_cast<T*>(a.device_ptr));
+  }
+  // Aliases copied their source's pointer when they were shaped: point them at the arena.
+  for (int i = 0; i < layers; ++i)
+    for (Blob<T>* top : tops_[i])
+      if (top->data_source()) top->alias_data(*top->data_source());
+}
+
+template void Net<float>::plan_activations(int64_t);
+template void Net<double>::plan_activations(int64_t);
+
+}  // namespace cgdp

@@ -1,0 +1,117 @@
+// The activation arena's plan (activation_plan.hpp): liveness first, then the host, largest first.
+#include "cgdp/net/activation_plan.hpp"
+
+#include <algorithm>
+
+namespace cgdp {
+
+namespace {
+
+constexpr int64_t kAlignBytes = 256;  // what cuDNN and vector loads like
+
+// The step at which the placed arena reaches highest, and how high.
+std::pair<int, int64_t> fullest_step(const ActivationPlan& plan) {
+  std::vector<int64_t> top(static_cast<size_t>(plan.steps), 0);
+  for (const PlannedActivation& a : plan.activations)
+    for (const LiveRange& r : plan.live(a))
+      for (int s = r.first; s <= r.last; ++s) top[s] = std::max(top[s], a.offset + a.bytes);
+  const auto it = std::max_element(top.begin(), top.end());
+  return {static_cast<int>(it - top.begin()), *it};
+}
+
+// The step with the most bytes alive.
+int busiest_step(const ActivationPlan& plan) {
+  std::vector<int64_t> alive(static_cast<size_t>(plan.steps) + 1, 0);
+  for (const PlannedActivation& a : plan.activations)
+    for (const LiveRange& r : plan.live(a)) {
+      alive[r.first] += a.bytes;
+      alive[r.last + 1] -= a.bytes;
+    }
+  int best = 0;
+  int64_t running = 0, most = -1;
+  for (int s = 0; s < plan.steps; ++s)
+    if ((running += alive[s]) > most) most = running, best = s;
+  return best;
+}
+
+// The largest unit still on the device that could be away at `step`; nullptr if none.
+PlannedActivation* offload_candidate(ActivationPlan& plan, int step) {
+  PlannedActivation* best = nullptr;
+  for (PlannedActivation& a : plan.activations)
+    if (!a.offloaded && plan.can_offload(a) && a.last_forward + ActivationPlan::kLag < step &&
+        step < plan.fetch_step(a) && (!best || a.bytes > best->bytes))
+      best = &a;
+  return best;
+}
+
+int64_t place(ActivationPlan& plan) {
+  std::vector<Occupant> occupants;
+  occupants.reserve(plan.activations.size());
+  for (const PlannedActivation& a : plan.activations)
+    occupants.push_back({plan.live(a), a.bytes, 0});
+  std::vector<Occupant*> pointers;
+  for (Occupant& o : occupants) pointers.push_back(&o);
+  plan.arena_bytes = place_by_liveness(pointers, kAlignBytes);
+  for (size_t i = 0; i < occupants.size(); ++i) plan.activations[i].offset = occupants[i].offset;
+  return plan.arena_bytes;
+}
+
+int64_t live_peak(const ActivationPlan& plan) {
+  std::vector<Occupant> occupants;
+  for (const PlannedActivation& a : plan.activations)
+    occupants.push_back({plan.live(a), a.bytes, 0});
+  std::vector<const Occupant*> pointers;
+  for (const Occupant& o : occupants) pointers.push_back(&o);
+  return peak_live_bytes(pointers);
+}
+
+}  // namespace
+
+std::vector<LiveRange> ActivationPlan::live(const PlannedActivation& a) const {
+  if (a.offloaded) return {{a.produced, a.last_forward + kLag}, {fetch_step(a), a.last_backward}};
+  const int last = a.kept_to_end ? steps - 1 : std::max(a.last_forward, a.last_backward);
+  return {{a.produced, last}};
+}
+
+bool ActivationPlan::can_offload(const PlannedActivation& a) const {
+  return !a.kept_to_end && a.first_backward >= 0 && fetch_step(a) > a.last_forward + kLag + 1;
+}
+
+int ActivationPlan::offloaded_count() const {
+  return static_cast<int>(std::count_if(activations.begin(), activations.end(),
+                                        [](const PlannedActivation& a) { return a.offloaded; }));
+}
+
+int64_t ActivationPlan::bytes_each_way() const {
+  int64_t bytes = 0;
+  for (const PlannedActivation& a : activations)
+    if (a.offloaded) bytes += a.bytes;
+  return bytes;
+}
+
+ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations, int steps,
+                                     int64_t limit) {
+  ActivationPlan plan;
+  plan.steps = steps;
+  plan.activations = std::move(activations);
+  // Cheap bound first: while the bytes alive at the busiest step exceed the limit, no placement
+  // fits.
+  while (live_peak(plan) > limit) {
+    PlannedActivation* a = offload_candidate(plan, busiest_step(plan));
+    if (!a) break;
+    a->offloaded = true;
+  }
+  while (place(plan) > limit) {  // first fit leaves gaps: free the step where it stands highest
+    PlannedActivation* a = offload_candidate(plan, fullest_step(plan).first);
+    if (!a) break;
+    a->offloaded = true;
+  }
+  for (PlannedActivation& a : plan.activations)
+    if (a.offloaded) {
+      a.host_offset = plan.host_bytes;
+      plan.host_bytes += (a.bytes + kAlignBytes - 1) / kAlignBytes * kAlignBytes;
+    }
+  return plan;
+}
+
+}  // namespace cgdp

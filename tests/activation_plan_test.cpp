@@ -1,0 +1,233 @@
+// The activation arena (net/activation_plan.hpp): the placement never lets two activations alive
+// at one step share a byte, the plan offloads only what must wait and fits the limit when it
+// can, and a net whose activations are planned gives the very same bits as one that owns them.
+#include "cgdp/net/activation_plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "cgdp/cost/offload_cost.hpp"
+#include "cgdp/device/measuring_device.hpp"
+#include "cgdp/net/model_file.hpp"
+#include "cgdp/net/net.hpp"
+#include "cgdp/train/memory_estimate.hpp"
+#include "cgdp/train/trainer.hpp"
+#include "support/run_command.hpp"
+#include "support/test_paths.hpp"
+
+namespace cgdp {
+namespace {
+
+// A chain of `n` layers, each producing one activation of `bytes` that its own backward reads.
+std::vector<PlannedActivation> chain(int n, int64_t bytes) {
+  std::vector<PlannedActivation> units;
+  for (int i = 0; i < n; ++i) {
+    PlannedActivation a;
+    a.name = cat("a", i);
+    a.bytes = bytes;
+    a.produced = i;
+    a.last_forward = std::min(i + 1, n - 1);  // the next layer reads it
+    a.first_backward = a.last_backward = 2 * n - 1 - (i + 1 < n ? i + 1 : i);
+    units.push_back(a);
+  }
+  units.back().kept_to_end = true;  // the loss
+  return units;
+}
+
+// No two activations alive at one step share a byte.
+void expect_disjoint(const ActivationPlan& plan) {
+  const auto& as = plan.activations;
+  for (size_t i = 0; i < as.size(); ++i) {
+    EXPECT_LE(as[i].offset + as[i].bytes, plan.arena_bytes) << as[i].name;
+    for (size_t j = i + 1; j < as.size(); ++j) {
+      Occupant a{plan.live(as[i]), as[i].bytes, as[i].offset},
+          b{plan.live(as[j]), as[j].bytes, as[j].offset};
+      EXPECT_FALSE(a.overlaps_in_time(b) && a.overlaps_in_space(b))
+          << as[i].name << " and " << as[j].name;
+    }
+  }
+}
+
+TEST(ActivationPlan, ForwardOnlyChainNeedsTwoActivations) {
+  std::vector<PlannedActivation> units = chain(8, 1024);
+  for (PlannedActivation& a : units) a.first_backward = a.last_backward = -1;
+  const ActivationPlan plan = plan_activation_arena(units, 16);
+  expect_disjoint(plan);
+  EXPECT_EQ(plan.offloaded_count(), 0);
+  EXPECT_EQ(plan.arena_bytes, 2 * 1024);  // a layer's input and output, nothing more
+}
+
+TEST(ActivationPlan, OffloadsOnlyWhatTheLimitAsks) {
+  const int n = 12;
+  const ActivationPlan all = plan_activation_arena(chain(n, 1024), 2 * n);
+  EXPECT_EQ(all.offloaded_count(), 0);
+  EXPECT_EQ(all.arena_bytes, n * 1024);  // every activation waits for its backward
+  const int64_t limit = 6 * 1024;
+  const ActivationPlan fit = plan_activation_arena(chain(n, 1024), 2 * n, limit);
+  expect_disjoint(fit);
+  EXPECT_LE(fit.arena_bytes, limit);
+  EXPECT_GT(fit.offloaded_count(), 0);
+  EXPECT_LT(fit.offloaded_count(), n);
+  EXPECT_EQ(fit.bytes_each_way(), fit.offloaded_count() * 1024);
+  for (const PlannedActivation& a : fit.activations)
+    if (a.offloaded) EXPECT_TRUE(fit.can_offload(a)) << a.name;
+  // Below what every offload can reach: the plan says so by exceeding the limit.
+  const ActivationPlan short_of = plan_activation_arena(chain(n, 1024), 2 * n, 1024);
+  EXPECT_GT(short_of.arena_bytes, 1024);
+  expect_disjoint(short_of);
+}
+
+TEST(ActivationPlan, PlacementKeepsLiveBuffersApart) {
+  // Odd sizes and lifetimes: first fit must still never overlap two live ones.
+  std::vector<Occupant> occupants;
+  for (int i = 0; i < 40; ++i)
+    occupants.push_back(
+        {{{i % 7, i % 7 + i % 5}, {20 + i % 3, 22 + i % 4}}, 100 + 37 * (i % 9), 0});
+  std::vector<Occupant*> pointers;
+  for (Occupant& o : occupants) pointers.push_back(&o);
+  const int64_t total = place_by_liveness(pointers, 64);
+  std::vector<const Occupant*> view(pointers.begin(), pointers.end());
+  EXPECT_GE(total, peak_live_bytes(view));
+  for (size_t i = 0; i < occupants.size(); ++i) {
+    EXPECT_EQ(occupants[i].offset % 64, 0);
+    for (size_t j = i + 1; j < occupants.size(); ++j)
+      EXPECT_FALSE(occupants[i].overlaps_in_time(occupants[j]) &&
+                   occupants[i].overlaps_in_space(occupants[j]));
+  }
+}
+
+TEST(ActivationPlan, ANetsArenaIsSmallerThanItsActivations) {
+  const proto::NetParameter model = load_model(find_model_file("fashion_cnn"));
+  MeasuringDevice owned_device, planned_device;
+  Net<float> owned(model, Phase::Test, owned_device, 64, 1);
+  Net<float> planned(model, Phase::Test, planned_device, 64, 1, "fashion_cnn",
+                     ActivationMemory::Planned);
+  planned.plan_activations();
+  const ActivationPlan& plan = planned.activation_plan();
+  int64_t sum = 0;
+  for (const PlannedActivation& a : plan.activations) sum += a.bytes;
+  EXPECT_GT(plan.activations.size(), 5u);
+  EXPECT_LT(plan.arena_bytes, sum);
+  EXPECT_LT(planned_device.memory_stats().device_bytes, owned_device.memory_stats().device_bytes);
+  expect_disjoint(plan);
+}
+
+TrainConfig resnet_run() {
+  TrainConfig c;
+  c.model = "resnet_small";
+  c.data = "synthetic";
+  c.batch = 4;
+  c.test_batch = 8;
+  c.test_samples = 8;
+  c.test_interval = -1;
+  c.devices = 2;
+  c.accumulate = 2;  // two passes per iteration through the same arena
+  c.iterations = 3;
+  c.solver.set_base_lr(0.01f);
+  c.solver.set_momentum(0.9f);
+  c.seed = 5;
+  c.plain_output = true;
+  return c;
+}
+
+std::vector<float> parameters(Trainer& t) {
+  std::vector<float> out(static_cast<size_t>(t.net().learnable_count()));
+  t.net().device().copy(out.data(), t.net().flat_data().data(), out.size() * sizeof(float));
+  for (auto& [name, blob] : t.net().state_blobs()) {
+    out.resize(out.size() + static_cast<size_t>(blob->count()));
+    t.net().device().copy(out.data() + out.size() - blob->count(), blob->data(), blob->bytes());
+  }
+  return out;
+}
+
+// Offloading moves bytes, never changes them: a ResNet (Splits, Eltwise sums, BatchNorm's kept
+// values) trained within 60% of the memory it needs ends with the very same parameters, and no
+// device ever holds more than its budget.
+TEST(Offload, TrainsBitForBitWithinTheBudget) {
+  FILE* sink = std::fopen("/dev/null", "w");
+  TrainConfig c = resnet_run();
+  std::vector<float> owned;
+  int64_t needed = 0;
+  {
+    Trainer t(c, sink);
+    t.run();
+    owned = parameters(t);
+    needed = t.workers()[0].device->memory_stats().device_peak_bytes;
+    EXPECT_FALSE(t.net().activations_planned());
+  }
+  const int64_t budget = needed * 6 / 10;
+  c.device_memory_gb = static_cast<double>(budget) / (1LL << 30);
+  Trainer t(c, sink);
+  t.run();
+  std::fclose(sink);
+  ASSERT_TRUE(t.net().activations_planned());
+  EXPECT_GT(t.net().activation_plan().offloaded_count(), 0);
+  for (const Worker& w : t.workers())
+    EXPECT_LE(w.device->memory_stats().device_peak_bytes, budget) << "worker " << w.index;
+  const std::vector<float> offloaded = parameters(t);
+  ASSERT_EQ(offloaded.size(), owned.size());
+  EXPECT_EQ(0, std::memcmp(offloaded.data(), owned.data(), owned.size() * sizeof(float)));
+}
+
+TEST(Offload, OffRefusesWhatDoesNotFit) {
+  FILE* sink = std::fopen("/dev/null", "w");
+  TrainConfig c = resnet_run();
+  c.device_memory_gb = 0.001;  // 1 MiB: resnet_small at batch 4 needs several
+  c.offload = "off";
+  try {
+    Trainer t(c, sink);
+    FAIL() << "a run past its budget was accepted with --offload off";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--device-memory-gb 0.001"), std::string::npos)
+        << e.what();
+  }
+  c.offload = "auto";
+  try {  // far below what any plan reaches: refused too, saying what the plan did
+    Trainer t(c, sink);
+    FAIL() << "a run past what offloading reaches was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("activations offloaded to the host"), std::string::npos)
+        << e.what();
+  }
+  std::fclose(sink);
+}
+
+// One copy out after step 1 and back for step 8, each taking 10 steps' time on a 1 GB/s link:
+// the copy back starts when the copy out ends (step 12's time) and step 8 waits for it.
+TEST(OffloadCost, ACopyBackThatCannotHideDelaysItsStep) {
+  const std::vector<double> steps(10, 100.0);
+  const std::vector<OffloadCopy> copies = {{1, 6, 8, 1'000'000}};
+  const OffloadPassCost slow = predict_offload_pass(steps, copies, {1, 0}, {1, 0});
+  EXPECT_DOUBLE_EQ(slow.compute_us, 1000);
+  EXPECT_DOUBLE_EQ(slow.pass_us,
+                   200 + 1000 + 1000 + 200);  // out ends at 1200, back at 2200, 2 steps
+  EXPECT_NEAR(slow.slowdown(), 1.4, 1e-12);
+  const OffloadPassCost fast = predict_offload_pass(steps, copies, {1000, 0}, {1000, 0});
+  EXPECT_DOUBLE_EQ(fast.pass_us, 1000);  // 1 us copies hide behind the steps between
+}
+
+// `inspect --memory --device-memory-gb` shows the plan train makes, and says when even it does
+// not fit.
+TEST(Offload, InspectShowsThePlan) {
+  const std::string bin =
+      cat(testing::binary_dir(), "/cgdp inspect --memory --model resnet_small --batch 4 ");
+  const MemoryEstimate m = estimate_memory(load_model(find_model_file("resnet_small")),
+                                           "resnet_small", 4, 4, 1, SyncKind::Local);
+  const double gb = 0.6 * static_cast<double>(m.worker_bytes(0)) / (1 << 30);
+  const testing::CommandResult fits =
+      testing::run_command(cat(bin, "--device-memory-gb ", gb, " 2>&1"));
+  EXPECT_EQ(fits.exit_code, 0) << fits.output;
+  EXPECT_NE(fits.output.find("plan: activations planned by liveness in a "), std::string::npos)
+      << fits.output;
+  EXPECT_NE(fits.output.find("fits: worker 0 needs "), std::string::npos) << fits.output;
+  const testing::CommandResult short_of =
+      testing::run_command(bin + "--device-memory-gb 0.001 2>&1");
+  EXPECT_EQ(short_of.exit_code, 1) << short_of.output;
+  EXPECT_NE(short_of.output.find("does not fit: worker 0 needs "), std::string::npos)
+      << short_of.output;
+}
+
+}  // namespace
+}  // namespace cgdp
