@@ -9,27 +9,27 @@ MODEL=${1:-resnet152} BATCH=${2:-16} FRACTION=${3:-0.4} ITERATIONS=${4:-4}
 CGDP=${CGDP:-$(dirname "$0")/../build/cgdp}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
-common=(--model "$MODEL" --data synthetic --batch "$BATCH" --test-batch "$BATCH")
+common=(--model "$MODEL" --data synthetic --batch "$BATCH")
 
-need=$("$CGDP" inspect --memory --json "${common[@]}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["worker_bytes"][0])')
+need=$("$CGDP" inspect --memory --json "${common[@]}" --test-batch "$BATCH" | python3 -c 'import json,sys; print(json.load(sys.stdin)["worker_bytes"][0])')
 budget=$(python3 -c "print(round($need * $FRACTION / 2**30, 4))")
 "$CGDP" profile "${common[@]}" --iterations 2 --warmup 1 --out "$OUT/profile.json" > /dev/null
-plan=$("$CGDP" inspect --memory "${common[@]}" --device-memory-gb "$budget" --profile "$OUT/profile.json")
+plan=$("$CGDP" inspect --memory "${common[@]}" --test-batch "$BATCH" --device-memory-gb "$budget" --profile "$OUT/profile.json")
 echo "$plan" | grep -E "^(plan|fits|predicted)"
 
-# Mean ms per iteration over all but the first (one progress line per iteration).
+# Mean ms per iteration over all but the first, from the metrics' elapsed time at each iteration.
 run() {
-  "$CGDP" train "${common[@]}" --iterations "$ITERATIONS" --display 1 --test-samples "$BATCH" \
-    --test-interval -1 --save "$OUT/$1.safetensors" "${@:2}" > "$OUT/$1.log" 2>&1
-  python3 - "$OUT/$1.log" "$BATCH" <<'PY'
-import re, sys
-rates = [float(m.group(2)) for m in re.finditer(r"^iter (\d+)/\d+ .* ([0-9.]+) img/s", open(sys.argv[1]).read(), re.M) if int(m.group(1)) > 1]
-print(f"{1000 * int(sys.argv[2]) / (sum(rates) / len(rates)):.0f}")
+  "$CGDP" train "${common[@]}" --test-batch "$BATCH" --iterations "$ITERATIONS" --display 1 --test-samples "$BATCH" \
+    --test-interval -1 --save "$OUT/$1.safetensors" --metrics "$OUT/$1.jsonl" "${@:2}" > "$OUT/$1.log" 2>&1
+  python3 - "$OUT/$1.jsonl" <<'PY'
+import json, sys
+t = [r["elapsed_s"] for r in map(json.loads, open(sys.argv[1])) if r["phase"] == "train"]
+print(f"{1000 * (t[-1] - t[0]) / (len(t) - 1):.0f}")
 PY
 }
 owned=$(run owned --offload off)
 planned=$(run planned --device-memory-gb "$budget")
-grep -E "offload:|peak" "$OUT/planned.log" | sed 's/^/  /'
+grep -E "activations planned|peak" "$OUT/planned.log" | sed 's/^/  /'
 same=$(cmp -s "$OUT/owned.safetensors" "$OUT/planned.safetensors" && echo "yes" || echo "NO")
 predicted=$(echo "$plan" | sed -n 's/.*(\([-+0-9.]*%\)).*/\1/p')
 measured=$(python3 -c "print(f'{100 * ($planned / $owned - 1):+.1f}%')")

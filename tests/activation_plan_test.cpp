@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "cgdp/cost/offload_cost.hpp"
 #include "cgdp/device/measuring_device.hpp"
@@ -144,15 +145,19 @@ std::vector<float> parameters(Trainer& t) {
 
 // Offloading moves bytes, never changes them: a ResNet (Splits, Eltwise sums, BatchNorm's kept
 // values) trained within 60% of the memory it needs ends with the very same parameters, and no
-// device ever holds more than its budget.
-TEST(Offload, TrainsBitForBitWithinTheBudget) {
+// device ever holds more than its budget; with either scheme.
+class Offload : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Offload, TrainsBitForBitWithinTheBudget) {
   FILE* sink = std::fopen("/dev/null", "w");
   TrainConfig c = resnet_run();
+  c.sync = GetParam();
   std::vector<float> owned;
   int64_t needed = 0;
+  double owned_test_loss = 0;
   {
     Trainer t(c, sink);
-    t.run();
+    owned_test_loss = t.run().test_loss;
     owned = parameters(t);
     needed = t.workers()[0].device->memory_stats().device_peak_bytes;
     EXPECT_FALSE(t.net().activations_planned());
@@ -160,9 +165,10 @@ TEST(Offload, TrainsBitForBitWithinTheBudget) {
   const int64_t budget = needed * 6 / 10;
   c.device_memory_gb = static_cast<double>(budget) / (1LL << 30);
   Trainer t(c, sink);
-  t.run();
+  const double test_loss = t.run().test_loss;  // the test net is planned too
   std::fclose(sink);
   ASSERT_TRUE(t.net().activations_planned());
+  EXPECT_EQ(test_loss, owned_test_loss);
   EXPECT_GT(t.net().activation_plan().offloaded_count(), 0);
   for (const Worker& w : t.workers())
     EXPECT_LE(w.device->memory_stats().device_peak_bytes, budget) << "worker " << w.index;
@@ -171,7 +177,9 @@ TEST(Offload, TrainsBitForBitWithinTheBudget) {
   EXPECT_EQ(0, std::memcmp(offloaded.data(), owned.data(), owned.size() * sizeof(float)));
 }
 
-TEST(Offload, OffRefusesWhatDoesNotFit) {
+INSTANTIATE_TEST_SUITE_P(Schemes, Offload, ::testing::Values("cgdp", "ps0"));
+
+TEST(OffloadBudget, OffRefusesWhatDoesNotFit) {
   FILE* sink = std::fopen("/dev/null", "w");
   TrainConfig c = resnet_run();
   c.device_memory_gb = 0.001;  // 1 MiB: resnet_small at batch 4 needs several
@@ -206,11 +214,14 @@ TEST(OffloadCost, ACopyBackThatCannotHideDelaysItsStep) {
   EXPECT_NEAR(slow.slowdown(), 1.4, 1e-12);
   const OffloadPassCost fast = predict_offload_pass(steps, copies, {1000, 0}, {1000, 0});
   EXPECT_DOUBLE_EQ(fast.pass_us, 1000);  // 1 us copies hide behind the steps between
+  // Copies on the layers' own cores (the CPU backend) take half their time from the compute too.
+  EXPECT_DOUBLE_EQ(predict_offload_pass(steps, copies, {1, 0}, {1, 0}, 0.5).pass_us,
+                   2400 + 0.5 * 2000);
 }
 
 // `inspect --memory --device-memory-gb` shows the plan train makes, and says when even it does
 // not fit.
-TEST(Offload, InspectShowsThePlan) {
+TEST(OffloadBudget, InspectShowsThePlan) {
   const std::string bin =
       cat(testing::binary_dir(), "/cgdp inspect --memory --model resnet_small --batch 4 ");
   const MemoryEstimate m = estimate_memory(load_model(find_model_file("resnet_small")),
@@ -227,6 +238,22 @@ TEST(Offload, InspectShowsThePlan) {
   EXPECT_EQ(short_of.exit_code, 1) << short_of.output;
   EXPECT_NE(short_of.output.find("does not fit: worker 0 needs "), std::string::npos)
       << short_of.output;
+}
+
+// `predict --device-memory-gb` gives train's plan with the profile's links: the H200's ResNet-152
+// profile at 2.24 GB offloads some activations and predicts the copies' cost.
+TEST(OffloadBudget, PredictShowsThePlanAndItsCost) {
+  const testing::CommandResult r = testing::run_command(
+      cat(testing::binary_dir(), "/cgdp predict --profile ", testing::source_dir(),
+          "/docs/examples/profile_resnet152_h200.json --model resnet152 --device-memory-gb 2.24 "
+          "--json 2>&1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json offload = nlohmann::json::parse(r.output).at("offload");
+  EXPECT_TRUE(offload.at("fits").get<bool>()) << offload;
+  EXPECT_GT(offload.at("offloaded").get<int>(), 0) << offload;
+  EXPECT_GT(offload.at("bytes_each_way_per_worker").get<int64_t>(), 0) << offload;
+  EXPECT_GT(offload.at("pass_us").get<double>(), offload.at("pass_without_copies_us").get<double>())
+      << offload;
 }
 
 }  // namespace

@@ -56,8 +56,11 @@ TEST_P(EstimateMatches, WhatTheWorkersAllocate) {
   std::fclose(sink);
   const proto::NetParameter model = load_model(find_model_file(k.model));
   const MemoryEstimate m = estimate_memory(model, k.model, 4, 6, k.devices, parse_sync_kind(k.sync));
-  for (int w = 0; w < k.devices; ++w)
+  for (int w = 0; w < k.devices; ++w) {
     EXPECT_EQ(t.workers()[w].device->memory_stats().device_bytes, m.worker_bytes(w)) << "worker " << w;
+    EXPECT_LE(t.workers()[w].device->memory_stats().device_peak_bytes, m.worker_peak(w))
+        << "worker " << w;
+  }
   EXPECT_EQ(m.parameters, t.net().learnable_count() * 4);
   EXPECT_GT(m.activations, 0);
   EXPECT_GT(m.test_net, 0);
@@ -142,9 +145,10 @@ TEST(MemoryBudget, TrainRefusesWhatInspectReports) {
   const testing::CommandResult inspect =
       testing::run_command(bin + "inspect --model resnet152 --memory --batch 16 --json 2>&1");
   ASSERT_EQ(inspect.exit_code, 0) << inspect.output;
-  const size_t at = inspect.output.find("\"total\": ");
+  const size_t at = inspect.output.find("\"worker_peak_bytes\": [");
   ASSERT_NE(at, std::string::npos) << inspect.output;
-  const int64_t total = std::stoll(inspect.output.substr(at + 9));
+  const int64_t total =
+      std::stoll(inspect.output.substr(inspect.output.find_first_of("0123456789", at)));
   EXPECT_NE(inspect.output.find("\"test_batch\": 16"), std::string::npos) << inspect.output;
   EXPECT_LT(total, int64_t{80} << 30);
   const double budget_gb = static_cast<double>(total) / (1 << 30) - 0.5;

@@ -33,7 +33,11 @@ struct InspectOptions {
 
 nlohmann::json memory_json(const MemoryEstimate& m) {
   nlohmann::json workers = nlohmann::json::array();
-  for (int w = 0; w < m.workers; ++w) workers.push_back(m.worker_bytes(w));
+  nlohmann::json peaks = nlohmann::json::array();
+  for (int w = 0; w < m.workers; ++w) {
+    workers.push_back(m.worker_bytes(w));
+    peaks.push_back(m.worker_peak(w));
+  }
   return {
       {"batch", m.batch},
       {"test_batch", m.test_batch},
@@ -46,6 +50,7 @@ nlohmann::json memory_json(const MemoryEstimate& m) {
       {"layer_scratch", m.scratch},
       {"test_net", m.test_net},
       {"worker_bytes", workers},
+      {"worker_peak_bytes", peaks},
       {"host_pinned", m.pinned},
       {"total", m.device_total() + m.pinned},
       {"offload", m.planned ? nlohmann::json{{"arena", m.arena},
@@ -70,7 +75,9 @@ void print_memory(const MemoryEstimate& m) {
   std::printf("  %-28s %12s  (test batch %lld)\n", "test net (worker 0)", format_bytes(m.test_net).c_str(),
               static_cast<long long>(m.test_batch));
   for (int w = 0; w < m.workers; ++w)
-    std::printf("  %-28s %12s\n", cat("worker ", w, " device").c_str(), format_bytes(m.worker_bytes(w)).c_str());
+    std::printf("  %-28s %12s  (%s at its peak, while nets are built)\n",
+                cat("worker ", w, " device").c_str(), format_bytes(m.worker_bytes(w)).c_str(),
+                format_bytes(m.worker_peak(w)).c_str());
   row(m.planned ? "host sums, offload (pinned)" : "host sums (pinned)", m.pinned);
   row("total", m.device_total() + m.pinned);
   if (m.planned) std::printf("plan: %s\n", describe_offload(m).c_str());

@@ -18,6 +18,7 @@
 #include "cgdp/device/measuring_device.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
+#include "cgdp/train/memory_estimate.hpp"
 #include "cli/commands.hpp"
 #include "cli/number_checks.hpp"
 
@@ -38,7 +39,15 @@ struct PredictOptions {
   std::string sync;        // "cgdp": one worker exchanges anyway; empty: as train (local)
   std::string fc_exchange = "auto";
   std::string exchange_dtype = "fp32";
+  double device_memory_gb = 0;  // > 0: plan the activations to fit it (train's --offload auto)
   WhatIf what_if;
+};
+
+// What train --offload auto plans for a device of --device-memory-gb, and what its copies cost.
+struct OffloadPrediction {
+  MemoryEstimate memory;
+  bool fits = false;
+  OffloadPassCost pass;  // one micro-batch's forward and backward, with and without the copies
 };
 
 struct Prediction {
@@ -55,6 +64,7 @@ struct Prediction {
   FormulaPrediction cgdp_formula, ps0_formula;
   PlanSearchResult search;
   std::optional<LoaderPrediction> loader;  // when the profile measured the loader
+  std::optional<OffloadPrediction> offload;  // with --device-memory-gb, when the run needs a plan
   // ps0 runs on one host only: `cgdp train --sync ps0 --hosts` is refused (trainer.cpp).
   bool has_ps0() const { return inputs.hosts == 1; }
 };
@@ -90,6 +100,26 @@ std::string model_of(const PredictOptions& opt, const Profile& profile) {
   return path;
 }
 
+// The memory a run of `p`'s model at the profile's batch takes on one device of the budget, planned
+// when it does not fit as it is (as the trainer checks a CPU device under --device-memory-gb).
+std::optional<OffloadPrediction> predict_offload_plan(const Prediction& p, const std::string& path,
+                                                      const PredictOptions& opt) {
+  const int64_t budget = static_cast<int64_t>(opt.device_memory_gb * (1LL << 30));
+  const int64_t batch = opt.what_if.batch.value_or(p.profile.batch);
+  const proto::NetParameter model = load_model(path);
+  const auto estimate = [&](const ActivationMemoryPlan& activations) {
+    return estimate_memory(model, path, batch, batch, p.inputs.devices, SyncKind::Cgdp, 1, nullptr,
+                           "", activations);
+  };
+  if (needed_bytes(estimate({}), DeviceKind::Cpu, 0, BudgetScope::Device) <= budget)
+    return std::nullopt;
+  OffloadPrediction o;
+  o.memory = fit_activations(estimate, DeviceKind::Cpu, 0, budget, BudgetScope::Device).estimate;
+  o.fits = needed_bytes(o.memory, DeviceKind::Cpu, 0, BudgetScope::Device) <= budget;
+  o.pass = predict_offload(o.memory, p.profile);
+  return o;
+}
+
 Prediction predict(const PredictOptions& opt) {
   Prediction p;
   p.profile = read_profile(opt.profile);
@@ -117,6 +147,7 @@ Prediction predict(const PredictOptions& opt) {
     p.ps0 = simulate_ps0(dense);
     p.ps0_formula = formula_ps0(dense);
   }
+  if (opt.device_memory_gb > 0) p.offload = predict_offload_plan(p, path, opt);
   CostInputs alone = make_cost_inputs(p.profile, p.params, 1, opt.what_if);
   p.single_worker_us = simulate_cgdp(alone, p.plan).iteration_us;
   p.search = best_plan(p.inputs);
@@ -271,6 +302,15 @@ Json to_json(const Prediction& p, const PredictOptions& opt) {
             {"equal_size", equal}};
   if (!p.has_ps0()) add_hosts_json(j, p);
   if (p.loader) j["loader"] = loader_json(*p.loader, *p.profile.loader);
+  if (p.offload)
+    j["offload"] = {{"fits", p.offload->fits},
+                    {"arena_bytes", p.offload->memory.arena},
+                    {"activations", p.offload->memory.planned_units},
+                    {"offloaded", p.offload->memory.offloaded},
+                    {"bytes_each_way_per_worker", p.offload->memory.offload_each_way},
+                    {"pass_us", p.offload->pass.pass_us},
+                    {"pass_without_copies_us", p.offload->pass.compute_us},
+                    {"slowdown", p.offload->pass.slowdown()}};
   return j;
 }
 
@@ -367,6 +407,17 @@ void print_report(const Prediction& p, const PredictOptions& opt) {
   std::printf("best equal-size plan (paper, K = 1..%d): --chunk %s  %.3f ms per iteration\n",
               p.inputs.num_params(), equal.spec.c_str(), ms(equal.iteration_us));
   if (p.loader) print_loader(*p.loader, *p.profile.loader, p.cgdp.iteration_us);
+  if (opt.device_memory_gb > 0 && !p.offload)
+    std::printf("offload: the run fits --device-memory-gb %g as it is\n", opt.device_memory_gb);
+  if (p.offload) {
+    const OffloadPrediction& o = *p.offload;
+    std::printf(
+        "offload (--device-memory-gb %g): %s; %s; forward and backward %.3f ms, %.3f ms "
+        "with the copies (%+.1f%%)\n",
+        opt.device_memory_gb, describe_offload(o.memory).c_str(),
+        o.fits ? "fits" : "does NOT fit even so", ms(o.pass.compute_us), ms(o.pass.pass_us),
+        100 * o.pass.slowdown());
+  }
 }
 
 }  // namespace
@@ -398,6 +449,10 @@ Runner add_predict_command(CLI::App& app) {
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   cmd->add_flag("--formula", opt->formula, "Also print the paper's closed-form predictions");
   cmd->add_flag("--json", opt->json, "Print JSON instead of tables");
+  cmd->add_option("--device-memory-gb", opt->device_memory_gb,
+                  "A device of this size: when the run does not fit, the activation plan train "
+                  "--offload auto makes, the bytes it moves and what its copies cost a pass")
+      ->check(kPositive);
   cmd->add_option("--loader-threads", opt->loader_threads,
                   "What if: loader threads (default: the profile's); needs a profile with a loader")
       ->check(kPositive);

@@ -16,23 +16,29 @@ double copy_us(const LinkCost& link, int64_t bytes) {
 
 OffloadPassCost predict_offload_pass(const std::vector<double>& step_us,
                                      std::vector<OffloadCopy> copies, const LinkCost& out,
-                                     const LinkCost& in) {
+                                     const LinkCost& in, double shared) {
   OffloadPassCost cost;
   cost.compute_us = std::accumulate(step_us.begin(), step_us.end(), 0.0);
   std::vector<double> out_done(copies.size(), 0), in_done(copies.size(), 0);
-  double t = 0, out_free = 0, in_free = 0;
+  double t = 0, out_free = 0, in_free = 0, copying = 0;
   for (int s = 0; s < static_cast<int>(step_us.size()); ++s) {
     for (size_t c = 0; c < copies.size(); ++c)
-      if (copies[c].fetch_at == s)
-        in_free = in_done[c] = std::max({t, in_free, out_done[c]}) + copy_us(in, copies[c].bytes);
+      if (copies[c].fetch_at == s) {
+        const double d = copy_us(in, copies[c].bytes);
+        in_free = in_done[c] = std::max({t, in_free, out_done[c]}) + d;
+        copying += d;
+      }
     for (size_t c = 0; c < copies.size(); ++c)
       if (copies[c].needed_at == s) t = std::max(t, in_done[c]);
     t += step_us[s];
     for (size_t c = 0; c < copies.size(); ++c)
-      if (copies[c].out_after == s)
-        out_free = out_done[c] = std::max(t, out_free) + copy_us(out, copies[c].bytes);
+      if (copies[c].out_after == s) {
+        const double d = copy_us(out, copies[c].bytes);
+        out_free = out_done[c] = std::max(t, out_free) + d;
+        copying += d;
+      }
   }
-  cost.pass_us = t;
+  cost.pass_us = t + shared * copying;
   return cost;
 }
 

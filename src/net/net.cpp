@@ -17,7 +17,7 @@ namespace cgdp {
 
 template <typename T>
 Net<T>::Net(const proto::NetParameter& param, Phase phase, Device& device, int64_t batch_size,
-            uint64_t seed, const std::string& source, ActivationMemory memory)
+            uint64_t seed, const std::string& source, ActivationMemory memory, Net* params_from)
     : name_(param.name()),
       phase_(phase),
       device_(&device),
@@ -25,7 +25,7 @@ Net<T>::Net(const proto::NetParameter& param, Phase phase, Device& device, int64
       memory_(memory) {
   const proto::NetParameter phase_net = filter_phase(param, phase);
   check_wiring(phase_net, source);
-  build(insert_splits(phase_net, source), seed, source);
+  build(insert_splits(phase_net, source), seed, source, params_from);
 }
 
 namespace {
@@ -60,7 +60,8 @@ bool written_in_place_after(const proto::LayerParameter& lp, int index, const st
 }  // namespace
 
 template <typename T>
-void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::string& source) {
+void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::string& source,
+                   Net* params_from) {
   Rng rng(seed);
   const std::map<std::string, int> last_in_place = last_in_place_writers(param);
   const std::map<std::string, int> last_touch = last_touches(param);
@@ -70,7 +71,7 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
     if (phase_ != Phase::Train) layers_[i]->set_forward_only();
     if (Blob<T>* kept = layers_[i]->mutable_kept_top();
         kept && memory_ == ActivationMemory::Planned)
-      kept->defer_data();
+      kept->defer_memory();
     share_kept_input(i);
     if (auto* split = dynamic_cast<SplitLayer<T>*>(layers_[i].get()); split && !written_in_place_after(lp, i, last_in_place))
       split->share_bottom_data();
@@ -93,6 +94,7 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
                                lp.top(j), "' must be a scalar, got ",
                                shape_string(tops_[i][j]->shape())));
         const T weight = static_cast<T>(loss_weights_[i][j]);
+        tops_[i][j]->allocate_deferred_diff();  // its own gradient: it holds the loss weight
         if (tops_[i][j]->has_diff()) device_->copy(tops_[i][j]->mutable_diff(), &weight, sizeof(T));
       }
   }
@@ -101,8 +103,12 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
   force_backward_ = param.force_backward();
   absorb_relus();
   mark_backward();
-  gather_params(source);
+  if (params_from)
+    share_params_from(*params_from);
+  else
+    gather_params(source);
   if (phase_ == Phase::Train) plan_activation_gradients();
+  for (auto& [name, blob] : blobs_) blob->allocate_deferred_diff();  // what the plan left to them
 }
 
 template <typename T>
@@ -133,7 +139,7 @@ void Net<T>::wire_layer(const proto::LayerParameter& lp, const std::string& sour
       tops.push_back(bottoms[j]);  // in place, as Caffe's ReLU/Dropout/BatchNorm/Scale
     } else {
       auto blob = std::make_unique<Blob<T>>(*device_, Shape{}, phase_ == Phase::Train ? Diff::Kept : Diff::None);
-      if (memory_ == ActivationMemory::Planned) blob->defer_data();
+      if (memory_ == ActivationMemory::Planned) blob->defer_memory();
       tops.push_back(blob.get());
       blobs_[cat(name, "#", layers_.size())] = std::move(blob);
     }

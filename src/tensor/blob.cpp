@@ -33,7 +33,7 @@ void Blob<T>::reshape(const Shape& shape) {
       owned_data_ = DeviceBuffer(*device_, static_cast<size_t>(capacity_) * sizeof(T));
       data_ = static_cast<T*>(owned_data_.get());
     }
-    if (has_diff()) {
+    if (has_diff() && !diff_deferred_) {
       owned_diff_ = DeviceBuffer(*device_, static_cast<size_t>(capacity_) * sizeof(T));
       diff_ = static_cast<T*>(owned_diff_.get());
     }
@@ -60,6 +60,16 @@ void Blob<T>::bind_diff(T* diff) {
   owned_diff_.reset();
   diff_ = diff;
   diff_bound_ = true;
+  diff_deferred_ = false;
+}
+
+template <typename T>
+void Blob<T>::allocate_deferred_diff() {
+  if (!diff_deferred_) return;
+  diff_deferred_ = false;
+  if (!has_diff() || capacity_ == 0) return;
+  owned_diff_ = DeviceBuffer(*device_, static_cast<size_t>(capacity_) * sizeof(T));
+  diff_ = static_cast<T*>(owned_diff_.get());
 }
 
 template <typename T>
@@ -75,8 +85,10 @@ template <typename T>
 void Blob<T>::alias_data(Blob& source) {
   if (has_diff() && source.count_ > capacity_) {
     if (diff_bound_) throw Error(cat("cannot grow a blob to ", shape_string(source.shape_), ": its gradient lives in the net's plan"));
-    owned_diff_ = DeviceBuffer(*device_, static_cast<size_t>(source.count_) * sizeof(T));
-    diff_ = static_cast<T*>(owned_diff_.get());
+    if (!diff_deferred_) {
+      owned_diff_ = DeviceBuffer(*device_, static_cast<size_t>(source.count_) * sizeof(T));
+      diff_ = static_cast<T*>(owned_diff_.get());
+    }
     capacity_ = source.count_;
   }
   owned_data_.reset();

@@ -108,10 +108,11 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   m.scratch = std::max<int64_t>(
       train_device.memory_stats().device_bytes - m.parameters - m.gradients - m.activations, 0);
   Net<float> test(test_model ? *test_model : model, Phase::Test, test_device, test_batch,
-                  /*seed=*/1, test_model ? test_source : source, activations.memory);
+                  /*seed=*/1, test_model ? test_source : source, activations.memory, &net);
   if (m.planned) test.plan_activations();  // forward only: liveness alone, nothing offloaded
-  test.share_params_from(net);
   m.test_net = test_device.memory_stats().device_bytes;
+  m.train_peak = train_device.memory_stats().device_peak_bytes;
+  m.test_peak = test_device.memory_stats().device_peak_bytes;
   if (sync == SyncKind::Cgdp) m.pinned = (workers + 1) * m.gradients;  // receive per worker + sum
   m.pinned += workers * m.offload_host;
   return m;
@@ -124,6 +125,12 @@ int64_t MemoryEstimate::receive_bytes(int w) const {
 int64_t MemoryEstimate::worker_bytes(int w) const {
   const bool updates = sync != SyncKind::Ps0 || w == 0;  // ps0: worker 0 updates, then broadcasts
   return replica() + (updates ? history : 0) + (w == 0 ? test_net : 0) + receive_bytes(w);
+}
+
+int64_t MemoryEstimate::worker_peak(int w) const {
+  const int64_t building_test =
+      w == 0 ? replica() + test_peak : 0;  // the trainer builds it after the workers
+  return std::max({train_peak, building_test, worker_bytes(w)});
 }
 
 int64_t MemoryEstimate::device_total() const {
@@ -163,9 +170,11 @@ int64_t free_memory_bytes(DeviceKind kind) {
 }
 
 int64_t needed_bytes(const MemoryEstimate& m, DeviceKind kind, int gpus, BudgetScope scope) {
-  if (kind == DeviceKind::Cuda) return m.fullest_gpu(gpus);
-  // Worker 0 holds the most: the test net besides its replica.
-  return scope == BudgetScope::Device ? m.worker_bytes(0) : m.device_total() + m.pinned;
+  // Worker 0 holds the most: the test net besides its replica. Its moment of building comes on top
+  // of what the other workers on the device (or in RAM) keep.
+  const int64_t building = m.worker_peak(0) - m.worker_bytes(0);
+  if (kind == DeviceKind::Cuda) return m.fullest_gpu(gpus) + building;
+  return scope == BudgetScope::Device ? m.worker_peak(0) : m.device_total() + m.pinned + building;
 }
 
 FittedMemory fit_activations(
@@ -181,7 +190,14 @@ FittedMemory fit_activations(
                                                      : m.workers;
   const int64_t rest = needed_bytes(m, kind, gpus, scope) - sharing * m.arena;
   fit.activations.arena_limit = std::max<int64_t>((budget - rest) / sharing, 0);
-  fit.estimate = estimate(fit.activations);
+  // The moments of building do not shrink with the arena: lower the limit by what is left over.
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    fit.estimate = estimate(fit.activations);
+    const int64_t over = needed_bytes(fit.estimate, kind, gpus, scope) - budget;
+    if (over <= 0 || fit.activations.arena_limit == 0) break;
+    fit.activations.arena_limit =
+        std::max<int64_t>(fit.activations.arena_limit - (over + sharing - 1) / sharing, 0);
+  }
   return fit;
 }
 
@@ -195,7 +211,9 @@ OffloadPassCost predict_offload(const MemoryEstimate& m, const Profile& profile)
       step_us[i] = it->second->forward_us;
       step_us[2 * layers - 1 - i] = it->second->backward_us;
     }
-  return predict_offload_pass(step_us, m.offload_copies, profile.d2h, profile.h2d);
+  const double shared =
+      profile.shared_cores > 0 ? profile.contention_factor / profile.shared_cores : 0;
+  return predict_offload_pass(step_us, m.offload_copies, profile.d2h, profile.h2d, shared);
 }
 
 std::string describe_offload(const MemoryEstimate& m) {
@@ -229,6 +247,7 @@ void check_memory_fits(const MemoryEstimate& m, DeviceKind kind, int gpus, int64
       {"parameters", m.parameters * n, fewer},
       {"gradients", m.gradients * n, fewer},
       {"momentum", m.history * updating, fewer},
+      {"accumulation sums", m.fold * n, "a lower --accumulate"},
       {"test net", m.test_net, "lower --test-batch"},
       {"ps0 receive buffers", receive, "--sync cgdp"},
       {"host sums", cuda || one_device ? 0 : m.pinned, "fewer --devices"},

@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <deque>
@@ -209,11 +210,11 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   test_net_ =
       config.test_model.empty()
           ? std::make_unique<Net<float>>(model_, Phase::Test, net0.device(), test_batch_,
-                                         config.seed, model_path_, activation_memory_.memory)
+                                         config.seed, model_path_, activation_memory_.memory, &net0)
           : std::make_unique<Net<float>>(test_model_, Phase::Test, net0.device(), test_batch_,
-                                         config.seed, test_model_path_, activation_memory_.memory);
+                                         config.seed, test_model_path_, activation_memory_.memory,
+                                         &net0);
   if (test_net_->activations_planned()) test_net_->plan_activations();  // forward only: liveness
-  test_net_->share_params_from(net0);
   build_more_test_nets();
   load_initial_weights();
   const Shape in = net0.input_data().shape();
@@ -300,10 +301,15 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
   if (config_.offload != "auto" && config_.offload != "off")
     throw UsageError(cat("--offload must be auto or off, not '", config_.offload, "'"));
   const auto estimate = [&](const ActivationMemoryPlan& activations) {
-    return estimate_memory(
+    MemoryEstimate m = estimate_memory(
         model_, model_path_, per_worker_batch_, test_batch_, config_.devices, sync,
         make_solver_settings(config_.solver, "solver settings").histories(),
         config_.test_model.empty() ? nullptr : &test_model_, test_model_path_, activations);
+    // One partial sum per bit of the last micro-batch before the final one (gradient_fold.cpp).
+    m.fold = config_.accumulate > 1
+                 ? std::bit_width(static_cast<unsigned>(config_.accumulate - 1)) * m.gradients
+                 : 0;
+    return m;
   };
   memory_ = estimate({});
   if (config_.device_memory_gb < 0)
@@ -587,7 +593,11 @@ std::optional<std::string> non_finite_output(Net<float>& net, const std::string&
 
 void Trainer::check_loss(double loss, int64_t iteration) {
   if (std::isfinite(loss)) return;
-  std::string where = "every layer output is finite";
+  std::string where =
+      net().activations_planned()
+          ? "the outputs still on the device are finite (the offload plan reused the others' "
+            "memory; without --device-memory-gb every output is looked at)"
+          : "every layer output is finite";
   for (Worker& w : workers_)
     if (auto found = non_finite_output(
             *w.net, num_workers() > 1 ? cat(" on worker ", w.index) : std::string())) {
@@ -971,10 +981,14 @@ void Trainer::finish(ProgressReporter& progress, const TrainResult& result) {
     for (const Worker& w : workers_)
       peaks += cat(peaks.empty() ? "" : ", ", "worker ", w.index, " ",
                    format_bytes(w.device->memory_stats().device_peak_bytes));
+    const int64_t budget = static_cast<int64_t>(config_.device_memory_gb * (1LL << 30));
+    int64_t highest = 0;
+    for (const Worker& w : workers_)
+      highest = std::max(highest, w.device->memory_stats().device_peak_bytes);
     progress.message(cat("cgdp: device memory at its peak: ", peaks, " (--device-memory-gb ",
-                         config_.device_memory_gb, " is ",
-                         format_bytes(static_cast<int64_t>(config_.device_memory_gb * (1LL << 30))),
-                         ")"));
+                         config_.device_memory_gb, " is ", format_bytes(budget), "): ",
+                         highest <= budget ? cat(budget - highest, " bytes to spare")
+                                           : cat("OVER it by ", highest - budget, " bytes")));
   }
   if (const std::string note = scheme_->placement_note(); !note.empty()) progress.message(cat("cgdp: ", note));
   for (const Dataset* data : {train_data_.get(), test_data_.get()})

@@ -38,9 +38,11 @@ class Net {
   // Builds the layers of `param` that belong to `phase`; batch_size > 0 overrides the Input's
   // first dimension. Parameters are filled from `seed`. Errors name `source` (the file).
   // ActivationMemory::Planned allocates no activation values: call plan_activations before use.
+  // `params_from`: share its parameters from the start (share_params_from), so that this net
+  // never holds a flat parameter buffer of its own, even while it is built.
   Net(const proto::NetParameter& param, Phase phase, Device& device, int64_t batch_size,
       uint64_t seed, const std::string& source = "model",
-      ActivationMemory memory = ActivationMemory::Owned);
+      ActivationMemory memory = ActivationMemory::Owned, Net* params_from = nullptr);
   Net(const Net&) = delete;
   Net& operator=(const Net&) = delete;
 
@@ -118,7 +120,8 @@ class Net {
   std::string fingerprint() const;
 
  private:
-  void build(const proto::NetParameter& param, uint64_t seed, const std::string& source);
+  void build(const proto::NetParameter& param, uint64_t seed, const std::string& source,
+             Net* params_from);
   void wire_layer(const proto::LayerParameter& lp, const std::string& source);
   void mark_backward();
   // Offers every in-place ReLU with negative_slope 0 to the layer right before it, whose top it

@@ -59,9 +59,12 @@ class Blob {
   // contents are not copied; the blob can no longer grow. Blobs aliasing it must alias again.
   void bind_data(T* data);
   bool data_is_planned() const { return data_bound_; }
-  // Allocates no values until bind_data (the net plans them once every shape is known).
-  void defer_data() { data_deferred_ = true; }
+  // Allocates no memory until the net has planned it, once every shape is known: the values
+  // until bind_data, the gradient until bind_diff or allocate_deferred_diff.
+  void defer_memory() { data_deferred_ = diff_deferred_ = true; }
   bool data_is_deferred() const { return data_deferred_; }
+  // A deferred gradient the plan did not place gets memory of its own.
+  void allocate_deferred_diff();
   // The blob whose memory holds these values: this one, or the source of alias_data, followed.
   Blob* data_owner() { return data_source_ ? data_source_->data_owner() : this; }
   const Blob* data_owner() const { return data_source_ ? data_source_->data_owner() : this; }
@@ -82,7 +85,9 @@ class Blob {
   bool diff_bound_ = false;  // bind_diff: the gradient is not ours
   bool data_aliased_ = false;  // alias_data: the values are not ours
   bool data_bound_ = false;    // bind_data: the values live in the net's arena
-  bool data_deferred_ = false;   // defer_data: no values of our own until bind_data
+  bool data_deferred_ = false;  // defer_memory: no values of our own until bind_data
+  bool diff_deferred_ =
+      false;  // defer_memory: no gradient until bind_diff or allocate_deferred_diff
   Blob* data_source_ = nullptr;  // alias_data's source
   Shape shape_;
   int64_t count_ = 0;

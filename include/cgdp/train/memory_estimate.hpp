@@ -22,8 +22,12 @@ struct MemoryEstimate {
   int64_t activations = 0;  // tops and their gradients
   int64_t scratch = 0;      // what layers keep besides (im2col columns, masks, statistics, ...)
   int64_t history = 0;      // the solver's momentum, on each worker that updates
+  int64_t fold = 0;  // --accumulate's pending partial sums (gradient_fold.hpp), set by the trainer
   int64_t test_net = 0;     // worker 0 only: the test net at its batch (it shares the parameters)
   int64_t pinned = 0;       // host: the aggregator's per-worker copies and their sum (cgdp)
+  // The highest a net's device held while it was built and planned (each layer's own
+  // parameters are there for a moment before they move to the flat buffer or are shared).
+  int64_t train_peak = 0, test_peak = 0;
   // Planned activations (ActivationMemory::Planned): the train net's arena (within
   // `activations`), and what waits on the host between forward and backward.
   bool planned = false;
@@ -37,11 +41,14 @@ struct MemoryEstimate {
   SyncKind sync = SyncKind::Local;
   int64_t batch = 0, test_batch = 0;
 
-  int64_t replica() const { return parameters + gradients + activations + scratch; }
+  int64_t replica() const { return parameters + gradients + activations + scratch + fold; }
   // ps0: worker w's receive buffers, one per child in the reduction tree (ps0_sync.cpp).
   int64_t receive_bytes(int w) const;
   // Everything on worker w's device.
   int64_t worker_bytes(int w) const;
+  // The most worker w's device holds at any moment: building its train net, building the test net
+  // beside it (worker 0), or training.
+  int64_t worker_peak(int w) const;
   // Every worker's device memory, summed.
   int64_t device_total() const;
   // The device memory of the fullest GPU when workers share `gpus` GPUs round-robin (worker.cpp).
