@@ -4,6 +4,7 @@
 # measured and the predicted slowdown, whether the saved parameters are the same bits, and each
 # device's peak against the budget.
 #   bench/offload_table.sh [MODEL=resnet152] [BATCH=16] [FRACTION=0.4] [ITERATIONS=4]
+# Set-up: tools/setup-debian.sh
 set -euo pipefail
 MODEL=${1:-resnet152} BATCH=${2:-16} FRACTION=${3:-0.4} ITERATIONS=${4:-4}
 CGDP=${CGDP:-$(dirname "$0")/../build/cgdp}
