@@ -10,6 +10,7 @@
 #include <set>
 
 #include "cgdp/layers/eltwise_layer.hpp"
+#include "cgdp/net/liveness.hpp"
 #include "cgdp/net/net.hpp"
 
 namespace cgdp {
@@ -23,25 +24,7 @@ struct Span {
   Blob<T>* blob = nullptr;
   int first = INT_MAX, last = -1;  // layers that touch the blob, in forward order
   int64_t size = 0;                // elements, rounded up to kAlignElements
-  int64_t offset = 0;
-
-  bool overlaps_in_time(const Span& other) const { return first <= other.last && other.first <= last; }
 };
-
-// The lowest offset where `span` fits beside the placed spans alive at the same time (first fit).
-template <typename T>
-int64_t first_fit(const Span<T>& span, const std::vector<const Span<T>*>& placed) {
-  std::vector<std::pair<int64_t, int64_t>> busy;
-  for (const Span<T>* p : placed)
-    if (p->overlaps_in_time(span)) busy.emplace_back(p->offset, p->offset + p->size);
-  std::sort(busy.begin(), busy.end());
-  int64_t at = 0;
-  for (const auto& [begin, end] : busy) {
-    if (at + span.size <= begin) break;
-    at = std::max(at, end);
-  }
-  return at;
-}
 
 }  // namespace
 
@@ -76,16 +59,18 @@ void Net<T>::plan_activation_gradients() {
   std::sort(spans.begin(), spans.end(), [](const Span<T>& a, const Span<T>& b) {
     return a.size != b.size ? a.size > b.size : a.first < b.first;
   });
-  std::vector<const Span<T>*> placed;
-  int64_t total = 0;
-  for (Span<T>& span : spans) {
-    span.offset = first_fit(span, placed);
-    total = std::max(total, span.offset + span.size);
-    placed.push_back(&span);
-  }
+  std::vector<Occupant> occupants;  // liveness.hpp places them, in the order sorted above
+  for (const Span<T>& span : spans)
+    occupants.push_back(
+        {{{span.first, span.last}}, span.size * static_cast<int64_t>(sizeof(T)), 0});
+  std::vector<Occupant*> order;
+  for (Occupant& o : occupants) order.push_back(&o);
+  const int64_t total =
+      place_by_liveness(order, kAlignElements * sizeof(T)) / static_cast<int64_t>(sizeof(T));
   activation_diffs_ = DeviceBuffer(*device_, static_cast<size_t>(total) * sizeof(T));
   T* base = static_cast<T*>(activation_diffs_.get());
-  for (const Span<T>& span : spans) span.blob->bind_diff(base + span.offset);
+  for (size_t k = 0; k < spans.size(); ++k)
+    spans[k].blob->bind_diff(base + occupants[k].offset / static_cast<int64_t>(sizeof(T)));
 }
 
 // An Eltwise SUM or MAX may write its result over a bottom whose values nothing reads later: no

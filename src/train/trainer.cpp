@@ -978,13 +978,13 @@ void Trainer::finish(ProgressReporter& progress, const TrainResult& result) {
   if (config_.phase_table || num_workers() > 1) progress.message(memory_report());
   if (config_.device_memory_gb > 0) {  // what the accounting devices saw, against the budget
     std::string peaks;
-    for (const Worker& w : workers_)
-      peaks += cat(peaks.empty() ? "" : ", ", "worker ", w.index, " ",
-                   format_bytes(w.device->memory_stats().device_peak_bytes));
-    const int64_t budget = static_cast<int64_t>(config_.device_memory_gb * (1LL << 30));
     int64_t highest = 0;
-    for (const Worker& w : workers_)
-      highest = std::max(highest, w.device->memory_stats().device_peak_bytes);
+    for (const Worker& w : workers_) {
+      const int64_t peak = w.device->memory_stats().device_peak_bytes;
+      peaks += cat(peaks.empty() ? "" : ", ", "worker ", w.index, " ", format_bytes(peak));
+      highest = std::max(highest, peak);
+    }
+    const int64_t budget = static_cast<int64_t>(config_.device_memory_gb * (1LL << 30));
     progress.message(cat("cgdp: device memory at its peak: ", peaks, " (--device-memory-gb ",
                          config_.device_memory_gb, " is ", format_bytes(budget), "): ",
                          highest <= budget ? cat(budget - highest, " bytes to spare")
