@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cgdp/cost/offload_cost.hpp"
+#include "cgdp/device/devices.hpp"
 #include "cgdp/device/measuring_device.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
@@ -80,6 +81,24 @@ TEST(ActivationPlan, OffloadsOnlyWhatTheLimitAsks) {
   expect_disjoint(short_of);
 }
 
+// A copy back issued two small steps before its use cannot hide behind them: each comes back as
+// early as the arena still fits, never later than that and never before its copy out is done.
+TEST(ActivationPlan, CopiesBackStartAsEarlyAsTheArenaAllows) {
+  const int n = 12;
+  const int64_t limit = 6 * 1024;
+  const ActivationPlan plan = plan_activation_arena(chain(n, 1024), 2 * n, limit);
+  expect_disjoint(plan);
+  EXPECT_LE(plan.arena_bytes, limit);
+  int earlier = 0;
+  for (const PlannedActivation& a : plan.activations) {
+    if (!a.offloaded) continue;
+    EXPECT_LE(plan.fetch_step(a), a.first_backward - ActivationPlan::kLead) << a.name;
+    EXPECT_GT(plan.fetch_step(a), a.last_forward + ActivationPlan::kLag + 1) << a.name;
+    earlier += plan.fetch_step(a) < a.first_backward - ActivationPlan::kLead;
+  }
+  EXPECT_GT(earlier, 0);  // backward frees the deep layers' bytes: the early ones come sooner
+}
+
 TEST(ActivationPlan, PlacementKeepsLiveBuffersApart) {
   // Odd sizes and lifetimes: first fit must still never overlap two live ones.
   std::vector<Occupant> occupants;
@@ -143,15 +162,19 @@ std::vector<float> parameters(Trainer& t) {
   return out;
 }
 
+// The most one device held: a CPU worker's own, or (CUDA) the workers sharing a GPU, summed.
+int64_t device_peak(Trainer& t, bool cuda) {
+  std::vector<int64_t> per_device(cuda ? std::max(cuda_device_count(), 1) : t.workers().size(), 0);
+  for (const Worker& w : t.workers())
+    per_device[w.index % per_device.size()] += w.device->memory_stats().device_peak_bytes;
+  return *std::max_element(per_device.begin(), per_device.end());
+}
+
 // Offloading moves bytes, never changes them: a ResNet (Splits, Eltwise sums, BatchNorm's kept
 // values) trained within 60% of the memory it needs ends with the very same parameters, and no
 // device ever holds more than its budget; with either scheme.
-class Offload : public ::testing::TestWithParam<const char*> {};
-
-TEST_P(Offload, TrainsBitForBitWithinTheBudget) {
+void expect_offload_changes_no_bit(TrainConfig c) {
   FILE* sink = std::fopen("/dev/null", "w");
-  TrainConfig c = resnet_run();
-  c.sync = GetParam();
   std::vector<float> owned;
   int64_t needed = 0;
   double owned_test_loss = 0;
@@ -159,7 +182,7 @@ TEST_P(Offload, TrainsBitForBitWithinTheBudget) {
     Trainer t(c, sink);
     owned_test_loss = t.run().test_loss;
     owned = parameters(t);
-    needed = t.workers()[0].device->memory_stats().device_peak_bytes;
+    needed = device_peak(t, c.device_kind == "cuda");
     EXPECT_FALSE(t.net().activations_planned());
   }
   const int64_t budget = needed * 6 / 10;
@@ -170,11 +193,30 @@ TEST_P(Offload, TrainsBitForBitWithinTheBudget) {
   ASSERT_TRUE(t.net().activations_planned());
   EXPECT_EQ(test_loss, owned_test_loss);
   EXPECT_GT(t.net().activation_plan().offloaded_count(), 0);
-  for (const Worker& w : t.workers())
-    EXPECT_LE(w.device->memory_stats().device_peak_bytes, budget) << "worker " << w.index;
+  EXPECT_LE(device_peak(t, c.device_kind == "cuda"), budget);
   const std::vector<float> offloaded = parameters(t);
   ASSERT_EQ(offloaded.size(), owned.size());
   EXPECT_EQ(0, std::memcmp(offloaded.data(), owned.data(), owned.size() * sizeof(float)));
+}
+
+class Offload : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Offload, TrainsBitForBitWithinTheBudget) {
+  TrainConfig c = resnet_run();
+  c.sync = GetParam();
+  expect_offload_changes_no_bit(c);
+}
+
+// The same on a GPU, where the copies run on their own streams beside compute and the budget
+// also holds cuDNN's scratch (deterministic algorithms within 1 MiB: both runs choose the same).
+TEST(OffloadOnCuda, TrainsBitForBitWithinTheBudget) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
+  TrainConfig c = resnet_run();
+  c.device_kind = "cuda";
+  c.batch = 16;  // activations well above the scratch the budget reserves
+  c.cudnn_workspace_mb = 1;
+  c.sync = "cgdp";
+  expect_offload_changes_no_bit(c);
 }
 
 INSTANTIATE_TEST_SUITE_P(Schemes, Offload, ::testing::Values("cgdp", "ps0"));
@@ -206,7 +248,7 @@ TEST(OffloadBudget, OffRefusesWhatDoesNotFit) {
 // the copy back starts when the copy out ends (step 12's time) and step 8 waits for it.
 TEST(OffloadCost, ACopyBackThatCannotHideDelaysItsStep) {
   const std::vector<double> steps(10, 100.0);
-  const std::vector<OffloadCopy> copies = {{1, 6, 8, 1'000'000}};
+  const std::vector<OffloadCopy> copies = {{1, 6, 8, 1'000'000, {}, {}}};
   const OffloadPassCost slow = predict_offload_pass(steps, copies, {1, 0}, {1, 0});
   EXPECT_DOUBLE_EQ(slow.compute_us, 1000);
   EXPECT_DOUBLE_EQ(slow.pass_us,
@@ -217,6 +259,11 @@ TEST(OffloadCost, ACopyBackThatCannotHideDelaysItsStep) {
   // Copies on the layers' own cores (the CPU backend) take half their time from the compute too.
   EXPECT_DOUBLE_EQ(predict_offload_pass(steps, copies, {1, 0}, {1, 0}, 0.5).pass_us,
                    2400 + 0.5 * 2000);
+  // Step 3 writes into the bytes being copied out: it starts when the copy ends (1200), and the
+  // copy back, issued at step 6 (1500), lands at 2500 for step 8.
+  std::vector<OffloadCopy> reused = copies;
+  reused[0].steps_after_out = {3};
+  EXPECT_DOUBLE_EQ(predict_offload_pass(steps, reused, {1, 0}, {1, 0}).pass_us, 2500 + 200);
 }
 
 // `inspect --memory --device-memory-gb` shows the plan train makes, and says when even it does

@@ -120,6 +120,27 @@ TEST_F(HugeNet, IsRefusedBeforeAnyAllocationNamingTheLargestParts) {
   EXPECT_NE(r.output.find("to fit: a smaller model"), std::string::npos) << r.output;
 }
 
+// On CUDA each worker also holds cuDNN's scratch (up to --cudnn-workspace-mb) and, while a
+// backward-filter search runs, a filter gradient as large as the largest convolution's weights:
+// the estimate measures the latter and counts the scratch on every worker.
+TEST(MemoryBudget, CudnnScratchIsCountedOnEveryWorker) {
+  const proto::NetParameter model = load_model(find_model_file("fashion_cnn"));
+  MemoryEstimate m = estimate_memory(model, "fashion_cnn", 4, 4, 2, SyncKind::Cgdp);
+  EXPECT_EQ(m.largest_convolution_weights, 64 * 32 * 5 * 5 * 4);  // conv2's, in float
+  const int64_t before[2] = {m.worker_bytes(0), m.worker_bytes(1)};
+  m.cudnn_scratch = int64_t{1} << 30;
+  for (int w = 0; w < 2; ++w) EXPECT_EQ(m.worker_bytes(w), before[w] + (int64_t{1} << 30));
+  try {
+    check_memory_fits(m, DeviceKind::Cuda, 2, m.fullest_gpu(2) - 1, "--device-memory-gb 1",
+                      BudgetScope::Device);
+    FAIL() << "a run one byte over its budget was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("cuDNN scratch 1.0 GiB"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a lower --cudnn-workspace-mb"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(MemoryBudget, TheBudgetFlagIsTheLimitAndTheLineNamesIt) {
   TrainConfig c = small_run("fashion_cnn", 2, "cgdp");
   c.device_memory_gb =

@@ -18,6 +18,10 @@
 #                              predicted phases next to one measured `cgdp train --phase-table`
 #   bench/gpu/run.sh hostsum   on the GPU machine: the host sum of 4 buffers next to a triad on
 #                              the same cores, at 1, 4, 8 and 14 threads (bench/host_aggregate_table.sh)
+#   bench/gpu/run.sh offload M B F   on the GPU machine: bench/offload_table.sh on CUDA (TF32,
+#                              deterministic cuDNN, timelines): M at
+#                              batch B unconstrained, then within the
+#                              fraction F of what `inspect --memory` says it needs (issue 35)
 #   bench/gpu/run.sh profiles [M:B ...]   on the GPU machine: one GPU's `cgdp profile` of each net,
 #                              host sums timed up to 4 inputs, for `cgdp predict --devices 4`
 # With the device tool: run(command="bench/gpu/run.sh bench", carry=["build-gpu/carry"]).
@@ -28,7 +32,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 carry=build-gpu/carry
 binaries=(cgdp gpu_copy_bench cuda_device_test cuda_layers_test cuda_net_test train_test
-          cgdp_equivalence_test fc_exchange_test host_aggregate_bench)
+          cgdp_equivalence_test fc_exchange_test activation_plan_test host_aggregate_bench)
 
 die() { echo "bench/gpu/run.sh: $*" >&2; exit 1; }
 
@@ -235,6 +239,7 @@ tests() {
   "$bin/train_test" --gtest_brief=1 --gtest_filter='*Cuda*' || failed=1
   "$bin/cgdp_equivalence_test" --gtest_brief=1 --gtest_filter='*cuda*' || failed=1
   "$bin/fc_exchange_test" --gtest_brief=1 --gtest_filter='*Cuda*' || failed=1
+  "$bin/activation_plan_test" --gtest_brief=1 --gtest_filter='*Cuda*' || failed=1
   return $failed
 }
 
@@ -379,6 +384,20 @@ profiles() {
   keep_logs "$logs"
 }
 
+# Issue 35 on the GPU: the offload table with cuDNN's choices shared by its runs (same bits).
+offload() {  # model batch fraction
+  (($# == 3)) || die "usage: run.sh offload MODEL BATCH FRACTION"
+  gpu_setup
+  local logs=$work/offload_$1_b$2
+  mkdir -p "$logs"
+  local algos=$carry/cudnn/cudnn_$1_b$2.txt
+  [[ -f $algos ]] || algos=$logs/cudnn.txt
+  CGDP=$bin/cgdp KEEP=$logs TIMELINE=1 \
+    FLAGS="--device-kind cuda --tf32 --cudnn-algorithms $algos" \
+    bench/offload_table.sh "$1" "$2" "$3" "${ITERATIONS:-6}" || echo "offload_table.sh: exit $?"
+  keep_logs "$logs"
+}
+
 case ${1:-} in
   prepare) prepare ;;
   hostsum) host_sum_check ;;
@@ -387,5 +406,6 @@ case ${1:-} in
   ab) shift; ab "$@" ;;
   predict) shift; predict_check "$@" ;;
   test) tests ;;
-  *) sed -n 2,23p "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  offload) shift; offload "$@" ;;
+  *) sed -n 2,26p "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -19,19 +19,29 @@ OffloadPassCost predict_offload_pass(const std::vector<double>& step_us,
                                      const LinkCost& in, double shared) {
   OffloadPassCost cost;
   cost.compute_us = std::accumulate(step_us.begin(), step_us.end(), 0.0);
-  std::vector<double> out_done(copies.size(), 0), in_done(copies.size(), 0);
+  const size_t n = copies.size();
+  std::vector<double> out_done(n, 0), in_done(n, 0);
+  // What each step and each copy back waits for, beyond its own copy out.
+  std::vector<std::vector<int>> step_waits(step_us.size()), fetch_waits(n);
+  for (size_t c = 0; c < n; ++c) {
+    for (int s : copies[c].steps_after_out) step_waits[s].push_back(static_cast<int>(c));
+    for (int f : copies[c].fetches_after_out) fetch_waits[f].push_back(static_cast<int>(c));
+  }
   double t = 0, out_free = 0, in_free = 0, copying = 0;
   for (int s = 0; s < static_cast<int>(step_us.size()); ++s) {
-    for (size_t c = 0; c < copies.size(); ++c)
+    for (size_t c = 0; c < n; ++c)
       if (copies[c].fetch_at == s) {
+        double start = std::max({t, in_free, out_done[c]});
+        for (int j : fetch_waits[c]) start = std::max(start, out_done[j]);
         const double d = copy_us(in, copies[c].bytes);
-        in_free = in_done[c] = std::max({t, in_free, out_done[c]}) + d;
+        in_free = in_done[c] = start + d;
         copying += d;
       }
-    for (size_t c = 0; c < copies.size(); ++c)
+    for (size_t c = 0; c < n; ++c)
       if (copies[c].needed_at == s) t = std::max(t, in_done[c]);
+    for (int c : step_waits[s]) t = std::max(t, out_done[c]);
     t += step_us[s];
-    for (size_t c = 0; c < copies.size(); ++c)
+    for (size_t c = 0; c < n; ++c)
       if (copies[c].out_after == s) {
         const double d = copy_us(out, copies[c].bytes);
         out_free = out_done[c] = std::max(t, out_free) + d;

@@ -61,7 +61,7 @@ void ConvolutionLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& 
   T* y = top[0]->mutable_data();
   if (!s.forward)
     s.forward = cached_conv_algorithm(ConvPass::Forward, this->device().index(), s.problem, [&] {
-      return find_forward(s, h, this->device(), stream, x, w, y, cat("layer '", this->name(), "' forward"));
+      return find_forward(s, h, stream, x, w, y, cat("layer '", this->name(), "' forward"));
     });
   CUDNN_CHECK(cudnnSetConvolutionMathType(s.conv.get(), s.forward->math));
   const T one = 1, zero = 0;
@@ -101,10 +101,11 @@ void ConvolutionLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>&
   const T* w = this->params_[0]->data();
   T* dx = bottom[0]->mutable_diff();
   if (!s.backward_data)
-    s.backward_data = cached_conv_algorithm(ConvPass::BackwardData, this->device().index(), s.problem, [&] {
-      return find_backward_data(s, h, this->device(), stream, w, dy, dx,
-                                cat("layer '", this->name(), "' input gradient"));
-    });
+    s.backward_data =
+        cached_conv_algorithm(ConvPass::BackwardData, this->device().index(), s.problem, [&] {
+          return find_backward_data(s, h, stream, w, dy, dx,
+                                    cat("layer '", this->name(), "' input gradient"));
+        });
   CUDNN_CHECK(cudnnSetConvolutionMathType(s.conv.get(), s.backward_data->math));
   CUDNN_CHECK(cudnnConvolutionBackwardData(
       h, &one, s.w.get(), w, s.y.get(), dy, s.conv.get(),

@@ -52,9 +52,11 @@ void DeconvolutionLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>
   const T* w = this->params_[0]->data();
   T* y = top[0]->mutable_data();
   if (!s.backward_data)
-    s.backward_data = cached_conv_algorithm(ConvPass::BackwardData, this->device().index(), s.problem, [&] {
-      return find_backward_data(s, h, this->device(), stream, w, x, y, cat("layer '", this->name(), "' forward"));
-    });
+    s.backward_data =
+        cached_conv_algorithm(ConvPass::BackwardData, this->device().index(), s.problem, [&] {
+          return find_backward_data(s, h, stream, w, x, y,
+                                    cat("layer '", this->name(), "' forward"));
+        });
   CUDNN_CHECK(cudnnSetConvolutionMathType(s.conv.get(), s.backward_data->math));
   const T one = 1, zero = 0;
   CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, s.w.get(), w, s.y.get(), x, s.conv.get(),
@@ -91,7 +93,8 @@ void DeconvolutionLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T
   T* dx = bottom[0]->mutable_diff();
   if (!s.forward)
     s.forward = cached_conv_algorithm(ConvPass::Forward, this->device().index(), s.problem, [&] {
-      return find_forward(s, h, this->device(), stream, dy, w, dx, cat("layer '", this->name(), "' input gradient"));
+      return find_forward(s, h, stream, dy, w, dx,
+                          cat("layer '", this->name(), "' input gradient"));
     });
   CUDNN_CHECK(cudnnSetConvolutionMathType(s.conv.get(), s.forward->math));
   CUDNN_CHECK(cudnnConvolutionForward(h, &one, s.x.get(), dy, s.w.get(), w, s.conv.get(),

@@ -65,6 +65,30 @@ int64_t live_peak(const ActivationPlan& plan) {
   return peak_live_bytes(pointers);
 }
 
+// Moves each copy back (those needed first in backward first) to the earliest step at which the
+// arena still fits `limit`: a copy issued a few small steps before its use cannot hide behind them.
+void hoist_fetches(ActivationPlan& plan, int64_t limit) {
+  std::vector<PlannedActivation*> units;
+  for (PlannedActivation& a : plan.activations)
+    if (a.offloaded) units.push_back(&a);
+  std::stable_sort(units.begin(), units.end(),
+                   [](auto* a, auto* b) { return a->first_backward < b->first_backward; });
+  for (PlannedActivation* a : units) {
+    a->fetch = plan.fetch_step(*a);
+    int earliest = a->last_forward + ActivationPlan::kLag + 2, latest = a->fetch;
+    while (earliest < latest) {  // the earliest fetch that fits, if fitting only gets easier later
+      const int mid = earliest + (latest - earliest) / 2;
+      a->fetch = mid;
+      if (place(plan) <= limit)
+        latest = mid;
+      else
+        earliest = mid + 1;
+    }
+    a->fetch = latest;
+  }
+  place(plan);
+}
+
 }  // namespace
 
 std::vector<LiveRange> ActivationPlan::live(const PlannedActivation& a) const {
@@ -89,6 +113,18 @@ int64_t ActivationPlan::bytes_each_way() const {
   return bytes;
 }
 
+CopyOutWaiters copy_out_waiters(const ActivationPlan& plan, const PlannedActivation& a) {
+  CopyOutWaiters waiters;
+  const int freed = a.last_forward + ActivationPlan::kLag;  // a's bytes are free after this step
+  for (size_t i = 0; i < plan.activations.size(); ++i) {
+    const PlannedActivation& b = plan.activations[i];
+    if (!(a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes)) continue;
+    if (&a != &b && b.produced > freed) waiters.produced.push_back(static_cast<int>(i));
+    if (b.offloaded && plan.fetch_step(b) > freed) waiters.fetched.push_back(static_cast<int>(i));
+  }
+  return waiters;
+}
+
 ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations, int steps,
                                      int64_t limit) {
   ActivationPlan plan;
@@ -106,6 +142,7 @@ ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations,
     if (!a) break;
     a->offloaded = true;
   }
+  hoist_fetches(plan, std::max(limit, plan.arena_bytes));
   for (PlannedActivation& a : plan.activations)
     if (a.offloaded) {
       a.host_offset = plan.host_bytes;

@@ -95,9 +95,20 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
     m.offload_each_way = plan.bytes_each_way();
     m.offloaded = plan.offloaded_count();
     m.planned_units = static_cast<int>(plan.activations.size());
-    for (const PlannedActivation& a : plan.activations)
-      if (a.offloaded)
-        m.offload_copies.push_back({a.last_forward, plan.fetch_step(a), a.first_backward, a.bytes});
+    std::vector<int> copy_of(plan.activations.size(), -1);
+    for (size_t i = 0; i < plan.activations.size(); ++i)
+      if (const PlannedActivation& a = plan.activations[i]; a.offloaded) {
+        copy_of[i] = static_cast<int>(m.offload_copies.size());
+        m.offload_copies.push_back(
+            {a.last_forward, plan.fetch_step(a), a.first_backward, a.bytes, {}, {}});
+      }
+    for (size_t i = 0; i < plan.activations.size(); ++i)
+      if (copy_of[i] >= 0) {
+        const CopyOutWaiters waiters = copy_out_waiters(plan, plan.activations[i]);
+        OffloadCopy& copy = m.offload_copies[copy_of[i]];
+        for (int b : waiters.produced) copy.steps_after_out.push_back(plan.activations[b].produced);
+        for (int b : waiters.fetched) copy.fetches_after_out.push_back(copy_of[b]);
+      }
     for (int i = 0; i < net.num_layers(); ++i) m.layer_names.push_back(net.layer(i).name());
   }
   m.sync = sync;
@@ -105,6 +116,10 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   m.parameters = m.gradients = flat;
   m.history = flat * histories;  // SGD's momentum; Adam's two moments
   m.activations = unique_top_bytes(net);
+  for (int i = 0; i < net.num_layers(); ++i)
+    if (net.layer(i).type() == "Convolution" || net.layer(i).type() == "Deconvolution")
+      m.largest_convolution_weights = std::max<int64_t>(
+          m.largest_convolution_weights, static_cast<int64_t>(net.layer(i).params()[0]->bytes()));
   m.scratch = std::max<int64_t>(
       train_device.memory_stats().device_bytes - m.parameters - m.gradients - m.activations, 0);
   Net<float> test(test_model ? *test_model : model, Phase::Test, test_device, test_batch,
@@ -124,7 +139,8 @@ int64_t MemoryEstimate::receive_bytes(int w) const {
 
 int64_t MemoryEstimate::worker_bytes(int w) const {
   const bool updates = sync != SyncKind::Ps0 || w == 0;  // ps0: worker 0 updates, then broadcasts
-  return replica() + (updates ? history : 0) + (w == 0 ? test_net : 0) + receive_bytes(w);
+  return replica() + (updates ? history : 0) + (w == 0 ? test_net : 0) + receive_bytes(w) +
+         cudnn_scratch;
 }
 
 int64_t MemoryEstimate::worker_peak(int w) const {
@@ -248,6 +264,7 @@ void check_memory_fits(const MemoryEstimate& m, DeviceKind kind, int gpus, int64
       {"gradients", m.gradients * n, fewer},
       {"momentum", m.history * updating, fewer},
       {"accumulation sums", m.fold * n, "a lower --accumulate"},
+      {"cuDNN scratch", m.cudnn_scratch * n, "a lower --cudnn-workspace-mb"},
       {"test net", m.test_net, "lower --test-batch"},
       {"ps0 receive buffers", receive, "--sync cgdp"},
       {"host sums", cuda || one_device ? 0 : m.pinned, "fewer --devices"},

@@ -10,10 +10,6 @@ namespace cgdp {
 
 namespace {
 
-bool share_bytes(const PlannedActivation& a, const PlannedActivation& b) {
-  return a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
-}
-
 void add_once(std::vector<int>& list, int k) {
   if (std::find(list.begin(), list.end(), k) == list.end()) list.push_back(k);
 }
@@ -43,19 +39,14 @@ OffloadSchedule::OffloadSchedule(Device& device, const ActivationPlan& plan, int
   }
   // Whoever writes bytes that an offloaded unit held earlier in the pass waits for its copy out:
   // the compute stream where a unit is produced, the in stream where one comes back.
-  for (const PlannedActivation& b : plan.activations)
-    for (size_t k = 0; k < units_.size(); ++k) {
-      const PlannedActivation& a = *units_[k].activation;
-      const int freed =
-          a.last_forward + ActivationPlan::kLag;  // a's bytes are free after this step
-      if (!share_bytes(a, b)) continue;
-      if (&a != &b && b.produced > freed)
-        add_once(wait_out_before_[b.produced], static_cast<int>(k));
-      if (!b.offloaded) continue;
-      const auto fetching = std::find_if(units_.begin(), units_.end(),
-                                         [&](const Unit& u) { return u.activation == &b; });
-      if (plan.fetch_step(b) > freed) add_once(fetching->fetch_waits, static_cast<int>(k));
-    }
+  std::vector<int> unit_of(plan.activations.size(), -1);
+  for (size_t k = 0; k < offloaded.size(); ++k) unit_of[offloaded[k]] = static_cast<int>(k);
+  for (size_t k = 0; k < units_.size(); ++k) {
+    const CopyOutWaiters waiters = copy_out_waiters(plan, *units_[k].activation);
+    for (int b : waiters.produced)
+      add_once(wait_out_before_[plan.activations[b].produced], static_cast<int>(k));
+    for (int b : waiters.fetched) add_once(units_[unit_of[b]].fetch_waits, static_cast<int>(k));
+  }
 }
 
 void OffloadSchedule::before_step(int step, Stream& compute, Timeline& timeline) {

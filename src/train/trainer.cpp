@@ -309,6 +309,8 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
     m.fold = config_.accumulate > 1
                  ? std::bit_width(static_cast<unsigned>(config_.accumulate - 1)) * m.gradients
                  : 0;
+    if (kind == DeviceKind::Cuda && m.largest_convolution_weights > 0)
+      m.cudnn_scratch = (config_.cudnn_workspace_mb << 20) + m.largest_convolution_weights;
     return m;
   };
   memory_ = estimate({});

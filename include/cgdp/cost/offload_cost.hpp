@@ -15,6 +15,9 @@ struct OffloadCopy {
   int fetch_at = 0;   // copied back from when this step is issued
   int needed_at = 0;  // the step that waits for it
   int64_t bytes = 0;
+  // What takes its bytes once they are free waits for it to be out: steps that write there, and
+  // the copies back (indices into the pass's copies) that land there.
+  std::vector<int> steps_after_out, fetches_after_out;
 };
 
 struct OffloadPassCost {

@@ -37,6 +37,7 @@ struct PlannedActivation {
   bool kept_to_end = false;  // an output read after the pass (loss, accuracy): never freed
   // Set by plan_activation_arena.
   bool offloaded = false;
+  int fetch = -1;           // when offloaded: the step its copy back is issued
   int64_t offset = 0;       // in the arena
   int64_t host_offset = 0;  // in the host buffer, when offloaded
   // Set by the net once the buffers exist.
@@ -45,7 +46,7 @@ struct PlannedActivation {
 };
 
 struct ActivationPlan {
-  static constexpr int kLead = 2;  // backward steps a copy back starts before its first use
+  static constexpr int kLead = 2;  // backward steps a copy back starts at least before its use
   static constexpr int kLag = 1;   // forward steps a copy out may take before its bytes are reused
 
   int steps = 0;  // 2L
@@ -57,17 +58,30 @@ struct ActivationPlan {
   std::vector<LiveRange> live(const PlannedActivation& a) const;
   // Whether waiting on the host would free its bytes for at least one step.
   bool can_offload(const PlannedActivation& a) const;
-  // Step at which a copy back is issued (its second live range begins).
-  int fetch_step(const PlannedActivation& a) const { return a.first_backward - kLead; }
+  // Step at which a copy back is issued (its second live range begins): as early as the arena
+  // allows (plan_activation_arena), at the latest kLead steps before the first backward use.
+  int fetch_step(const PlannedActivation& a) const {
+    return a.fetch >= 0 ? a.fetch : a.first_backward - kLead;
+  }
   int offloaded_count() const;
   // Bytes copied each way per pass (forward and backward of one micro-batch).
   int64_t bytes_each_way() const;
 };
 
+// What must wait for offloaded unit `a`'s copy out, since it takes a's bytes after they are free:
+// the units produced there (their producing step waits) and the offloaded units fetched there
+// (their copy back waits; a itself among them). Indices into plan.activations.
+struct CopyOutWaiters {
+  std::vector<int> produced, fetched;
+};
+CopyOutWaiters copy_out_waiters(const ActivationPlan& plan, const PlannedActivation& a);
+
 // Places `activations` (offsets, offloaded flags) so that the arena needs at most `limit` bytes:
 // first by liveness alone, then moving to the host, one at a time, the largest unit that is away
-// from the device at the step where the arena is fullest. Returns the plan; its arena_bytes
-// exceeds `limit` when even every unit that can wait on the host does not make it fit.
+// from the device at the step where the arena is fullest; then each copy back moves as early as
+// the arena still fits, so that the copies stream while backward runs instead of each waiting
+// for its turn. Returns the plan; its arena_bytes exceeds `limit` when even every unit that can
+// wait on the host does not make it fit.
 ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations, int steps,
                                      int64_t limit = std::numeric_limits<int64_t>::max());
 

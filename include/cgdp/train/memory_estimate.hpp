@@ -25,6 +25,10 @@ struct MemoryEstimate {
   int64_t fold = 0;  // --accumulate's pending partial sums (gradient_fold.hpp), set by the trainer
   int64_t test_net = 0;     // worker 0 only: the test net at its batch (it shares the parameters)
   int64_t pinned = 0;       // host: the aggregator's per-worker copies and their sum (cgdp)
+  // CUDA, set by the trainer: cuDNN's scratch on each worker (one per compute stream, searches
+  // included, at most --cudnn-workspace-mb) and the filter gradient a search writes beside it.
+  int64_t cudnn_scratch = 0;
+  int64_t largest_convolution_weights = 0;  // bytes; 0 when the net has no convolution
   // The highest a net's device held while it was built and planned (each layer's own
   // parameters are there for a moment before they move to the flat buffer or are shared).
   int64_t train_peak = 0, test_peak = 0;
