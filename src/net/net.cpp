@@ -139,7 +139,10 @@ void Net<T>::wire_layer(const proto::LayerParameter& lp, const std::string& sour
       tops.push_back(bottoms[j]);  // in place, as Caffe's ReLU/Dropout/BatchNorm/Scale
     } else {
       auto blob = std::make_unique<Blob<T>>(*device_, Shape{}, phase_ == Phase::Train ? Diff::Kept : Diff::None);
-      if (memory_ == ActivationMemory::Planned) blob->defer_memory();
+      if (memory_ == ActivationMemory::Planned)
+        blob->defer_memory();
+      else
+        blob->defer_diff();
       tops.push_back(blob.get());
       blobs_[cat(name, "#", layers_.size())] = std::move(blob);
     }

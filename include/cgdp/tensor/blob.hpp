@@ -62,6 +62,9 @@ class Blob {
   // Allocates no memory until the net has planned it, once every shape is known: the values
   // until bind_data, the gradient until bind_diff or allocate_deferred_diff.
   void defer_memory() { data_deferred_ = diff_deferred_ = true; }
+  // The gradient alone: most are placed by the net's gradient plan, so owning one first would
+  // only raise the build's peak.
+  void defer_diff() { diff_deferred_ = true; }
   bool data_is_deferred() const { return data_deferred_; }
   // A deferred gradient the plan did not place gets memory of its own.
   void allocate_deferred_diff();
