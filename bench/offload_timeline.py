@@ -2,7 +2,8 @@
 """Where an offloaded iteration's time goes, from `cgdp train --timeline T`: for worker 0's last
 whole iteration (from the end of one update to the end of the next), each track's busy time, the
 bytes the offload tracks moved and their rate while busy, and how long compute was idle.
-Usage: bench/offload_timeline.py TIMELINE.json"""
+Usage: bench/offload_timeline.py TIMELINE.json
+Set-up: tools/setup-debian.sh"""
 import json
 import sys
 
