@@ -118,7 +118,7 @@ CopyOutWaiters copy_out_waiters(const ActivationPlan& plan, const PlannedActivat
   const int freed = a.last_forward + ActivationPlan::kLag;  // a's bytes are free after this step
   for (size_t i = 0; i < plan.activations.size(); ++i) {
     const PlannedActivation& b = plan.activations[i];
-    if (!(a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes)) continue;
+    if (!bytes_overlap(a.offset, a.bytes, b.offset, b.bytes)) continue;
     if (&a != &b && b.produced > freed) waiters.produced.push_back(static_cast<int>(i));
     if (b.offloaded && plan.fetch_step(b) > freed) waiters.fetched.push_back(static_cast<int>(i));
   }

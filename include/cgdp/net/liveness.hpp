@@ -12,6 +12,11 @@ struct LiveRange {
   int first = 0, last = 0;
 };
 
+// Whether bytes [a_offset, a_offset + a_bytes) and [b_offset, b_offset + b_bytes) share one.
+inline bool bytes_overlap(int64_t a_offset, int64_t a_bytes, int64_t b_offset, int64_t b_bytes) {
+  return a_offset < b_offset + b_bytes && b_offset < a_offset + a_bytes;
+}
+
 struct Occupant {
   std::vector<LiveRange> live;  // disjoint stretches; between them the bytes are free
   int64_t bytes = 0;
@@ -19,7 +24,7 @@ struct Occupant {
 
   bool overlaps_in_time(const Occupant& other) const;
   bool overlaps_in_space(const Occupant& other) const {
-    return offset < other.offset + other.bytes && other.offset < offset + bytes;
+    return bytes_overlap(offset, bytes, other.offset, other.bytes);
   }
 };
 
