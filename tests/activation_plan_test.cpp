@@ -171,8 +171,9 @@ int64_t device_peak(Trainer& t, bool cuda) {
 }
 
 // Offloading moves bytes, never changes them: a ResNet (Splits, Eltwise sums, BatchNorm's kept
-// values) trained within 60% of the memory it needs ends with the very same parameters, and no
-// device ever holds more than its budget; with either scheme.
+// values) trained within 75% of the memory it needs ends with the very same parameters, and no
+// device ever holds more than its budget; with either scheme. (Its test net, planned by liveness
+// and never offloaded, is much of what so small a net needs: 75% already offloads.)
 void expect_offload_changes_no_bit(TrainConfig c) {
   FILE* sink = std::fopen("/dev/null", "w");
   std::vector<float> owned;
@@ -185,7 +186,7 @@ void expect_offload_changes_no_bit(TrainConfig c) {
     needed = device_peak(t, c.device_kind == "cuda");
     EXPECT_FALSE(t.net().activations_planned());
   }
-  const int64_t budget = needed * 6 / 10;
+  const int64_t budget = needed * 3 / 4;
   c.device_memory_gb = static_cast<double>(budget) / (1LL << 30);
   Trainer t(c, sink);
   const double test_loss = t.run().test_loss;  // the test net is planned too
@@ -273,7 +274,7 @@ TEST(OffloadBudget, InspectShowsThePlan) {
       cat(testing::binary_dir(), "/cgdp inspect --memory --model resnet_small --batch 4 ");
   const MemoryEstimate m = estimate_memory(load_model(find_model_file("resnet_small")),
                                            "resnet_small", 4, 4, 1, SyncKind::Local);
-  const double gb = 0.6 * static_cast<double>(m.worker_bytes(0)) / (1 << 30);
+  const double gb = 0.75 * static_cast<double>(m.worker_bytes(0)) / (1 << 30);
   const testing::CommandResult fits =
       testing::run_command(cat(bin, "--device-memory-gb ", gb, " 2>&1"));
   EXPECT_EQ(fits.exit_code, 0) << fits.output;

@@ -14,8 +14,8 @@
 #include <sstream>
 
 #include "cgdp/core/error.hpp"
-#include "cgdp/device/cpu_precision.hpp"
 #include "cgdp/device/devices.hpp"
+#include "cgdp/device/layer_precision.hpp"
 #include "cgdp/io/checkpoint.hpp"
 #include "cgdp/io/safetensors.hpp"
 #include "support/run_command.hpp"
@@ -358,8 +358,6 @@ TEST_F(Cli, SixteenBitPrecisionSaysWhichKernelsRunIt) {
                            "skipped and halves it",
                            "cgdp: loss scale 65536 at the end; 0 step(s) skipped"})
     EXPECT_NE(fp16.output.find(line), std::string::npos) << line << "\n" << fp16.output;
-  expect_error("train --data synthetic --device-kind cuda --precision bf16",
-               {"--precision bf16 runs on the CPU backend so far"});
   expect_error("train --data synthetic --precision int8",
                {"--precision int8: expected fp32, bf16 or fp16"});
   expect_error("train --data synthetic --precision fp16 --loss-scale 0.5",

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "cgdp/device/cpu_device.hpp"
-#include "cgdp/device/cpu_precision.hpp"
+#include "cgdp/device/layer_precision.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
 #include "cgdp/layers/registry.hpp"
 #include "cgdp/layers/sufficient_factors.hpp"

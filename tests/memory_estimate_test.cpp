@@ -1,6 +1,8 @@
 // The up-front memory check: the estimate equals what the workers then allocate, measuring a net
 // commits none of its memory, and a run that does not fit is refused in one line before any
 // allocation, naming its largest parts and the flags that shrink them.
+#include "cgdp/train/memory_estimate.hpp"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -8,8 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cgdp/device/layer_precision.hpp"
 #include "cgdp/net/model_file.hpp"
-#include "cgdp/train/memory_estimate.hpp"
 #include "cgdp/train/trainer.hpp"
 #include "support/run_command.hpp"
 #include "support/test_paths.hpp"
@@ -141,6 +143,19 @@ TEST(MemoryBudget, CudnnScratchIsCountedOnEveryWorker) {
   }
 }
 
+// In bf16/fp16 on CUDA each worker's stream also holds the 16-bit copies of the largest
+// multiplying layer's input, output and weights, each from a 256-byte boundary: fashion_cnn's
+// ip1 (3,136 inputs, 256 outputs) at batch 4.
+TEST(MemoryBudget, SixteenBitOperandCopiesAreCountedOnEveryWorker) {
+  EXPECT_EQ(half_operand_bytes(1, 0, 129), 256 + 0 + 512);
+  const proto::NetParameter model = load_model(find_model_file("fashion_cnn"));
+  MemoryEstimate m = estimate_memory(model, "fashion_cnn", 4, 4, 2, SyncKind::Cgdp);
+  EXPECT_EQ(m.largest_half_operands, 2 * (4 * 3136 + 4 * 256 + 256 * 3136));  // all 256-aligned
+  const int64_t before = m.worker_bytes(1);
+  m.half_operands = m.largest_half_operands;
+  EXPECT_EQ(m.worker_bytes(1), before + m.largest_half_operands);
+}
+
 TEST(MemoryBudget, TheBudgetFlagIsTheLimitAndTheLineNamesIt) {
   TrainConfig c = small_run("fashion_cnn", 2, "cgdp");
   c.device_memory_gb =
@@ -182,6 +197,30 @@ TEST(MemoryBudget, TrainRefusesWhatInspectReports) {
       << train.output;
   EXPECT_NE(train.output.find("(batch 16, test batch 16)"), std::string::npos) << train.output;
   EXPECT_NE(train.output.find("lower --batch"), std::string::npos) << train.output;
+}
+
+// `inspect --memory --device-kind cuda` counts what train counts on a CUDA worker: cuDNN's
+// scratch (the cap plus conv2's weights) and, in bf16, the 16-bit operand copies; a CPU worker
+// holds neither.
+TEST(MemoryBudget, InspectCountsWhatACudaWorkerHoldsBesidesItsNets) {
+  const std::string inspect =
+      cat(testing::binary_dir(), "/cgdp inspect --model fashion_cnn --memory --batch 4 --json ");
+  auto field = [](const std::string& json, const std::string& name) {
+    const size_t at = json.find(cat("\"", name, "\": "));
+    return at == std::string::npos ? int64_t{-1} : std::stoll(json.substr(at + name.size() + 4));
+  };
+  const testing::CommandResult cuda = testing::run_command(
+      inspect + "--device-kind cuda --precision bf16 --cudnn-workspace-mb 8 2>&1");
+  ASSERT_EQ(cuda.exit_code, 0) << cuda.output;
+  EXPECT_EQ(field(cuda.output, "cudnn_scratch"), (8 << 20) + 64 * 32 * 5 * 5 * 4) << cuda.output;
+  EXPECT_EQ(field(cuda.output, "half_operands"), 2 * (4 * 3136 + 4 * 256 + 256 * 3136))
+      << cuda.output;
+  const testing::CommandResult cpu = testing::run_command(inspect + "--precision bf16 2>&1");
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.output;
+  EXPECT_EQ(field(cpu.output, "cudnn_scratch"), 0) << cpu.output;
+  EXPECT_EQ(field(cpu.output, "half_operands"), 0) << cpu.output;
+  EXPECT_EQ(field(cuda.output, "total") - field(cpu.output, "total"),
+            field(cuda.output, "cudnn_scratch") + field(cuda.output, "half_operands"));
 }
 
 TEST(MemoryBudget, BytesReadAsPeopleWriteThem) {

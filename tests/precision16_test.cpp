@@ -1,16 +1,20 @@
 // 16-bit precision (issue 36): every multiplying layer in bf16 and fp16 against its fp32 twin,
-// forward and backward, within what rounding its operands can change; and the loss scale's
-// state machine.
+// forward and backward, within what rounding its operands can change, on the CPU and (when there
+// is a GPU) on CUDA; and the loss scale's state machine.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <ostream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "cgdp/core/error.hpp"
-#include "cgdp/device/cpu_precision.hpp"
+#include "cgdp/device/cuda_options.hpp"
+#include "cgdp/device/devices.hpp"
+#include "cgdp/device/layer_precision.hpp"
 #include "cgdp/solver/loss_scale.hpp"
 #include "support/layer_case.hpp"
 
@@ -19,11 +23,11 @@ namespace {
 
 using testing::Case;
 
-// Sets the process's CPU precision for one scope.
+// Sets the layers' precision for one scope.
 class PrecisionScope {
  public:
-  explicit PrecisionScope(Precision p) { set_cpu_precision(p); }
-  ~PrecisionScope() { set_cpu_precision(Precision::kFp32); }
+  explicit PrecisionScope(Precision p) { set_layer_precision(p); }
+  ~PrecisionScope() { set_layer_precision(Precision::kFp32); }
 };
 
 struct LayerRun {
@@ -42,10 +46,32 @@ void PrintTo(const Layer16Case& c, std::ostream* os) {
   *os << c.name;
 }
 
-// One forward and backward of the layer from fixed inputs: with `absolute`, every input, weight
-// and output gradient is replaced by its magnitude, so the outputs are the sums of the terms'
-// magnitudes that bound the rounding's error.
-LayerRun run_layer(const Layer16Case& c, Precision precision, bool absolute) {
+// The output gradient backward starts from, the same on every run.
+std::vector<float> output_gradient(int64_t count, bool absolute) {
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  std::vector<float> v(static_cast<size_t>(count));
+  for (float& x : v) x = absolute ? std::abs(uniform(gen)) : uniform(gen);
+  return v;
+}
+
+template <typename V>
+std::vector<V> to_host(const Blob<V>& blob, bool diff = false) {
+  std::vector<V> v(static_cast<size_t>(blob.count()));
+  blob.device().copy(v.data(), diff ? blob.diff() : blob.data(), blob.bytes());
+  return v;
+}
+
+void upload(Blob<float>& blob, const std::vector<float>& values, bool diff = false) {
+  ASSERT_EQ(static_cast<int64_t>(values.size()), blob.count());
+  blob.device().copy(diff ? blob.mutable_diff() : blob.mutable_data(), values.data(), blob.bytes());
+}
+
+// One forward and backward of the layer from fixed inputs, on the CPU or (`gpu`: its device and
+// stream) on CUDA: with `absolute`, every input, weight and output gradient is replaced by its
+// magnitude, so the outputs are the sums of the terms' magnitudes that bound the rounding's error.
+LayerRun run_layer(const Layer16Case& c, Precision precision, bool absolute, Device* gpu = nullptr,
+                   Stream* gpu_stream = nullptr) {
   const PrecisionScope scope(precision);
   Case<float> h(c.text, {c.bottom}, 1);  // the same inputs and (seeded) weights every run
   h.setup();
@@ -58,37 +84,47 @@ LayerRun run_layer(const Layer16Case& c, Precision precision, bool absolute) {
     magnitudes(p->mutable_data(), p->count());
     std::fill_n(p->mutable_diff(), p->count(), 0.f);
   }
-  h.forward();
+  // On CUDA a twin of the layer takes the CPU layer's inputs and weights.
+  std::unique_ptr<Layer<float>> cuda_layer;
+  std::vector<std::unique_ptr<Blob<float>>> cuda_blobs;
+  BlobVec<float> bottom = h.bottom, top = h.top;
+  RunContext ctx;
+  if (gpu) {
+    cuda_layer = create_layer<float>(testing::parse_layer(c.text), *gpu);
+    for (const Shape& shape : {c.bottom, Shape{}})
+      cuda_blobs.push_back(std::make_unique<Blob<float>>(*gpu, shape));
+    bottom = {cuda_blobs[0].get()};
+    top = {cuda_blobs[1].get()};
+    upload(*bottom[0], to_host(*h.bottom[0]));
+    Rng rng(5);
+    cuda_layer->setup(bottom, top, rng);
+    for (size_t p = 0; p < h.layer->params().size(); ++p) {
+      upload(*cuda_layer->params()[p], to_host(*h.layer->params()[p]));
+      upload(*cuda_layer->params()[p], to_host(*h.layer->params()[p], true), true);
+    }
+    ctx.stream = gpu_stream;
+  }
+  Layer<float>& layer = gpu ? *cuda_layer : *h.layer;
+  auto on_device = [&](const std::function<void()>& work) {
+    if (!gpu) return work();
+    gpu_stream->submit(work);
+    gpu_stream->synchronize();
+  };
+  on_device([&] { layer.forward(ctx, bottom, top); });
   LayerRun r;
-  r.out.assign(h.top[0]->data(), h.top[0]->data() + h.top[0]->count());
-  std::mt19937 gen(7);
-  std::uniform_real_distribution<float> uniform(-1, 1);
-  float* out_diff = h.top[0]->mutable_diff();
-  for (int64_t i = 0; i < h.top[0]->count(); ++i) out_diff[i] = uniform(gen);
-  magnitudes(out_diff, h.top[0]->count());
-  h.layer->backward({}, h.top, {true}, h.bottom);
-  r.in_diff.assign(h.bottom[0]->diff(), h.bottom[0]->diff() + h.bottom[0]->count());
-  const auto& params = h.layer->params();
-  r.weight_diff.assign(params[0]->diff(), params[0]->diff() + params[0]->count());
-  if (params.size() > 1)
-    r.bias_diff.assign(params[1]->diff(), params[1]->diff() + params[1]->count());
+  r.out = to_host(*top[0]);
+  upload(*top[0], output_gradient(top[0]->count(), absolute), true);
+  on_device([&] { layer.backward(ctx, top, {true}, bottom); });
+  r.in_diff = to_host(*bottom[0], true);
+  r.weight_diff = to_host(*layer.params()[0], true);
+  if (layer.params().size() > 1) r.bias_diff = to_host(*layer.params()[1], true);
   return r;
 }
 
-class Layer16 : public ::testing::TestWithParam<std::tuple<Layer16Case, Precision>> {};
-
-// |fp32 - 16-bit| <= rate * sum|terms| + atol, with rate = 2u + u^2 (each product's two rounded
-// operands) plus fp32's summation error over the longest reduction; atol covers fp16's
-// subnormal operands (absolute error 2^-25 each, times operands of at most 1).
-TEST_P(Layer16, MatchesItsFp32TwinWithinTheRoundingOfItsOperands) {
-  const auto& [c, precision] = GetParam();
-  const LayerRun fp32 = run_layer(c, Precision::kFp32, false);
-  const LayerRun sums = run_layer(c, Precision::kFp32, true);
-  const LayerRun low = run_layer(c, precision, false);
-  const double u = std::ldexp(1.0, precision == Precision::kBf16 ? -8 : -11);
-  const double rate = 2 * u + u * u + static_cast<double>(c.longest_sum) * std::ldexp(1.0, -23);
-  const double atol =
-      precision == Precision::kFp16 ? static_cast<double>(c.longest_sum) * std::ldexp(1.0, -24) : 0;
+// |fp32 - 16-bit| <= rate * sum|terms| + atol for every element of the four results, and 16 bits
+// changed at least one element of each (or the layer did not round at all).
+void expect_within_rounding(const LayerRun& fp32, const LayerRun& sums, const LayerRun& low,
+                            double rate, double atol) {
   auto expect_within = [&](const std::vector<float>& want, const std::vector<float>& got,
                            const std::vector<float>& bound, const char* what) {
     ASSERT_EQ(want.size(), got.size()) << what;
@@ -98,7 +134,6 @@ TEST_P(Layer16, MatchesItsFp32TwinWithinTheRoundingOfItsOperands) {
       ASSERT_LE(error, rate * bound[i] + atol + 1e-7) << what << " element " << i;
       changed = std::max(changed, error);
     }
-    // 16 bits must have changed something, or the layer did not round at all.
     EXPECT_GT(changed, 0) << what << ": no element differs from fp32";
   };
   expect_within(fp32.out, low.out, sums.out, "forward");
@@ -106,6 +141,61 @@ TEST_P(Layer16, MatchesItsFp32TwinWithinTheRoundingOfItsOperands) {
   expect_within(fp32.weight_diff, low.weight_diff, sums.weight_diff, "weight gradient");
   if (!fp32.bias_diff.empty())
     expect_within(fp32.bias_diff, low.bias_diff, sums.bias_diff, "bias gradient");
+}
+
+double unit_roundoff(Precision precision) {
+  return std::ldexp(1.0, precision == Precision::kBf16 ? -8 : -11);
+}
+
+class Layer16 : public ::testing::TestWithParam<std::tuple<Layer16Case, Precision>> {};
+
+// rate = 2u + u^2 (each product's two rounded operands) plus fp32's summation error over the
+// longest reduction; atol covers fp16's subnormal operands (absolute error 2^-25 each, times
+// operands of at most 1).
+TEST_P(Layer16, MatchesItsFp32TwinWithinTheRoundingOfItsOperands) {
+  const auto& [c, precision] = GetParam();
+  const double u = unit_roundoff(precision);
+  const double n = static_cast<double>(c.longest_sum);
+  const double atol = precision == Precision::kFp16 ? n * std::ldexp(1.0, -24) : 0;
+  expect_within_rounding(run_layer(c, Precision::kFp32, false),
+                         run_layer(c, Precision::kFp32, true), run_layer(c, precision, false),
+                         2 * u + u * u + n * std::ldexp(1.0, -23), atol);
+}
+
+// The same layers on cuDNN's and cuBLAS's 16-bit kernels against the CPU's fp32 twin.
+class Layer16OnCuda : public ::testing::TestWithParam<std::tuple<Layer16Case, Precision>> {
+ protected:
+  static void SetUpTestSuite() {
+    if (cuda_device_count() == 0) return;
+    set_cuda_options({/*tf32=*/false, size_t{256} << 20, /*deterministic=*/true});
+    device_ = make_device(DeviceKind::Cuda, 0).release();
+    stream_ = device_->create_stream("compute").release();
+  }
+  static void TearDownTestSuite() {
+    delete stream_;
+    delete device_;
+    stream_ = nullptr;
+    device_ = nullptr;
+  }
+  static Device* device_;
+  static Stream* stream_;
+};
+Device* Layer16OnCuda::device_ = nullptr;
+Stream* Layer16OnCuda::stream_ = nullptr;
+
+// Besides the CPU's bound: one more rounding (u) where cuDNN writes 16-bit results before they
+// are widened, and twice the operands' and sums' terms for the transforms (Winograd, FFT) cuDNN
+// may pick, which round intermediates of their own.
+TEST_P(Layer16OnCuda, MatchesItsFp32TwinWithinTheRoundingOfItsOperands) {
+  if (!device_) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
+  const auto& [c, precision] = GetParam();
+  const double u = unit_roundoff(precision);
+  const double n = static_cast<double>(c.longest_sum);
+  const double atol = precision == Precision::kFp16 ? n * std::ldexp(1.0, -23) : 0;
+  expect_within_rounding(run_layer(c, Precision::kFp32, false),
+                         run_layer(c, Precision::kFp32, true),
+                         run_layer(c, precision, false, device_, stream_),
+                         2 * (2 * u + u * u + n * std::ldexp(1.0, -23)) + u, atol);
 }
 
 const char* kFillers =
@@ -144,13 +234,18 @@ std::vector<Layer16Case> layer16_cases() {
   };
 }
 
+std::string layer16_name(const ::testing::TestParamInfo<std::tuple<Layer16Case, Precision>>& info) {
+  return cat(std::get<0>(info.param).name, "_", to_string(std::get<1>(info.param)));
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryMultiplyingLayer, Layer16,
                          ::testing::Combine(::testing::ValuesIn(layer16_cases()),
                                             ::testing::Values(Precision::kBf16, Precision::kFp16)),
-                         [](const auto& info) {
-                           return cat(std::get<0>(info.param).name, "_",
-                                      to_string(std::get<1>(info.param)));
-                         });
+                         layer16_name);
+INSTANTIATE_TEST_SUITE_P(EveryMultiplyingLayer, Layer16OnCuda,
+                         ::testing::Combine(::testing::ValuesIn(layer16_cases()),
+                                            ::testing::Values(Precision::kBf16, Precision::kFp16)),
+                         layer16_name);
 
 TEST(RoundToPrecision, RoundsToNearestEvenAndKeepsInfAndNan) {
   // 1 + 2^-8 is halfway between bf16's 1 and 1 + 2^-7: ties go to the even one, 1; 1 + 3*2^-8

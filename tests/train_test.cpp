@@ -254,6 +254,30 @@ TEST_F(TrainTest, ResumeOnCudaGivesIdenticalParametersAndBatchNormState) {
                          [this](const TrainConfig& x) { return params_after(x); });
 }
 
+// bf16 on cuDNN's and cuBLAS's 16-bit kernels: deterministic (a resumed run gives the straight
+// run's bits, its algorithms keyed apart from fp32's), really 16-bit (the parameters differ from
+// an fp32 run's) and near fp32 (10 small steps from the same start).
+TEST_F(TrainTest, Bf16OnCudaResumesBitForBitNearFp32) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
+  TrainConfig c = on_cuda(small("fashion_cnn"));
+  c.iterations = 10;
+  const auto fp32 = params_after(c);
+  c.precision = "bf16";
+  const auto straight = params_after(c);
+  ASSERT_EQ(fp32.size(), straight.size());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < fp32.size(); ++i) {
+    diff += std::pow(static_cast<double>(straight[i]) - fp32[i], 2);
+    norm += std::pow(static_cast<double>(fp32[i]), 2);
+  }
+  EXPECT_GT(diff, 0) << "bf16 changed no parameter";
+  EXPECT_LT(std::sqrt(diff / norm), 1e-2);
+  TrainConfig base = on_cuda(small("fashion_cnn"));
+  base.precision = "bf16";
+  expect_resume_is_exact(base, dir_, straight,
+                         [this](const TrainConfig& x) { return params_after(x); });
+}
+
 TEST_F(TrainTest, TrainingOnFashionMnistLowersTheTestLoss) {
   const std::string dir = "/usr/share/datasets/fashion-mnist";
   if (!fs::exists(dir)) GTEST_SKIP() << dir << " is missing (Debian's dataset-fashion-mnist)";

@@ -22,6 +22,8 @@
 #                              deterministic cuDNN, timelines): M at
 #                              batch B unconstrained, then within the
 #                              fraction F of what `inspect --memory` says it needs (issue 35)
+#   bench/gpu/run.sh amp       on the GPU machine: one worker per net in fp32 (TF32) and bf16
+#                              next to PyTorch's AMP (bench/gpu/amp_table.py; issue 36)
 #   bench/gpu/run.sh profiles [M:B ...]   on the GPU machine: one GPU's `cgdp profile` of each net,
 #                              host sums timed up to 4 inputs, for `cgdp predict --devices 4`
 # With the device tool: run(command="bench/gpu/run.sh bench", carry=["build-gpu/carry"]).
@@ -31,7 +33,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 carry=build-gpu/carry
-binaries=(cgdp gpu_copy_bench cuda_device_test cuda_layers_test cuda_net_test train_test
+binaries=(cgdp gpu_copy_bench cuda_device_test cuda_layers_test cuda_net_test precision16_test train_test
           cgdp_equivalence_test fc_exchange_test activation_plan_test host_aggregate_bench)
 
 die() { echo "bench/gpu/run.sh: $*" >&2; exit 1; }
@@ -236,6 +238,7 @@ tests() {
   for t in cuda_device_test cuda_layers_test cuda_net_test; do
     "$bin/$t" --gtest_brief=1 || failed=1
   done
+  "$bin/precision16_test" --gtest_brief=1 --gtest_filter='*Cuda*' || failed=1
   "$bin/train_test" --gtest_brief=1 --gtest_filter='*Cuda*' || failed=1
   "$bin/cgdp_equivalence_test" --gtest_brief=1 --gtest_filter='*cuda*' || failed=1
   "$bin/fc_exchange_test" --gtest_brief=1 --gtest_filter='*Cuda*' || failed=1
@@ -398,6 +401,31 @@ offload() {  # model batch fraction
   keep_logs "$logs"
 }
 
+# Issue 36 on the GPU: one worker per net in fp32 (TF32) and in bf16, next to PyTorch's AMP.
+amp() {
+  gpu_setup
+  local logs=$work/amp its=${ITERATIONS:-10}
+  local configs=(${CONFIGS:-alexnet:256 googlenet:64 vgg16:32 resnet152:16})
+  mkdir -p "$logs"
+  for c in "${configs[@]}"; do
+    local model=${c%%:*} batch=${c##*:} size=224
+    [[ $model == alexnet ]] && size=227
+    for p in fp32 bf16; do
+      timeout 200 "$bin/cgdp" train --model "models/$model.prototxt" --data synthetic \
+        --batch "$batch" --devices 1 --device-kind cuda --sync local --iterations "$its" \
+        --test-interval -1 --test-batch "$batch" --test-samples "$batch" --display "$its" --plain \
+        --phase-table --tf32 --nondeterministic --loader-threads 8 --lr 0.001 --precision "$p" \
+        --cudnn-algorithms "$logs/cudnn_${model}_b${batch}_$p.txt" \
+        >"$logs/${model}_b${batch}_$p.log" 2>&1 || echo "cgdp: error: exit $?" >>"$logs/${model}_b${batch}_$p.log"
+    done
+    timeout 200 python3 bench/gpu/torch_peer.py --model "$model" --batch "$batch" --size "$size" \
+      --iterations "$its" --warmup 3 --amp >"$logs/${model}_b${batch}_amp.json" \
+      2>"$logs/${model}_b${batch}_amp.err" || rm -f "$logs/${model}_b${batch}_amp.json"
+  done
+  python3 bench/gpu/amp_table.py "$logs" "${configs[@]}" | tee "$logs/table.txt"
+  keep_logs "$logs"
+}
+
 case ${1:-} in
   prepare) prepare ;;
   hostsum) host_sum_check ;;
@@ -407,5 +435,6 @@ case ${1:-} in
   predict) shift; predict_check "$@" ;;
   test) tests ;;
   offload) shift; offload "$@" ;;
-  *) sed -n 2,26p "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  amp) amp ;;
+  *) sed -n 2,28p "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -29,6 +29,11 @@ struct InspectOptions {
   std::vector<std::string> stages;  // both phases' (--stage)
   double device_memory_gb = 0;      // with --memory: plan the activations to fit this
   std::string profile;              // with a plan: predict what its copies cost
+  // With --memory, as train counts them: CUDA workers also hold cuDNN's scratch and, in 16 bits,
+  // the operands' 16-bit copies.
+  std::string device_kind = "cpu";
+  std::string precision = "fp32";
+  int64_t cudnn_workspace_mb = TrainConfig{}.cudnn_workspace_mb;
 };
 
 nlohmann::json memory_json(const MemoryEstimate& m) {
@@ -48,6 +53,8 @@ nlohmann::json memory_json(const MemoryEstimate& m) {
       {"momentum", m.history},
       {"activations", m.activations},
       {"layer_scratch", m.scratch},
+      {"cudnn_scratch", m.cudnn_scratch},
+      {"half_operands", m.half_operands},
       {"test_net", m.test_net},
       {"worker_bytes", workers},
       {"worker_peak_bytes", peaks},
@@ -72,12 +79,17 @@ void print_memory(const MemoryEstimate& m) {
   row("momentum (updating workers)", m.history);
   row("activations", m.activations);
   row("layer scratch", m.scratch);
+  if (m.cudnn_scratch > 0) row("cuDNN scratch", m.cudnn_scratch);
+  if (m.half_operands > 0) row("16-bit operand copies", m.half_operands);
   std::printf("  %-28s %12s  (test batch %lld)\n", "test net (worker 0)", format_bytes(m.test_net).c_str(),
               static_cast<long long>(m.test_batch));
   for (int w = 0; w < m.workers; ++w)
-    std::printf("  %-28s %12s  (%s at its peak, while nets are built)\n",
-                cat("worker ", w, " device").c_str(), format_bytes(m.worker_bytes(w)).c_str(),
-                format_bytes(m.worker_peak(w)).c_str());
+    std::printf(
+        "  %-28s %12s  (%s)\n", cat("worker ", w, " device").c_str(),
+        format_bytes(m.worker_bytes(w)).c_str(),
+        m.worker_peak(w) > m.worker_bytes(w)
+            ? cat(format_bytes(m.worker_peak(w)), " at its peak, while nets are built").c_str()
+            : "also its peak: building the nets holds less");
   row(m.planned ? "host sums, offload (pinned)" : "host sums (pinned)", m.pinned);
   row("total", m.device_total() + m.pinned);
   if (m.planned) std::printf("plan: %s\n", describe_offload(m).c_str());
@@ -146,6 +158,15 @@ Runner add_inspect_command(CLI::App& app) {
       ->check(kPositive);
   cmd->add_option("--test-batch", opt->test_batch, "With --memory: the test net's batch (default: the TEST data layer's batch_size, else --batch, as train)")
       ->check(kPositive);
+  cmd->add_option("--device-kind", opt->device_kind,
+                  "With --memory: the workers' devices, cpu or cuda (which also hold cuDNN's "
+                  "scratch and, in 16 bits, the operands' copies)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--precision", opt->precision,
+                  "With --memory: the layers' precision, as train's");
+  cmd->add_option("--cudnn-workspace-mb", opt->cudnn_workspace_mb,
+                  "With --memory --device-kind cuda: cuDNN's scratch cap, as train's")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--profile", opt->profile,
                   "With --device-memory-gb: a profile (cgdp profile) to predict what the plan's "
                   "copies cost a pass")
@@ -176,22 +197,26 @@ Runner add_inspect_command(CLI::App& app) {
       const int64_t test_batch = test_batch_size(fed, opt->test_batch, opt->batch);  // as train
       const SyncKind sync = !opt->sync.empty() ? parse_sync_kind(opt->sync)
                                                : (opt->devices > 1 ? SyncKind::Cgdp : SyncKind::Local);
+      const DeviceKind kind = opt->device_kind == "cuda" ? DeviceKind::Cuda : DeviceKind::Cpu;
+      const int gpus = kind == DeviceKind::Cuda ? opt->devices : 0;  // a GPU per worker
+      const Precision precision = parse_precision(opt->precision);
       const auto estimate = [&](const ActivationMemoryPlan& activations) {
-        return estimate_memory(param, path, opt->batch, test_batch, opt->devices, sync, 1, nullptr,
-                               "", activations);
+        MemoryEstimate m = estimate_memory(param, path, opt->batch, test_batch, opt->devices, sync,
+                                           1, nullptr, "", activations);
+        add_cuda_scratch(m, kind, opt->cudnn_workspace_mb, precision);
+        return m;
       };
       MemoryEstimate m = estimate({});
       const int64_t budget = static_cast<int64_t>(opt->device_memory_gb * (1LL << 30));
-      // As train plans it on a CPU device under --device-memory-gb.
-      if (opt->device_memory_gb > 0 &&
-          needed_bytes(m, DeviceKind::Cpu, 0, BudgetScope::Device) > budget)
-        m = fit_activations(estimate, DeviceKind::Cpu, 0, budget, BudgetScope::Device).estimate;
+      // As train plans it under --device-memory-gb.
+      if (opt->device_memory_gb > 0 && needed_bytes(m, kind, gpus, BudgetScope::Device) > budget)
+        m = fit_activations(estimate, kind, gpus, budget, BudgetScope::Device).estimate;
       if (opt->json)
         std::cout << memory_json(m).dump(2) << "\n";
       else
         print_memory(m);
       if (opt->device_memory_gb > 0) {
-        const int64_t need = needed_bytes(m, DeviceKind::Cpu, 0, BudgetScope::Device);
+        const int64_t need = needed_bytes(m, kind, gpus, BudgetScope::Device);
         std::fprintf(opt->json ? stderr : stdout,
                      "%s: worker 0 needs %s of --device-memory-gb %g (%s)\n",
                      need <= budget ? "fits" : "does not fit", format_bytes(need).c_str(),

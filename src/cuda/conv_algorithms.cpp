@@ -31,8 +31,9 @@ ConvAlgorithm cached_conv_algorithm(ConvPass pass, int device, const std::vector
   return {c.algo, static_cast<size_t>(c.workspace), static_cast<cudnnMathType_t>(c.math)};
 }
 
-cudnnMathType_t initial_conv_math(bool float_data, const CudaOptions& options) {
-  return float_data && !options.tf32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+cudnnMathType_t initial_conv_math(ConvOperands operands, const CudaOptions& options) {
+  if (operands == ConvOperands::kHalf) return CUDNN_TENSOR_OP_MATH;
+  return operands == ConvOperands::kFp32 && !options.tf32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
 }
 
 }  // namespace cgdp

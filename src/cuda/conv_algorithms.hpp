@@ -33,14 +33,20 @@ std::string gpu_model(int device);
 ConvAlgorithm cached_conv_algorithm(ConvPass pass, int device, const std::vector<int64_t>& problem,
                                     const std::function<ConvAlgorithm()>& search);
 
-// The math type a float/double convolution starts its search with: FMA-only unless TF32 is on.
-cudnnMathType_t initial_conv_math(bool float_data, const CudaOptions& options);
+// What a convolution multiplies: fp32 (TF32 only with --tf32), fp64, or 16-bit operands with
+// fp32 sums (tensor cores always).
+enum class ConvOperands { kFp32, kFp64, kHalf };
+
+// The math type a convolution starts its search with: FMA-only for fp32 unless TF32 is on,
+// tensor cores for 16 bits.
+cudnnMathType_t initial_conv_math(ConvOperands operands, const CudaOptions& options);
 
 // The first of cuDNN's results (fastest first) that ran, fits the workspace cap, and meets the
 // TF32 and determinism settings; DeviceError naming `what` when none does.
 template <typename Perf>
-ConvAlgorithm pick_conv_algorithm(const Perf* results, int count, bool float_data,
+ConvAlgorithm pick_conv_algorithm(const Perf* results, int count, ConvOperands operands,
                                   const CudaOptions& options, const std::string& what) {
+  const bool float_data = operands == ConvOperands::kFp32;
   for (int i = 0; i < count; ++i) {
     const Perf& r = results[i];
     const bool tensor_ops =

@@ -1,9 +1,9 @@
 // cuDNN's three convolution passes with their algorithms found once per problem: the state a
 // layer keeps (descriptors, chosen algorithms) and the searches. Convolution runs them as they are;
-// Deconvolution with the roles of its input and output swapped.
+// Deconvolution with the roles of its input and output swapped. In 16 bits the passes read and
+// write 16-bit copies (cuda/half_operands.hpp); the bias stays in T.
 #pragma once
 
-#include <algorithm>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -14,100 +14,69 @@
 #include "cuda/conv_algorithms.hpp"
 #include "cuda/cuda_libraries.hpp"
 #include "cuda/cudnn_descriptors.hpp"
+#include "cuda/half_operands.hpp"
 
 namespace cgdp {
 
-// x is the convolution's input and y its output (a Deconvolution's output and input); bias spans
-// the channels of the layer's output.
+// x is the convolution's input and y its output (a Deconvolution's output and input), in the
+// operands' type (16-bit when the layer multiplies in 16 bits); `output` is the layer's own output
+// in T and bias spans its channels: the bias is added and differentiated in T.
 struct ConvCuda final : LayerBackendState {
-  TensorDescriptor x, y, bias;
+  TensorDescriptor x, y, output, bias;
   FilterDescriptor w;
   ConvolutionDescriptor conv;
   Shape shape;                   // the bottom shape the descriptors describe
   CudaOptions options;           // and the settings the algorithms were chosen under
+  Precision precision = Precision::kFp32;       // and the layer_precision()
+  ConvOperands operands = ConvOperands::kFp32;  // what x, w and y hold
   std::vector<int64_t> problem;  // the algorithm cache's key
   std::optional<ConvAlgorithm> forward, backward_data, backward_filter;
+
+  bool half() const { return operands == ConvOperands::kHalf; }
+  // Whether the descriptors still describe `bottom` under the current settings.
+  bool describes(const Shape& bottom) const {
+    return shape == bottom && options == cuda_options() && precision == layer_precision();
+  }
 };
 
-// Scratch for a search: the most any candidate algorithm asks for, within the cap. Searches use
-// the stream's own scratch (stream_workspace), so that a worker never holds more than one: the
-// memory estimate reserves the cap once (MemoryEstimate::cudnn_scratch).
-template <typename SizeOf>
-size_t search_scratch(int algorithms, size_t cap, SizeOf size_of) {
-  size_t most = 0;
-  for (int a = 0; a < algorithms; ++a) {
-    size_t bytes = 0;
-    if (size_of(a, &bytes) == CUDNN_STATUS_SUCCESS) most = std::max(most, bytes);
-  }
-  return std::min(most, cap);
+// The operands a layer of T multiplies under layer_precision(), and their cuDNN type.
+template <typename T>
+ConvOperands conv_operands() {
+  if constexpr (std::is_same_v<T, double>) return ConvOperands::kFp64;
+  return multiplies_in_half<T>() ? ConvOperands::kHalf : ConvOperands::kFp32;
+}
+template <typename T>
+cudnnDataType_t conv_operand_type(ConvOperands operands) {
+  return operands == ConvOperands::kHalf ? cudnn_half_type(layer_precision())
+                                         : cudnn_data_type<T>();
 }
 
-template <typename T>
-ConvAlgorithm find_forward(ConvCuda& s, cudnnHandle_t h, Stream& stream, const T* x, const T* w,
-                           T* y, const std::string& what) {
-  constexpr bool kFloat = std::is_same_v<T, float>;
-  CUDNN_CHECK(cudnnSetConvolutionMathType(s.conv.get(), initial_conv_math(kFloat, s.options)));
-  const size_t scratch_bytes = search_scratch(
-      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, s.options.workspace_limit_bytes, [&](int a, size_t* b) {
-        return cudnnGetConvolutionForwardWorkspaceSize(h, s.x.get(), s.w.get(), s.conv.get(),
-                                                       s.y.get(), cudnnConvolutionFwdAlgo_t(a), b);
-      });
-  void* scratch = stream_workspace(stream, scratch_bytes);
-  cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  int found = 0;
-  CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(h, s.x.get(), x, s.w.get(), w, s.conv.get(),
-                                                     s.y.get(), y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                     &found, results, scratch, scratch_bytes));
-  stream.synchronize();
-  return pick_conv_algorithm(results, found, kFloat, s.options, what);
+// Records what the descriptors now describe and forgets the algorithms chosen for the old ones.
+// 16-bit problems are keyed apart from fp32 ones (and bf16 from fp16) by the precision's number.
+inline void described(ConvCuda& s, const Shape& bottom, std::vector<int64_t> problem) {
+  if (s.half()) problem.push_back(static_cast<int64_t>(layer_precision()));
+  s.problem = std::move(problem);
+  s.forward.reset();
+  s.backward_data.reset();
+  s.backward_filter.reset();
+  s.shape = bottom;
+  s.options = cuda_options();
+  s.precision = layer_precision();
 }
 
-// `dx` is the real input gradient: the pass overwrites it right after.
-template <typename T>
-ConvAlgorithm find_backward_data(ConvCuda& s, cudnnHandle_t h, Stream& stream, const T* w,
-                                 const T* dy, T* dx, const std::string& what) {
-  constexpr bool kFloat = std::is_same_v<T, float>;
-  CUDNN_CHECK(cudnnSetConvolutionMathType(s.conv.get(), initial_conv_math(kFloat, s.options)));
-  const size_t scratch_bytes = search_scratch(
-      CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, s.options.workspace_limit_bytes,
-      [&](int a, size_t* b) {
-        return cudnnGetConvolutionBackwardDataWorkspaceSize(
-            h, s.w.get(), s.y.get(), s.conv.get(), s.x.get(), cudnnConvolutionBwdDataAlgo_t(a), b);
-      });
-  void* scratch = stream_workspace(stream, scratch_bytes);
-  cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-  int found = 0;
-  CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-      h, s.w.get(), w, s.y.get(), dy, s.conv.get(), s.x.get(), dx,
-      CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &found, results, scratch, scratch_bytes));
-  stream.synchronize();
-  return pick_conv_algorithm(results, found, kFloat, s.options, what);
-}
-
-// Searches into a scratch filter gradient: the real one holds gradients being accumulated.
-template <typename T>
+// The searches: every candidate of a pass timed on the layer's real problem (operands as
+// s.operands says), within the scratch cap. Searches use the stream's own scratch
+// (stream_workspace), so that a worker never holds more than one: the memory estimate reserves
+// the cap once (MemoryEstimate::cudnn_scratch).
+ConvAlgorithm find_forward(ConvCuda& s, cudnnHandle_t h, Stream& stream, const void* x,
+                           const void* w, void* y, const std::string& what);
+// `dx` is the real input gradient (or its 16-bit copy): the pass overwrites it right after.
+ConvAlgorithm find_backward_data(ConvCuda& s, cudnnHandle_t h, Stream& stream, const void* w,
+                                 const void* dy, void* dx, const std::string& what);
+// Searches into a scratch filter gradient of `weights` elements: the real one holds gradients
+// being accumulated.
 ConvAlgorithm find_backward_filter(ConvCuda& s, cudnnHandle_t h, Device& device, Stream& stream,
-                                   const T* x, const T* dy, int64_t weights,
-                                   const std::string& what) {
-  constexpr bool kFloat = std::is_same_v<T, float>;
-  CUDNN_CHECK(cudnnSetConvolutionMathType(s.conv.get(), initial_conv_math(kFloat, s.options)));
-  const size_t scratch_bytes =
-      search_scratch(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, s.options.workspace_limit_bytes,
-                     [&](int a, size_t* b) {
-                       return cudnnGetConvolutionBackwardFilterWorkspaceSize(
-                           h, s.x.get(), s.y.get(), s.conv.get(), s.w.get(),
-                           cudnnConvolutionBwdFilterAlgo_t(a), b);
-                     });
-  void* scratch = stream_workspace(stream, scratch_bytes);
-  DeviceBuffer dw(device, static_cast<size_t>(weights) * sizeof(T));
-  cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  int found = 0;
-  CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-      h, s.x.get(), x, s.y.get(), dy, s.conv.get(), s.w.get(), dw.get(),
-      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &found, results, scratch, scratch_bytes));
-  stream.synchronize();
-  return pick_conv_algorithm(results, found, kFloat, s.options, what);
-}
-
+                                   const void* x, const void* dy, int64_t weights,
+                                   const std::string& what);
 
 }  // namespace cgdp

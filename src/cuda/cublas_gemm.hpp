@@ -23,13 +23,15 @@ inline void gemm(cublasHandle_t h, bool trans_a, bool trans_b, int m, int n, int
                            trans_a ? m : k, &beta, c, n));
 }
 
-// The same with bf16 A and B (raw bits) and an fp32 C, on the tensor cores: each product of two
-// bf16 numbers is exact in fp32, and the sums accumulate in fp32.
-inline void gemm_bf16(cublasHandle_t h, bool trans_a, bool trans_b, int m, int n, int k,
-                      float alpha, const uint16_t* a, const uint16_t* b, float beta, float* c) {
-  CUBLAS_CHECK(cublasGemmEx(h, op(trans_b), op(trans_a), n, m, k, &alpha, b, CUDA_R_16BF,
-                            trans_b ? k : n, a, CUDA_R_16BF, trans_a ? m : k, &beta, c, CUDA_R_32F,
-                            n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+// The same with 16-bit A and B (raw bits of `type`: CUDA_R_16BF or CUDA_R_16F) and an fp32 C,
+// on the tensor cores: each product of two 16-bit numbers is exact in fp32, and the sums
+// accumulate in fp32.
+inline void gemm_half(cublasHandle_t h, cudaDataType_t type, bool trans_a, bool trans_b, int m,
+                      int n, int k, float alpha, const uint16_t* a, const uint16_t* b, float beta,
+                      float* c) {
+  CUBLAS_CHECK(cublasGemmEx(h, op(trans_b), op(trans_a), n, m, k, &alpha, b, type, trans_b ? k : n,
+                            a, type, trans_a ? m : k, &beta, c, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT));
 }
 
 // y = alpha * op(A)[M x N] * x + beta * y, A row-major.

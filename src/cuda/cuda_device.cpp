@@ -23,6 +23,9 @@ namespace {
 // Makes `index` current for the calling thread (CUDA's current device is per thread).
 void use_device(int index) { CUDA_CHECK(cudaSetDevice(index)); }
 
+// A stream's two scratch buffers (cuda_libraries.hpp).
+enum class StreamScratch { kCudnn, kHalfOperands };
+
 class CudaEvent final : public Event {
  public:
   explicit CudaEvent(int device) {
@@ -58,6 +61,7 @@ class CudaStream final : public Stream {
     if (cublas_) cublasDestroy(cublas_);
     if (cudnn_) cudnnDestroy(cudnn_);
     workspace_.reset();
+    half_operands_.reset();
     cudaStreamDestroy(stream_);
   }
   const std::string& name() const override { return name_; }
@@ -118,14 +122,15 @@ class CudaStream final : public Stream {
     }
     return cublas_;
   }
-  void* workspace(size_t bytes) {
+  void* scratch(StreamScratch which, size_t bytes) {
     std::lock_guard lock(libraries_mutex_);
-    if (workspace_.bytes() < bytes) {
+    DeviceBuffer& buffer = which == StreamScratch::kCudnn ? workspace_ : half_operands_;
+    if (buffer.bytes() < bytes) {
       CUDA_CHECK(cudaStreamSynchronize(stream_));
-      workspace_.reset();
-      workspace_ = DeviceBuffer(device_, bytes);
+      buffer.reset();
+      buffer = DeviceBuffer(device_, bytes);
     }
-    return workspace_.get();
+    return buffer.get();
   }
 
  private:
@@ -155,6 +160,7 @@ class CudaStream final : public Stream {
   cudnnHandle_t cudnn_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   DeviceBuffer workspace_;
+  DeviceBuffer half_operands_;
 };
 
 CudaStream& cuda_stream(Stream& stream) {
@@ -263,7 +269,12 @@ void* CudaDevice::allocate_pinned(size_t bytes) {
 cudaStream_t native_stream(Stream& stream) { return cuda_stream(stream).get(); }
 cudnnHandle_t cudnn_handle(Stream& stream) { return cuda_stream(stream).cudnn(); }
 cublasHandle_t cublas_handle(Stream& stream) { return cuda_stream(stream).cublas(); }
-void* stream_workspace(Stream& stream, size_t bytes) { return cuda_stream(stream).workspace(bytes); }
+void* stream_workspace(Stream& stream, size_t bytes) {
+  return cuda_stream(stream).scratch(StreamScratch::kCudnn, bytes);
+}
+void* stream_half_operands(Stream& stream, size_t bytes) {
+  return cuda_stream(stream).scratch(StreamScratch::kHalfOperands, bytes);
+}
 
 std::unique_ptr<Device> make_cuda_device(int index, int numa_node) {
   return std::make_unique<CudaDevice>(index, numa_node);

@@ -1,5 +1,5 @@
 // The cuDNN and cuBLAS handles of one CUDA stream (created on first use and bound to it), the
-// cuDNN scratch shared by the layers that run on it, and CUDNN_CHECK / CUBLAS_CHECK.
+// scratch shared by the layers that run on it, and CUDNN_CHECK / CUBLAS_CHECK.
 #pragma once
 
 #include <cublas_v2.h>
@@ -35,5 +35,8 @@ cublasHandle_t cublas_handle(Stream& stream);
 // first waits for the stream's queued work (which may use the old buffer); that happens only when
 // a layer first runs a shape that needs more.
 void* stream_workspace(Stream& stream, size_t bytes);
+// The same rules for a second buffer: the 16-bit copies of a multiplying layer's operands
+// (layers/half_operands_cuda.hpp), in use while cuDNN's scratch is.
+void* stream_half_operands(Stream& stream, size_t bytes);
 
 }  // namespace cgdp

@@ -284,7 +284,7 @@ OneDnnConvolution* ConvolutionLayer<T>::onednn(int64_t batch) {
                           group_,
                           bias_term_,
                           relu_,
-                          cpu_precision() == Precision::kBf16 && cpu_has_bf16()};
+                          layer_precision() == Precision::kBf16 && cpu_has_bf16()};
   if (!onednn_ || !(onednn_->shape() == shape)) {
     onednn_ = OneDnnConvolution::create(shape);
     use_onednn_ = onednn_ != nullptr;  // no implementation for this shape: GEMM from now on

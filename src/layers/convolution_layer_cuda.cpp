@@ -2,6 +2,7 @@
 // correlation, which is what im2col + GEMM computes; groups and dilation by the descriptor), the
 // bias by cudnnAddTensor / cudnnConvolutionBackwardBias. Each pass runs the algorithm cuDNN's own
 // search picked for the shape (src/cuda/conv_algorithms.hpp), within cuda_options()' scratch cap.
+// In bf16/fp16 the passes multiply 16-bit copies of their operands (cuda/half_operands.hpp).
 #include "cgdp/device/cuda_options.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
 #include "cuda/conv_algorithms.hpp"
@@ -10,27 +11,28 @@
 
 namespace cgdp {
 
-
-// (Re)describes the problem when the bottom shape or the CUDA options changed; the algorithms
-// are then looked up again.
+// (Re)describes the problem when the bottom shape, the CUDA options or the precision changed;
+// the algorithms are then looked up again.
 template <typename T>
 LayerBackendState& ConvolutionLayer<T>::cuda_state(const Blob<T>& bottom, const Blob<T>& top) {
   auto& s = this->template backend_state<ConvCuda>();
-  const CudaOptions& options = cuda_options();
-  if (s.shape == bottom.shape() && s.options == options) return s;
+  if (s.describes(bottom.shape())) return s;
   const ConvGeometry& g = geometry_;
   const Shape& in = bottom.shape();
   const Shape& out = top.shape();
-  const cudnnDataType_t type = cudnn_data_type<T>();
-  set_tensor(*this, s.x, in[0], in[1], in[2], in[3]);
-  set_tensor(*this, s.y, out[0], out[1], out[2], out[3]);
+  s.operands = conv_operands<T>();
+  const cudnnDataType_t type = conv_operand_type<T>(s.operands);
+  set_tensor(*this, s.x, in[0], in[1], in[2], in[3], type);
+  set_tensor(*this, s.y, out[0], out[1], out[2], out[3], type);
+  set_tensor(*this, s.output, out[0], out[1], out[2], out[3]);
   set_tensor(*this, s.bias, 1, num_output_, 1, 1);
   auto i = [this](int64_t v) { return as_int(*this, v, "convolution setting"); };
   CUDNN_CHECK(cudnnSetFilter4dDescriptor(s.w.get(), type, CUDNN_TENSOR_NCHW, i(num_output_),
                                          i(g.channels / group_), i(g.kernel_h), i(g.kernel_w)));
+  // The sums run in T (fp32 for 16-bit operands).
   CUDNN_CHECK(cudnnSetConvolution2dDescriptor(s.conv.get(), i(g.pad_h), i(g.pad_w), i(g.stride_h),
                                               i(g.stride_w), i(g.dilation_h), i(g.dilation_w),
-                                              CUDNN_CROSS_CORRELATION, type));
+                                              CUDNN_CROSS_CORRELATION, cudnn_data_type<T>()));
   CUDNN_CHECK(cudnnSetConvolutionGroupCount(s.conv.get(), i(group_)));
   int dims[4] = {};
   CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(s.conv.get(), s.x.get(), s.w.get(), &dims[0],
@@ -38,15 +40,12 @@ LayerBackendState& ConvolutionLayer<T>::cuda_state(const Blob<T>& bottom, const 
   if (Shape(dims, dims + 4) != out)
     this->fail(cat("cuDNN computes the output shape ", shape_string(Shape(dims, dims + 4)),
                    ", the layer ", shape_string(out)));
-  s.problem = {static_cast<int64_t>(sizeof(T)), in[0], in[1], in[2], in[3],
-               num_output_, g.kernel_h, g.kernel_w, g.pad_h, g.pad_w, g.stride_h, g.stride_w,
-               g.dilation_h, g.dilation_w, group_, options.tf32, options.deterministic,
-               static_cast<int64_t>(options.workspace_limit_bytes)};
-  s.forward.reset();
-  s.backward_data.reset();
-  s.backward_filter.reset();
-  s.shape = in;
-  s.options = options;
+  const CudaOptions& options = cuda_options();
+  described(
+      s, in,
+      {static_cast<int64_t>(sizeof(T)), in[0], in[1], in[2], in[3], num_output_, g.kernel_h,
+       g.kernel_w, g.pad_h, g.pad_w, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, group_,
+       options.tf32, options.deterministic, static_cast<int64_t>(options.workspace_limit_bytes)});
   return s;
 }
 
@@ -56,9 +55,13 @@ void ConvolutionLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& 
   Stream& stream = layer_stream(*this, ctx);
   auto& s = static_cast<ConvCuda&>(cuda_state(*bottom[0], *top[0]));
   const cudnnHandle_t h = cudnn_handle(stream);
-  const T* x = bottom[0]->data();
-  const T* w = this->params_[0]->data();
-  T* y = top[0]->mutable_data();
+  const int64_t inputs = bottom[0]->count(), outputs = top[0]->count(),
+                weights = this->params_[0]->count();
+  const HalfOperands o =
+      s.half() ? half_operands(stream, inputs, outputs, weights) : HalfOperands{};
+  const void* x = operand_for(s.half(), stream, bottom[0]->data(), o.input, inputs);
+  const void* w = operand_for(s.half(), stream, this->params_[0]->data(), o.weights, weights);
+  void* y = result_for(s.half(), top[0]->mutable_data(), o.output);
   if (!s.forward)
     s.forward = cached_conv_algorithm(ConvPass::Forward, this->device().index(), s.problem, [&] {
       return find_forward(s, h, stream, x, w, y, cat("layer '", this->name(), "' forward"));
@@ -69,8 +72,10 @@ void ConvolutionLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& 
                                       cudnnConvolutionFwdAlgo_t(s.forward->algo),
                                       stream_workspace(stream, s.forward->workspace),
                                       s.forward->workspace, &zero, s.y.get(), y));
+  land(s.half(), stream, o.output, top[0]->mutable_data(), outputs, /*accumulate=*/false);
   if (bias_term_)
-    CUDNN_CHECK(cudnnAddTensor(h, &one, s.bias.get(), this->params_[1]->data(), &one, s.y.get(), y));
+    CUDNN_CHECK(cudnnAddTensor(h, &one, s.bias.get(), this->params_[1]->data(), &one,
+                               s.output.get(), top[0]->mutable_data()));
 }
 
 template <typename T>
@@ -80,26 +85,36 @@ void ConvolutionLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>&
   Stream& stream = layer_stream(*this, ctx);
   auto& s = static_cast<ConvCuda&>(cuda_state(*bottom[0], *top[0]));
   const cudnnHandle_t h = cudnn_handle(stream);
-  const T* x = bottom[0]->data();
-  const T* dy = top[0]->diff();
   const T one = 1, zero = 0;
-  if (bias_term_)  // accumulates (+=), as every parameter gradient
-    CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, s.y.get(), dy, &one, s.bias.get(),
-                                             this->params_[1]->mutable_diff()));
+  if (bias_term_)  // accumulates (+=), as every parameter gradient; from the fp32 gradient
+    CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, s.output.get(), top[0]->diff(), &one,
+                                             s.bias.get(), this->params_[1]->mutable_diff()));
+  const int64_t inputs = bottom[0]->count(), outputs = top[0]->count(),
+                weights = this->params_[0]->count();
+  const HalfOperands o =
+      s.half() ? half_operands(stream, inputs, outputs, weights) : HalfOperands{};
+  const void* x = operand_for(s.half(), stream, bottom[0]->data(), o.input, inputs);
+  const void* dy = operand_for(s.half(), stream, top[0]->diff(), o.output, outputs);
+  void* dw = result_for(s.half(), this->params_[0]->mutable_diff(), o.weights);
   if (!s.backward_filter)
-    s.backward_filter = cached_conv_algorithm(ConvPass::BackwardFilter, this->device().index(), s.problem, [&] {
-      return find_backward_filter(s, h, this->device(), stream, x, dy, this->params_[0]->count(),
-                                  cat("layer '", this->name(), "' weight gradient"));
-    });
+    s.backward_filter =
+        cached_conv_algorithm(ConvPass::BackwardFilter, this->device().index(), s.problem, [&] {
+          return find_backward_filter(s, h, this->device(), stream, x, dy, weights,
+                                      cat("layer '", this->name(), "' weight gradient"));
+        });
   CUDNN_CHECK(cudnnSetConvolutionMathType(s.conv.get(), s.backward_filter->math));
+  // fp32 accumulates in place; a 16-bit copy is written, then added.
   CUDNN_CHECK(cudnnConvolutionBackwardFilter(
       h, &one, s.x.get(), x, s.y.get(), dy, s.conv.get(),
       cudnnConvolutionBwdFilterAlgo_t(s.backward_filter->algo),
-      stream_workspace(stream, s.backward_filter->workspace), s.backward_filter->workspace, &one,
-      s.w.get(), this->params_[0]->mutable_diff()));
+      stream_workspace(stream, s.backward_filter->workspace), s.backward_filter->workspace,
+      s.half() ? &zero : &one, s.w.get(), dw));
+  land(s.half(), stream, o.weights, this->params_[0]->mutable_diff(), weights, /*accumulate=*/true);
   if (!propagate_down[0]) return;
-  const T* w = this->params_[0]->data();
-  T* dx = bottom[0]->mutable_diff();
+  // The weights' copy takes the slot the weight gradient's left (in stream order), the input
+  // gradient's the input's.
+  const void* w = operand_for(s.half(), stream, this->params_[0]->data(), o.weights, weights);
+  void* dx = result_for(s.half(), bottom[0]->mutable_diff(), o.input);
   if (!s.backward_data)
     s.backward_data =
         cached_conv_algorithm(ConvPass::BackwardData, this->device().index(), s.problem, [&] {
@@ -112,6 +127,7 @@ void ConvolutionLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>&
       cudnnConvolutionBwdDataAlgo_t(s.backward_data->algo),
       stream_workspace(stream, s.backward_data->workspace), s.backward_data->workspace, &zero,
       s.x.get(), dx));
+  land(s.half(), stream, o.input, bottom[0]->mutable_diff(), inputs, /*accumulate=*/false);
 }
 
 CGDP_INSTANTIATE_CUDA_LAYER(ConvolutionLayer)

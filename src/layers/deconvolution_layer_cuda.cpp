@@ -1,7 +1,8 @@
 // Deconvolution on CUDA: the convolution it transposes runs from this layer's output (cuDNN's x) to
 // its input (cuDNN's y). Forward is that convolution's backward-data pass, the input gradient its
 // forward pass, the weight gradient its backward-filter pass with the output's gradient as x;
-// algorithms are searched once per problem as Convolution's are (cuda/conv_passes.hpp).
+// algorithms are searched once per problem as Convolution's are (cuda/conv_passes.hpp), and in
+// bf16/fp16 run on 16-bit copies of their operands as Convolution's do.
 #include "cgdp/layers/deconvolution_layer.hpp"
 #include "cuda/conv_passes.hpp"
 #include "cuda_layer.hpp"
@@ -11,46 +12,69 @@ namespace cgdp {
 namespace {
 
 template <typename T>
-ConvCuda& deconv_state(Layer<T>& layer, ConvCuda& s, const Blob<T>& bottom, const Blob<T>& top, const ConvGeometry& g,
-                       int64_t group) {
-  const CudaOptions& options = cuda_options();
-  if (s.shape == bottom.shape() && s.options == options) return s;
+ConvCuda& deconv_state(Layer<T>& layer, ConvCuda& s, const Blob<T>& bottom, const Blob<T>& top,
+                       const ConvGeometry& g, int64_t group) {
+  if (s.describes(bottom.shape())) return s;
   const Shape& in = bottom.shape();
   const Shape& out = top.shape();
-  const cudnnDataType_t type = cudnn_data_type<T>();
-  set_tensor(layer, s.x, out[0], out[1], out[2], out[3]);
-  set_tensor(layer, s.y, in[0], in[1], in[2], in[3]);
+  s.operands = conv_operands<T>();
+  const cudnnDataType_t type = conv_operand_type<T>(s.operands);
+  set_tensor(layer, s.x, out[0], out[1], out[2], out[3], type);
+  set_tensor(layer, s.y, in[0], in[1], in[2], in[3], type);
+  set_tensor(layer, s.output, out[0], out[1], out[2], out[3]);
   set_tensor(layer, s.bias, 1, out[1], 1, 1);
   auto i = [&layer](int64_t v) { return as_int(layer, v, "deconvolution setting"); };
   // The weights [C_in, num_output / group, kh, kw] are the transposed convolution's filter:
   // C_in outputs from num_output / group inputs per group.
-  CUDNN_CHECK(cudnnSetFilter4dDescriptor(s.w.get(), type, CUDNN_TENSOR_NCHW, i(in[1]), i(out[1] / group),
-                                         i(g.kernel_h), i(g.kernel_w)));
-  CUDNN_CHECK(cudnnSetConvolution2dDescriptor(s.conv.get(), i(g.pad_h), i(g.pad_w), i(g.stride_h), i(g.stride_w),
-                                              i(g.dilation_h), i(g.dilation_w), CUDNN_CROSS_CORRELATION, type));
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(s.w.get(), type, CUDNN_TENSOR_NCHW, i(in[1]),
+                                         i(out[1] / group), i(g.kernel_h), i(g.kernel_w)));
+  CUDNN_CHECK(cudnnSetConvolution2dDescriptor(s.conv.get(), i(g.pad_h), i(g.pad_w), i(g.stride_h),
+                                              i(g.stride_w), i(g.dilation_h), i(g.dilation_w),
+                                              CUDNN_CROSS_CORRELATION, cudnn_data_type<T>()));
   CUDNN_CHECK(cudnnSetConvolutionGroupCount(s.conv.get(), i(group)));
   // A marker keeps Deconvolution's problems apart from a Convolution's of the same numbers.
-  s.problem = {-1, static_cast<int64_t>(sizeof(T)), in[0], in[1], in[2], in[3], out[1], out[2],
-               out[3], g.kernel_h, g.kernel_w, g.pad_h, g.pad_w, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w,
-               group, options.tf32, options.deterministic, static_cast<int64_t>(options.workspace_limit_bytes)};
-  s.forward.reset();
-  s.backward_data.reset();
-  s.backward_filter.reset();
-  s.shape = in;
-  s.options = options;
+  const CudaOptions& options = cuda_options();
+  described(s, in,
+            {-1,
+             static_cast<int64_t>(sizeof(T)),
+             in[0],
+             in[1],
+             in[2],
+             in[3],
+             out[1],
+             out[2],
+             out[3],
+             g.kernel_h,
+             g.kernel_w,
+             g.pad_h,
+             g.pad_w,
+             g.stride_h,
+             g.stride_w,
+             g.dilation_h,
+             g.dilation_w,
+             group,
+             options.tf32,
+             options.deterministic,
+             static_cast<int64_t>(options.workspace_limit_bytes)});
   return s;
 }
 
 }  // namespace
 
 template <typename T>
-void DeconvolutionLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) {
+void DeconvolutionLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom,
+                                         const BlobVec<T>& top) {
   Stream& stream = layer_stream(*this, ctx);
-  auto& s = deconv_state(*this, this->template backend_state<ConvCuda>(), *bottom[0], *top[0], output_geometry_, group_);
+  auto& s = deconv_state(*this, this->template backend_state<ConvCuda>(), *bottom[0], *top[0],
+                         output_geometry_, group_);
   const cudnnHandle_t h = cudnn_handle(stream);
-  const T* x = bottom[0]->data();
-  const T* w = this->params_[0]->data();
-  T* y = top[0]->mutable_data();
+  const int64_t inputs = bottom[0]->count(), outputs = top[0]->count(),
+                weights = this->params_[0]->count();
+  const HalfOperands o =
+      s.half() ? half_operands(stream, inputs, outputs, weights) : HalfOperands{};
+  const void* x = operand_for(s.half(), stream, bottom[0]->data(), o.input, inputs);
+  const void* w = operand_for(s.half(), stream, this->params_[0]->data(), o.weights, weights);
+  void* y = result_for(s.half(), top[0]->mutable_data(), o.output);
   if (!s.backward_data)
     s.backward_data =
         cached_conv_algorithm(ConvPass::BackwardData, this->device().index(), s.problem, [&] {
@@ -63,34 +87,49 @@ void DeconvolutionLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>
                                            cudnnConvolutionBwdDataAlgo_t(s.backward_data->algo),
                                            stream_workspace(stream, s.backward_data->workspace),
                                            s.backward_data->workspace, &zero, s.x.get(), y));
-  if (bias_term_) CUDNN_CHECK(cudnnAddTensor(h, &one, s.bias.get(), this->params_[1]->data(), &one, s.x.get(), y));
+  land(s.half(), stream, o.output, top[0]->mutable_data(), outputs, /*accumulate=*/false);
+  if (bias_term_)
+    CUDNN_CHECK(cudnnAddTensor(h, &one, s.bias.get(), this->params_[1]->data(), &one,
+                               s.output.get(), top[0]->mutable_data()));
 }
 
 template <typename T>
 void DeconvolutionLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>& top,
-                                          const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) {
+                                          const std::vector<bool>& propagate_down,
+                                          const BlobVec<T>& bottom) {
   Stream& stream = layer_stream(*this, ctx);
-  auto& s = deconv_state(*this, this->template backend_state<ConvCuda>(), *bottom[0], *top[0], output_geometry_, group_);
+  auto& s = deconv_state(*this, this->template backend_state<ConvCuda>(), *bottom[0], *top[0],
+                         output_geometry_, group_);
   const cudnnHandle_t h = cudnn_handle(stream);
-  const T* x = bottom[0]->data();
-  const T* dy = top[0]->diff();
   const T one = 1, zero = 0;
-  if (bias_term_)  // accumulates (+=), as every parameter gradient
-    CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, s.x.get(), dy, &one, s.bias.get(), this->params_[1]->mutable_diff()));
+  if (bias_term_)  // accumulates (+=), as every parameter gradient; from the fp32 gradient
+    CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, s.output.get(), top[0]->diff(), &one,
+                                             s.bias.get(), this->params_[1]->mutable_diff()));
+  const int64_t inputs = bottom[0]->count(), outputs = top[0]->count(),
+                weights = this->params_[0]->count();
+  const HalfOperands o =
+      s.half() ? half_operands(stream, inputs, outputs, weights) : HalfOperands{};
+  const void* x = operand_for(s.half(), stream, bottom[0]->data(), o.input, inputs);
+  const void* dy = operand_for(s.half(), stream, top[0]->diff(), o.output, outputs);
+  void* dw = result_for(s.half(), this->params_[0]->mutable_diff(), o.weights);
   if (!s.backward_filter)
-    s.backward_filter = cached_conv_algorithm(ConvPass::BackwardFilter, this->device().index(), s.problem, [&] {
-      return find_backward_filter(s, h, this->device(), stream, dy, x, this->params_[0]->count(),
-                                  cat("layer '", this->name(), "' weight gradient"));
-    });
+    s.backward_filter =
+        cached_conv_algorithm(ConvPass::BackwardFilter, this->device().index(), s.problem, [&] {
+          return find_backward_filter(s, h, this->device(), stream, dy, x, weights,
+                                      cat("layer '", this->name(), "' weight gradient"));
+        });
   CUDNN_CHECK(cudnnSetConvolutionMathType(s.conv.get(), s.backward_filter->math));
-  CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, s.x.get(), dy, s.y.get(), x, s.conv.get(),
-                                             cudnnConvolutionBwdFilterAlgo_t(s.backward_filter->algo),
-                                             stream_workspace(stream, s.backward_filter->workspace),
-                                             s.backward_filter->workspace, &one, s.w.get(),
-                                             this->params_[0]->mutable_diff()));
+  // fp32 accumulates in place; a 16-bit copy is written, then added.
+  CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+      h, &one, s.x.get(), dy, s.y.get(), x, s.conv.get(),
+      cudnnConvolutionBwdFilterAlgo_t(s.backward_filter->algo),
+      stream_workspace(stream, s.backward_filter->workspace), s.backward_filter->workspace,
+      s.half() ? &zero : &one, s.w.get(), dw));
+  land(s.half(), stream, o.weights, this->params_[0]->mutable_diff(), weights, /*accumulate=*/true);
   if (!propagate_down[0]) return;
-  const T* w = this->params_[0]->data();
-  T* dx = bottom[0]->mutable_diff();
+  // The weights' copy takes the slot the weight gradient's left, the input gradient's the input's.
+  const void* w = operand_for(s.half(), stream, this->params_[0]->data(), o.weights, weights);
+  void* dx = result_for(s.half(), bottom[0]->mutable_diff(), o.input);
   if (!s.forward)
     s.forward = cached_conv_algorithm(ConvPass::Forward, this->device().index(), s.problem, [&] {
       return find_forward(s, h, stream, dy, w, dx,
@@ -99,8 +138,9 @@ void DeconvolutionLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T
   CUDNN_CHECK(cudnnSetConvolutionMathType(s.conv.get(), s.forward->math));
   CUDNN_CHECK(cudnnConvolutionForward(h, &one, s.x.get(), dy, s.w.get(), w, s.conv.get(),
                                       cudnnConvolutionFwdAlgo_t(s.forward->algo),
-                                      stream_workspace(stream, s.forward->workspace), s.forward->workspace, &zero,
-                                      s.y.get(), dx));
+                                      stream_workspace(stream, s.forward->workspace),
+                                      s.forward->workspace, &zero, s.y.get(), dx));
+  land(s.half(), stream, o.input, bottom[0]->mutable_diff(), inputs, /*accumulate=*/false);
 }
 
 CGDP_INSTANTIATE_CUDA_LAYER(DeconvolutionLayer)

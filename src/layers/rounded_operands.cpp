@@ -10,7 +10,7 @@ const float* rounded_copy(Operand slot, const float* values, int64_t count) {
   thread_local std::vector<float> scratch[2];
   std::vector<float>& buffer = scratch[static_cast<int>(slot)];
   if (buffer.size() < static_cast<size_t>(count)) buffer.resize(static_cast<size_t>(count));
-  round_to_precision(cpu_precision(), values, buffer.data(), count);
+  round_to_precision(layer_precision(), values, buffer.data(), count);
   return buffer.data();
 }
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cgdp/device/cpu_precision.hpp"
+#include "cgdp/device/layer_precision.hpp"
 
 namespace cgdp {
 
@@ -22,7 +22,7 @@ const float* rounded_copy(Operand slot, const float* values, int64_t count);
 // Whether a float CPU layer without a 16-bit kernel of its own rounds its operands.
 template <typename T>
 bool rounds_operands() {
-  return std::is_same_v<T, float> && is_16_bit(cpu_precision());
+  return std::is_same_v<T, float> && is_16_bit(layer_precision());
 }
 
 // `values` as the layer multiplies them: a rounded copy when rounds_operands<T>().
@@ -37,7 +37,7 @@ const T* operand(Operand slot, const T* values, int64_t count) {
 template <typename T>
 void round_in_place(T* values, int64_t count) {
   if constexpr (std::is_same_v<T, float>)
-    if (rounds_operands<T>()) round_to_precision(cpu_precision(), values, values, count);
+    if (rounds_operands<T>()) round_to_precision(layer_precision(), values, values, count);
 }
 
 }  // namespace cgdp

@@ -69,6 +69,7 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
     wire_layer(lp, source);
     const int i = num_layers() - 1;
     if (phase_ != Phase::Train) layers_[i]->set_forward_only();
+    layers_[i]->defer_param_gradients();  // gather_params or share_params_from binds them
     if (Blob<T>* kept = layers_[i]->mutable_kept_top();
         kept && memory_ == ActivationMemory::Planned)
       kept->defer_memory();
@@ -83,6 +84,8 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
     } catch (const DataError& e) {
       throw ModelError(cat(located(source, lp), ": ", e.what()));
     }
+    // Until gather_params, so that no layer's own copy sits beside the flat buffer.
+    for (const auto& p : layers_[i]->params()) p->park_on_host();
     if (lp.param_size() > static_cast<int>(layers_[i]->params().size()))
       throw ModelError(cat(located(source, lp), ": layer '", lp.name(), "' gives ", lp.param_size(),
                            " param entries, but ", lp.type(), " learns ", layers_[i]->params().size(),

@@ -45,13 +45,28 @@ void Blob<T>::bind_to(T* data, T* diff) {
   if (count_ && data_) {
     device_->copy(data, data_, bytes());
     if (diff && diff_) device_->copy(diff, diff_, bytes());
+  } else if (!parked_.empty()) {
+    device_->copy(data, parked_.data(), bytes());
   }
+  std::vector<T>().swap(parked_);
   owned_data_.reset();
   owned_diff_.reset();
   capacity_ = count_;
   data_ = data;
   diff_ = diff;
   diff_mode_ = diff ? Diff::Kept : Diff::None;
+  diff_deferred_ = false;
+}
+
+template <typename T>
+void Blob<T>::park_on_host() {
+  CGDP_ASSERT(owned_data_.get() && !data_aliased_ && !data_bound_);
+  if (device_->holds_data()) {
+    parked_.resize(static_cast<size_t>(count_));
+    device_->copy(parked_.data(), data_, bytes());
+  }
+  owned_data_.reset();
+  data_ = nullptr;
 }
 
 template <typename T>
@@ -104,6 +119,7 @@ void Blob<T>::share_with(Blob& other) {
   if (other.count() != count_)
     throw ModelError(cat("cannot share a blob of shape ", shape_string(other.shape()),
                          " with one of shape ", shape_string(shape_)));
+  std::vector<T>().swap(parked_);
   owned_data_.reset();
   owned_diff_.reset();
   capacity_ = count_;

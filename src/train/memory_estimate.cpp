@@ -13,6 +13,7 @@
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/device/devices.hpp"
+#include "cgdp/device/layer_precision.hpp"
 #include "cgdp/device/measuring_device.hpp"
 #include "cgdp/net/net.hpp"
 
@@ -116,21 +117,38 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   m.parameters = m.gradients = flat;
   m.history = flat * histories;  // SGD's momentum; Adam's two moments
   m.activations = unique_top_bytes(net);
-  for (int i = 0; i < net.num_layers(); ++i)
-    if (net.layer(i).type() == "Convolution" || net.layer(i).type() == "Deconvolution")
-      m.largest_convolution_weights = std::max<int64_t>(
-          m.largest_convolution_weights, static_cast<int64_t>(net.layer(i).params()[0]->bytes()));
+  for (int i = 0; i < net.num_layers(); ++i) {
+    const std::string type = net.layer(i).type();
+    const bool convolution = type == "Convolution" || type == "Deconvolution";
+    if (!convolution && type != "InnerProduct") continue;
+    const Blob<float>& weights = *net.layer(i).params()[0];
+    if (convolution)
+      m.largest_convolution_weights =
+          std::max<int64_t>(m.largest_convolution_weights, static_cast<int64_t>(weights.bytes()));
+    m.largest_half_operands = std::max(
+        m.largest_half_operands,
+        half_operand_bytes(net.bottoms(i)[0]->count(), net.tops(i)[0]->count(), weights.count()));
+  }
   m.scratch = std::max<int64_t>(
       train_device.memory_stats().device_bytes - m.parameters - m.gradients - m.activations, 0);
+  // As the trainer builds it: forward only, its activations planned by liveness.
   Net<float> test(test_model ? *test_model : model, Phase::Test, test_device, test_batch,
-                  /*seed=*/1, test_model ? test_source : source, activations.memory, &net);
-  if (m.planned) test.plan_activations();  // forward only: liveness alone, nothing offloaded
+                  /*seed=*/1, test_model ? test_source : source, ActivationMemory::Planned, &net);
+  test.plan_activations();
   m.test_net = test_device.memory_stats().device_bytes;
   m.train_peak = train_device.memory_stats().device_peak_bytes;
   m.test_peak = test_device.memory_stats().device_peak_bytes;
   if (sync == SyncKind::Cgdp) m.pinned = (workers + 1) * m.gradients;  // receive per worker + sum
   m.pinned += workers * m.offload_host;
   return m;
+}
+
+void add_cuda_scratch(MemoryEstimate& m, DeviceKind kind, int64_t cudnn_workspace_mb,
+                      Precision precision) {
+  if (kind != DeviceKind::Cuda) return;
+  if (m.largest_convolution_weights > 0)
+    m.cudnn_scratch = (cudnn_workspace_mb << 20) + m.largest_convolution_weights;
+  if (is_16_bit(precision)) m.half_operands = m.largest_half_operands;
 }
 
 int64_t MemoryEstimate::receive_bytes(int w) const {
@@ -140,7 +158,7 @@ int64_t MemoryEstimate::receive_bytes(int w) const {
 int64_t MemoryEstimate::worker_bytes(int w) const {
   const bool updates = sync != SyncKind::Ps0 || w == 0;  // ps0: worker 0 updates, then broadcasts
   return replica() + (updates ? history : 0) + (w == 0 ? test_net : 0) + receive_bytes(w) +
-         cudnn_scratch;
+         cudnn_scratch + half_operands;
 }
 
 int64_t MemoryEstimate::worker_peak(int w) const {
@@ -268,6 +286,7 @@ void check_memory_fits(const MemoryEstimate& m, DeviceKind kind, int gpus, int64
       {"momentum", m.history * updating, fewer},
       {"accumulation sums", m.fold * n, "a lower --accumulate"},
       {"cuDNN scratch", m.cudnn_scratch * n, "a lower --cudnn-workspace-mb"},
+      {"16-bit operand copies", m.half_operands * n, "lower --batch"},
       {"test net", m.test_net, "lower --test-batch"},
       {"ps0 receive buffers", receive, "--sync cgdp"},
       {"host sums", cuda || one_device ? 0 : m.pinned, "fewer --devices"},

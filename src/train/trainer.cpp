@@ -22,9 +22,9 @@
 #include "cgdp/cost/profile_match.hpp"
 #include "cgdp/data/open_dataset.hpp"
 #include "cgdp/device/cpu_device.hpp"
-#include "cgdp/device/cpu_precision.hpp"
 #include "cgdp/device/cuda_options.hpp"
 #include "cgdp/device/devices.hpp"
+#include "cgdp/device/layer_precision.hpp"
 #include "cgdp/io/file.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
 #include "cgdp/net/graph_rewrite.hpp"
@@ -51,19 +51,9 @@ void use_gemm_convolutions(proto::NetParameter& model) {
       layer.mutable_convolution_param()->set_engine(proto::ConvolutionParameter::CAFFE);
 }
 
-// --precision, checked against the backend before any net is built.
-Precision checked_precision(const std::string& text, DeviceKind kind) {
-  const Precision precision = parse_precision(text);
-  if (precision != Precision::kFp32 && kind != DeviceKind::Cpu)
-    throw UsageError(cat("--precision ", text,
-                         " runs on the CPU backend so far; CUDA runs fp32 (--tf32 for TF32 "
-                         "convolutions)"));
-  return precision;
-}
-
 // Which kernels multiply in 16 bits: "cgdp: precision bf16: ...", or "" in fp32.
 std::string precision_note(Net<float>& net) {
-  const Precision p = cpu_precision();
+  const Precision p = layer_precision();
   if (p == Precision::kFp32) return "";
   int multiplying = 0, native = 0;
   for (int i = 0; i < net.num_layers(); ++i) {
@@ -73,6 +63,12 @@ std::string precision_note(Net<float>& net) {
     if (const auto* conv = dynamic_cast<const ConvolutionLayer<float>*>(&net.layer(i)))
       native += p == Precision::kBf16 && cpu_has_bf16() && conv->uses_onednn();
   }
+  const std::string rest = "; sums, activations, the update and the exchange in fp32";
+  if (net.device().kind() == DeviceKind::Cuda)
+    return cat("cgdp: precision ", to_string(p), ": ", multiplying,
+               " multiplying layers on cuDNN's and cuBLAS's tensor cores, their operands narrowed "
+               "to ",
+               to_string(p), " at each call", rest);
   const std::string rounded =
       cat(multiplying - native, " on fp32 kernels with their operands rounded to ", to_string(p));
   const std::string kernels =
@@ -81,8 +77,7 @@ std::string precision_note(Net<float>& net) {
                  : cat(multiplying, " multiplying layers", rounded.substr(rounded.find(" on ")),
                        " (this CPU has no ", to_string(p),
                        " kernels: a 16-bit run's numbers, not its speed)");
-  return cat("cgdp: precision ", to_string(p), ": ", kernels,
-             "; sums, activations, the update and the exchange in fp32");
+  return cat("cgdp: precision ", to_string(p), ": ", kernels, rest);
 }
 
 // Classes the model predicts: the channel count of its loss layer's first bottom.
@@ -161,7 +156,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   if (config.cudnn_workspace_mb < 0) throw UsageError("--cudnn-workspace-mb must be >= 0");
   set_cuda_options({config.tf32, static_cast<size_t>(config.cudnn_workspace_mb) << 20,
                     !config.nondeterministic});
-  set_cpu_precision(checked_precision(config.precision, device_kind));
+  set_layer_precision(parse_precision(config.precision));
   model_path_ = find_model_file(config.model);
   model_ = load_model(model_path_);
   if (config.score_deploy_net) scoring_note_ = add_scoring_layers(model_, model_path_);
@@ -207,14 +202,15 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   issuers_ = std::make_unique<IssueThreads>(num_workers(), config.issue_threads == "per-worker",
                                             [this](int w) { bind_issuing_thread(w); });
   Net<float>& net0 = net();
+  // Test nets run forward only: their activations share an arena planned by liveness.
   test_net_ =
       config.test_model.empty()
           ? std::make_unique<Net<float>>(model_, Phase::Test, net0.device(), test_batch_,
-                                         config.seed, model_path_, activation_memory_.memory, &net0)
+                                         config.seed, model_path_, ActivationMemory::Planned, &net0)
           : std::make_unique<Net<float>>(test_model_, Phase::Test, net0.device(), test_batch_,
-                                         config.seed, test_model_path_, activation_memory_.memory,
+                                         config.seed, test_model_path_, ActivationMemory::Planned,
                                          &net0);
-  if (test_net_->activations_planned()) test_net_->plan_activations();  // forward only: liveness
+  test_net_->plan_activations();
   build_more_test_nets();
   load_initial_weights();
   const Shape in = net0.input_data().shape();
@@ -245,7 +241,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   fit_int32(max_iterations_, config.iterations > 0 ? "--iterations" : "iterations of --epochs");
   make_scheme(sync, profile ? &*profile : nullptr);
   load_cudnn_algorithms();
-  start_loss_scale(cpu_precision());
+  start_loss_scale(layer_precision());
   if (!config.resume_path.empty()) resume(config.resume_path);  // its choices win over the file's
   if (cluster_) agree_with_other_hosts();
   LoaderOptions lo;
@@ -309,8 +305,7 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
     m.fold = config_.accumulate > 1
                  ? std::bit_width(static_cast<unsigned>(config_.accumulate - 1)) * m.gradients
                  : 0;
-    if (kind == DeviceKind::Cuda && m.largest_convolution_weights > 0)
-      m.cudnn_scratch = (config_.cudnn_workspace_mb << 20) + m.largest_convolution_weights;
+    add_cuda_scratch(m, kind, config_.cudnn_workspace_mb, layer_precision());
     return m;
   };
   memory_ = estimate({});
@@ -736,8 +731,8 @@ void Trainer::build_more_test_nets() {
     t.batch = test_batch_size(feeds, config_.test_batch, per_worker_batch_);
     t.iterations = spec.iterations;
     t.net = std::make_unique<Net<float>>(model, Phase::Test, net().device(), t.batch, config_.seed,
-                                         path);
-    t.net->share_params_from(net());
+                                         path, ActivationMemory::Planned, &net());
+    t.net->plan_activations();
     more_tests_.push_back(std::move(t));
   }
 }
@@ -979,13 +974,26 @@ void Trainer::finish(ProgressReporter& progress, const TrainResult& result) {
     progress.message(phases_.format(cat("phases (", to_string(scheme_->kind()), ", ", num_workers(), " workers)")));
   if (config_.phase_table || num_workers() > 1) progress.message(memory_report());
   if (config_.device_memory_gb > 0) {  // what the accounting devices saw, against the budget
+    // Workers sharing a GPU share its budget: their peaks summed bound the GPU's (as the
+    // estimate's fullest_gpu sums them).
     std::string peaks;
+    std::map<int, std::pair<int64_t, int>> gpus;  // GPU -> the peaks summed, workers
     int64_t highest = 0;
     for (const Worker& w : workers_) {
       const int64_t peak = w.device->memory_stats().device_peak_bytes;
       peaks += cat(peaks.empty() ? "" : ", ", "worker ", w.index, " ", format_bytes(peak));
       highest = std::max(highest, peak);
+      if (w.device->kind() == DeviceKind::Cuda) {
+        auto& [sum, workers] = gpus[w.device->index()];
+        sum += peak;
+        ++workers;
+      }
     }
+    for (const auto& [gpu, sum_and_workers] : gpus)
+      if (const auto [sum, workers] = sum_and_workers; workers > 1) {
+        peaks += cat("; GPU ", gpu, "'s ", workers, " workers together ", format_bytes(sum));
+        highest = std::max(highest, sum);
+      }
     const int64_t budget = static_cast<int64_t>(config_.device_memory_gb * (1LL << 30));
     progress.message(cat("cgdp: device memory at its peak: ", peaks, " (--device-memory-gb ",
                          config_.device_memory_gb, " is ", format_bytes(budget), "): ",

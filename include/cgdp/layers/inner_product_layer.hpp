@@ -35,6 +35,9 @@ class InnerProductLayer final : public Layer<T>, public SufficientFactors<T> {
                                 int64_t rows);
   void rebuild_weight_diff_bf16_cuda(const RunContext& ctx, const uint16_t* out_rows,
                                      const uint16_t* in_rows, int64_t rows);
+  // backward_cuda's weight and input gradients in bf16/fp16 (layer_precision()).
+  void backward_half_cuda(const RunContext& ctx, const BlobVec<T>& top,
+                          const std::vector<bool>& propagate_down, const BlobVec<T>& bottom);
 #endif
 
  private:

@@ -102,6 +102,9 @@ class Layer {
   }
   // This layer's net only runs forward (a TEST net): it keeps nothing for a backward. Before setup.
   void set_forward_only() { forward_only_ = true; }
+  // Its parameters get no gradient memory of their own: the net binds them to its flat buffers
+  // (or shares another net's). Before setup.
+  void defer_param_gradients() { defer_param_gradients_ = true; }
 
  protected:
   virtual void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) {}
@@ -131,6 +134,7 @@ class Layer {
   Blobs state_;
   std::unique_ptr<LayerBackendState> backend_state_;
   bool forward_only_ = false;  // set_forward_only
+  bool defer_param_gradients_ = false;
 };
 
 extern template class Layer<float>;

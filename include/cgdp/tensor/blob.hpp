@@ -4,6 +4,7 @@
 #pragma once
 
 #include <span>
+#include <vector>
 
 #include "cgdp/device/device.hpp"
 #include "cgdp/tensor/shape.hpp"
@@ -49,6 +50,10 @@ class Blob {
   // data there first. Used to gather parameters into one flat buffer; a null `diff` leaves it
   // without a gradient.
   void bind_to(T* data, T* diff);
+  // Moves the values to host memory until bind_to or share_with: the net builds every layer
+  // before it gathers their parameters into its flat buffer, and a parked layer's own copy never
+  // sits on the device beside that buffer. A device that holds no data just drops them.
+  void park_on_host();
   bool is_view() const { return !owned_data_.get() && data_ != nullptr && !data_bound_; }
   // Puts the gradient at `diff` (count() elements, memory the net plans and several blobs share
   // at different times), freeing the blob's own. The blob can no longer grow.
@@ -99,6 +104,7 @@ class Blob {
   DeviceBuffer owned_diff_;
   T* data_ = nullptr;
   T* diff_ = nullptr;
+  std::vector<T> parked_;  // park_on_host's values
 };
 
 template <typename T>

@@ -10,6 +10,7 @@
 #include "cgdp.pb.h"
 #include "cgdp/cost/offload_cost.hpp"
 #include "cgdp/device/device.hpp"
+#include "cgdp/device/layer_precision.hpp"
 #include "cgdp/net/activation_plan.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
 
@@ -29,6 +30,10 @@ struct MemoryEstimate {
   // included, at most --cudnn-workspace-mb) and the filter gradient a search writes beside it.
   int64_t cudnn_scratch = 0;
   int64_t largest_convolution_weights = 0;  // bytes; 0 when the net has no convolution
+  // CUDA in bf16/fp16, set by the trainer: the 16-bit copies of the largest multiplying layer's
+  // operands (half_operand_bytes), one per compute stream.
+  int64_t half_operands = 0;
+  int64_t largest_half_operands = 0;  // bytes; 0 when the net has no multiplying layer
   // The highest a net's device held while it was built and planned (each layer's own
   // parameters are there for a moment before they move to the flat buffer or are shared).
   int64_t train_peak = 0, test_peak = 0;
@@ -72,6 +77,12 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
                                int histories = 1, const proto::NetParameter* test_model = nullptr,
                                const std::string& test_source = "",
                                const ActivationMemoryPlan& activations = {});
+
+// What a CUDA worker holds besides its nets (train and inspect count it alike): cuDNN's scratch
+// of `cudnn_workspace_mb` with a search's filter gradient, and in bf16/fp16 the 16-bit operand
+// copies. Nothing on other backends.
+void add_cuda_scratch(MemoryEstimate& m, DeviceKind kind, int64_t cudnn_workspace_mb,
+                      Precision precision);
 
 // "1.5 GiB", "310.2 MiB", "12 KiB"
 std::string format_bytes(int64_t bytes);

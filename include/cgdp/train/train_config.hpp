@@ -78,8 +78,8 @@ struct TrainConfig {
   // CPU: every Convolution on im2col + GEMM (engine: CAFFE), not oneDNN. GEMM sums each image's
   // gradient in order, whatever the batch; oneDNN's blocking (and so its rounding) follows it.
   bool gemm_convolutions = false;
-  // The CPU layers' arithmetic (cpu_precision.hpp): "fp32", or "bf16"/"fp16" operands in the
-  // multiplying layers with fp32 sums.
+  // The multiplying layers' arithmetic (layer_precision.hpp): "fp32", or "bf16"/"fp16" operands in
+  // the multiplying layers with fp32 sums.
   std::string precision = "fp32";
   // cgdp test: a deploy net (no labels read) gets a loss and an Accuracy (add_scoring_layers).
   bool score_deploy_net = false;

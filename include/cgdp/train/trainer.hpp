@@ -12,7 +12,7 @@
 
 #include "cgdp/caffe_import/weights.hpp"
 #include "cgdp/data/batch_loader.hpp"
-#include "cgdp/device/cpu_precision.hpp"
+#include "cgdp/device/layer_precision.hpp"
 #include "cgdp/solver/loss_scale.hpp"
 #include "cgdp/sync/cluster.hpp"
 #include "cgdp/sync/sync_scheme.hpp"

@@ -1,6 +1,6 @@
-// Process-wide arithmetic of the CPU backend's multiplying layers (issue 36): fp32, or 16-bit
-// operands (bf16 or fp16) with fp32 sums, as a tensor core multiplies. Set once before nets are
-// built (the trainer does, from --precision); the CUDA backend ignores it.
+// Process-wide arithmetic of the multiplying layers (issue 36): fp32, or 16-bit operands (bf16 or
+// fp16) with fp32 sums, as a tensor core multiplies. Set once before nets are built (the trainer
+// does, from --precision); CPU and CUDA layers read it.
 #pragma once
 
 #include <cstdint>
@@ -10,8 +10,8 @@ namespace cgdp {
 
 enum class Precision { kFp32, kBf16, kFp16 };
 
-Precision cpu_precision();
-void set_cpu_precision(Precision precision);
+Precision layer_precision();
+void set_layer_precision(Precision precision);
 inline bool is_16_bit(Precision p) {
   return p != Precision::kFp32;
 }
@@ -26,5 +26,10 @@ bool cpu_has_bf16();
 // Rounds `count` values to the nearest `precision` number (ties to even; beyond fp16's range to
 // infinity) and widens them back to float into `out`, which may be `in`. fp32 copies.
 void round_to_precision(Precision precision, const float* in, float* out, int64_t count);
+
+// Bytes of the 16-bit copies one multiplying CUDA layer call holds: its input, output and weights
+// (elements), each from a 256-byte boundary. cuda/half_operands.hpp carves them; the memory
+// estimate counts them.
+int64_t half_operand_bytes(int64_t input, int64_t output, int64_t weights);
 
 }  // namespace cgdp

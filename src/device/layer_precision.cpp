@@ -1,5 +1,5 @@
-// The CPU backend's precision setting and the rounding that gives a 16-bit operand's value.
-#include "cgdp/device/cpu_precision.hpp"
+// The layers' precision setting and the rounding that gives a 16-bit operand's value.
+#include "cgdp/device/layer_precision.hpp"
 
 #include <bit>
 #include <cstring>
@@ -27,11 +27,11 @@ float round_to_bf16(float x) {
 
 }  // namespace
 
-Precision cpu_precision() {
+Precision layer_precision() {
   return setting();
 }
 
-void set_cpu_precision(Precision precision) {
+void set_layer_precision(Precision precision) {
   setting() = precision;
 }
 
@@ -72,6 +72,11 @@ void round_to_precision(Precision precision, const float* in, float* out, int64_
       for (int64_t i = 0; i < count; ++i) out[i] = static_cast<float>(static_cast<_Float16>(in[i]));
       return;
   }
+}
+
+int64_t half_operand_bytes(int64_t input, int64_t output, int64_t weights) {
+  const auto aligned = [](int64_t elements) { return (elements * 2 + 255) / 256 * 256; };
+  return aligned(input) + aligned(output) + aligned(weights);
 }
 
 }  // namespace cgdp

@@ -1,0 +1,25 @@
+// Conversions between fp32 and the 16-bit formats (bf16, fp16), rounded to nearest even: the
+// 16-bit exchange narrows gradients for PCIe (src/sync/exchange_codec.cpp), and the multiplying
+// layers narrow their operands for the tensor cores (src/layers/half_operands_cuda.hpp).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace cgdp::kernels {
+
+enum class Half16 { Bf16, Fp16 };
+
+// dst[i] = narrow(src[i] * *scale) (scale null: 1).
+void narrow(const float* src, uint16_t* dst, int64_t n, Half16 type, const float* scale,
+            cudaStream_t stream);
+// dst[i] = widen(src[i]) / *scale (scale null: 1).
+void widen(const uint16_t* src, float* dst, int64_t n, Half16 type, const float* scale,
+           cudaStream_t stream);
+// dst[i] += widen(src[i]): a 16-bit gradient added to an fp32 one that accumulates.
+void widen_add(const uint16_t* src, float* dst, int64_t n, Half16 type, cudaStream_t stream);
+// dst[i] = widen(narrow(src[i])): the fp32 value a 16-bit operand holds (dst may be src).
+void round_to_half(const float* src, float* dst, int64_t n, Half16 type, cudaStream_t stream);
+
+}  // namespace cgdp::kernels
