@@ -267,6 +267,15 @@ TEST(OffloadCost, ACopyBackThatCannotHideDelaysItsStep) {
   EXPECT_DOUBLE_EQ(predict_offload_pass(steps, reused, {1, 0}, {1, 0}).pass_us, 2500 + 200);
 }
 
+// On the CPU backend a copy takes from the layers between one core's share of its time and all
+// of it, whatever the exchange's calibration says; DMA takes nothing.
+TEST(OffloadCost, ACopyOnTheLayersCoresTakesOneCoreToAllOfThem) {
+  EXPECT_DOUBLE_EQ(cpu_copy_share(0, 2), 0.5);
+  EXPECT_DOUBLE_EQ(cpu_copy_share(1.5, 4), 0.375);
+  EXPECT_DOUBLE_EQ(cpu_copy_share(34, 2), 1.0);
+  EXPECT_DOUBLE_EQ(cpu_copy_share(3, 0), 0.0);
+}
+
 // `inspect --memory --device-memory-gb` shows the plan train makes, and says when even it does
 // not fit.
 TEST(OffloadBudget, InspectShowsThePlan) {

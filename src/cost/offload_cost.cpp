@@ -14,6 +14,12 @@ double copy_us(const LinkCost& link, int64_t bytes) {
 
 }  // namespace
 
+double cpu_copy_share(double contention_factor, int shared_cores) {
+  if (shared_cores <= 0) return 0;
+  const double cores = static_cast<double>(shared_cores);
+  return std::clamp(contention_factor, 1.0, cores) / cores;
+}
+
 OffloadPassCost predict_offload_pass(const std::vector<double>& step_us,
                                      std::vector<OffloadCopy> copies, const LinkCost& out,
                                      const LinkCost& in, double shared) {

@@ -245,12 +245,8 @@ OffloadPassCost predict_offload(const MemoryEstimate& m, const Profile& profile)
       step_us[i] = it->second->forward_us;
       step_us[2 * layers - 1 - i] = it->second->backward_us;
     }
-  // On the layers' own cores a copy costs them at least its time on one core, whatever the
-  // exchange's calibration (a difference of two noisy passes, often 0) says.
-  const double shared = profile.shared_cores > 0
-                            ? std::max(profile.contention_factor, 1.0) / profile.shared_cores
-                            : 0;
-  return predict_offload_pass(step_us, m.offload_copies, profile.d2h, profile.h2d, shared);
+  return predict_offload_pass(step_us, m.offload_copies, profile.d2h, profile.h2d,
+                              cpu_copy_share(profile.contention_factor, profile.shared_cores));
 }
 
 std::string describe_offload(const MemoryEstimate& m) {

@@ -26,6 +26,13 @@ struct OffloadPassCost {
   double slowdown() const { return compute_us > 0 ? pass_us / compute_us - 1 : 0; }
 };
 
+// The part of a copy's time the layers lose when copies run on their own cores (the CPU
+// backend, `shared_cores` > 0; DMA: 0): the exchange's calibrated contention_factor over the
+// cores, bounded below by one core's share (the factor, a difference of two noisy passes, is
+// often 0) and above by all of them (a copy on one thread cannot stop more than every core for
+// its time; the factor has measured 30 and more).
+double cpu_copy_share(double contention_factor, int shared_cores);
+
 // `step_us`: each step's compute time. Copies on one link run one after another in issue order;
 // a copy back starts after the copies out of the bytes it lands in, and a step that writes bytes
 // still being copied out waits for that copy. `shared`: the part of each copy's time the compute
