@@ -166,7 +166,7 @@ Runner add_inspect_command(CLI::App& app) {
                   "With --memory: the layers' precision, as train's");
   cmd->add_option("--cudnn-workspace-mb", opt->cudnn_workspace_mb,
                   "With --memory --device-kind cuda: cuDNN's scratch cap, as train's")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   cmd->add_option("--profile", opt->profile,
                   "With --device-memory-gb: a profile (cgdp profile) to predict what the plan's "
                   "copies cost a pass")

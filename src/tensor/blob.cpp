@@ -60,7 +60,8 @@ void Blob<T>::bind_to(T* data, T* diff) {
 
 template <typename T>
 void Blob<T>::park_on_host() {
-  CGDP_ASSERT(owned_data_.get() && !data_aliased_ && !data_bound_);
+  CGDP_ASSERT(!data_aliased_ && !data_bound_);
+  if (!owned_data_.get()) return;  // no elements
   if (device_->holds_data()) {
     parked_.resize(static_cast<size_t>(count_));
     device_->copy(parked_.data(), data_, bytes());
