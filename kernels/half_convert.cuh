@@ -1,6 +1,6 @@
 // Conversions between fp32 and the 16-bit formats (bf16, fp16), rounded to nearest even: the
 // 16-bit exchange narrows gradients for PCIe (src/sync/exchange_codec.cpp), and the multiplying
-// layers narrow their operands for the tensor cores (src/layers/half_operands_cuda.hpp).
+// layers narrow their operands for the tensor cores (src/cuda/half_operands.hpp).
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -36,7 +36,7 @@ cublasHandle_t cublas_handle(Stream& stream);
 // a layer first runs a shape that needs more.
 void* stream_workspace(Stream& stream, size_t bytes);
 // The same rules for a second buffer: the 16-bit copies of a multiplying layer's operands
-// (layers/half_operands_cuda.hpp), in use while cuDNN's scratch is.
+// (cuda/half_operands.hpp), in use while cuDNN's scratch is.
 void* stream_half_operands(Stream& stream, size_t bytes);
 
 }  // namespace cgdp

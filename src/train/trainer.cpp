@@ -203,13 +203,10 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
                                             [this](int w) { bind_issuing_thread(w); });
   Net<float>& net0 = net();
   // Test nets run forward only: their activations share an arena planned by liveness.
-  test_net_ =
-      config.test_model.empty()
-          ? std::make_unique<Net<float>>(model_, Phase::Test, net0.device(), test_batch_,
-                                         config.seed, model_path_, ActivationMemory::Planned, &net0)
-          : std::make_unique<Net<float>>(test_model_, Phase::Test, net0.device(), test_batch_,
-                                         config.seed, test_model_path_, ActivationMemory::Planned,
-                                         &net0);
+  const bool own_file = !config.test_model.empty();  // a solver's test_net
+  test_net_ = std::make_unique<Net<float>>(
+      own_file ? test_model_ : model_, Phase::Test, net0.device(), test_batch_, config.seed,
+      own_file ? test_model_path_ : model_path_, ActivationMemory::Planned, &net0);
   test_net_->plan_activations();
   build_more_test_nets();
   load_initial_weights();

@@ -36,8 +36,7 @@ double cpu_copy_share(double contention_factor, int shared_cores);
 // `step_us`: each step's compute time. Copies on one link run one after another in issue order;
 // a copy back starts after the copies out of the bytes it lands in, and a step that writes bytes
 // still being copied out waits for that copy. `shared`: the part of each copy's time the compute
-// loses besides (the CPU backend, whose copies run on the cores the layers use: the profile's
-// contention_factor, at least 1, over shared_cores; 0 for DMA).
+// loses besides (cpu_copy_share on the CPU backend; 0 for DMA).
 OffloadPassCost predict_offload_pass(const std::vector<double>& step_us,
                                      std::vector<OffloadCopy> copies, const LinkCost& out,
                                      const LinkCost& in, double shared = 0);
