@@ -14,9 +14,11 @@
 #include "cgdp/device/measuring_device.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
+#include "cgdp/solver/host_history.hpp"
 #include "cgdp/train/memory_estimate.hpp"
 #include "cgdp/train/trainer.hpp"
 #include "support/run_command.hpp"
+#include "support/temp_dir.hpp"
 #include "support/test_paths.hpp"
 
 namespace cgdp {
@@ -162,6 +164,10 @@ std::vector<float> parameters(Trainer& t) {
   return out;
 }
 
+int64_t model_learnable(const MemoryEstimate& m) {
+  return m.parameters / int64_t{sizeof(float)};
+}
+
 // The most one device held: a CPU worker's own, or (CUDA) the workers sharing a GPU, summed.
 int64_t device_peak(Trainer& t, bool cuda) {
   std::vector<int64_t> per_device(cuda ? std::max(cuda_device_count(), 1) : t.workers().size(), 0);
@@ -222,6 +228,55 @@ TEST(OffloadOnCuda, TrainsBitForBitWithinTheBudget) {
 
 INSTANTIATE_TEST_SUITE_P(Schemes, Offload, ::testing::Values("cgdp", "ps0"));
 
+// The solver's history is needed only at the step: when the activations alone cannot bring a run
+// within its budget, it waits in pinned host memory and comes through the device in pieces. Adam
+// (two histories) trains to the same bits under a budget only that reaches, with no device above
+// it, and a checkpoint written from the host's copy resumes to those bits too.
+TEST(Offload, HistoryOnTheHostTrainsAndResumesBitForBit) {
+  FILE* sink = std::fopen("/dev/null", "w");
+  TrainConfig c = resnet_run();
+  c.model = "fashion_cnn";  // parameters and history well above its activations
+  c.accumulate = 1;
+  c.iterations = 4;
+  c.solver.set_type("Adam");
+  c.solver.set_base_lr(0.001f);
+  c.sync = "cgdp";
+  std::vector<float> owned;
+  int64_t budget = 0;
+  {
+    Trainer t(c, sink);
+    t.run();
+    owned = parameters(t);
+    budget = device_peak(t, false) -
+             t.net().learnable_count() * int64_t{sizeof(float)};  // half the history
+  }
+  c.device_memory_gb = static_cast<double>(budget) / (1LL << 30);
+  const auto expect_owned_bits = [&](Trainer& t) {
+    for (const Worker& w : t.workers()) EXPECT_EQ(w.solver->history_place(), HistoryPlace::Host);
+    EXPECT_LE(device_peak(t, false), budget);
+    const std::vector<float> got = parameters(t);
+    ASSERT_EQ(got.size(), owned.size());
+    EXPECT_EQ(0, std::memcmp(got.data(), owned.data(), owned.size() * sizeof(float)));
+  };
+  {
+    Trainer t(c, sink);
+    t.run();
+    expect_owned_bits(t);
+  }
+  testing::TempDir dir;
+  TrainConfig first = c;
+  first.iterations = 2;
+  first.snapshot_every = 2;
+  first.snapshot_prefix = (dir / "run").string();
+  Trainer(first, sink).run();
+  TrainConfig second = c;
+  second.resume_path = (dir / "run_iter_2.ckpt").string();
+  Trainer t(second, sink);
+  t.run();
+  expect_owned_bits(t);
+  std::fclose(sink);
+}
+
 TEST(OffloadBudget, OffRefusesWhatDoesNotFit) {
   FILE* sink = std::fopen("/dev/null", "w");
   TrainConfig c = resnet_run();
@@ -239,8 +294,7 @@ TEST(OffloadBudget, OffRefusesWhatDoesNotFit) {
     Trainer t(c, sink);
     FAIL() << "a run past what offloading reaches was accepted";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("activations offloaded to the host"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find(" offloaded to the host"), std::string::npos) << e.what();
   }
   std::fclose(sink);
 }
@@ -276,6 +330,44 @@ TEST(OffloadCost, ACopyOnTheLayersCoresTakesOneCoreToAllOfThem) {
   EXPECT_DOUBLE_EQ(cpu_copy_share(3, 0), 0.0);
 }
 
+// The history moves only when the activations cannot fit the run alone, and only on a budget of
+// one device: in RAM its pinned copy costs what it saves.
+TEST(OffloadBudget, HistoryGoesToTheHostOnlyWhenActivationsAreNotEnough) {
+  const proto::NetParameter model = load_model(find_model_file("fashion_cnn"));
+  const auto estimate = [&](const ActivationMemoryPlan& activations) {
+    return estimate_memory(model, "fashion_cnn", 4, 4, 1, SyncKind::Local, 2, nullptr, "",
+                           activations);
+  };
+  const MemoryEstimate whole = estimate({});
+  const int64_t need = needed_bytes(whole, DeviceKind::Cpu, 0, BudgetScope::Device);
+  const FittedMemory by_activations =
+      fit_offload(estimate, DeviceKind::Cpu, 0, need - 4096, BudgetScope::Device);
+  EXPECT_FALSE(by_activations.estimate.history_on_host());
+  EXPECT_LE(needed_bytes(by_activations.estimate, DeviceKind::Cpu, 0, BudgetScope::Device),
+            need - 4096);
+
+  const int64_t tight = need - whole.history / 2;  // more than all the activations
+  const FittedMemory moved = fit_offload(estimate, DeviceKind::Cpu, 0, tight, BudgetScope::Device);
+  ASSERT_TRUE(moved.estimate.history_on_host());
+  EXPECT_EQ(moved.estimate.history_host, whole.history);
+  EXPECT_EQ(moved.estimate.history, history_stage_bytes(model_learnable(whole), 2, sizeof(float)));
+  EXPECT_LE(needed_bytes(moved.estimate, DeviceKind::Cpu, 0, BudgetScope::Device), tight);
+  EXPECT_GE(moved.estimate.pinned, whole.history);
+  EXPECT_NE(describe_offload(moved.estimate).find("the solver's history ("), std::string::npos);
+
+  const FittedMemory in_ram =
+      fit_offload(estimate, DeviceKind::Cpu, 0, tight, BudgetScope::WholeRun);
+  EXPECT_FALSE(in_ram.estimate.history_on_host());
+}
+
+// Ten pieces in on a link twice slower than the one out: the copies in, then the last piece out.
+TEST(OffloadCost, HistoryStagingIsTheSlowerLinkPlusOnePiece) {
+  EXPECT_DOUBLE_EQ(history_staging_us(10'000'000, 1'000'000, {1, 0}, {2, 0}), 10'000 + 500);
+  EXPECT_DOUBLE_EQ(history_staging_us(10'000'000, 1'000'000, {2, 0}, {1, 0}), 500 + 10'000);
+  EXPECT_DOUBLE_EQ(history_staging_us(10'000'000, 1'000'000, {1, 3}, {2, 0}), 10'000 + 30 + 500);
+  EXPECT_DOUBLE_EQ(history_staging_us(0, 1'000'000, {1, 0}, {1, 0}), 0.0);
+}
+
 // `inspect --memory --device-memory-gb` shows the plan train makes, and says when even it does
 // not fit.
 TEST(OffloadBudget, InspectShowsThePlan) {
@@ -290,6 +382,12 @@ TEST(OffloadBudget, InspectShowsThePlan) {
   EXPECT_NE(fits.output.find("plan: activations planned by liveness in a "), std::string::npos)
       << fits.output;
   EXPECT_NE(fits.output.find("fits: worker 0 needs "), std::string::npos) << fits.output;
+  const testing::CommandResult history = testing::run_command(
+      cat(testing::binary_dir(),
+          "/cgdp inspect --memory --model fashion_cnn --batch 4 --device-memory-gb 0.009 2>&1"));
+  EXPECT_EQ(history.exit_code, 0) << history.output;
+  EXPECT_NE(history.output.find("momentum's device stage"), std::string::npos) << history.output;
+  EXPECT_NE(history.output.find("the solver's history ("), std::string::npos) << history.output;
   const testing::CommandResult short_of =
       testing::run_command(bin + "--device-memory-gb 0.001 2>&1");
   EXPECT_EQ(short_of.exit_code, 1) << short_of.output;

@@ -82,9 +82,10 @@ TEST(MemoryPlan, ScaleInPlaceAfterBatchNormKeepsNoCopyAndGivesTheSameGradients) 
   EXPECT_LT(da.memory_stats().device_bytes - dc.memory_stats().device_bytes, kActivation / 4);
 }
 
-// Building a net never holds more than the built net: each layer's own parameters wait on the
-// host until the flat buffers take them, and get no gradient of their own. fc6-shaped weights
-// (4 MiB) dwarf the activations here, so a layer's own copy beside the flat buffers would show.
+// Building a net never holds more than the built net: each layer's own parameters are filled on
+// the host and wait there until the flat buffers take them, and get no gradient of their own.
+// fc6-shaped weights (4 MiB) dwarf the activations here, so a layer's own copy beside the flat
+// buffers would show.
 TEST(MemoryPlan, BuildingANetHoldsNoLayersParametersBesideTheFlatBuffers) {
   const std::string text = R"(
     layer { name: "data" type: "Input" top: "data" top: "label"
@@ -101,9 +102,65 @@ TEST(MemoryPlan, BuildingANetHoldsNoLayersParametersBesideTheFlatBuffers) {
   EXPECT_LE(stats.device_peak_bytes - stats.device_bytes, 64);   // a scalar comes and goes
 }
 
-// The parked values reach the flat buffer: two builds from one seed hold the same parameters, and
-// not zeros.
-TEST(MemoryPlan, ParkedParametersReachTheFlatBuffer) {
+// Nor does a test net that shares the train net's parameters: its layers' own values never touch
+// its device (VGG-16's test net held fc6's 392 MiB there for a moment).
+TEST(MemoryPlan, ATestNetNeverHoldsTheParametersItShares) {
+  const std::string text = R"(
+    layer { name: "data" type: "Input" top: "data" top: "label"
+            input_param { shape { dim: 2 dim: 1024 } shape { dim: 2 } } }
+    layer { name: "fc" type: "InnerProduct" bottom: "data" top: "fc"
+            inner_product_param { num_output: 1024 weight_filler { type: "xavier" } } }
+    layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc" bottom: "label" top: "loss" }
+  )";
+  const auto model = parse_model(text, "fc.prototxt");
+  CpuDevice train_device(0), test_device(1);
+  Net<float> train(model, Phase::Train, train_device, 2, 1);
+  Net<float> test(model, Phase::Test, test_device, 2, 1, "fc.prototxt", ActivationMemory::Planned,
+                  &train);
+  const MemoryStats stats = test_device.memory_stats();
+  EXPECT_LE(stats.device_peak_bytes, 64 * 1024)
+      << "of a test net over " << train.learnable_count() << " shared values";
+  const Blob<float>& w = *test.layer(1).params()[0];
+  EXPECT_EQ(w.data(), train.layer(1).params()[0]->data());
+  EXPECT_FALSE(w.values_on_host());
+}
+
+// A test net plans its activations in the train net's idle gradient buffer (grown to fit when it
+// is smaller): it holds none of its own, and computes what a test net with its own arena does
+// right after the train net's pass wrote its gradients there.
+TEST(MemoryPlan, ATestNetRunsInTheTrainNetsIdleGradientBuffer) {
+  const auto model = parse_model(bn_scale_net("scaled"), "m.prototxt");
+  CpuDevice train_device(0), own_device(1), borrowing_device(2);
+  Net<double> train(model, Phase::Train, train_device, kBatch, 7, "m.prototxt");
+  Net<double> own(model, Phase::Test, own_device, kBatch, 7, "m.prototxt",
+                  ActivationMemory::Planned, &train);
+  own.plan_activations();
+  const int64_t lender_before = train_device.memory_stats().device_bytes;
+  Net<double> borrowing(model, Phase::Test, borrowing_device, kBatch, 7, "m.prototxt",
+                        ActivationMemory::Planned, &train);
+  borrowing.plan_activations(kNoArenaLimit, &train);
+  ASSERT_TRUE(borrowing.arena_borrowed());
+  EXPECT_FALSE(own.arena_borrowed());
+  const int64_t arena = own.activation_plan().arena_bytes;
+  EXPECT_GE(train.idle_between_passes().bytes, arena);
+  EXPECT_LT(borrowing_device.memory_stats().device_bytes +
+                (train_device.memory_stats().device_bytes - lender_before),
+            own_device.memory_stats().device_bytes - arena / 2);
+  gradients(train);  // a pass: its gradients now fill the borrowed bytes
+  for (Net<double>* net : {&own, &borrowing}) {
+    std::mt19937 gen(5);
+    std::normal_distribution<double> normal;
+    for (double& v : net->input_data().mutable_data_span()) v = normal(gen);
+    for (int i = 0; i < kBatch; ++i) net->input_label()->mutable_data()[i] = (i + 1) % 3;
+    net->forward({Phase::Test, nullptr, 1, 0, 0});
+  }
+  EXPECT_EQ(borrowing.loss(), own.loss());
+  EXPECT_TRUE(std::isfinite(own.loss()));
+}
+
+// The values held on the host reach the flat buffer: two builds from one seed hold the same
+// parameters, and not zeros.
+TEST(MemoryPlan, ParametersHeldOnTheHostReachTheFlatBuffer) {
   Net<double> a(parse_model(bn_scale_net("scaled"), "m.prototxt"), Phase::Train,
                 default_cpu_device(), kBatch, 7);
   Net<double> b(parse_model(bn_scale_net("scaled"), "m.prototxt"), Phase::Train,

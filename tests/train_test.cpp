@@ -94,6 +94,16 @@ void expect_resume_is_exact(TrainConfig base, const fs::path& dir,
   EXPECT_EQ(differing, 0u) << "of " << straight.size() << " values";
 }
 
+// The test net's activations live in the train net's gradient buffer, idle between iterations:
+// testing after every iteration leaves the training (BatchNorm's statistics included) as it was.
+TEST_F(TrainTest, TestsBetweenIterationsLeaveTheTrainingAsItWas) {
+  TrainConfig c = small("resnet_small");
+  c.iterations = 4;
+  const auto untested = params_after(c);
+  c.test_interval = 1;
+  EXPECT_EQ(params_after(c), untested);
+}
+
 TEST_F(TrainTest, ResumeGivesIdenticalParametersWithDropout) {
   TrainConfig c = small("fashion_cnn");
   c.iterations = 10;

@@ -64,6 +64,7 @@ nlohmann::json memory_json(const MemoryEstimate& m) {
                                              {"activations", m.planned_units},
                                              {"offloaded", m.offloaded},
                                              {"host_bytes_per_worker", m.offload_host},
+                                             {"history_host_bytes_per_worker", m.history_host},
                                              {"bytes_each_way_per_micro_batch", m.offload_each_way}}
                             : nlohmann::json(nullptr)}};
 }
@@ -76,7 +77,7 @@ void print_memory(const MemoryEstimate& m) {
   };
   row("parameters", m.parameters);
   row("gradients", m.gradients);
-  row("momentum (updating workers)", m.history);
+  row(m.history_on_host() ? "momentum's device stage" : "momentum (updating workers)", m.history);
   row("activations", m.activations);
   row("layer scratch", m.scratch);
   if (m.cudnn_scratch > 0) row("cuDNN scratch", m.cudnn_scratch);
@@ -210,7 +211,7 @@ Runner add_inspect_command(CLI::App& app) {
       const int64_t budget = static_cast<int64_t>(opt->device_memory_gb * (1LL << 30));
       // As train plans it under --device-memory-gb.
       if (opt->device_memory_gb > 0 && needed_bytes(m, kind, gpus, BudgetScope::Device) > budget)
-        m = fit_activations(estimate, kind, gpus, budget, BudgetScope::Device).estimate;
+        m = fit_offload(estimate, kind, gpus, budget, BudgetScope::Device).estimate;
       if (opt->json)
         std::cout << memory_json(m).dump(2) << "\n";
       else
@@ -221,12 +222,13 @@ Runner add_inspect_command(CLI::App& app) {
                      "%s: worker 0 needs %s of --device-memory-gb %g (%s)\n",
                      need <= budget ? "fits" : "does not fit", format_bytes(need).c_str(),
                      opt->device_memory_gb, format_bytes(budget).c_str());
-        if (m.offloaded > 0 && !opt->profile.empty()) {
+        if ((m.offloaded > 0 || m.history_on_host()) && !opt->profile.empty()) {
           const OffloadPassCost cost = predict_offload(m, read_profile(opt->profile));
           std::fprintf(opt->json ? stderr : stdout,
-                       "predicted pass: %.1f ms, %.1f ms without the copies (%+.1f%%), from %s\n",
-                       cost.pass_us / 1e3, cost.compute_us / 1e3, 100 * cost.slowdown(),
-                       opt->profile.c_str());
+                       "predicted pass: %.1f ms, %.1f ms without the copies, %.1f ms staging the "
+                       "history at the step (%+.1f%%), from %s\n",
+                       cost.pass_us / 1e3, cost.compute_us / 1e3, cost.history_us / 1e3,
+                       100 * cost.slowdown(), opt->profile.c_str());
         }
         if (need > budget) return 1;
       }

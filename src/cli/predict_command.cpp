@@ -114,7 +114,7 @@ std::optional<OffloadPrediction> predict_offload_plan(const Prediction& p, const
   if (needed_bytes(estimate({}), DeviceKind::Cpu, 0, BudgetScope::Device) <= budget)
     return std::nullopt;
   OffloadPrediction o;
-  o.memory = fit_activations(estimate, DeviceKind::Cpu, 0, budget, BudgetScope::Device).estimate;
+  o.memory = fit_offload(estimate, DeviceKind::Cpu, 0, budget, BudgetScope::Device).estimate;
   o.fits = needed_bytes(o.memory, DeviceKind::Cpu, 0, BudgetScope::Device) <= budget;
   o.pass = predict_offload(o.memory, p.profile);
   return o;
@@ -308,6 +308,8 @@ Json to_json(const Prediction& p, const PredictOptions& opt) {
                     {"activations", p.offload->memory.planned_units},
                     {"offloaded", p.offload->memory.offloaded},
                     {"bytes_each_way_per_worker", p.offload->memory.offload_each_way},
+                    {"history_host_bytes_per_worker", p.offload->memory.history_host},
+                    {"history_staging_us", p.offload->pass.history_us},
                     {"pass_us", p.offload->pass.pass_us},
                     {"pass_without_copies_us", p.offload->pass.compute_us},
                     {"slowdown", p.offload->pass.slowdown()}};
@@ -413,10 +415,10 @@ void print_report(const Prediction& p, const PredictOptions& opt) {
     const OffloadPrediction& o = *p.offload;
     std::printf(
         "offload (--device-memory-gb %g): %s; %s; forward and backward %.3f ms, %.3f ms "
-        "with the copies (%+.1f%%)\n",
+        "with the copies, %.3f ms staging the history (%+.1f%%)\n",
         opt.device_memory_gb, describe_offload(o.memory).c_str(),
         o.fits ? "fits" : "does NOT fit even so", ms(o.pass.compute_us), ms(o.pass.pass_us),
-        100 * o.pass.slowdown());
+        ms(o.pass.history_us), 100 * o.pass.slowdown());
   }
 }
 

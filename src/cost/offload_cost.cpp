@@ -1,4 +1,5 @@
-// A two-link simulation of one pass with offloaded activations (offload_cost.hpp).
+// A two-link simulation of one pass with offloaded activations, and the history's staging at the
+// step (offload_cost.hpp).
 #include "cgdp/cost/offload_cost.hpp"
 
 #include <algorithm>
@@ -13,6 +14,16 @@ double copy_us(const LinkCost& link, int64_t bytes) {
 }
 
 }  // namespace
+
+double history_staging_us(int64_t bytes, int64_t piece_bytes, const LinkCost& in,
+                          const LinkCost& out) {
+  if (bytes <= 0) return 0;
+  piece_bytes = std::clamp<int64_t>(piece_bytes, 1, bytes);
+  const int64_t pieces = (bytes + piece_bytes - 1) / piece_bytes;
+  const double in_all = copy_us(in, bytes) + static_cast<double>(pieces - 1) * in.latency_us;
+  const double out_all = copy_us(out, bytes) + static_cast<double>(pieces - 1) * out.latency_us;
+  return std::max(in_all + copy_us(out, piece_bytes), copy_us(in, piece_bytes) + out_all);
+}
 
 double cpu_copy_share(double contention_factor, int shared_cores) {
   if (shared_cores <= 0) return 0;

@@ -75,7 +75,10 @@ void Layer<T>::fail(const std::string& what) const {
 template <typename T>
 Blob<T>& Layer<T>::add_param(const Shape& shape) {
   params_.push_back(std::make_unique<Blob<T>>(*device_, Shape{0}));  // no memory yet
-  if (defer_param_gradients_) params_.back()->defer_diff();
+  if (defer_param_gradients_) {  // the net binds them to its flat buffers (or the train net's)
+    params_.back()->defer_diff();
+    params_.back()->hold_values_on_host();
+  }
   params_.back()->reshape(shape);
   return *params_.back();
 }

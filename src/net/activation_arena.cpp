@@ -11,7 +11,23 @@
 namespace cgdp {
 
 template <typename T>
-void Net<T>::plan_activations(int64_t limit) {
+typename Net<T>::IdleBytes Net<T>::idle_between_passes() {
+  const DeviceBuffer& larger =
+      activation_arena_.bytes() > activation_diffs_.bytes() ? activation_arena_ : activation_diffs_;
+  return {larger.get(), static_cast<int64_t>(larger.bytes())};
+}
+
+template <typename T>
+void Net<T>::reserve_idle_bytes(int64_t bytes) {
+  if (idle_between_passes().bytes >= bytes) return;
+  activation_diffs_.reset();  // dead between passes: nothing to copy, and no moment with both
+  activation_diffs_ = DeviceBuffer(*device_, static_cast<size_t>(bytes));
+  T* base = static_cast<T*>(activation_diffs_.get());
+  for (const auto& [blob, offset] : activation_diff_offsets_) blob->bind_diff(base + offset);
+}
+
+template <typename T>
+void Net<T>::plan_activations(int64_t limit, Net* lender) {
   CGDP_ASSERT(memory_ == ActivationMemory::Planned);
   const int layers = num_layers();
   const auto backward_step = [layers](int layer) { return 2 * layers - 1 - layer; };
@@ -81,9 +97,15 @@ void Net<T>::plan_activations(int64_t limit) {
   activation_arena_.reset();  // a plan again: the old memory goes first
   offloaded_values_.reset();
   activation_plan_ = plan_activation_arena(std::move(units), 2 * layers, limit);
-  activation_arena_ = DeviceBuffer(*device_, static_cast<size_t>(activation_plan_.arena_bytes));
+  arena_borrowed_ = lender != nullptr && activation_plan_.host_bytes == 0;
+  if (arena_borrowed_) {
+    lender->reserve_idle_bytes(activation_plan_.arena_bytes);
+  } else {
+    activation_arena_ = DeviceBuffer(*device_, static_cast<size_t>(activation_plan_.arena_bytes));
+  }
   offloaded_values_ = PinnedHostBuffer(*device_, static_cast<size_t>(activation_plan_.host_bytes));
-  auto* arena = static_cast<char*>(activation_arena_.get());
+  auto* arena = static_cast<char*>(arena_borrowed_ ? lender->idle_between_passes().ptr
+                                                   : activation_arena_.get());
   auto* host = static_cast<char*>(offloaded_values_.get());
   for (size_t k = 0; k < owners.size(); ++k) {
     PlannedActivation& a = activation_plan_.activations[k];
@@ -97,7 +119,11 @@ void Net<T>::plan_activations(int64_t limit) {
       if (top->data_source()) top->alias_data(*top->data_source());
 }
 
-template void Net<float>::plan_activations(int64_t);
-template void Net<double>::plan_activations(int64_t);
+template Net<float>::IdleBytes Net<float>::idle_between_passes();
+template Net<double>::IdleBytes Net<double>::idle_between_passes();
+template void Net<float>::reserve_idle_bytes(int64_t);
+template void Net<double>::reserve_idle_bytes(int64_t);
+template void Net<float>::plan_activations(int64_t, Net<float>*);
+template void Net<double>::plan_activations(int64_t, Net<double>*);
 
 }  // namespace cgdp

@@ -69,8 +69,11 @@ void Net<T>::plan_activation_gradients() {
       place_by_liveness(order, kAlignElements * sizeof(T)) / static_cast<int64_t>(sizeof(T));
   activation_diffs_ = DeviceBuffer(*device_, static_cast<size_t>(total) * sizeof(T));
   T* base = static_cast<T*>(activation_diffs_.get());
-  for (size_t k = 0; k < spans.size(); ++k)
-    spans[k].blob->bind_diff(base + occupants[k].offset / static_cast<int64_t>(sizeof(T)));
+  for (size_t k = 0; k < spans.size(); ++k) {
+    const int64_t offset = occupants[k].offset / static_cast<int64_t>(sizeof(T));
+    spans[k].blob->bind_diff(base + offset);
+    activation_diff_offsets_.emplace_back(spans[k].blob, offset);
+  }
 }
 
 // An Eltwise SUM or MAX may write its result over a bottom whose values nothing reads later: no

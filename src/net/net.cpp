@@ -84,8 +84,6 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
     } catch (const DataError& e) {
       throw ModelError(cat(located(source, lp), ": ", e.what()));
     }
-    // Until gather_params, so that no layer's own copy sits beside the flat buffer.
-    for (const auto& p : layers_[i]->params()) p->park_on_host();
     if (lp.param_size() > static_cast<int>(layers_[i]->params().size()))
       throw ModelError(cat(located(source, lp), ": layer '", lp.name(), "' gives ", lp.param_size(),
                            " param entries, but ", lp.type(), " learns ", layers_[i]->params().size(),

@@ -2,6 +2,7 @@
 // multipliers at a time; on the host (CPU backend) or as kernels (CUDA).
 #include "cgdp/solver/solver.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #ifdef CGDP_HAVE_CUDA
@@ -33,10 +34,19 @@ std::vector<Range> merged_ranges(const std::vector<ParamSlot>& slots) {
 }  // namespace
 
 template <typename T>
-Solver<T>::Solver(Net<T>& net, LrPolicy policy, SolverSettings settings)
-    : net_(net), ranges_(merged_ranges<Range>(net.param_slots())), policy_(std::move(policy)), settings_(settings) {
-  const size_t bytes = static_cast<size_t>(net.learnable_count()) * sizeof(T);
-  for (int k = 0; k < settings_.histories(); ++k) history_[k] = DeviceBuffer(net.device(), bytes);
+Solver<T>::Solver(Net<T>& net, LrPolicy policy, SolverSettings settings, HistoryPlace place,
+                  int worker)
+    : net_(net),
+      ranges_(merged_ranges<Range>(net.param_slots())),
+      policy_(std::move(policy)),
+      settings_(settings) {
+  if (place == HistoryPlace::Host) {
+    host_history_ = std::make_unique<HostHistory<T>>(net.device(), net.learnable_count(),
+                                                     settings_.histories(), worker);
+  } else {
+    const size_t bytes = static_cast<size_t>(net.learnable_count()) * sizeof(T);
+    for (int k = 0; k < settings_.histories(); ++k) history_[k] = DeviceBuffer(net.device(), bytes);
+  }
 #ifdef CGDP_HAVE_CUDA
   if (net.device().kind() != DeviceKind::Cpu)  // the sum of squares comes back through it
     clip_sum_ = DeviceBuffer(net.device(), (kernels::kSumSquaresBlocks + 1) * sizeof(double));
@@ -52,83 +62,98 @@ double Solver<T>::clipped_scale(double grad_scale, double sum_of_squares) const 
 }
 
 template <typename T>
-void Solver<T>::update_on_host(double rate, double grad_scale, int64_t step) {
-  auto data = net_.flat_data();
-  auto diff = net_.flat_diff();
+void Solver<T>::check_gradient(Stream& stream, double grad_scale) {
   last_skipped_ = false;
-  if (needs_sum_of_squares()) {
-    // An Inf or NaN anywhere makes the sum one: float squares cannot overflow a double's range.
-    double sum = 0;
-    const T* g = diff.data();
-    const auto n = static_cast<int64_t>(diff.size());
+  step_scale_ = grad_scale;
+  if (!needs_sum_of_squares() || net_.learnable_count() == 0) return;
+  // An Inf or NaN anywhere makes the sum one: float squares cannot overflow a double's range.
+  double sum = 0;
+  if (net_.device().kind() == DeviceKind::Cpu) {
+    const T* g = net_.flat_diff().data();
+    const int64_t n = net_.learnable_count();
 #pragma omp parallel for simd reduction(+ : sum) schedule(static) if (n > (1 << 16))
     for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(g[i]) * g[i];
-    if (skip_non_finite_ && !std::isfinite(sum)) {
-      last_skipped_ = true;
-      return;
-    }
-    grad_scale = clipped_scale(grad_scale, sum);
+  } else {
+#ifdef CGDP_HAVE_CUDA
+    // The norm comes back to the host: one wait at the end of an iteration, before the update
+    // kernels (a few launches) are issued.
+    const cudaStream_t s = native_stream(stream);
+    kernels::sum_squares(net_.flat_diff().data(), net_.learnable_count(),
+                         static_cast<double*>(clip_sum_.get()), s);
+    CUDA_CHECK(cudaMemcpyAsync(&sum, clip_sum_.get(), sizeof sum, cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+#else
+    (void)stream;
+    throw DeviceError(cat(net_.device().name(), ": this cgdp was built without CUDA"));
+#endif
   }
-  const bool two = settings_.histories() == 2;
-  for (const Range& r : ranges_) {
-    const auto off = static_cast<size_t>(r.offset), n = static_cast<size_t>(r.count);
-    solver_update(settings_, {rate * r.lr_mult, settings_.weight_decay * r.decay_mult, grad_scale, step},
-                  data.subspan(off, n), std::span<const T>(diff.subspan(off, n)), history(0).subspan(off, n),
-                  two ? history(1).subspan(off, n) : std::span<T>());
-  }
+  last_skipped_ = skip_non_finite_ && !std::isfinite(sum);
+  step_scale_ = clipped_scale(grad_scale, sum);
 }
 
 template <typename T>
-void Solver<T>::update_on_device(Stream& stream, double rate, double grad_scale, int64_t step) {
-#ifdef CGDP_HAVE_CUDA
-  const cudaStream_t s = native_stream(stream);
-  T* data = net_.flat_data().data();
-  T* diff = net_.flat_diff().data();
-  last_skipped_ = false;
-  if (needs_sum_of_squares() && net_.learnable_count() > 0) {
-    // The norm comes back to the host: one wait at the end of an iteration, before the update
-    // kernels (a few launches) are issued.
-    kernels::sum_squares(diff, net_.learnable_count(), static_cast<double*>(clip_sum_.get()), s);
-    double host = 0;
-    CUDA_CHECK(cudaMemcpyAsync(&host, clip_sum_.get(), sizeof host, cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
-    if (skip_non_finite_ && !std::isfinite(host)) {
-      last_skipped_ = true;
-      return;
-    }
-    grad_scale = clipped_scale(grad_scale, host);
+void Solver<T>::update_range(Stream& stream, const Range& r, T* h, T* h2, double rate,
+                             int64_t step) {
+  T* data = net_.flat_data().data() + r.offset;
+  const T* diff = net_.flat_diff().data() + r.offset;
+  const double lr = rate * r.lr_mult, decay = settings_.weight_decay * r.decay_mult;
+  if (net_.device().kind() == DeviceKind::Cpu) {
+    const auto n = static_cast<size_t>(r.count);
+    solver_update(settings_, {lr, decay, step_scale_, step}, std::span<T>(data, n),
+                  std::span<const T>(diff, n), std::span<T>(h, n),
+                  h2 ? std::span<T>(h2, n) : std::span<T>());
+    return;
   }
+#ifdef CGDP_HAVE_CUDA
   kernels::RuleScalars k;
   k.rule = static_cast<kernels::Rule>(settings_.type);
-  k.grad_scale = grad_scale;
+  k.grad_scale = step_scale_;
   k.momentum = settings_.momentum;
   k.delta = settings_.delta;
   k.momentum2 = settings_.momentum2;
   k.rms_decay = settings_.rms_decay;
-  const bool two = settings_.histories() == 2;
-  for (const Range& r : ranges_) {
-    k.lr = rate * r.lr_mult;
-    k.decay = settings_.weight_decay * r.decay_mult;
-    k.adam_rate = k.lr * std::sqrt(1 - std::pow(settings_.momentum2, static_cast<double>(step))) /
-                  (1 - std::pow(settings_.momentum, static_cast<double>(step)));
-    kernels::solver_update(data + r.offset, diff + r.offset, history(0).data() + r.offset,
-                           two ? history(1).data() + r.offset : nullptr, r.count, k, s);
-  }
+  k.lr = lr;
+  k.decay = decay;
+  k.adam_rate = k.lr * std::sqrt(1 - std::pow(settings_.momentum2, static_cast<double>(step))) /
+                (1 - std::pow(settings_.momentum, static_cast<double>(step)));
+  kernels::solver_update(data, diff, h, h2, r.count, k, native_stream(stream));
 #else
-  (void)stream, (void)rate, (void)grad_scale, (void)step;
+  (void)stream, (void)data, (void)diff, (void)h, (void)h2, (void)lr, (void)decay, (void)step;
   throw DeviceError(cat(net_.device().name(), ": this cgdp was built without CUDA"));
 #endif
+}
+
+template <typename T>
+void Solver<T>::update_elements(Stream& stream, int64_t offset, int64_t count, T* h, T* h2,
+                                double rate, int64_t step) {
+  if (last_skipped_) return;
+  const int64_t end = offset + count;
+  for (const Range& r : ranges_) {  // the update is elementwise: any cut of a range is the same
+    const int64_t from = std::max(r.offset, offset), to = std::min(r.offset + r.count, end);
+    if (from >= to) continue;
+    const Range part{from, to - from, r.lr_mult, r.decay_mult};
+    update_range(stream, part, h + (from - offset), h2 ? h2 + (from - offset) : nullptr, rate,
+                 step);
+  }
 }
 
 template <typename T>
 void Solver<T>::step(Stream& stream, double grad_scale) {
   const double rate = learning_rate();
   const int64_t step = ++iteration_;  // Adam's t counts from 1
-  if (net_.device().kind() == DeviceKind::Cpu) {
-    stream.submit([this, rate, grad_scale, step] { update_on_host(rate, grad_scale, step); });
+  if (host_history_) {
+    stream.submit([this, &stream, grad_scale] { check_gradient(stream, grad_scale); });
+    host_history_->issue_step(
+        stream, [this, &stream, rate, step](int64_t offset, int64_t count, T* h, T* h2) {
+          update_elements(stream, offset, count, h, h2, rate, step);
+        });
     return;
   }
-  stream.submit([this, &stream, rate, grad_scale, step] { update_on_device(stream, rate, grad_scale, step); });
+  stream.submit([this, &stream, rate, grad_scale, step] {
+    check_gradient(stream, grad_scale);
+    T* h2 = settings_.histories() == 2 ? history(1).data() : nullptr;
+    update_elements(stream, 0, net_.learnable_count(), history(0).data(), h2, rate, step);
+  });
 }
 
 template class Solver<float>;

@@ -58,7 +58,7 @@ class CgdpSync final : public SyncScheme {
     params_ = param_layers(*workers[0].net);
     std::vector<AggregatorWorker> agg;
     for (Worker& w : workers) {
-      w.solver = std::make_unique<Solver<float>>(*w.net, o.lr, o.solver);
+      w.solver = std::make_unique<Solver<float>>(*w.net, o.lr, o.solver, o.history, w.index);
       agg.push_back({w.device.get(), w.h2d.get(), w.net->flat_diff().data()});
       if (dtype_ != ExchangeDtype::Fp32) agg.back() = add_narrow_buffers(w, agg.back());
       devices_.push_back(w.device.get());

@@ -30,7 +30,8 @@ class Ps0Sync final : public SyncScheme {
  public:
   Ps0Sync(std::vector<Worker>& workers, const SyncOptions& o, Timeline& timeline)
       : timeline_(timeline), edges_(reduction_edges(static_cast<int>(workers.size()))) {
-    workers[0].solver = std::make_unique<Solver<float>>(*workers[0].net, o.lr, o.solver);
+    workers[0].solver =
+        std::make_unique<Solver<float>>(*workers[0].net, o.lr, o.solver, o.history, 0);
     const size_t bytes = static_cast<size_t>(workers[0].net->learnable_count()) * sizeof(float);
     std::vector<std::pair<Device*, Device*>> pairs;
     for (const TreeEdge& e : edges_) pairs.emplace_back(workers[e.parent].device.get(), workers[e.child].device.get());

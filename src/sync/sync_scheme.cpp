@@ -33,7 +33,7 @@ namespace {
 class LocalSync final : public SyncScheme {
  public:
   LocalSync(Worker& w, const SyncOptions& o, Timeline& timeline) : timeline_(timeline) {
-    w.solver = std::make_unique<Solver<float>>(*w.net, o.lr, o.solver);
+    w.solver = std::make_unique<Solver<float>>(*w.net, o.lr, o.solver, o.history, w.index);
   }
   SyncKind kind() const override { return SyncKind::Local; }
   void exchange_and_update(std::vector<Worker>& workers, double grad_scale, int64_t) override {

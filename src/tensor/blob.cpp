@@ -29,7 +29,10 @@ void Blob<T>::reshape(const Shape& shape) {
                       ": its values live in the net's plan"));
     if (diff_bound_) throw Error(cat("cannot grow a blob to ", shape_string(shape), ": its gradient lives in the net's plan"));
     capacity_ = count_;
-    if (!data_deferred_) {
+    if (values_on_host_) {
+      if (device_->holds_data()) host_values_.resize(static_cast<size_t>(capacity_));
+      data_ = host_values_.empty() ? nullptr : host_values_.data();
+    } else if (!data_deferred_) {
       owned_data_ = DeviceBuffer(*device_, static_cast<size_t>(capacity_) * sizeof(T));
       data_ = static_cast<T*>(owned_data_.get());
     }
@@ -43,12 +46,11 @@ void Blob<T>::reshape(const Shape& shape) {
 template <typename T>
 void Blob<T>::bind_to(T* data, T* diff) {
   if (count_ && data_) {
-    device_->copy(data, data_, bytes());
+    device_->copy(data, data_, bytes());  // from the host when the values are held there
     if (diff && diff_) device_->copy(diff, diff_, bytes());
-  } else if (!parked_.empty()) {
-    device_->copy(data, parked_.data(), bytes());
   }
-  std::vector<T>().swap(parked_);
+  values_on_host_ = false;
+  std::vector<T>().swap(host_values_);
   owned_data_.reset();
   owned_diff_.reset();
   capacity_ = count_;
@@ -56,18 +58,6 @@ void Blob<T>::bind_to(T* data, T* diff) {
   diff_ = diff;
   diff_mode_ = diff ? Diff::Kept : Diff::None;
   diff_deferred_ = false;
-}
-
-template <typename T>
-void Blob<T>::park_on_host() {
-  CGDP_ASSERT(!data_aliased_ && !data_bound_);
-  if (!owned_data_.get()) return;  // no elements
-  if (device_->holds_data()) {
-    parked_.resize(static_cast<size_t>(count_));
-    device_->copy(parked_.data(), data_, bytes());
-  }
-  owned_data_.reset();
-  data_ = nullptr;
 }
 
 template <typename T>
@@ -120,7 +110,8 @@ void Blob<T>::share_with(Blob& other) {
   if (other.count() != count_)
     throw ModelError(cat("cannot share a blob of shape ", shape_string(other.shape()),
                          " with one of shape ", shape_string(shape_)));
-  std::vector<T>().swap(parked_);
+  values_on_host_ = false;
+  std::vector<T>().swap(host_values_);
   owned_data_.reset();
   owned_diff_.reset();
   capacity_ = count_;

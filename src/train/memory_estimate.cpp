@@ -16,6 +16,7 @@
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/device/measuring_device.hpp"
 #include "cgdp/net/net.hpp"
+#include "cgdp/solver/host_history.hpp"
 
 namespace cgdp {
 
@@ -131,13 +132,16 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   }
   m.scratch = std::max<int64_t>(
       train_device.memory_stats().device_bytes - m.parameters - m.gradients - m.activations, 0);
-  // As the trainer builds it: forward only, its activations planned by liveness.
+  m.train_peak = train_device.memory_stats().device_peak_bytes;
+  // As the trainer builds it: forward only, its activations planned by liveness in the train net's
+  // idle memory, which grows by what it lacks (counted as the test net's: worker 0 alone lends).
+  const int64_t lender_before = train_device.memory_stats().device_bytes;
   Net<float> test(test_model ? *test_model : model, Phase::Test, test_device, test_batch,
                   /*seed=*/1, test_model ? test_source : source, ActivationMemory::Planned, &net);
-  test.plan_activations();
-  m.test_net = test_device.memory_stats().device_bytes;
-  m.train_peak = train_device.memory_stats().device_peak_bytes;
-  m.test_peak = test_device.memory_stats().device_peak_bytes;
+  test.plan_activations(kNoArenaLimit, &net);
+  const int64_t lent = train_device.memory_stats().device_bytes - lender_before;
+  m.test_net = test_device.memory_stats().device_bytes + lent;
+  m.test_peak = test_device.memory_stats().device_peak_bytes + lent;
   if (sync == SyncKind::Cgdp) m.pinned = (workers + 1) * m.gradients;  // receive per worker + sum
   m.pinned += workers * m.offload_host;
   return m;
@@ -235,6 +239,30 @@ FittedMemory fit_activations(
   return fit;
 }
 
+void put_history_on_host(MemoryEstimate& m) {
+  if (m.history_on_host() || m.history == 0 || m.parameters == 0) return;
+  const auto histories = static_cast<int>(m.history / m.parameters);
+  m.history_host = m.history;
+  m.history = history_stage_bytes(m.parameters / static_cast<int64_t>(sizeof(float)), histories,
+                                  sizeof(float));
+  m.pinned += m.updating_workers() * m.history_host;
+}
+
+FittedMemory fit_offload(const std::function<MemoryEstimate(const ActivationMemoryPlan&)>& estimate,
+                         DeviceKind kind, int gpus, int64_t budget, BudgetScope scope) {
+  FittedMemory fit = fit_activations(estimate, kind, gpus, budget, scope);
+  const int64_t need = needed_bytes(fit.estimate, kind, gpus, scope);
+  if (need <= budget || (kind != DeviceKind::Cuda && scope != BudgetScope::Device)) return fit;
+  FittedMemory moved = fit_activations(
+      [&](const ActivationMemoryPlan& activations) {
+        MemoryEstimate m = estimate(activations);
+        put_history_on_host(m);
+        return m;
+      },
+      kind, gpus, budget, scope);
+  return needed_bytes(moved.estimate, kind, gpus, scope) < need ? moved : fit;
+}
+
 OffloadPassCost predict_offload(const MemoryEstimate& m, const Profile& profile) {
   std::map<std::string, const LayerCost*> by_name;
   for (const LayerCost& l : profile.layers) by_name[l.name] = &l;
@@ -245,15 +273,24 @@ OffloadPassCost predict_offload(const MemoryEstimate& m, const Profile& profile)
       step_us[i] = it->second->forward_us;
       step_us[2 * layers - 1 - i] = it->second->backward_us;
     }
-  return predict_offload_pass(step_us, m.offload_copies, profile.d2h, profile.h2d,
-                              cpu_copy_share(profile.contention_factor, profile.shared_cores));
+  OffloadPassCost cost =
+      predict_offload_pass(step_us, m.offload_copies, profile.d2h, profile.h2d,
+                           cpu_copy_share(profile.contention_factor, profile.shared_cores));
+  if (m.history_on_host())  // the stage holds two pieces
+    cost.history_us = history_staging_us(m.history_host, m.history / 2, profile.h2d, profile.d2h);
+  return cost;
 }
 
 std::string describe_offload(const MemoryEstimate& m) {
-  return cat("activations planned by liveness in a ", format_bytes(m.arena), " arena per worker; ",
-             m.offloaded, " of ", m.planned_units,
-             " wait in pinned host memory between forward and backward (",
-             format_bytes(m.offload_each_way), " out and back per micro-batch)");
+  std::string text = cat("activations planned by liveness in a ", format_bytes(m.arena),
+                         " arena per worker; ", m.offloaded, " of ", m.planned_units,
+                         " wait in pinned host memory between forward and backward (",
+                         format_bytes(m.offload_each_way), " out and back per micro-batch)");
+  if (m.history_on_host())
+    text += cat("; the solver's history (", format_bytes(m.history_host),
+                " per updating worker) waits there between steps, staged through ",
+                format_bytes(m.history), " of the device (in and out at every step)");
+  return text;
 }
 
 void check_memory_fits(const MemoryEstimate& m, DeviceKind kind, int gpus, int64_t budget,
@@ -298,9 +335,11 @@ void check_memory_fits(const MemoryEstimate& m, DeviceKind kind, int gpus, int64
       cuda         ? cat("the first GPU (", n, " worker", n > 1 ? "s" : "", ")")
       : one_device ? std::string("worker 0's device (cpu:0)")
                    : cat(m.workers, " worker", m.workers > 1 ? "s" : "", " on the CPU");
-  const std::string offloaded = m.planned ? cat(", with ", m.offloaded, " of ", m.planned_units,
-                                                " activations offloaded to the host")
-                                          : "";
+  const std::string offloaded =
+      m.planned
+          ? cat(", with ", m.offloaded, " of ", m.planned_units, " activations",
+                m.history_on_host() ? " and the solver's history" : "", " offloaded to the host")
+          : "";
   throw UsageError(cat("this run needs ", format_bytes(need), " on ", where, offloaded, " but ",
                        budget_is, " is ", format_bytes(budget), ": ", largest, " (batch ", m.batch,
                        ", test batch ", m.test_batch, "); to fit: ", flags));

@@ -202,12 +202,13 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   issuers_ = std::make_unique<IssueThreads>(num_workers(), config.issue_threads == "per-worker",
                                             [this](int w) { bind_issuing_thread(w); });
   Net<float>& net0 = net();
-  // Test nets run forward only: their activations share an arena planned by liveness.
+  // Test nets run forward only: their activations share an arena planned by liveness, in the
+  // train net's idle memory when it fits (tests run between iterations, on its compute stream).
   const bool own_file = !config.test_model.empty();  // a solver's test_net
   test_net_ = std::make_unique<Net<float>>(
       own_file ? test_model_ : model_, Phase::Test, net0.device(), test_batch_, config.seed,
       own_file ? test_model_path_ : model_path_, ActivationMemory::Planned, &net0);
-  test_net_->plan_activations();
+  test_net_->plan_activations(kNoArenaLimit, &net0);
   build_more_test_nets();
   load_initial_weights();
   const Shape in = net0.input_data().shape();
@@ -318,11 +319,11 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
   const int gpus = kind == DeviceKind::Cuda ? cuda_device_count() : 0;
   if (budget >= 0 && needed_bytes(memory_, kind, gpus, scope) > budget &&
       config_.offload == "auto") {
-    const FittedMemory fit = fit_activations(estimate, kind, gpus, budget, scope);
+    const FittedMemory fit = fit_offload(estimate, kind, gpus, budget, scope);
     activation_memory_ = fit.activations;
     memory_ = fit.estimate;
     offload_note_ = describe_offload(memory_);
-    if (memory_.offloaded > 0 && !config_.profile_path.empty()) {
+    if ((memory_.offloaded > 0 || memory_.history_on_host()) && !config_.profile_path.empty()) {
       const OffloadPassCost cost = predict_offload(memory_, read_profile(config_.profile_path));
       char slower[32];
       std::snprintf(slower, sizeof slower, "%.1f%%", 100 * cost.slowdown());
@@ -406,6 +407,7 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
   options.lr = make_lr_policy(solver, "solver settings");
   solver.set_iter_size(config_.accumulate);  // clip_gradients measures over the micro-batches
   options.solver = make_solver_settings(solver, "solver settings");
+  options.history = memory_.history_on_host() ? HistoryPlace::Host : HistoryPlace::Device;
   scheme_ = make_sync_scheme(kind, workers_, options, timeline_);
 }
 
@@ -729,7 +731,7 @@ void Trainer::build_more_test_nets() {
     t.iterations = spec.iterations;
     t.net = std::make_unique<Net<float>>(model, Phase::Test, net().device(), t.batch, config_.seed,
                                          path, ActivationMemory::Planned, &net());
-    t.net->plan_activations();
+    t.net->plan_activations(kNoArenaLimit, &net());
     more_tests_.push_back(std::move(t));
   }
 }

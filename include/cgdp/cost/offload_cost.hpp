@@ -23,8 +23,16 @@ struct OffloadCopy {
 struct OffloadPassCost {
   double compute_us = 0;  // the steps alone
   double pass_us = 0;     // with the copies: steps that wait for a copy back start late
-  double slowdown() const { return compute_us > 0 ? pass_us / compute_us - 1 : 0; }
+  double history_us = 0;  // the solver's history staged in and out at the step (history_staging_us)
+  // Of an iteration of one pass.
+  double slowdown() const { return compute_us > 0 ? (pass_us + history_us) / compute_us - 1 : 0; }
 };
+
+// A step whose history (`bytes`) waits on the host: pieces of `piece_bytes` come in on `in`, and
+// each goes back out on `out` once updated (the update itself is not counted): the slower link's
+// whole stream plus one piece on the other.
+double history_staging_us(int64_t bytes, int64_t piece_bytes, const LinkCost& in,
+                          const LinkCost& out);
 
 // The part of a copy's time the layers lose when copies run on their own cores (the CPU
 // backend, `shared_cores` > 0; DMA: 0): the exchange's calibrated contention_factor over the

@@ -20,10 +20,12 @@ namespace cgdp {
 // plans by liveness (and, to fit a budget, partly on the host).
 enum class ActivationMemory { Owned, Planned };
 
+inline constexpr int64_t kNoArenaLimit = std::numeric_limits<int64_t>::max();
+
 // What a run asks of its nets: owned, or planned in an arena of at most `arena_limit` bytes.
 struct ActivationMemoryPlan {
   ActivationMemory memory = ActivationMemory::Owned;
-  int64_t arena_limit = std::numeric_limits<int64_t>::max();
+  int64_t arena_limit = kNoArenaLimit;
 };
 
 // One storage unit: a blob's values with the blobs that alias them (in place, Split, Eltwise).

@@ -106,10 +106,25 @@ class Net {
   void share_params_from(Net& other);
   // Persistent non-learnable state blobs in layer order (BatchNorm statistics).
   std::vector<std::pair<std::string, Blob<T>*>> state_blobs();
+  // Device memory whose contents no one reads between two passes (the activations' gradients, or
+  // the arena of planned values: each pass writes them before it reads them).
+  struct IdleBytes {
+    void* ptr = nullptr;
+    int64_t bytes = 0;
+  };
+  IdleBytes idle_between_passes();
+  // Grows the activations' gradient buffer to at least `bytes` (moving the gradients, which are
+  // dead between passes, to the new one), so that idle_between_passes() holds that many.
+  void reserve_idle_bytes(int64_t bytes);
   // Planned nets: places every activation's values in one arena of at most `limit` bytes,
   // offloading to pinned host memory what must wait there (activation_arena.cpp), and allocates
   // the arena and the host buffer. Before the first pass; again only between passes.
-  void plan_activations(int64_t limit = std::numeric_limits<int64_t>::max());
+  // `lender`: a net whose idle memory holds the arena instead (a test net borrows the train net's:
+  // it runs between the train net's passes, on the same stream), grown to fit it when needed;
+  // it must plan no more after that. Not with values on the host.
+  void plan_activations(int64_t limit = kNoArenaLimit, Net* lender = nullptr);
+  // Whether the arena is another net's idle memory (plan_activations' `lender`).
+  bool arena_borrowed() const { return arena_borrowed_; }
   // The plan (empty for ActivationMemory::Owned). Its activations' copies are the worker's to
   // issue (train/offload_schedule.hpp).
   const ActivationPlan& activation_plan() const { return activation_plan_; }
@@ -169,9 +184,11 @@ class Net {
   std::set<std::pair<int, int>> shared_;  // (layer, index) of every shared parameter
   DeviceBuffer flat_data_buf_, flat_diff_buf_;
   DeviceBuffer activation_diffs_;  // the gradients of activations, planned by liveness
+  std::vector<std::pair<Blob<T>*, int64_t>> activation_diff_offsets_;  // elements into it
   ActivationMemory memory_ = ActivationMemory::Owned;
   ActivationPlan activation_plan_;
   DeviceBuffer activation_arena_;      // the values of planned activations
+  bool arena_borrowed_ = false;        // they live in another net's idle bytes instead
   PinnedHostBuffer offloaded_values_;  // where offloaded ones wait between forward and backward
   T* flat_data_ptr_ = nullptr;
   T* flat_diff_ptr_ = nullptr;

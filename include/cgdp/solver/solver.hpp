@@ -3,16 +3,25 @@
 // decay_mult, after clipping the gradient if asked.
 #pragma once
 
+#include <memory>
+
 #include "cgdp/net/net.hpp"
+#include "cgdp/solver/host_history.hpp"
 #include "cgdp/solver/lr_policy.hpp"
 #include "cgdp/solver/update_rule.hpp"
 
 namespace cgdp {
 
+// Where the history waits between steps: on the net's device, or (offload, when the run does not
+// fit its budget) in pinned host memory, staged through the device at each step (host_history.hpp).
+enum class HistoryPlace { Device, Host };
+
 template <typename T>
 class Solver {
  public:
-  Solver(Net<T>& net, LrPolicy policy, SolverSettings settings);
+  // `worker` names the history's copy streams when it is on the host.
+  Solver(Net<T>& net, LrPolicy policy, SolverSettings settings,
+         HistoryPlace place = HistoryPlace::Device, int worker = 0);
 
   // Issues on `stream` (the net's compute stream) the update of the parameters from the net's
   // gradients times `grad_scale` (1/(workers x micro-batches)), and advances the iteration now:
@@ -28,9 +37,14 @@ class Solver {
   void set_iteration(int64_t iteration) { iteration_ = iteration; }
   double learning_rate() const { return cgdp::learning_rate(policy_, iteration_); }
   const SolverSettings& settings() const { return settings_; }
-  // History buffer `k` (< settings().histories()), element for element like Net::flat_data().
+  // History buffer `k` (< settings().histories()), element for element like Net::flat_data(); in
+  // host memory when history_place() is Host (read it once the compute stream has run the step).
   std::span<T> history(int k = 0) {
+    if (host_history_) return host_history_->history(k);
     return {static_cast<T*>(history_[k].get()), static_cast<size_t>(net_.learnable_count())};
+  }
+  HistoryPlace history_place() const {
+    return host_history_ ? HistoryPlace::Host : HistoryPlace::Device;
   }
 
  private:
@@ -43,18 +57,26 @@ class Solver {
   double clipped_scale(double grad_scale, double sum_of_squares) const;
   // Whether the gradient's sum of squares is needed this step (clipping, or the finite check).
   bool needs_sum_of_squares() const { return settings_.clip_gradients > 0 || skip_non_finite_; }
-  void update_on_host(double rate, double grad_scale, int64_t step);
-  void update_on_device(Stream& stream, double rate, double grad_scale, int64_t step);
+  // Sets last_skipped_ and step_scale_ (grad_scale, clipped) from the gradient; on `stream`'s
+  // thread (CPU) or synchronously after a kernel (CUDA).
+  void check_gradient(Stream& stream, double grad_scale);
+  // Updates elements [offset, offset + count), whose history starts at `h` and `h2` (null with
+  // one buffer), with step_scale_: the parts of every range they cover.
+  void update_elements(Stream& stream, int64_t offset, int64_t count, T* h, T* h2, double rate,
+                       int64_t step);
+  void update_range(Stream& stream, const Range& r, T* h, T* h2, double rate, int64_t step);
 
   Net<T>& net_;
   std::vector<Range> ranges_;
   LrPolicy policy_;
   SolverSettings settings_;
   DeviceBuffer history_[2];
+  std::unique_ptr<HostHistory<T>> host_history_;  // instead of history_ when the place is Host
   DeviceBuffer clip_sum_;  // CUDA: the gradient's sum of squares, for clip_gradients
   int64_t iteration_ = 0;
   bool skip_non_finite_ = false;
   bool last_skipped_ = false;  // written by the step on the stream, read after it
+  double step_scale_ = 1;      // likewise: the step's gradient scale, clipped
 };
 
 extern template class Solver<float>;

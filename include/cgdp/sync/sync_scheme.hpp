@@ -62,6 +62,7 @@ struct SyncOptions {
   ChunkReducer* reducer = nullptr;  // cgdp across hosts: the parameter-server client
   LrPolicy lr;
   SolverSettings solver;
+  HistoryPlace history = HistoryPlace::Device;  // where the solvers keep their history
 };
 
 // Creates the scheme and gives solvers to the workers that update.

@@ -50,11 +50,15 @@ class Blob {
   // data there first. Used to gather parameters into one flat buffer; a null `diff` leaves it
   // without a gradient.
   void bind_to(T* data, T* diff);
-  // Moves the values to host memory until bind_to or share_with: the net builds every layer
-  // before it gathers their parameters into its flat buffer, and a parked layer's own copy never
-  // sits on the device beside that buffer. A device that holds no data just drops them.
-  void park_on_host();
-  bool is_view() const { return !owned_data_.get() && data_ != nullptr && !data_bound_; }
+  // Keeps the values in host memory from the next reshape until bind_to or share_with: a layer's
+  // parameters are filled there, and no layer's own copy ever sits on the device beside the net's
+  // flat buffer (or beside the train net whose parameters a test net shares). A device that holds
+  // no data keeps none.
+  void hold_values_on_host() { values_on_host_ = true; }
+  bool values_on_host() const { return values_on_host_; }
+  bool is_view() const {
+    return !owned_data_.get() && data_ != nullptr && !data_bound_ && !values_on_host_;
+  }
   // Puts the gradient at `diff` (count() elements, memory the net plans and several blobs share
   // at different times), freeing the blob's own. The blob can no longer grow.
   void bind_diff(T* diff);
@@ -104,7 +108,8 @@ class Blob {
   DeviceBuffer owned_diff_;
   T* data_ = nullptr;
   T* diff_ = nullptr;
-  std::vector<T> parked_;  // park_on_host's values
+  bool values_on_host_ = false;  // hold_values_on_host: data_ points into host_values_
+  std::vector<T> host_values_;
 };
 
 template <typename T>

@@ -22,7 +22,10 @@ struct MemoryEstimate {
   int64_t gradients = 0;    // the flat gradient buffer
   int64_t activations = 0;  // tops and their gradients
   int64_t scratch = 0;      // what layers keep besides (im2col columns, masks, statistics, ...)
-  int64_t history = 0;      // the solver's momentum, on each worker that updates
+  int64_t history = 0;      // the solver's momentum, on each worker that updates (or its stage)
+  // Per updating worker, pinned: the history when it waits on the host between steps and only its
+  // stage is on the device (solver/host_history.hpp); 0 when it stays on the device.
+  int64_t history_host = 0;
   int64_t fold = 0;  // --accumulate's pending partial sums (gradient_fold.hpp), set by the trainer
   int64_t test_net = 0;     // worker 0 only: the test net at its batch (it shares the parameters)
   int64_t pinned = 0;       // host: the aggregator's per-worker copies and their sum (cgdp)
@@ -50,6 +53,8 @@ struct MemoryEstimate {
   SyncKind sync = SyncKind::Local;
   int64_t batch = 0, test_batch = 0;
 
+  bool history_on_host() const { return history_host > 0; }
+  int updating_workers() const { return sync == SyncKind::Ps0 ? 1 : workers; }
   int64_t replica() const { return parameters + gradients + activations + scratch + fold; }
   // ps0: worker w's receive buffers, one per child in the reduction tree (ps0_sync.cpp).
   int64_t receive_bytes(int w) const;
@@ -111,8 +116,18 @@ FittedMemory fit_activations(
     const std::function<MemoryEstimate(const ActivationMemoryPlan&)>& estimate, DeviceKind kind,
     int gpus, int64_t budget, BudgetScope scope);
 
+// The solver's history moved to pinned host memory on every updating worker; the device keeps
+// its stage.
+void put_history_on_host(MemoryEstimate& m);
+
+// fit_activations, and when that is not enough, the solver's history on the host as well (on a
+// budget of one device: in RAM the pinned copy would cost what it saves).
+FittedMemory fit_offload(const std::function<MemoryEstimate(const ActivationMemoryPlan&)>& estimate,
+                         DeviceKind kind, int gpus, int64_t budget, BudgetScope scope);
+
 // One pass with and without the copies of a planned estimate, the steps' times from `profile`
-// (its layers by name; layers it lacks take no time) and the copies on its d2h and h2d links.
+// (its layers by name; layers it lacks take no time) and the copies on its d2h and h2d links;
+// with the history on the host, the step's copies of it too.
 OffloadPassCost predict_offload(const MemoryEstimate& m, const Profile& profile);
 
 // "activations planned by liveness in a 10.7 MiB arena per worker; 2 of 9 wait in pinned host
