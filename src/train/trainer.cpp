@@ -203,7 +203,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
                                             [this](int w) { bind_issuing_thread(w); });
   Net<float>& net0 = net();
   // Test nets run forward only: their activations share an arena planned by liveness, in the
-  // train net's idle memory when it fits (tests run between iterations, on its compute stream).
+  // train net's idle gradient buffer, grown to fit (tests run between iterations, on its stream).
   const bool own_file = !config.test_model.empty();  // a solver's test_net
   test_net_ = std::make_unique<Net<float>>(
       own_file ? test_model_ : model_, Phase::Test, net0.device(), test_batch_, config.seed,

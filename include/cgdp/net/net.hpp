@@ -114,7 +114,8 @@ class Net {
   };
   IdleBytes idle_between_passes();
   // Grows the activations' gradient buffer to at least `bytes` (moving the gradients, which are
-  // dead between passes, to the new one), so that idle_between_passes() holds that many.
+  // dead between passes, to the new one), so that idle_between_passes() holds that many. Before
+  // the first pass: whoever read a gradient's pointer before holds a stale one.
   void reserve_idle_bytes(int64_t bytes);
   // Planned nets: places every activation's values in one arena of at most `limit` bytes,
   // offloading to pinned host memory what must wait there (activation_arena.cpp), and allocates

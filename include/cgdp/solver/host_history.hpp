@@ -32,7 +32,6 @@ class HostHistory {
   std::span<T> history(int k) {
     return {static_cast<T*>(host_[k].get()), static_cast<size_t>(count_)};
   }
-  int64_t piece_count() const { return static_cast<int64_t>(pieces_.size()); }
 
   // Receives elements [offset, offset + count) of the history buffers, staged on the device
   // (`second` is null with one buffer); runs on the compute stream.
