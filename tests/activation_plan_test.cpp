@@ -366,6 +366,29 @@ TEST(OffloadBudget, HistoryGoesToTheHostOnlyWhenActivationsAreNotEnough) {
   EXPECT_FALSE(in_ram.estimate.history_on_host());
 }
 
+// With a profile the cheaper plan wins even when the activations alone would fit: VGG-16 at batch
+// 32 in 3.5 GiB on the H200's links offloads 784 MiB of activations each way, or 392 MiB and
+// stages its 528 MiB of momentum once per step, which costs less.
+TEST(OffloadBudget, WithAProfileTheCheaperPlanWins) {
+  const Profile profile =
+      read_profile(cat(testing::source_dir(), "/docs/examples/profile_vgg16_h200.json"));
+  const proto::NetParameter model = load_model(find_model_file("vgg16"));
+  const auto estimate = [&](const ActivationMemoryPlan& activations) {
+    return estimate_memory(model, "vgg16", 32, 32, 1, SyncKind::Cgdp, 1, nullptr, "", activations);
+  };
+  const int64_t budget = int64_t{7} << 29;  // 3.5 GiB
+  const FittedMemory plain = fit_offload(estimate, DeviceKind::Cpu, 0, budget, BudgetScope::Device);
+  ASSERT_FALSE(plain.estimate.history_on_host());  // without a profile: activations first
+  ASSERT_LE(needed_bytes(plain.estimate, DeviceKind::Cpu, 0, BudgetScope::Device), budget);
+  const FittedMemory chosen =
+      fit_offload(estimate, DeviceKind::Cpu, 0, budget, BudgetScope::Device, &profile);
+  ASSERT_TRUE(chosen.estimate.history_on_host());
+  EXPECT_LE(needed_bytes(chosen.estimate, DeviceKind::Cpu, 0, BudgetScope::Device), budget);
+  EXPECT_LT(chosen.estimate.offload_each_way, plain.estimate.offload_each_way);
+  EXPECT_LT(predict_offload(chosen.estimate, profile).slowdown(),
+            predict_offload(plain.estimate, profile).slowdown());
+}
+
 // Ten pieces in on a link twice slower than the one out: the copies in, then the last piece out.
 TEST(OffloadCost, HistoryStagingIsTheSlowerLinkPlusOnePiece) {
   EXPECT_DOUBLE_EQ(history_staging_us(10'000'000, 1'000'000, {1, 0}, {2, 0}), 10'000 + 500);

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cgdp/cost/profile.hpp"
 #include "cgdp/device/cpu_device.hpp"
@@ -210,8 +211,12 @@ Runner add_inspect_command(CLI::App& app) {
       MemoryEstimate m = estimate({});
       const int64_t budget = static_cast<int64_t>(opt->device_memory_gb * (1LL << 30));
       // As train plans it under --device-memory-gb.
+      std::optional<Profile> profile;  // as train's --profile: the cheaper plan, and its cost
+      if (!opt->profile.empty()) profile = read_profile(opt->profile);
       if (opt->device_memory_gb > 0 && needed_bytes(m, kind, gpus, BudgetScope::Device) > budget)
-        m = fit_offload(estimate, kind, gpus, budget, BudgetScope::Device).estimate;
+        m = fit_offload(estimate, kind, gpus, budget, BudgetScope::Device,
+                        profile ? &*profile : nullptr)
+                .estimate;
       if (opt->json)
         std::cout << memory_json(m).dump(2) << "\n";
       else
@@ -222,8 +227,8 @@ Runner add_inspect_command(CLI::App& app) {
                      "%s: worker 0 needs %s of --device-memory-gb %g (%s)\n",
                      need <= budget ? "fits" : "does not fit", format_bytes(need).c_str(),
                      opt->device_memory_gb, format_bytes(budget).c_str());
-        if ((m.offloaded > 0 || m.history_on_host()) && !opt->profile.empty()) {
-          const OffloadPassCost cost = predict_offload(m, read_profile(opt->profile));
+        if ((m.offloaded > 0 || m.history_on_host()) && profile) {
+          const OffloadPassCost cost = predict_offload(m, *profile);
           std::fprintf(opt->json ? stderr : stdout,
                        "predicted pass: %.1f ms, %.1f ms without the copies, %.1f ms staging the "
                        "history at the step (%+.1f%%), from %s\n",

@@ -114,7 +114,8 @@ std::optional<OffloadPrediction> predict_offload_plan(const Prediction& p, const
   if (needed_bytes(estimate({}), DeviceKind::Cpu, 0, BudgetScope::Device) <= budget)
     return std::nullopt;
   OffloadPrediction o;
-  o.memory = fit_offload(estimate, DeviceKind::Cpu, 0, budget, BudgetScope::Device).estimate;
+  o.memory =
+      fit_offload(estimate, DeviceKind::Cpu, 0, budget, BudgetScope::Device, &p.profile).estimate;
   o.fits = needed_bytes(o.memory, DeviceKind::Cpu, 0, BudgetScope::Device) <= budget;
   o.pass = predict_offload(o.memory, p.profile);
   return o;

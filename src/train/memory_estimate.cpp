@@ -249,10 +249,14 @@ void put_history_on_host(MemoryEstimate& m) {
 }
 
 FittedMemory fit_offload(const std::function<MemoryEstimate(const ActivationMemoryPlan&)>& estimate,
-                         DeviceKind kind, int gpus, int64_t budget, BudgetScope scope) {
+                         DeviceKind kind, int gpus, int64_t budget, BudgetScope scope,
+                         const Profile* profile) {
   FittedMemory fit = fit_activations(estimate, kind, gpus, budget, scope);
   const int64_t need = needed_bytes(fit.estimate, kind, gpus, scope);
-  if (need <= budget || (kind != DeviceKind::Cuda && scope != BudgetScope::Device)) return fit;
+  const bool fits = need <= budget;
+  if ((fits && (!profile || fit.estimate.offloaded == 0)) ||
+      (kind != DeviceKind::Cuda && scope != BudgetScope::Device))
+    return fit;
   FittedMemory moved = fit_activations(
       [&](const ActivationMemoryPlan& activations) {
         MemoryEstimate m = estimate(activations);
@@ -260,7 +264,11 @@ FittedMemory fit_offload(const std::function<MemoryEstimate(const ActivationMemo
         return m;
       },
       kind, gpus, budget, scope);
-  return needed_bytes(moved.estimate, kind, gpus, scope) < need ? moved : fit;
+  const int64_t moved_need = needed_bytes(moved.estimate, kind, gpus, scope);
+  if (!fits) return moved_need < need ? moved : fit;
+  if (moved_need > budget) return fit;
+  const double kept = predict_offload(fit.estimate, *profile).slowdown();
+  return predict_offload(moved.estimate, *profile).slowdown() < kept ? moved : fit;
 }
 
 OffloadPassCost predict_offload(const MemoryEstimate& m, const Profile& profile) {

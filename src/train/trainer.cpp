@@ -319,12 +319,15 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
   const int gpus = kind == DeviceKind::Cuda ? cuda_device_count() : 0;
   if (budget >= 0 && needed_bytes(memory_, kind, gpus, scope) > budget &&
       config_.offload == "auto") {
-    const FittedMemory fit = fit_offload(estimate, kind, gpus, budget, scope);
+    std::optional<Profile> profile;  // picks the cheaper plan, and predicts its cost
+    if (!config_.profile_path.empty()) profile = read_profile(config_.profile_path);
+    const FittedMemory fit =
+        fit_offload(estimate, kind, gpus, budget, scope, profile ? &*profile : nullptr);
     activation_memory_ = fit.activations;
     memory_ = fit.estimate;
     offload_note_ = describe_offload(memory_);
-    if ((memory_.offloaded > 0 || memory_.history_on_host()) && !config_.profile_path.empty()) {
-      const OffloadPassCost cost = predict_offload(memory_, read_profile(config_.profile_path));
+    if ((memory_.offloaded > 0 || memory_.history_on_host()) && profile) {
+      const OffloadPassCost cost = predict_offload(memory_, *profile);
       char slower[32];
       std::snprintf(slower, sizeof slower, "%.1f%%", 100 * cost.slowdown());
       offload_note_ += cat("; predicted ", slower, " slower per pass (", config_.profile_path, ")");

@@ -121,9 +121,11 @@ FittedMemory fit_activations(
 void put_history_on_host(MemoryEstimate& m);
 
 // fit_activations, and when that is not enough, the solver's history on the host as well (on a
-// budget of one device: in RAM the pinned copy would cost what it saves).
+// budget of one device: in RAM the pinned copy would cost what it saves). With a `profile`, also
+// when both fit and the history's staging costs less than the activations' copies it spares.
 FittedMemory fit_offload(const std::function<MemoryEstimate(const ActivationMemoryPlan&)>& estimate,
-                         DeviceKind kind, int gpus, int64_t budget, BudgetScope scope);
+                         DeviceKind kind, int gpus, int64_t budget, BudgetScope scope,
+                         const Profile* profile = nullptr);
 
 // One pass with and without the copies of a planned estimate, the steps' times from `profile`
 // (its layers by name; layers it lacks take no time) and the copies on its d2h and h2d links;
