@@ -4,7 +4,8 @@
 #   tools/sanitize.sh thread    ThreadSanitizer on the threaded code: streams and events, the host
 #                               aggregator and its sums, the shards and their clients, the batch
 #                               loader, the trainer and its issuing threads, the factor and 16-bit
-#                               exchanges (OpenMP regions run on one thread there)
+#                               exchanges, the activations' and the solver history's offload
+#                               copies (OpenMP regions run on one thread there)
 #   tools/sanitize.sh address   AddressSanitizer and UBSan on the parsers and readers: model files,
 #                               data files, checkpoints, safetensors, the shard protocol (with its
 #                               fuzzing), the CLI, the shipped models
@@ -18,7 +19,7 @@ case "$kind" in
     flags=thread
     suites=(cpu_stream_test host_aggregator_test host_sum_test shard_test shard_fault_test
             cgdp_pipeline_test data_test train_test scale_out_test launchers_test issue_threads_test
-            fc_exchange_test)
+            fc_exchange_test activation_plan_test)
     # The sanitizer builds' -O2 code (no -march=x86-64-v3: other FMA contraction) misses this
     # test's 1e-5 tolerance at 4.4e-5, in either sanitizer; the bit-for-bit ones still run here.
     skip=ScaleOut.TwoHostsOfThreeDevicesMatchOneHostOfSixOnFashionCnn
