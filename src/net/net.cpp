@@ -503,4 +503,19 @@ std::string Net<T>::fingerprint() const {
 template class Net<float>;
 template class Net<double>;
 
+template <typename T>
+std::unique_ptr<Net<T>> make_test_net(const proto::NetParameter& model, Net<T>& train,
+                                      Device& device, int64_t batch, uint64_t seed,
+                                      const std::string& source) {
+  auto test = std::make_unique<Net<T>>(model, Phase::Test, device, batch, seed, source,
+                                       ActivationMemory::Planned, &train);
+  test->plan_activations(kNoArenaLimit, &train);
+  return test;
+}
+
+template std::unique_ptr<Net<float>> make_test_net(const proto::NetParameter&, Net<float>&, Device&,
+                                                   int64_t, uint64_t, const std::string&);
+template std::unique_ptr<Net<double>> make_test_net(const proto::NetParameter&, Net<double>&,
+                                                    Device&, int64_t, uint64_t, const std::string&);
+
 }  // namespace cgdp

@@ -136,9 +136,8 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   // As the trainer builds it: forward only, its activations planned by liveness in the train net's
   // idle memory, which grows by what it lacks (counted as the test net's: worker 0 alone lends).
   const int64_t lender_before = train_device.memory_stats().device_bytes;
-  Net<float> test(test_model ? *test_model : model, Phase::Test, test_device, test_batch,
-                  /*seed=*/1, test_model ? test_source : source, ActivationMemory::Planned, &net);
-  test.plan_activations(kNoArenaLimit, &net);
+  const auto test = make_test_net(test_model ? *test_model : model, net, test_device, test_batch,
+                                  /*seed=*/1, test_model ? test_source : source);
   const int64_t lent = train_device.memory_stats().device_bytes - lender_before;
   m.test_net = test_device.memory_stats().device_bytes + lent;
   m.test_peak = test_device.memory_stats().device_peak_bytes + lent;

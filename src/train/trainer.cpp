@@ -202,13 +202,9 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   issuers_ = std::make_unique<IssueThreads>(num_workers(), config.issue_threads == "per-worker",
                                             [this](int w) { bind_issuing_thread(w); });
   Net<float>& net0 = net();
-  // Test nets run forward only: their activations share an arena planned by liveness, in the
-  // train net's idle gradient buffer, grown to fit (tests run between iterations, on its stream).
   const bool own_file = !config.test_model.empty();  // a solver's test_net
-  test_net_ = std::make_unique<Net<float>>(
-      own_file ? test_model_ : model_, Phase::Test, net0.device(), test_batch_, config.seed,
-      own_file ? test_model_path_ : model_path_, ActivationMemory::Planned, &net0);
-  test_net_->plan_activations(kNoArenaLimit, &net0);
+  test_net_ = make_test_net(own_file ? test_model_ : model_, net0, net0.device(), test_batch_,
+                            config.seed, own_file ? test_model_path_ : model_path_);
   build_more_test_nets();
   load_initial_weights();
   const Shape in = net0.input_data().shape();
@@ -732,9 +728,7 @@ void Trainer::build_more_test_nets() {
     t.feed = feeds.test;
     t.batch = test_batch_size(feeds, config_.test_batch, per_worker_batch_);
     t.iterations = spec.iterations;
-    t.net = std::make_unique<Net<float>>(model, Phase::Test, net().device(), t.batch, config_.seed,
-                                         path, ActivationMemory::Planned, &net());
-    t.net->plan_activations(kNoArenaLimit, &net());
+    t.net = make_test_net(model, net(), net().device(), t.batch, config_.seed, path);
     more_tests_.push_back(std::move(t));
   }
 }

@@ -199,4 +199,12 @@ class Net {
 extern template class Net<float>;
 extern template class Net<double>;
 
+// A TEST net of `model` beside `train`, on `device` (train's own, or one that measures): it uses
+// train's parameters, and its activations are planned by liveness in train's idle memory (tests
+// run between train's passes, on its compute stream).
+template <typename T>
+std::unique_ptr<Net<T>> make_test_net(const proto::NetParameter& model, Net<T>& train,
+                                      Device& device, int64_t batch, uint64_t seed,
+                                      const std::string& source);
+
 }  // namespace cgdp
