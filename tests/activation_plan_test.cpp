@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cgdp/cost/offload_cost.hpp"
 #include "cgdp/device/devices.hpp"
@@ -40,17 +41,22 @@ std::vector<PlannedActivation> chain(int n, int64_t bytes) {
   return units;
 }
 
-// No two activations alive at one step share a byte.
+// No two things alive at one step share a byte: activations, and the packed ones' 16-bit copies.
 void expect_disjoint(const ActivationPlan& plan) {
-  const auto& as = plan.activations;
-  for (size_t i = 0; i < as.size(); ++i) {
-    EXPECT_LE(as[i].offset + as[i].bytes, plan.arena_bytes) << as[i].name;
-    for (size_t j = i + 1; j < as.size(); ++j) {
-      Occupant a{plan.live(as[i]), as[i].bytes, as[i].offset},
-          b{plan.live(as[j]), as[j].bytes, as[j].offset};
-      EXPECT_FALSE(a.overlaps_in_time(b) && a.overlaps_in_space(b))
-          << as[i].name << " and " << as[j].name;
-    }
+  std::vector<std::pair<std::string, Occupant>> all;
+  for (const PlannedActivation& a : plan.activations) {
+    all.push_back({a.name, {plan.live(a), a.bytes, a.offset}});
+    if (a.packed)
+      all.push_back(
+          {a.name + " (16-bit)",
+           {{ActivationPlan::pack_live(a)}, ActivationPlan::pack_bytes(a), a.pack_offset}});
+  }
+  for (size_t i = 0; i < all.size(); ++i) {
+    const auto& [name, a] = all[i];
+    EXPECT_LE(a.offset + a.bytes, plan.arena_bytes) << name;
+    for (size_t j = i + 1; j < all.size(); ++j)
+      EXPECT_FALSE(a.overlaps_in_time(all[j].second) && a.overlaps_in_space(all[j].second))
+          << name << " and " << all[j].first;
   }
 }
 
@@ -134,6 +140,51 @@ TEST(ActivationPlan, ANetsArenaIsSmallerThanItsActivations) {
   EXPECT_LT(plan.arena_bytes, sum);
   EXPECT_LT(planned_device.memory_stats().device_bytes, owned_device.memory_stats().device_bytes);
   expect_disjoint(plan);
+}
+
+// In a 16-bit run what backward reads exactly from 16 bits waits as a 16-bit copy: a chain of such
+// units needs little more than half the arena. A unit a reader needs in fp32 stays, as does one
+// read right after its last forward use (nothing to gain) and the loss; a budget then offloads
+// from what is not packed.
+TEST(ActivationPlan, PackedUnitsWaitInHalfTheBytes) {
+  const int n = 12;
+  std::vector<PlannedActivation> units = chain(n, 1024);
+  const ActivationPlan fp32 = plan_activation_arena(units, 2 * n);
+  for (PlannedActivation& a : units) a.packable = true;
+  units[3].packable = false;  // its reader needs fp32
+  const ActivationPlan packed = plan_activation_arena(units, 2 * n);
+  expect_disjoint(packed);
+  for (int i = 0; i < n; ++i) EXPECT_EQ(packed.activations[i].packed, i != 3 && i < n - 2) << i;
+  EXPECT_EQ(packed.packed_bytes(), (n - 3) * 1024);
+  EXPECT_EQ(packed.offloaded_count(), 0);
+  EXPECT_LE(packed.arena_bytes, fp32.arena_bytes * 3 / 4);
+  const ActivationPlan both = plan_activation_arena(units, 2 * n, packed.arena_bytes - 512);
+  expect_disjoint(both);
+  EXPECT_LE(both.arena_bytes, packed.arena_bytes - 512);
+  EXPECT_TRUE(both.activations[3].offloaded);
+  for (const PlannedActivation& a : both.activations)
+    EXPECT_FALSE(a.packed && a.offloaded) << a.name;
+}
+
+// fashion_cnn in bf16: its input and the convolutions', pools' and first inner product's outputs
+// (read back by ReLU masks and multiplying layers) wait in 16 bits; the last inner product's,
+// which the loss reads in fp32, does not; in fp32 nothing does.
+TEST(ActivationPlan, ANetPacksWhatItsReadersRoundAnyway) {
+  const proto::NetParameter model = load_model(find_model_file("fashion_cnn"));
+  const auto packed_units = [&](Precision precision) {
+    const ScopedLayerPrecision layers_in(precision);
+    MeasuringDevice device;
+    Net<float> net(model, Phase::Train, device, 8, 1, "fashion_cnn", ActivationMemory::Planned);
+    net.plan_activations();
+    std::set<std::string> names;
+    for (const PlannedActivation& a : net.activation_plan().activations)
+      if (a.packed) names.insert(a.name);
+    return names;
+  };
+  EXPECT_EQ(packed_units(Precision::kBf16),
+            (std::set<std::string>{"data", "conv1", "pool1", "conv2", "pool2", "ip1"}));
+  EXPECT_EQ(packed_units(Precision::kFp16), packed_units(Precision::kBf16));
+  EXPECT_TRUE(packed_units(Precision::kFp32).empty());
 }
 
 TrainConfig resnet_run() {
@@ -227,6 +278,74 @@ TEST(OffloadOnCuda, TrainsBitForBitWithinTheBudget) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Schemes, Offload, ::testing::Values("cgdp", "ps0"));
+
+// Packing moves bytes, never changes them: resnet_small in 16 bits (BatchNorm's kept values stay
+// fp32, most of the rest waits in 16 bits) trains to the very same bits with packs as with every
+// activation in fp32 memory of its own, on less memory; and again within 90% of that, with some
+// of what is not packed offloaded beside the packs (whose writes wait for those copies out).
+void expect_packing_changes_no_bit(TrainConfig c) {
+  FILE* sink = std::fopen("/dev/null", "w");
+  const bool cuda = c.device_kind == "cuda";
+  c.pack_activations = "off";
+  std::vector<float> fp32_kept;
+  int64_t fp32_peak = 0;
+  {
+    Trainer t(c, sink);
+    t.run();
+    EXPECT_FALSE(t.net().activations_planned());
+    fp32_kept = parameters(t);
+    fp32_peak = device_peak(t, cuda);
+  }
+  c.pack_activations = "on";
+  int64_t packed_peak = 0;
+  {
+    Trainer t(c, sink);
+    t.run();
+    ASSERT_TRUE(t.net().activations_planned());
+    EXPECT_GT(t.net().activation_plan().packed_count(), 0);
+    EXPECT_EQ(t.net().activation_plan().offloaded_count(), 0);
+    packed_peak = device_peak(t, cuda);
+    EXPECT_LT(packed_peak, fp32_peak);
+    const std::vector<float> got = parameters(t);
+    ASSERT_EQ(got.size(), fp32_kept.size());
+    EXPECT_EQ(0, std::memcmp(got.data(), fp32_kept.data(), got.size() * sizeof(float)));
+  }
+  const int64_t budget = packed_peak * 9 / 10;
+  c.device_memory_gb = static_cast<double>(budget) / (1LL << 30);
+  Trainer t(c, sink);
+  t.run();
+  std::fclose(sink);
+  EXPECT_GT(t.net().activation_plan().packed_count(), 0);
+  EXPECT_GT(t.net().activation_plan().offloaded_count(), 0);
+  EXPECT_LE(device_peak(t, cuda), budget);
+  const std::vector<float> got = parameters(t);
+  EXPECT_EQ(0, std::memcmp(got.data(), fp32_kept.data(), got.size() * sizeof(float)));
+}
+
+class Packing : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Packing, ChangesNoBitAndHoldsLess) {
+  TrainConfig c = resnet_run();
+  c.precision = GetParam();
+  expect_packing_changes_no_bit(c);
+}
+
+// The same on a GPU, where the packs are narrowed and widened by kernels on the compute stream.
+TEST(PackingOnCuda, ChangesNoBitAndHoldsLess) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
+  TrainConfig c = resnet_run();
+  c.device_kind = "cuda";
+  c.batch = 16;
+  c.cudnn_workspace_mb = 1;
+  c.sync = "cgdp";
+  for (const char* precision : {"bf16", "fp16"}) {
+    SCOPED_TRACE(precision);
+    c.precision = precision;
+    expect_packing_changes_no_bit(c);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, Packing, ::testing::Values("bf16", "fp16"));
 
 // The solver's history is needed only at the step: when the activations alone cannot bring a run
 // within its budget, it waits in pinned host memory and comes through the device in pieces. Adam

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/net/model_file.hpp"
@@ -47,6 +48,7 @@ struct Case {
   const char* model;
   int devices;
   const char* sync;
+  const char* precision = "fp32";  // bf16: activations planned, most of them packed
 };
 
 class EstimateMatches : public ::testing::TestWithParam<Case> {};
@@ -54,10 +56,16 @@ class EstimateMatches : public ::testing::TestWithParam<Case> {};
 TEST_P(EstimateMatches, WhatTheWorkersAllocate) {
   const Case k = GetParam();
   FILE* sink = std::fopen("/dev/null", "w");
-  Trainer t(small_run(k.model, k.devices, k.sync), sink);
+  TrainConfig c = small_run(k.model, k.devices, k.sync);
+  c.precision = k.precision;
+  Trainer t(c, sink);
   std::fclose(sink);
   const proto::NetParameter model = load_model(find_model_file(k.model));
-  const MemoryEstimate m = estimate_memory(model, k.model, 4, 6, k.devices, parse_sync_kind(k.sync));
+  const Precision precision = parse_precision(k.precision);
+  const ScopedLayerPrecision layers_in(precision);
+  const MemoryEstimate m = estimate_memory(model, k.model, 4, 6, k.devices, parse_sync_kind(k.sync),
+                                           1, nullptr, "", default_activation_memory(precision));
+  EXPECT_EQ(m.packed > 0, is_16_bit(precision));
   for (int w = 0; w < k.devices; ++w) {
     EXPECT_EQ(t.workers()[w].device->memory_stats().device_bytes, m.worker_bytes(w)) << "worker " << w;
     EXPECT_LE(t.workers()[w].device->memory_stats().device_peak_bytes, m.worker_peak(w))
@@ -75,10 +83,13 @@ TEST_P(EstimateMatches, WhatTheWorkersAllocate) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Runs, EstimateMatches,
-                         ::testing::Values(Case{"fashion_cnn", 2, "cgdp"}, Case{"fashion_cnn", 4, "ps0"},
-                                           Case{"resnet_small", 3, "cgdp"}),
+                         ::testing::Values(Case{"fashion_cnn", 2, "cgdp"},
+                                           Case{"fashion_cnn", 4, "ps0"},
+                                           Case{"resnet_small", 3, "cgdp"},
+                                           Case{"resnet_small", 2, "cgdp", "bf16"}),
                          [](const auto& info) {
-                           return cat(info.param.model, "_", info.param.devices, "_", info.param.sync);
+                           return cat(info.param.model, "_", info.param.devices, "_",
+                                      info.param.sync, "_", info.param.precision);
                          });
 
 // 10^10 parameters (40 GB of weights) on a 10^5-wide input.
@@ -222,6 +233,28 @@ TEST(MemoryBudget, InspectCountsWhatACudaWorkerHoldsBesidesItsNets) {
   EXPECT_EQ(field(cpu.output, "half_operands"), 0) << cpu.output;
   EXPECT_EQ(field(cuda.output, "total") - field(cpu.output, "total"),
             field(cuda.output, "cudnn_scratch") + field(cuda.output, "half_operands"));
+}
+
+// In bf16 `inspect --memory` plans the activations and counts the packed ones in 16 bits, as train
+// does; --pack-activations off keeps them in fp32.
+TEST(MemoryBudget, InspectCountsPackedActivations) {
+  const std::string inspect =
+      cat(testing::binary_dir(),
+          "/cgdp inspect --model fashion_cnn --memory --batch 8 --precision bf16 ");
+  const testing::CommandResult on = testing::run_command(inspect + "--json 2>&1");
+  const testing::CommandResult off =
+      testing::run_command(inspect + "--json --pack-activations off 2>&1");
+  const testing::CommandResult text = testing::run_command(inspect + "2>&1");
+  ASSERT_EQ(on.exit_code, 0) << on.output;
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  const nlohmann::json packed = nlohmann::json::parse(on.output),
+                       kept = nlohmann::json::parse(off.output);
+  EXPECT_EQ(packed.at("offload").at("packed").get<int>(), 6) << on.output;
+  EXPECT_TRUE(kept.at("offload").is_null()) << off.output;
+  EXPECT_LT(packed.at("total").get<int64_t>(), kept.at("total").get<int64_t>());
+  EXPECT_NE(text.output.find("6 of 9 wait in 16 bits between forward and backward"),
+            std::string::npos)
+      << text.output;
 }
 
 TEST(MemoryBudget, BytesReadAsPeopleWriteThem) {

@@ -34,6 +34,7 @@ struct InspectOptions {
   // the operands' 16-bit copies.
   std::string device_kind = "cpu";
   std::string precision = "fp32";
+  std::string pack_activations = "on";
   int64_t cudnn_workspace_mb = TrainConfig{}.cudnn_workspace_mb;
 };
 
@@ -64,6 +65,8 @@ nlohmann::json memory_json(const MemoryEstimate& m) {
       {"offload", m.planned ? nlohmann::json{{"arena", m.arena},
                                              {"activations", m.planned_units},
                                              {"offloaded", m.offloaded},
+                                             {"packed", m.packed},
+                                             {"packed_bytes", m.packed_bytes},
                                              {"host_bytes_per_worker", m.offload_host},
                                              {"history_host_bytes_per_worker", m.history_host},
                                              {"bytes_each_way_per_micro_batch", m.offload_each_way}}
@@ -166,6 +169,10 @@ Runner add_inspect_command(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--precision", opt->precision,
                   "With --memory: the layers' precision, as train's");
+  cmd->add_option("--pack-activations", opt->pack_activations,
+                  "With --memory --precision bf16/fp16: on or off, as train's")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   cmd->add_option("--cudnn-workspace-mb", opt->cudnn_workspace_mb,
                   "With --memory --device-kind cuda: cuDNN's scratch cap, as train's")
       ->check(kNonNegative);
@@ -202,13 +209,16 @@ Runner add_inspect_command(CLI::App& app) {
       const DeviceKind kind = opt->device_kind == "cuda" ? DeviceKind::Cuda : DeviceKind::Cpu;
       const int gpus = kind == DeviceKind::Cuda ? opt->devices : 0;  // a GPU per worker
       const Precision precision = parse_precision(opt->precision);
-      const auto estimate = [&](const ActivationMemoryPlan& activations) {
+      const ScopedLayerPrecision layers_in(precision);  // the nets built below pack in 16 bits
+      const auto estimate = [&](ActivationMemoryPlan activations) {
+        activations.pack = opt->pack_activations == "on";
         MemoryEstimate m = estimate_memory(param, path, opt->batch, test_batch, opt->devices, sync,
                                            1, nullptr, "", activations);
         add_cuda_scratch(m, kind, opt->cudnn_workspace_mb, precision);
         return m;
       };
-      MemoryEstimate m = estimate({});
+      MemoryEstimate m =
+          estimate(default_activation_memory(precision, opt->pack_activations == "on"));
       const int64_t budget = static_cast<int64_t>(opt->device_memory_gb * (1LL << 30));
       // As train plans it under --device-memory-gb.
       std::optional<Profile> profile;  // as train's --profile: the cheaper plan, and its cost

@@ -107,11 +107,14 @@ std::optional<OffloadPrediction> predict_offload_plan(const Prediction& p, const
   const int64_t budget = static_cast<int64_t>(opt.device_memory_gb * (1LL << 30));
   const int64_t batch = opt.what_if.batch.value_or(p.profile.batch);
   const proto::NetParameter model = load_model(path);
+  const Precision precision = parse_precision(p.profile.precision, "the profile's precision");
+  const ScopedLayerPrecision layers_in(precision);  // as the profiled run's layers
   const auto estimate = [&](const ActivationMemoryPlan& activations) {
     return estimate_memory(model, path, batch, batch, p.inputs.devices, SyncKind::Cgdp, 1, nullptr,
                            "", activations);
   };
-  if (needed_bytes(estimate({}), DeviceKind::Cpu, 0, BudgetScope::Device) <= budget)
+  if (needed_bytes(estimate(default_activation_memory(precision)), DeviceKind::Cpu, 0,
+                   BudgetScope::Device) <= budget)
     return std::nullopt;
   OffloadPrediction o;
   o.memory =

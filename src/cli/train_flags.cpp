@@ -139,6 +139,13 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
                   "and backward; off: refuse it")
       ->check(CLI::IsMember({"auto", "off"}))
       ->capture_default_str();
+  cmd->add_option(
+         "--pack-activations", c.pack_activations,
+         "With --precision bf16/fp16, on: the activations whose backward readers round "
+         "them to 16 bits anyway (or read only their sign) wait in 16 bits between forward "
+         "and backward: half their memory, the same results; off: in fp32")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   cmd->add_option("--device-kind", c.device_kind, "cpu, or cuda (workers share GPUs round-robin)")
       ->capture_default_str();
   cmd->add_option("--host-threads", c.host_threads,

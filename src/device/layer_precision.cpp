@@ -74,6 +74,30 @@ void round_to_precision(Precision precision, const float* in, float* out, int64_
   }
 }
 
+void narrow_to_precision(Precision precision, const float* in, uint16_t* out, int64_t count) {
+  CGDP_ASSERT(is_16_bit(precision));
+  if (precision == Precision::kBf16) {
+#pragma omp parallel for simd schedule(static) if (count > (1 << 16))
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = static_cast<uint16_t>(std::bit_cast<uint32_t>(round_to_bf16(in[i])) >> 16);
+    return;
+  }
+#pragma omp parallel for simd schedule(static) if (count > (1 << 16))
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = std::bit_cast<uint16_t>(static_cast<_Float16>(in[i]));
+}
+
+void widen_from_precision(Precision precision, const uint16_t* in, float* out, int64_t count) {
+  CGDP_ASSERT(is_16_bit(precision));
+  if (precision == Precision::kBf16) {
+#pragma omp parallel for simd schedule(static) if (count > (1 << 16))
+    for (int64_t i = 0; i < count; ++i) out[i] = std::bit_cast<float>(uint32_t{in[i]} << 16);
+    return;
+  }
+#pragma omp parallel for simd schedule(static) if (count > (1 << 16))
+  for (int64_t i = 0; i < count; ++i) out[i] = static_cast<float>(std::bit_cast<_Float16>(in[i]));
+}
+
 int64_t half_operand_bytes(int64_t input, int64_t output, int64_t weights) {
   const auto aligned = [](int64_t elements) { return (elements * 2 + 255) / 256 * 256; };
   return aligned(input) + aligned(output) + aligned(weights);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/device/layer_precision.hpp"
 #include "cgdp/net/net.hpp"
 
 namespace cgdp {
@@ -27,8 +28,9 @@ void Net<T>::reserve_idle_bytes(int64_t bytes) {
 }
 
 template <typename T>
-void Net<T>::plan_activations(int64_t limit, Net* lender) {
+void Net<T>::plan_activations(int64_t limit, Net* lender, bool pack) {
   CGDP_ASSERT(memory_ == ActivationMemory::Planned);
+  const bool sixteen = pack && std::is_same_v<T, float> && is_16_bit(layer_precision());
   const int layers = num_layers();
   const auto backward_step = [layers](int layer) { return 2 * layers - 1 - layer; };
   std::map<Blob<T>*, size_t> unit_of;  // owner of the values -> index in `units`
@@ -45,6 +47,7 @@ void Net<T>::plan_activations(int64_t limit, Net* lender) {
       a.bytes = static_cast<int64_t>(owner->bytes());
       a.produced = INT_MAX;
       a.last_forward = -1;
+      a.packable = sixteen;  // until a backward reader needs more than 16 bits
       units.push_back(a);
       owners.push_back(owner);
     }
@@ -73,14 +76,17 @@ void Net<T>::plan_activations(int64_t limit, Net* lender) {
         // The input's values are copied in before the first layer runs.
         touch_forward(a, layers_[i]->is_input() ? 0 : i);
         if (runs_backward && needs_backward_[i] &&
-            layers_[i]->backward_reads(*b, bottoms_[i], tops_[i]))
+            layers_[i]->backward_reads(*b, bottoms_[i], tops_[i])) {
           read_backward(a, reader);
+          a->packable &= layers_[i]->backward_exact_from_16_bits(*b, bottoms_[i], tops_[i]);
+        }
         if (blobs == &tops_[i] && (loss_weights_[i][j] != 0.f || !consumed.count(b)))
           a->kept_to_end = true;
       }
     if (Blob<T>* kept = layers_[i]->mutable_kept_top()) {
       PlannedActivation* a = unit(kept, cat(layers_[i]->name(), " (kept)"));
       if (!a) continue;
+      a->packable = false;  // statistics-normalised values: no reader rounds them
       touch_forward(a, i);
       if (runs_backward && needs_backward_[i]) read_backward(a, backward_step(i));
       // A layer in place after it may read it (share_kept_input).
@@ -111,6 +117,7 @@ void Net<T>::plan_activations(int64_t limit, Net* lender) {
     PlannedActivation& a = activation_plan_.activations[k];
     a.device_ptr = arena + a.offset;
     a.host_ptr = a.offloaded ? host + a.host_offset : nullptr;
+    a.pack_ptr = a.packed ? arena + a.pack_offset : nullptr;
     owners[k]->bind_data(reinterpret_cast<T*>(a.device_ptr));
   }
   // Aliases copied their source's pointer when they were shaped: point them at the arena.
@@ -123,7 +130,7 @@ template Net<float>::IdleBytes Net<float>::idle_between_passes();
 template Net<double>::IdleBytes Net<double>::idle_between_passes();
 template void Net<float>::reserve_idle_bytes(int64_t);
 template void Net<double>::reserve_idle_bytes(int64_t);
-template void Net<float>::plan_activations(int64_t, Net<float>*);
-template void Net<double>::plan_activations(int64_t, Net<double>*);
+template void Net<float>::plan_activations(int64_t, Net<float>*, bool);
+template void Net<double>::plan_activations(int64_t, Net<double>*, bool);
 
 }  // namespace cgdp

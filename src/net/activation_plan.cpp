@@ -9,12 +9,30 @@ namespace {
 
 constexpr int64_t kAlignBytes = 256;  // what cuDNN and vector loads like
 
+int64_t aligned(int64_t bytes) {
+  return (bytes + kAlignBytes - 1) / kAlignBytes * kAlignBytes;
+}
+
+// What takes arena bytes: every unit's values, then the packed units' 16-bit copies (in that
+// order, so that occupant k < plan.activations.size() is unit k).
+std::vector<Occupant> occupants_of(const ActivationPlan& plan) {
+  std::vector<Occupant> occupants;
+  occupants.reserve(plan.activations.size());
+  for (const PlannedActivation& a : plan.activations)
+    occupants.push_back({plan.live(a), a.bytes, a.offset});
+  for (const PlannedActivation& a : plan.activations)
+    if (a.packed)
+      occupants.push_back(
+          {{ActivationPlan::pack_live(a)}, ActivationPlan::pack_bytes(a), a.pack_offset});
+  return occupants;
+}
+
 // The step at which the placed arena reaches highest, and how high.
 std::pair<int, int64_t> fullest_step(const ActivationPlan& plan) {
   std::vector<int64_t> top(static_cast<size_t>(plan.steps), 0);
-  for (const PlannedActivation& a : plan.activations)
-    for (const LiveRange& r : plan.live(a))
-      for (int s = r.first; s <= r.last; ++s) top[s] = std::max(top[s], a.offset + a.bytes);
+  for (const Occupant& o : occupants_of(plan))
+    for (const LiveRange& r : o.live)
+      for (int s = r.first; s <= r.last; ++s) top[s] = std::max(top[s], o.offset + o.bytes);
   const auto it = std::max_element(top.begin(), top.end());
   return {static_cast<int>(it - top.begin()), *it};
 }
@@ -22,10 +40,10 @@ std::pair<int, int64_t> fullest_step(const ActivationPlan& plan) {
 // The step with the most bytes alive.
 int busiest_step(const ActivationPlan& plan) {
   std::vector<int64_t> alive(static_cast<size_t>(plan.steps) + 1, 0);
-  for (const PlannedActivation& a : plan.activations)
-    for (const LiveRange& r : plan.live(a)) {
-      alive[r.first] += a.bytes;
-      alive[r.last + 1] -= a.bytes;
+  for (const Occupant& o : occupants_of(plan))
+    for (const LiveRange& r : o.live) {
+      alive[r.first] += o.bytes;
+      alive[r.last + 1] -= o.bytes;
     }
   int best = 0;
   int64_t running = 0, most = -1;
@@ -38,28 +56,27 @@ int busiest_step(const ActivationPlan& plan) {
 PlannedActivation* offload_candidate(ActivationPlan& plan, int step) {
   PlannedActivation* best = nullptr;
   for (PlannedActivation& a : plan.activations)
-    if (!a.offloaded && plan.can_offload(a) && a.last_forward + ActivationPlan::kLag < step &&
-        step < plan.fetch_step(a) && (!best || a.bytes > best->bytes))
+    if (!a.offloaded && !a.packed && plan.can_offload(a) &&
+        a.last_forward + ActivationPlan::kLag < step && step < plan.fetch_step(a) &&
+        (!best || a.bytes > best->bytes))
       best = &a;
   return best;
 }
 
 int64_t place(ActivationPlan& plan) {
-  std::vector<Occupant> occupants;
-  occupants.reserve(plan.activations.size());
-  for (const PlannedActivation& a : plan.activations)
-    occupants.push_back({plan.live(a), a.bytes, 0});
+  std::vector<Occupant> occupants = occupants_of(plan);
   std::vector<Occupant*> pointers;
   for (Occupant& o : occupants) pointers.push_back(&o);
   plan.arena_bytes = place_by_liveness(pointers, kAlignBytes);
-  for (size_t i = 0; i < occupants.size(); ++i) plan.activations[i].offset = occupants[i].offset;
+  size_t k = 0;
+  for (PlannedActivation& a : plan.activations) a.offset = occupants[k++].offset;
+  for (PlannedActivation& a : plan.activations)
+    if (a.packed) a.pack_offset = occupants[k++].offset;
   return plan.arena_bytes;
 }
 
 int64_t live_peak(const ActivationPlan& plan) {
-  std::vector<Occupant> occupants;
-  for (const PlannedActivation& a : plan.activations)
-    occupants.push_back({plan.live(a), a.bytes, 0});
+  const std::vector<Occupant> occupants = occupants_of(plan);
   std::vector<const Occupant*> pointers;
   for (const Occupant& o : occupants) pointers.push_back(&o);
   return peak_live_bytes(pointers);
@@ -92,9 +109,26 @@ void hoist_fetches(ActivationPlan& plan, int64_t limit) {
 }  // namespace
 
 std::vector<LiveRange> ActivationPlan::live(const PlannedActivation& a) const {
+  if (a.packed) return {{a.produced, a.last_forward}, {a.first_backward, a.last_backward}};
   if (a.offloaded) return {{a.produced, a.last_forward + kLag}, {fetch_step(a), a.last_backward}};
   const int last = a.kept_to_end ? steps - 1 : std::max(a.last_forward, a.last_backward);
   return {{a.produced, last}};
+}
+
+bool ActivationPlan::can_pack(const PlannedActivation& a) const {
+  return a.packable && !a.kept_to_end && a.first_backward > a.last_forward + 1;
+}
+
+int ActivationPlan::packed_count() const {
+  return static_cast<int>(std::count_if(activations.begin(), activations.end(),
+                                        [](const PlannedActivation& a) { return a.packed; }));
+}
+
+int64_t ActivationPlan::packed_bytes() const {
+  int64_t bytes = 0;
+  for (const PlannedActivation& a : activations)
+    if (a.packed) bytes += a.bytes;
+  return bytes;
 }
 
 bool ActivationPlan::can_offload(const PlannedActivation& a) const {
@@ -116,10 +150,18 @@ int64_t ActivationPlan::bytes_each_way() const {
 CopyOutWaiters copy_out_waiters(const ActivationPlan& plan, const PlannedActivation& a) {
   CopyOutWaiters waiters;
   const int freed = a.last_forward + ActivationPlan::kLag;  // a's bytes are free after this step
+  const auto writes = [&](int step) {
+    if (step > freed && std::find(waiters.write_steps.begin(), waiters.write_steps.end(), step) ==
+                            waiters.write_steps.end())
+      waiters.write_steps.push_back(step);
+  };
   for (size_t i = 0; i < plan.activations.size(); ++i) {
     const PlannedActivation& b = plan.activations[i];
+    if (b.packed && bytes_overlap(a.offset, a.bytes, b.pack_offset, ActivationPlan::pack_bytes(b)))
+      writes(b.last_forward);  // its 16-bit copy is written there
     if (!bytes_overlap(a.offset, a.bytes, b.offset, b.bytes)) continue;
-    if (&a != &b && b.produced > freed) waiters.produced.push_back(static_cast<int>(i));
+    if (&a != &b) writes(b.produced);
+    if (b.packed) writes(b.first_backward);  // widened back there
     if (b.offloaded && plan.fetch_step(b) > freed) waiters.fetched.push_back(static_cast<int>(i));
   }
   return waiters;
@@ -130,6 +172,7 @@ ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations,
   ActivationPlan plan;
   plan.steps = steps;
   plan.activations = std::move(activations);
+  for (PlannedActivation& a : plan.activations) a.packed = plan.can_pack(a);
   // Cheap bound first: while the bytes alive at the busiest step exceed the limit, no placement
   // fits.
   while (live_peak(plan) > limit) {
@@ -146,7 +189,7 @@ ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations,
   for (PlannedActivation& a : plan.activations)
     if (a.offloaded) {
       a.host_offset = plan.host_bytes;
-      plan.host_bytes += (a.bytes + kAlignBytes - 1) / kAlignBytes * kAlignBytes;
+      plan.host_bytes += aligned(a.bytes);
     }
   return plan;
 }

@@ -90,12 +90,14 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   Net<float> net(model, Phase::Train, train_device, batch, /*seed=*/1, source, activations.memory);
   m.planned = activations.memory == ActivationMemory::Planned;
   if (m.planned) {
-    net.plan_activations(activations.arena_limit);
+    net.plan_activations(activations.arena_limit, nullptr, activations.pack);
     const ActivationPlan& plan = net.activation_plan();
     m.arena = plan.arena_bytes;
     m.offload_host = plan.host_bytes;
     m.offload_each_way = plan.bytes_each_way();
     m.offloaded = plan.offloaded_count();
+    m.packed = plan.packed_count();
+    m.packed_bytes = plan.packed_bytes();
     m.planned_units = static_cast<int>(plan.activations.size());
     std::vector<int> copy_of(plan.activations.size(), -1);
     for (size_t i = 0; i < plan.activations.size(); ++i)
@@ -108,7 +110,7 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
       if (copy_of[i] >= 0) {
         const CopyOutWaiters waiters = copy_out_waiters(plan, plan.activations[i]);
         OffloadCopy& copy = m.offload_copies[copy_of[i]];
-        for (int b : waiters.produced) copy.steps_after_out.push_back(plan.activations[b].produced);
+        copy.steps_after_out = waiters.write_steps;
         for (int b : waiters.fetched) copy.fetches_after_out.push_back(copy_of[b]);
       }
     for (int i = 0; i < net.num_layers(); ++i) m.layer_names.push_back(net.layer(i).name());
@@ -214,6 +216,13 @@ int64_t needed_bytes(const MemoryEstimate& m, DeviceKind kind, int gpus, BudgetS
   return scope == BudgetScope::Device ? m.worker_peak(0) : m.device_total() + m.pinned + building;
 }
 
+ActivationMemoryPlan default_activation_memory(Precision precision, bool pack) {
+  ActivationMemoryPlan plan;
+  plan.memory = is_16_bit(precision) && pack ? ActivationMemory::Planned : ActivationMemory::Owned;
+  plan.pack = pack;
+  return plan;
+}
+
 FittedMemory fit_activations(
     const std::function<MemoryEstimate(const ActivationMemoryPlan&)>& estimate, DeviceKind kind,
     int gpus, int64_t budget, BudgetScope scope) {
@@ -289,13 +298,19 @@ OffloadPassCost predict_offload(const MemoryEstimate& m, const Profile& profile)
 }
 
 std::string describe_offload(const MemoryEstimate& m) {
-  std::string text = cat("activations planned by liveness in a ", format_bytes(m.arena),
-                         " arena per worker; ", m.offloaded, " of ", m.planned_units,
-                         " wait in pinned host memory between forward and backward (",
-                         format_bytes(m.offload_each_way), " out and back per micro-batch)");
+  std::string text =
+      cat("activations planned by liveness in a ", format_bytes(m.arena), " arena per worker");
+  if (m.packed > 0)
+    text += cat("; ", m.packed, " of ", m.planned_units,
+                " wait in 16 bits between forward and backward (", format_bytes(m.packed_bytes),
+                " of values in half of that)");
+  if (m.offloaded > 0 || m.packed == 0)
+    text += cat("; ", m.offloaded, " of ", m.planned_units,
+                " wait in pinned host memory between forward and backward (",
+                format_bytes(m.offload_each_way), " out and back per micro-batch)");
   if (m.history_on_host())
     text += cat("; the solver's history (", format_bytes(m.history_host),
-                " per updating worker) waits there between steps, staged through ",
+                " per updating worker) waits in pinned host memory between steps, staged through ",
                 format_bytes(m.history), " of the device (in and out at every step)");
   return text;
 }

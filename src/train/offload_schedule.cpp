@@ -43,8 +43,7 @@ OffloadSchedule::OffloadSchedule(Device& device, const ActivationPlan& plan, int
   for (size_t k = 0; k < offloaded.size(); ++k) unit_of[offloaded[k]] = static_cast<int>(k);
   for (size_t k = 0; k < units_.size(); ++k) {
     const CopyOutWaiters waiters = copy_out_waiters(plan, *units_[k].activation);
-    for (int b : waiters.produced)
-      add_once(wait_out_before_[plan.activations[b].produced], static_cast<int>(k));
+    for (int step : waiters.write_steps) add_once(wait_out_before_[step], static_cast<int>(k));
     for (int b : waiters.fetched) add_once(units_[unit_of[b]].fetch_waits, static_cast<int>(k));
   }
 }

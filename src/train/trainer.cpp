@@ -290,7 +290,12 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
                           ": ", cuda_unavailable_reason()));
   if (config_.offload != "auto" && config_.offload != "off")
     throw UsageError(cat("--offload must be auto or off, not '", config_.offload, "'"));
-  const auto estimate = [&](const ActivationMemoryPlan& activations) {
+  if (config_.pack_activations != "on" && config_.pack_activations != "off")
+    throw UsageError(
+        cat("--pack-activations must be on or off, not '", config_.pack_activations, "'"));
+  const bool pack = config_.pack_activations == "on";
+  const auto estimate = [&](ActivationMemoryPlan activations) {
+    activations.pack = pack;
     MemoryEstimate m = estimate_memory(
         model_, model_path_, per_worker_batch_, test_batch_, config_.devices, sync,
         make_solver_settings(config_.solver, "solver settings").histories(),
@@ -302,7 +307,8 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
     add_cuda_scratch(m, kind, config_.cudnn_workspace_mb, layer_precision());
     return m;
   };
-  memory_ = estimate({});
+  activation_memory_ = default_activation_memory(layer_precision(), pack);
+  memory_ = estimate(activation_memory_);
   if (config_.device_memory_gb < 0)
     throw UsageError(cat("--device-memory-gb must be > 0, got ", config_.device_memory_gb));
   const bool given = config_.device_memory_gb > 0;
@@ -320,6 +326,7 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
     const FittedMemory fit =
         fit_offload(estimate, kind, gpus, budget, scope, profile ? &*profile : nullptr);
     activation_memory_ = fit.activations;
+    activation_memory_.pack = pack;
     memory_ = fit.estimate;
     offload_note_ = describe_offload(memory_);
     if ((memory_.offloaded > 0 || memory_.history_on_host()) && profile) {
@@ -329,6 +336,7 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
       offload_note_ += cat("; predicted ", slower, " slower per pass (", config_.profile_path, ")");
     }
   }
+  if (offload_note_.empty() && memory_.packed > 0) offload_note_ = describe_offload(memory_);
   check_memory_fits(memory_, kind, gpus, budget, budget_is, scope);
 }
 

@@ -32,6 +32,7 @@ void Worker::issue_forward(const RunContext& ctx, Timeline& timeline) {
     if (!net->layer(i).is_input())
       traced(*compute, timeline, index, "compute", net->layer(i).name(), "forward",
              [&] { net->forward_layer(i, ctx); });
+    packing.after_step(i, *compute, timeline);
     offload.after_step(i, *compute, timeline);
   }
   mark(*compute, timeline, &marks.forward_end);
@@ -45,6 +46,7 @@ void Worker::issue_backward(const RunContext& ctx, Timeline& timeline, int micro
   const int steps = 2 * net->num_layers();
   for (int i = net->num_layers() - 1; i >= 0; --i) {
     offload.before_step(steps - 1 - i, *compute, timeline);
+    packing.before_step(steps - 1 - i, *compute, timeline);
     if (net->needs_backward(i))
       traced(*compute, timeline, index, "compute", net->layer(i).name(), "backward",
              [&] { net->backward_layer(i, ctx); });
@@ -98,8 +100,9 @@ std::vector<Worker> make_workers(int count, DeviceKind kind, const proto::NetPar
     worker.net = std::make_unique<Net<float>>(model, Phase::Train, *worker.device, batch, seed,
                                               source, activations.memory);
     if (activations.memory == ActivationMemory::Planned) {
-      worker.net->plan_activations(activations.arena_limit);
+      worker.net->plan_activations(activations.arena_limit, nullptr, activations.pack);
       worker.offload = OffloadSchedule(*worker.device, worker.net->activation_plan(), w);
+      worker.packing = PackSchedule(kind, layer_precision(), worker.net->activation_plan(), w);
     }
     worker.loss_tops = worker.net->loss_tops();
     worker.loss_slots = PinnedHostBuffer(*worker.device, sizeof(float) * worker.loss_tops.size() *

@@ -16,6 +16,20 @@ inline bool is_16_bit(Precision p) {
   return p != Precision::kFp32;
 }
 
+// Sets layer_precision() for a scope (a command that estimates a run in another precision).
+class ScopedLayerPrecision {
+ public:
+  explicit ScopedLayerPrecision(Precision precision) : before_(layer_precision()) {
+    set_layer_precision(precision);
+  }
+  ~ScopedLayerPrecision() { set_layer_precision(before_); }
+  ScopedLayerPrecision(const ScopedLayerPrecision&) = delete;
+  ScopedLayerPrecision& operator=(const ScopedLayerPrecision&) = delete;
+
+ private:
+  Precision before_;
+};
+
 // "fp32", "bf16" or "fp16".
 const char* to_string(Precision precision);
 // The inverse of to_string; UsageError naming `flag` for anything else.
@@ -26,6 +40,10 @@ bool cpu_has_bf16();
 // Rounds `count` values to the nearest `precision` number (ties to even; beyond fp16's range to
 // infinity) and widens them back to float into `out`, which may be `in`. fp32 copies.
 void round_to_precision(Precision precision, const float* in, float* out, int64_t count);
+// The same rounding kept in 16 bits (bf16 or fp16 bit patterns), and the exact widening back:
+// widen(narrow(x)) == round_to_precision(x). For 16-bit precisions only.
+void narrow_to_precision(Precision precision, const float* in, uint16_t* out, int64_t count);
+void widen_from_precision(Precision precision, const uint16_t* in, float* out, int64_t count);
 
 // Bytes of the 16-bit copies one multiplying CUDA layer call holds: its input, output and weights
 // (elements), each from a 256-byte boundary. cuda/half_operands.hpp carves them; the memory

@@ -11,6 +11,10 @@ class ConcatLayer final : public Layer<T> {
   using Layer<T>::Layer;
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   int max_bottoms() const override { return -1; }
+  // Its backward reads no values (gradients only).
+  bool backward_reads(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override {
+    return false;
+  }
 
  protected:
   void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;

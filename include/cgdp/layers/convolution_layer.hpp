@@ -27,6 +27,11 @@ class ConvolutionLayer final : public Layer<T> {
   bool backward_reads(const Blob<T>& blob, const BlobVec<T>& bottom, const BlobVec<T>&) const override {
     return relu_ || std::find(bottom.begin(), bottom.end(), &blob) != bottom.end();
   }
+  // Its input is a rounded operand; an absorbed ReLU reads its output's sign.
+  bool backward_exact_from_16_bits(const Blob<T>&, const BlobVec<T>&,
+                                   const BlobVec<T>&) const override {
+    return true;
+  }
 
   // The per-image GEMM shapes, per group: out_channels x out_pixels (x) col_rows x out_pixels.
   int64_t group() const { return group_; }

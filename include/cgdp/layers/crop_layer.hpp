@@ -17,6 +17,10 @@ class CropLayer final : public Layer<T> {
   int min_bottoms() const override { return 2; }
   int max_bottoms() const override { return 2; }
   bool can_backward_to(int bottom_index) const override { return bottom_index == 0; }
+  // Its backward reads no values (gradients only).
+  bool backward_reads(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override {
+    return false;
+  }
 
  protected:
   void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;

@@ -17,6 +17,15 @@ class DeconvolutionLayer final : public Layer<T> {
  public:
   using Layer<T>::Layer;
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  // Only its input, as a rounded operand of the weight gradient.
+  bool backward_reads(const Blob<T>& blob, const BlobVec<T>& bottom,
+                      const BlobVec<T>&) const override {
+    return &blob == bottom[0];
+  }
+  bool backward_exact_from_16_bits(const Blob<T>&, const BlobVec<T>&,
+                                   const BlobVec<T>&) const override {
+    return true;
+  }
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;

@@ -10,6 +10,10 @@ template <typename T>
 class DropoutLayer final : public Layer<T> {
  public:
   bool can_run_in_place() const override { return true; }
+  // Its backward reads no values (gradients only, and its mask).
+  bool backward_reads(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override {
+    return false;
+  }
   DropoutLayer(const proto::LayerParameter& param, Device& device);
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
 

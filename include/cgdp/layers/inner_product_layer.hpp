@@ -14,6 +14,15 @@ class InnerProductLayer final : public Layer<T>, public SufficientFactors<T> {
  public:
   using Layer<T>::Layer;
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  // Only its input, as a rounded operand (of the weight gradient, or the staged factors).
+  bool backward_reads(const Blob<T>& blob, const BlobVec<T>& bottom,
+                      const BlobVec<T>&) const override {
+    return &blob == bottom[0];
+  }
+  bool backward_exact_from_16_bits(const Blob<T>&, const BlobVec<T>&,
+                                   const BlobVec<T>&) const override {
+    return true;
+  }
   FactorShape factor_shape() const override { return {rows_, num_output_, inputs_}; }
   void stage_factors(T* out_rows, T* in_rows) override;
   void rebuild_weight_diff(const RunContext& ctx, const T* out_rows, const T* in_rows,

@@ -100,6 +100,14 @@ class Layer {
   virtual bool backward_reads(const Blob<T>& blob, const BlobVec<T>& bottom, const BlobVec<T>& top) const {
     return true;
   }
+  // Whether this layer's backward gets the same bits from `blob`'s values rounded to the 16-bit
+  // layer_precision() as from the values themselves: it rounds them to that precision first (a
+  // multiplying layer's input) or reads only their sign (a ReLU's mask). The net keeps such
+  // activations in 16 bits between forward and backward (activation_plan.hpp). No by default.
+  virtual bool backward_exact_from_16_bits(const Blob<T>& blob, const BlobVec<T>& bottom,
+                                           const BlobVec<T>& top) const {
+    return false;
+  }
   // This layer's net only runs forward (a TEST net): it keeps nothing for a backward. Before setup.
   void set_forward_only() { forward_only_ = true; }
   // Its parameters get no gradient memory of their own: the net binds them to its flat buffers

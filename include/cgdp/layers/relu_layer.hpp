@@ -21,6 +21,12 @@ class ReLULayer final : public Layer<T> {
   using Layer<T>::Layer;
   bool can_run_in_place() const override { return true; }
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  // The mask is the values' sign, which rounding keeps (short of magnitudes below the 16-bit
+  // format's smallest number, which round to zero).
+  bool backward_exact_from_16_bits(const Blob<T>&, const BlobVec<T>&,
+                                   const BlobVec<T>&) const override {
+    return true;
+  }
 
  protected:
   void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;

@@ -10,6 +10,9 @@ template <typename T>
 class ShapeOnlyLayer : public Layer<T> {
  public:
   using Layer<T>::Layer;
+  bool backward_reads(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override {
+    return false;  // it copies the gradient back
+  }
 
  protected:
   // The top's shape for `bottom`; ModelError (naming the layer) when the counts cannot match.

@@ -15,6 +15,10 @@ class SliceLayer final : public Layer<T> {
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   int min_tops() const override { return 1; }
   int max_tops() const override { return -1; }
+  // Its backward reads no values (gradients only).
+  bool backward_reads(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override {
+    return false;
+  }
 
  protected:
   void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;

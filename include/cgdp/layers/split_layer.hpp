@@ -12,6 +12,10 @@ class SplitLayer final : public Layer<T> {
   using Layer<T>::Layer;
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   int max_tops() const override { return -1; }
+  // Its backward reads no values (gradients only).
+  bool backward_reads(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override {
+    return false;
+  }
   // The tops read the bottom's values instead of copies (as Caffe's Split); the net asks for it
   // when no later layer writes the bottom or a top in place. Before setup.
   void share_bottom_data() { shares_ = true; }

@@ -2,7 +2,9 @@
 // of one device buffer only while some layer still needs them, and when the device's budget asks
 // for it the largest ones wait in pinned host memory between their last forward use and their
 // first backward use. Every iteration touches them in the same order, so the whole schedule is
-// known before the first one.
+// known before the first one. In a 16-bit run (--precision bf16|fp16) the activations whose every
+// backward reader rounds them to 16 bits anyway, or reads only their sign, wait in the arena as
+// 16-bit copies instead (packed): half the bytes, the same results.
 //
 // Steps: layer i's forward is step i, its backward step 2L-1-i (L layers).
 #pragma once
@@ -26,6 +28,7 @@ inline constexpr int64_t kNoArenaLimit = std::numeric_limits<int64_t>::max();
 struct ActivationMemoryPlan {
   ActivationMemory memory = ActivationMemory::Owned;
   int64_t arena_limit = kNoArenaLimit;
+  bool pack = true;  // in a 16-bit run, values backward reads exactly from 16 bits wait in 16 bits
 };
 
 // One storage unit: a blob's values with the blobs that alias them (in place, Split, Eltwise).
@@ -37,7 +40,13 @@ struct PlannedActivation {
   int first_backward = -1;   // first backward step that reads it; -1: none does
   int last_backward = -1;    // last one
   bool kept_to_end = false;  // an output read after the pass (loss, accuracy): never freed
+  // Set by the net: a 16-bit run, and every backward reader gets the same bits from a 16-bit copy
+  // (Layer::backward_exact_from_16_bits).
+  bool packable = false;
   // Set by plan_activation_arena.
+  bool packed =
+      false;  // a 16-bit copy holds it from its last forward use to its first backward one
+  int64_t pack_offset = 0;  // the copy's place in the arena, when packed
   bool offloaded = false;
   int fetch = -1;           // when offloaded: the step its copy back is issued
   int64_t offset = 0;       // in the arena
@@ -45,6 +54,7 @@ struct PlannedActivation {
   // Set by the net once the buffers exist.
   void* device_ptr = nullptr;
   void* host_ptr = nullptr;
+  void* pack_ptr = nullptr;
 };
 
 struct ActivationPlan {
@@ -58,6 +68,16 @@ struct ActivationPlan {
 
   // When the unit's bytes must be in the arena.
   std::vector<LiveRange> live(const PlannedActivation& a) const;
+  // When a packed unit's 16-bit copy must: written after its last forward step, read at the start
+  // of its first backward one (both on the compute stream, so they overlap the unit's own bytes).
+  static LiveRange pack_live(const PlannedActivation& a) {
+    return {a.last_forward, a.first_backward};
+  }
+  static int64_t pack_bytes(const PlannedActivation& a) { return a.bytes / 2; }  // of float values
+  // Whether a 16-bit copy would free its bytes for at least one step.
+  bool can_pack(const PlannedActivation& a) const;
+  int packed_count() const;
+  int64_t packed_bytes() const;  // the values that wait in 16 bits (their fp32 size)
   // Whether waiting on the host would free its bytes for at least one step.
   bool can_offload(const PlannedActivation& a) const;
   // Step at which a copy back is issued (its second live range begins): as early as the arena
@@ -71,19 +91,20 @@ struct ActivationPlan {
 };
 
 // What must wait for offloaded unit `a`'s copy out, since it takes a's bytes after they are free:
-// the units produced there (their producing step waits) and the offloaded units fetched there
-// (their copy back waits; a itself among them). Indices into plan.activations.
+// the steps whose compute writes there (a unit produced, packed or unpacked there) and the
+// offloaded units fetched there (their copy back waits; a itself among them). Fetched: indices
+// into plan.activations.
 struct CopyOutWaiters {
-  std::vector<int> produced, fetched;
+  std::vector<int> write_steps, fetched;
 };
 CopyOutWaiters copy_out_waiters(const ActivationPlan& plan, const PlannedActivation& a);
 
-// Places `activations` (offsets, offloaded flags) so that the arena needs at most `limit` bytes:
-// first by liveness alone, then moving to the host, one at a time, the largest unit that is away
-// from the device at the step where the arena is fullest; then each copy back moves as early as
-// the arena still fits, so that the copies stream while backward runs instead of each waiting
-// for its turn. Returns the plan; its arena_bytes exceeds `limit` when even every unit that can
-// wait on the host does not make it fit.
+// Places `activations` (offsets, packed and offloaded flags) so that the arena needs at most
+// `limit` bytes: every packable unit packed, then by liveness alone, then moving to the host, one
+// at a time, the largest unit that is away from the device at the step where the arena is fullest;
+// then each copy back moves as early as the arena still fits, so that the copies stream while
+// backward runs instead of each waiting for its turn. Returns the plan; its arena_bytes exceeds
+// `limit` when even every unit that can wait on the host does not make it fit.
 ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations, int steps,
                                      int64_t limit = std::numeric_limits<int64_t>::max());
 

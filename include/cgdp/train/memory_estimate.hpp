@@ -47,6 +47,8 @@ struct MemoryEstimate {
   int64_t offload_host = 0;      // pinned, per worker
   int64_t offload_each_way = 0;  // bytes copied out, and back, per micro-batch
   int offloaded = 0, planned_units = 0;
+  int packed = 0;                           // units that wait in 16 bits (a 16-bit run)
+  int64_t packed_bytes = 0;                 // their values' fp32 size (half of it is saved)
   std::vector<OffloadCopy> offload_copies;  // one per offloaded activation
   std::vector<std::string> layer_names;     // the train net's, in order (the steps' layers)
   int workers = 1;
@@ -102,6 +104,10 @@ enum class BudgetScope { Device, WholeRun };
 
 // Bytes the run needs within `scope` (on CUDA: the fullest GPU).
 int64_t needed_bytes(const MemoryEstimate& m, DeviceKind kind, int gpus, BudgetScope scope);
+
+// How a run's activations take memory before any budget asks: planned by liveness in a 16-bit
+// run that packs (activation_plan.hpp: the packs live in the arena); else each in its own memory.
+ActivationMemoryPlan default_activation_memory(Precision precision, bool pack = true);
 
 // A run's memory once its activations are planned to fit.
 struct FittedMemory {

@@ -97,6 +97,9 @@ struct TrainConfig {
   // "auto": a run that does not fit its memory plans its activations in an arena and offloads
   // some to pinned host memory (net/activation_plan.hpp); "off": it is refused.
   std::string offload = "auto";
+  // In bf16/fp16: activations whose every backward reader rounds them to 16 bits anyway (or reads
+  // their sign) wait in 16 bits between forward and backward ("on"), or in fp32 ("off").
+  std::string pack_activations = "on";
   // CUDA libraries (cuda_options.hpp): TF32 in convolutions, cuDNN's scratch cap, and whether
   // cuDNN may pick non-deterministic algorithms.
   bool tf32 = false;

@@ -176,7 +176,8 @@ class Trainer {
   int64_t max_iterations_ = 0;
   int64_t test_batch_ = 100;
   MemoryEstimate memory_;  // measured before the workers were built
-  ActivationMemoryPlan activation_memory_;  // planned when the run did not fit (--offload auto)
+  // Planned in 16 bits, or when the run did not fit (--offload auto).
+  ActivationMemoryPlan activation_memory_;
   std::string offload_note_;                // what the plan moves to the host, for the start
   int64_t state_averaged_at_ = -1;  // the iteration whose statistics were last averaged
   LossScale loss_scale_;

@@ -12,6 +12,7 @@
 #include "cgdp/solver/solver.hpp"
 #include "cgdp/train/gradient_fold.hpp"
 #include "cgdp/train/offload_schedule.hpp"
+#include "cgdp/train/pack_schedule.hpp"
 #include "cgdp/train/timeline.hpp"
 
 namespace cgdp {
@@ -40,6 +41,8 @@ struct Worker {
   GradientFold fold;
   // The copies of activations that wait on the host (a planned net that offloads).
   OffloadSchedule offload;
+  // The activations that wait in 16 bits (a planned net in bf16/fp16).
+  PackSchedule packing;
 
   // Copies rows [row_begin, row_begin + batch) of `batch` into the net's input (compute stream);
   // on the timeline it is the Input layer's forward.
