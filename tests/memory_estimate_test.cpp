@@ -58,6 +58,7 @@ TEST_P(EstimateMatches, WhatTheWorkersAllocate) {
   FILE* sink = std::fopen("/dev/null", "w");
   TrainConfig c = small_run(k.model, k.devices, k.sync);
   c.precision = k.precision;
+  c.pack_activations = "on";
   Trainer t(c, sink);
   std::fclose(sink);
   const proto::NetParameter model = load_model(find_model_file(k.model));
@@ -222,12 +223,14 @@ TEST(MemoryBudget, InspectCountsWhatACudaWorkerHoldsBesidesItsNets) {
     return at == std::string::npos ? int64_t{-1} : std::stoll(json.substr(at + name.size() + 4));
   };
   const testing::CommandResult cuda = testing::run_command(
-      inspect + "--device-kind cuda --precision bf16 --cudnn-workspace-mb 8 2>&1");
+      inspect +
+      "--device-kind cuda --precision bf16 --cudnn-workspace-mb 8 --pack-activations on 2>&1");
   ASSERT_EQ(cuda.exit_code, 0) << cuda.output;
   EXPECT_EQ(field(cuda.output, "cudnn_scratch"), (8 << 20) + 64 * 32 * 5 * 5 * 4) << cuda.output;
   EXPECT_EQ(field(cuda.output, "half_operands"), 2 * (4 * 3136 + 4 * 256 + 256 * 3136))
       << cuda.output;
-  const testing::CommandResult cpu = testing::run_command(inspect + "--precision bf16 2>&1");
+  const testing::CommandResult cpu =
+      testing::run_command(inspect + "--precision bf16 --pack-activations on 2>&1");
   ASSERT_EQ(cpu.exit_code, 0) << cpu.output;
   EXPECT_EQ(field(cpu.output, "cudnn_scratch"), 0) << cpu.output;
   EXPECT_EQ(field(cpu.output, "half_operands"), 0) << cpu.output;
@@ -236,25 +239,29 @@ TEST(MemoryBudget, InspectCountsWhatACudaWorkerHoldsBesidesItsNets) {
 }
 
 // In bf16 `inspect --memory` plans the activations and counts the packed ones in 16 bits, as train
-// does; --pack-activations off keeps them in fp32.
+// does: by default on a CUDA worker, not on a CPU one; --pack-activations on and off choose.
 TEST(MemoryBudget, InspectCountsPackedActivations) {
   const std::string inspect =
       cat(testing::binary_dir(),
           "/cgdp inspect --model fashion_cnn --memory --batch 8 --precision bf16 ");
-  const testing::CommandResult on = testing::run_command(inspect + "--json 2>&1");
-  const testing::CommandResult off =
-      testing::run_command(inspect + "--json --pack-activations off 2>&1");
-  const testing::CommandResult text = testing::run_command(inspect + "2>&1");
-  ASSERT_EQ(on.exit_code, 0) << on.output;
-  ASSERT_EQ(off.exit_code, 0) << off.output;
-  const nlohmann::json packed = nlohmann::json::parse(on.output),
-                       kept = nlohmann::json::parse(off.output);
-  EXPECT_EQ(packed.at("offload").at("packed").get<int>(), 6) << on.output;
-  EXPECT_TRUE(kept.at("offload").is_null()) << off.output;
-  EXPECT_LT(packed.at("total").get<int64_t>(), kept.at("total").get<int64_t>());
-  EXPECT_NE(text.output.find("6 of 9 wait in 16 bits between forward and backward"),
-            std::string::npos)
-      << text.output;
+  const auto run = [&](const std::string& flags) {
+    const testing::CommandResult r = testing::run_command(inspect + flags + " 2>&1");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return r.output;
+  };
+  const std::string text = run("--pack-activations on");
+  const nlohmann::json on = nlohmann::json::parse(run("--json --pack-activations on")),
+                       cpu = nlohmann::json::parse(run("--json")),
+                       cuda = nlohmann::json::parse(run("--json --device-kind cuda")),
+                       cuda_off = nlohmann::json::parse(
+                           run("--json --device-kind cuda --pack-activations off"));
+  EXPECT_EQ(on.at("offload").at("packed").get<int>(), 6) << on;
+  EXPECT_TRUE(cpu.at("offload").is_null()) << cpu;
+  EXPECT_LT(on.at("total").get<int64_t>(), cpu.at("total").get<int64_t>());
+  EXPECT_EQ(cuda.at("offload").at("packed").get<int>(), 6) << cuda;
+  EXPECT_TRUE(cuda_off.at("offload").is_null()) << cuda_off;
+  EXPECT_NE(text.find("6 of 9 wait in 16 bits between forward and backward"), std::string::npos)
+      << text;
 }
 
 TEST(MemoryBudget, BytesReadAsPeopleWriteThem) {

@@ -34,7 +34,7 @@ struct InspectOptions {
   // the operands' 16-bit copies.
   std::string device_kind = "cpu";
   std::string precision = "fp32";
-  std::string pack_activations = "on";
+  std::string pack_activations = "auto";
   int64_t cudnn_workspace_mb = TrainConfig{}.cudnn_workspace_mb;
 };
 
@@ -170,8 +170,8 @@ Runner add_inspect_command(CLI::App& app) {
   cmd->add_option("--precision", opt->precision,
                   "With --memory: the layers' precision, as train's");
   cmd->add_option("--pack-activations", opt->pack_activations,
-                  "With --memory --precision bf16/fp16: on or off, as train's")
-      ->check(CLI::IsMember({"on", "off"}))
+                  "With --memory --precision bf16/fp16: auto, on or off, as train's")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   cmd->add_option("--cudnn-workspace-mb", opt->cudnn_workspace_mb,
                   "With --memory --device-kind cuda: cuDNN's scratch cap, as train's")
@@ -211,14 +211,14 @@ Runner add_inspect_command(CLI::App& app) {
       const Precision precision = parse_precision(opt->precision);
       const ScopedLayerPrecision layers_in(precision);  // the nets built below pack in 16 bits
       const auto estimate = [&](ActivationMemoryPlan activations) {
-        activations.pack = opt->pack_activations == "on";
+        activations.pack = packs_to_fit(opt->pack_activations);
         MemoryEstimate m = estimate_memory(param, path, opt->batch, test_batch, opt->devices, sync,
                                            1, nullptr, "", activations);
         add_cuda_scratch(m, kind, opt->cudnn_workspace_mb, precision);
         return m;
       };
-      MemoryEstimate m =
-          estimate(default_activation_memory(precision, opt->pack_activations == "on"));
+      MemoryEstimate m = estimate(
+          default_activation_memory(precision, packs_from_the_start(opt->pack_activations, kind)));
       const int64_t budget = static_cast<int64_t>(opt->device_memory_gb * (1LL << 30));
       // As train plans it under --device-memory-gb.
       std::optional<Profile> profile;  // as train's --profile: the cheaper plan, and its cost

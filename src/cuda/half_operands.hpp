@@ -1,8 +1,9 @@
 // 16-bit operands on CUDA (issue 36): in bf16 or fp16 (layer_precision()), Convolution,
 // Deconvolution and InnerProduct narrow their input, weights and output gradient into 16-bit copies
 // on their stream, multiply those on the tensor cores (cuDNN's and cuBLAS's 16-bit kernels, fp32
-// sums) and widen what comes out into their fp32 blobs. Activations, parameters and gradients stay
-// fp32, so the copies cost passes over memory that 16-bit activations would save.
+// sums) and widen what comes out into their fp32 blobs. Activations, parameters and gradients are
+// fp32 (activations may wait in 16 bits between the passes: activation_plan.hpp), so the copies
+// cost passes over memory that 16-bit activations would save.
 #pragma once
 
 #include <cublas_v2.h>

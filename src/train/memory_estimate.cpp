@@ -216,6 +216,12 @@ int64_t needed_bytes(const MemoryEstimate& m, DeviceKind kind, int gpus, BudgetS
   return scope == BudgetScope::Device ? m.worker_peak(0) : m.device_total() + m.pinned + building;
 }
 
+bool packs_from_the_start(const std::string& mode, DeviceKind kind) {
+  if (mode != "auto" && mode != "on" && mode != "off")
+    throw UsageError(cat("--pack-activations must be auto, on or off, not '", mode, "'"));
+  return mode == "on" || (mode == "auto" && kind == DeviceKind::Cuda);
+}
+
 ActivationMemoryPlan default_activation_memory(Precision precision, bool pack) {
   ActivationMemoryPlan plan;
   plan.memory = is_16_bit(precision) && pack ? ActivationMemory::Planned : ActivationMemory::Owned;

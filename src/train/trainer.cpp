@@ -63,7 +63,12 @@ std::string precision_note(Net<float>& net) {
     if (const auto* conv = dynamic_cast<const ConvolutionLayer<float>*>(&net.layer(i)))
       native += p == Precision::kBf16 && cpu_has_bf16() && conv->uses_onednn();
   }
-  const std::string rest = "; sums, activations, the update and the exchange in fp32";
+  const int packed = net.activation_plan().packed_count();
+  const std::string rest =
+      packed > 0 ? cat("; sums, activations (", packed,
+                       " of them waiting in 16 bits between forward and backward), the update and "
+                       "the exchange in fp32")
+                 : "; sums, activations, the update and the exchange in fp32";
   if (net.device().kind() == DeviceKind::Cuda)
     return cat("cgdp: precision ", to_string(p), ": ", multiplying,
                " multiplying layers on cuDNN's and cuBLAS's tensor cores, their operands narrowed "
@@ -290,12 +295,10 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
                           ": ", cuda_unavailable_reason()));
   if (config_.offload != "auto" && config_.offload != "off")
     throw UsageError(cat("--offload must be auto or off, not '", config_.offload, "'"));
-  if (config_.pack_activations != "on" && config_.pack_activations != "off")
-    throw UsageError(
-        cat("--pack-activations must be on or off, not '", config_.pack_activations, "'"));
-  const bool pack = config_.pack_activations == "on";
+  const bool pack_now = packs_from_the_start(config_.pack_activations, kind);
+  const bool pack = packs_to_fit(config_.pack_activations);
   const auto estimate = [&](ActivationMemoryPlan activations) {
-    activations.pack = pack;
+    activations.pack = activations.memory == ActivationMemory::Owned || pack;
     MemoryEstimate m = estimate_memory(
         model_, model_path_, per_worker_batch_, test_batch_, config_.devices, sync,
         make_solver_settings(config_.solver, "solver settings").histories(),
@@ -307,7 +310,7 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
     add_cuda_scratch(m, kind, config_.cudnn_workspace_mb, layer_precision());
     return m;
   };
-  activation_memory_ = default_activation_memory(layer_precision(), pack);
+  activation_memory_ = default_activation_memory(layer_precision(), pack_now);
   memory_ = estimate(activation_memory_);
   if (config_.device_memory_gb < 0)
     throw UsageError(cat("--device-memory-gb must be > 0, got ", config_.device_memory_gb));

@@ -105,6 +105,14 @@ enum class BudgetScope { Device, WholeRun };
 // Bytes the run needs within `scope` (on CUDA: the fullest GPU).
 int64_t needed_bytes(const MemoryEstimate& m, DeviceKind kind, int gpus, BudgetScope scope);
 
+// --pack-activations: "on", "off", or "auto": on for CUDA workers (device memory is what is short,
+// and the kernels run at its bandwidth), and on CPU workers only to fit a budget (there the
+// passes take the layers' cores). Throws UsageError for anything else.
+bool packs_from_the_start(const std::string& mode, DeviceKind kind);
+inline bool packs_to_fit(const std::string& mode) {
+  return mode != "off";
+}
+
 // How a run's activations take memory before any budget asks: planned by liveness in a 16-bit
 // run that packs (activation_plan.hpp: the packs live in the arena); else each in its own memory.
 ActivationMemoryPlan default_activation_memory(Precision precision, bool pack = true);
