@@ -47,9 +47,8 @@ void expect_disjoint(const ActivationPlan& plan) {
   for (const PlannedActivation& a : plan.activations) {
     all.push_back({a.name, {plan.live(a), a.bytes, a.offset}});
     if (a.packed)
-      all.push_back(
-          {a.name + " (16-bit)",
-           {{ActivationPlan::pack_live(a)}, ActivationPlan::pack_bytes(a), a.pack_offset}});
+      all.push_back({a.name + " (16-bit)",
+                     {plan.pack_live(a), ActivationPlan::pack_bytes(a), a.pack_offset}});
   }
   for (size_t i = 0; i < all.size(); ++i) {
     const auto& [name, a] = all[i];
@@ -144,8 +143,8 @@ TEST(ActivationPlan, ANetsArenaIsSmallerThanItsActivations) {
 
 // In a 16-bit run what backward reads exactly from 16 bits waits as a 16-bit copy: a chain of such
 // units needs little more than half the arena. A unit a reader needs in fp32 stays, as does one
-// read right after its last forward use (nothing to gain) and the loss; a budget then offloads
-// from what is not packed.
+// read right after its last forward use (nothing to gain) and the loss; a budget offloads what is
+// not packed first (the most bytes to move), then packed units' 16-bit copies.
 TEST(ActivationPlan, PackedUnitsWaitInHalfTheBytes) {
   const int n = 12;
   std::vector<PlannedActivation> units = chain(n, 1024);
@@ -161,9 +160,22 @@ TEST(ActivationPlan, PackedUnitsWaitInHalfTheBytes) {
   const ActivationPlan both = plan_activation_arena(units, 2 * n, packed.arena_bytes - 512);
   expect_disjoint(both);
   EXPECT_LE(both.arena_bytes, packed.arena_bytes - 512);
-  EXPECT_TRUE(both.activations[3].offloaded);
+  EXPECT_TRUE(both.activations[3].offloaded);  // the most bytes to move: its fp32 values
   for (const PlannedActivation& a : both.activations)
     EXPECT_FALSE(a.packed && a.offloaded) << a.name;
+  // Tighter still: packed units go to the host too, in 16 bits, and each copy moves what waits.
+  const ActivationPlan tight = plan_activation_arena(units, 2 * n, 5 * 1024);
+  expect_disjoint(tight);
+  EXPECT_LE(tight.arena_bytes, 5 * 1024);
+  int64_t moved = 0, packed_offloaded = 0;
+  for (const PlannedActivation& a : tight.activations)
+    if (a.offloaded) {
+      moved += a.packed ? 512 : 1024;
+      packed_offloaded += a.packed;
+    }
+  EXPECT_GT(packed_offloaded, 0);
+  EXPECT_EQ(tight.bytes_each_way(), moved);
+  EXPECT_EQ(tight.host_bytes, moved);  // 512 and 1024 are already aligned
 }
 
 // fashion_cnn in bf16: its input and the convolutions', pools' and first inner product's outputs
@@ -281,11 +293,12 @@ INSTANTIATE_TEST_SUITE_P(Schemes, Offload, ::testing::Values("cgdp", "ps0"));
 
 // Packing moves bytes, never changes them: resnet_small in 16 bits (BatchNorm's kept values stay
 // fp32, most of the rest waits in 16 bits) trains to the very same bits with packs as with every
-// activation in fp32 memory of its own, on less memory; and again within 90% of that, with some
-// of what is not packed offloaded beside the packs (whose writes wait for those copies out).
+// activation in fp32 memory of its own, on less memory; and again within 75% of that, with fp32
+// values and 16-bit copies offloaded beside the packs (whose writes wait for those copies out).
 void expect_packing_changes_no_bit(TrainConfig c) {
   FILE* sink = std::fopen("/dev/null", "w");
   const bool cuda = c.device_kind == "cuda";
+  c.test_batch = c.test_samples = 4;  // the test net's arena is a floor no offload lowers
   c.pack_activations = "off";
   std::vector<float> fp32_kept;
   int64_t fp32_peak = 0;
@@ -310,13 +323,17 @@ void expect_packing_changes_no_bit(TrainConfig c) {
     ASSERT_EQ(got.size(), fp32_kept.size());
     EXPECT_EQ(0, std::memcmp(got.data(), fp32_kept.data(), got.size() * sizeof(float)));
   }
-  const int64_t budget = packed_peak * 9 / 10;
+  const int64_t budget = packed_peak * 3 / 4;
   c.device_memory_gb = static_cast<double>(budget) / (1LL << 30);
   Trainer t(c, sink);
   t.run();
   std::fclose(sink);
+  int packed_offloaded = 0;
+  for (const PlannedActivation& a : t.net().activation_plan().activations)
+    packed_offloaded += a.packed && a.offloaded;
   EXPECT_GT(t.net().activation_plan().packed_count(), 0);
-  EXPECT_GT(t.net().activation_plan().offloaded_count(), 0);
+  EXPECT_GT(t.net().activation_plan().offloaded_count(), packed_offloaded);
+  EXPECT_GT(packed_offloaded, 0);  // 16-bit copies on the host too
   EXPECT_LE(device_peak(t, cuda), budget);
   const std::vector<float> got = parameters(t);
   EXPECT_EQ(0, std::memcmp(got.data(), fp32_kept.data(), got.size() * sizeof(float)));

@@ -22,8 +22,7 @@ std::vector<Occupant> occupants_of(const ActivationPlan& plan) {
     occupants.push_back({plan.live(a), a.bytes, a.offset});
   for (const PlannedActivation& a : plan.activations)
     if (a.packed)
-      occupants.push_back(
-          {{ActivationPlan::pack_live(a)}, ActivationPlan::pack_bytes(a), a.pack_offset});
+      occupants.push_back({plan.pack_live(a), ActivationPlan::pack_bytes(a), a.pack_offset});
   return occupants;
 }
 
@@ -52,13 +51,14 @@ int busiest_step(const ActivationPlan& plan) {
   return best;
 }
 
-// The largest unit still on the device that could be away at `step`; nullptr if none.
+// The unit still on the device that could be away at `step` with the most bytes to move there
+// (a packed one's 16-bit copy); nullptr if none.
 PlannedActivation* offload_candidate(ActivationPlan& plan, int step) {
   PlannedActivation* best = nullptr;
   for (PlannedActivation& a : plan.activations)
-    if (!a.offloaded && !a.packed && plan.can_offload(a) &&
-        a.last_forward + ActivationPlan::kLag < step && step < plan.fetch_step(a) &&
-        (!best || a.bytes > best->bytes))
+    if (!a.offloaded && plan.can_offload(a) && a.last_forward + ActivationPlan::kLag < step &&
+        step < plan.fetch_step(a) &&
+        (!best || ActivationPlan::moved_bytes(a) > ActivationPlan::moved_bytes(*best)))
       best = &a;
   return best;
 }
@@ -108,6 +108,12 @@ void hoist_fetches(ActivationPlan& plan, int64_t limit) {
 
 }  // namespace
 
+std::vector<LiveRange> ActivationPlan::pack_live(const PlannedActivation& a) const {
+  if (a.offloaded)
+    return {{a.last_forward, a.last_forward + kLag}, {fetch_step(a), a.first_backward}};
+  return {{a.last_forward, a.first_backward}};
+}
+
 std::vector<LiveRange> ActivationPlan::live(const PlannedActivation& a) const {
   if (a.packed) return {{a.produced, a.last_forward}, {a.first_backward, a.last_backward}};
   if (a.offloaded) return {{a.produced, a.last_forward + kLag}, {fetch_step(a), a.last_backward}};
@@ -143,7 +149,7 @@ int ActivationPlan::offloaded_count() const {
 int64_t ActivationPlan::bytes_each_way() const {
   int64_t bytes = 0;
   for (const PlannedActivation& a : activations)
-    if (a.offloaded) bytes += a.bytes;
+    if (a.offloaded) bytes += moved_bytes(a);
   return bytes;
 }
 
@@ -155,14 +161,20 @@ CopyOutWaiters copy_out_waiters(const ActivationPlan& plan, const PlannedActivat
                             waiters.write_steps.end())
       waiters.write_steps.push_back(step);
   };
+  // The bytes a's copy out reads: its 16-bit copy when packed.
+  const int64_t offset = ActivationPlan::moved_offset(a), bytes = ActivationPlan::moved_bytes(a);
   for (size_t i = 0; i < plan.activations.size(); ++i) {
     const PlannedActivation& b = plan.activations[i];
-    if (b.packed && bytes_overlap(a.offset, a.bytes, b.pack_offset, ActivationPlan::pack_bytes(b)))
+    if (b.packed && bytes_overlap(offset, bytes, b.pack_offset, ActivationPlan::pack_bytes(b)))
       writes(b.last_forward);  // its 16-bit copy is written there
-    if (!bytes_overlap(a.offset, a.bytes, b.offset, b.bytes)) continue;
-    if (&a != &b) writes(b.produced);
-    if (b.packed) writes(b.first_backward);  // widened back there
-    if (b.offloaded && plan.fetch_step(b) > freed) waiters.fetched.push_back(static_cast<int>(i));
+    if (bytes_overlap(offset, bytes, b.offset, b.bytes)) {
+      writes(b.produced);
+      if (b.packed) writes(b.first_backward);  // widened back there
+    }
+    if (b.offloaded && plan.fetch_step(b) > freed &&
+        bytes_overlap(offset, bytes, ActivationPlan::moved_offset(b),
+                      ActivationPlan::moved_bytes(b)))
+      waiters.fetched.push_back(static_cast<int>(i));
   }
   return waiters;
 }
@@ -189,7 +201,7 @@ ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations,
   for (PlannedActivation& a : plan.activations)
     if (a.offloaded) {
       a.host_offset = plan.host_bytes;
-      plan.host_bytes += aligned(a.bytes);
+      plan.host_bytes += aligned(ActivationPlan::moved_bytes(a));
     }
   return plan;
 }

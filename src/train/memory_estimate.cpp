@@ -103,8 +103,12 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
     for (size_t i = 0; i < plan.activations.size(); ++i)
       if (const PlannedActivation& a = plan.activations[i]; a.offloaded) {
         copy_of[i] = static_cast<int>(m.offload_copies.size());
-        m.offload_copies.push_back(
-            {a.last_forward, plan.fetch_step(a), a.first_backward, a.bytes, {}, {}});
+        m.offload_copies.push_back({a.last_forward,
+                                    plan.fetch_step(a),
+                                    a.first_backward,
+                                    ActivationPlan::moved_bytes(a),
+                                    {},
+                                    {}});
       }
     for (size_t i = 0; i < plan.activations.size(); ++i)
       if (copy_of[i] >= 0) {

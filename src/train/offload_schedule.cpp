@@ -57,8 +57,11 @@ void OffloadSchedule::before_step(int step, Stream& compute, Timeline& timeline)
     in_->wait(*u.room_ready);
     for (int j : u.fetch_waits) in_->wait(*units_[j].out_done);
     traced(*in_, timeline, worker_, "offload-in", a.name, "offload",
-           [&] { in_->copy_async(a.device_ptr, a.host_ptr, static_cast<size_t>(a.bytes)); },
-           {{"bytes", a.bytes}});
+           [&] {
+             in_->copy_async(a.moved_device_ptr(), a.host_ptr,
+                             static_cast<size_t>(ActivationPlan::moved_bytes(a)));
+           },
+           {{"bytes", ActivationPlan::moved_bytes(a)}});
     in_->record(*u.in_done);
   }
   for (int k : wait_out_before_[step]) compute.wait(*units_[k].out_done);
@@ -73,8 +76,11 @@ void OffloadSchedule::after_step(int step, Stream& compute, Timeline& timeline) 
     compute.record(*u.last_used);
     out_->wait(*u.last_used);
     traced(*out_, timeline, worker_, "offload-out", a.name, "offload",
-           [&] { out_->copy_async(a.host_ptr, a.device_ptr, static_cast<size_t>(a.bytes)); },
-           {{"bytes", a.bytes}});
+           [&] {
+             out_->copy_async(a.host_ptr, a.moved_device_ptr(),
+                              static_cast<size_t>(ActivationPlan::moved_bytes(a)));
+           },
+           {{"bytes", ActivationPlan::moved_bytes(a)}});
     out_->record(*u.out_done);
   }
 }

@@ -55,6 +55,8 @@ struct PlannedActivation {
   void* device_ptr = nullptr;
   void* host_ptr = nullptr;
   void* pack_ptr = nullptr;
+  // What its copies move, when offloaded: the 16-bit copy when packed, else the values.
+  void* moved_device_ptr() const { return packed ? pack_ptr : device_ptr; }
 };
 
 struct ActivationPlan {
@@ -69,11 +71,17 @@ struct ActivationPlan {
   // When the unit's bytes must be in the arena.
   std::vector<LiveRange> live(const PlannedActivation& a) const;
   // When a packed unit's 16-bit copy must: written after its last forward step, read at the start
-  // of its first backward one (both on the compute stream, so they overlap the unit's own bytes).
-  static LiveRange pack_live(const PlannedActivation& a) {
-    return {a.last_forward, a.first_backward};
-  }
+  // of its first backward one (both on the compute stream, so they overlap the unit's own bytes);
+  // when it is offloaded too, only until its copy out and from its copy back.
+  std::vector<LiveRange> pack_live(const PlannedActivation& a) const;
   static int64_t pack_bytes(const PlannedActivation& a) { return a.bytes / 2; }  // of float values
+  // What an offloaded unit's copies move: its 16-bit copy when packed, else its values.
+  static int64_t moved_offset(const PlannedActivation& a) {
+    return a.packed ? a.pack_offset : a.offset;
+  }
+  static int64_t moved_bytes(const PlannedActivation& a) {
+    return a.packed ? pack_bytes(a) : a.bytes;
+  }
   // Whether a 16-bit copy would free its bytes for at least one step.
   bool can_pack(const PlannedActivation& a) const;
   int packed_count() const;
@@ -86,7 +94,8 @@ struct ActivationPlan {
     return a.fetch >= 0 ? a.fetch : a.first_backward - kLead;
   }
   int offloaded_count() const;
-  // Bytes copied each way per pass (forward and backward of one micro-batch).
+  // Bytes copied each way per pass (forward and backward of one micro-batch): packed ones in 16
+  // bits.
   int64_t bytes_each_way() const;
 };
 
@@ -100,7 +109,8 @@ struct CopyOutWaiters {
 CopyOutWaiters copy_out_waiters(const ActivationPlan& plan, const PlannedActivation& a);
 
 // Places `activations` (offsets, packed and offloaded flags) so that the arena needs at most
-// `limit` bytes: every packable unit packed, then by liveness alone, then moving to the host, one
+// `limit` bytes: every packable unit packed, then by liveness alone, then moving (a packed unit's
+// 16-bit copy, or the values) to the host, one
 // at a time, the largest unit that is away from the device at the step where the arena is fullest;
 // then each copy back moves as early as the arena still fits, so that the copies stream while
 // backward runs instead of each waiting for its turn. Returns the plan; its arena_bytes exceeds
