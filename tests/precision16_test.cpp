@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <ostream>
@@ -265,6 +266,28 @@ TEST(RoundToPrecision, RoundsToNearestEvenAndKeepsInfAndNan) {
   EXPECT_EQ(fp16[2], 1 + 0x1p-9f);
   EXPECT_EQ(fp16[3], INFINITY);  // beyond fp16's 65504
   EXPECT_TRUE(std::isnan(fp16[5]));
+}
+
+// A pack (activation_plan.hpp) keeps the rounding in 16 bits: widening it gives back exactly what
+// round_to_precision gives, for ties, subnormals, values past fp16's range, Inf and NaN, and a
+// million random values over fp32's exponents (the pack holds 2 bytes, half of fp32's 4).
+TEST(RoundToPrecision, NarrowingToSixteenBitsAndBackIsTheRounding) {
+  std::vector<float> in{1 + 0x1p-8f, 1 + 3 * 0x1p-8f, -0x1p-140f, 0x1p-126f,
+                        70000.f,     -INFINITY,       NAN,        -0.f};
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> fraction(-1.f, 1.f);
+  std::uniform_int_distribution<int> exponent(-150, 130);
+  for (int i = 0; i < 1 << 20; ++i) in.push_back(std::ldexp(fraction(rng), exponent(rng)));
+  const auto n = static_cast<int64_t>(in.size());
+  for (Precision p : {Precision::kBf16, Precision::kFp16}) {
+    SCOPED_TRACE(to_string(p));
+    std::vector<uint16_t> packed(in.size());
+    std::vector<float> widened(in.size()), rounded(in.size());
+    narrow_to_precision(p, in.data(), packed.data(), n);
+    widen_from_precision(p, packed.data(), widened.data(), n);
+    round_to_precision(p, in.data(), rounded.data(), n);
+    EXPECT_EQ(0, std::memcmp(widened.data(), rounded.data(), in.size() * sizeof(float)));
+  }
 }
 
 TEST(LossScale, DynamicHalvesOnOverflowAndDoublesAfterAFiniteRun) {

@@ -298,7 +298,7 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
   const bool pack_now = packs_from_the_start(config_.pack_activations, kind);
   const bool pack = packs_to_fit(config_.pack_activations);
   const auto estimate = [&](ActivationMemoryPlan activations) {
-    activations.pack = activations.memory == ActivationMemory::Owned || pack;
+    activations.pack = pack;
     MemoryEstimate m = estimate_memory(
         model_, model_path_, per_worker_batch_, test_batch_, config_.devices, sync,
         make_solver_settings(config_.solver, "solver settings").histories(),
