@@ -601,8 +601,9 @@ void Trainer::check_loss(double loss, int64_t iteration) {
   if (std::isfinite(loss)) return;
   std::string where =
       net().activations_planned()
-          ? "the outputs still on the device are finite (the offload plan reused the others' "
-            "memory; without --device-memory-gb every output is looked at)"
+          ? "the outputs still on the device are finite (the activation plan reused the others' "
+            "memory; with no --device-memory-gb it asks for, and --pack-activations off in 16 "
+            "bits, every output is looked at)"
           : "every layer output is finite";
   for (Worker& w : workers_)
     if (auto found = non_finite_output(
