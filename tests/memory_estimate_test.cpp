@@ -264,6 +264,27 @@ TEST(MemoryBudget, InspectCountsPackedActivations) {
       << text;
 }
 
+// `inspect --memory --solver-type` counts the solver's histories as train does: Adam keeps two
+// per parameter, SGD one; a type train does not know is refused naming the flag.
+TEST(MemoryBudget, InspectCountsTheSolversHistories) {
+  const std::string inspect =
+      cat(testing::binary_dir(), "/cgdp inspect --model fashion_cnn --memory --batch 4 --json ");
+  const auto momentum = [&](const std::string& type) {
+    const testing::CommandResult r =
+        testing::run_command(inspect + "--solver-type " + type + " 2>&1");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    const nlohmann::json m = nlohmann::json::parse(r.output);
+    return std::pair{m.at("momentum").get<int64_t>(), m.at("parameters").get<int64_t>()};
+  };
+  const auto [sgd, parameters] = momentum("SGD");
+  EXPECT_EQ(sgd, parameters);
+  EXPECT_EQ(momentum("Adam").first, 2 * parameters);
+  const testing::CommandResult bad = testing::run_command(inspect + "--solver-type Lion 2>&1");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("--solver-type: unknown solver type \"Lion\""), std::string::npos)
+      << bad.output;
+}
+
 TEST(MemoryBudget, BytesReadAsPeopleWriteThem) {
   EXPECT_EQ(format_bytes(512), "512 B");
   EXPECT_EQ(format_bytes(1536), "1.5 KiB");

@@ -8,6 +8,7 @@
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
+#include "cgdp/solver/update_rule.hpp"
 #include "cgdp/train/data_feeds.hpp"
 #include "cgdp/train/memory_estimate.hpp"
 #include "cli/commands.hpp"
@@ -35,6 +36,7 @@ struct InspectOptions {
   std::string device_kind = "cpu";
   std::string precision = "fp32";
   std::string pack_activations = "auto";
+  std::string solver_type = "SGD";  // its histories: one, or two (AdaDelta, Adam)
   int64_t cudnn_workspace_mb = TrainConfig{}.cudnn_workspace_mb;
 };
 
@@ -169,6 +171,9 @@ Runner add_inspect_command(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--precision", opt->precision,
                   "With --memory: the layers' precision, as train's");
+  cmd->add_option("--solver-type", opt->solver_type,
+                  "With --memory: the solver, as train's (AdaDelta and Adam keep two histories)")
+      ->capture_default_str();
   cmd->add_option("--pack-activations", opt->pack_activations,
                   "With --memory --precision bf16/fp16: auto, on or off, as train's")
       ->check(CLI::IsMember({"auto", "on", "off"}))
@@ -209,11 +214,14 @@ Runner add_inspect_command(CLI::App& app) {
       const DeviceKind kind = opt->device_kind == "cuda" ? DeviceKind::Cuda : DeviceKind::Cpu;
       const int gpus = kind == DeviceKind::Cuda ? opt->devices : 0;  // a GPU per worker
       const Precision precision = parse_precision(opt->precision);
+      proto::SolverParameter solver;
+      solver.set_type(opt->solver_type);
+      const int histories = make_solver_settings(solver, "--solver-type").histories();
       const ScopedLayerPrecision layers_in(precision);  // the nets built below pack in 16 bits
       const auto estimate = [&](ActivationMemoryPlan activations) {
         activations.pack = packs_to_fit(opt->pack_activations);
         MemoryEstimate m = estimate_memory(param, path, opt->batch, test_batch, opt->devices, sync,
-                                           1, nullptr, "", activations);
+                                           histories, nullptr, "", activations);
         add_cuda_scratch(m, kind, opt->cudnn_workspace_mb, precision);
         return m;
       };
