@@ -7,7 +7,7 @@
 
 #ifdef CGDP_HAVE_CUDA
 #include "cuda/cuda_stream.hpp"
-#include "half_convert.cuh"
+#include "cuda/half_operands.hpp"
 #endif
 
 namespace cgdp {
@@ -17,12 +17,6 @@ namespace {
 int64_t elements(const PlannedActivation& a) {
   return a.bytes / static_cast<int64_t>(sizeof(float));
 }
-
-#ifdef CGDP_HAVE_CUDA
-kernels::Half16 half16_of(Precision precision) {
-  return precision == Precision::kFp16 ? kernels::Half16::Fp16 : kernels::Half16::Bf16;
-}
-#endif
 
 void issue_narrow(Stream& stream, DeviceKind kind, Precision precision,
                   const PlannedActivation& a) {
@@ -34,9 +28,8 @@ void issue_narrow(Stream& stream, DeviceKind kind, Precision precision,
     return;
   }
 #ifdef CGDP_HAVE_CUDA
-  stream.submit([&] {
-    kernels::narrow(values, pack, n, half16_of(precision), nullptr, native_stream(stream));
-  });
+  stream.submit(
+      [&] { kernels::narrow(values, pack, n, half16(precision), nullptr, native_stream(stream)); });
 #else
   throw DeviceError(cat("stream '", stream.name(), "': this cgdp was built without CUDA"));
 #endif
@@ -51,9 +44,8 @@ void issue_widen(Stream& stream, DeviceKind kind, Precision precision, const Pla
     return;
   }
 #ifdef CGDP_HAVE_CUDA
-  stream.submit([&] {
-    kernels::widen(pack, values, n, half16_of(precision), nullptr, native_stream(stream));
-  });
+  stream.submit(
+      [&] { kernels::widen(pack, values, n, half16(precision), nullptr, native_stream(stream)); });
 #else
   throw DeviceError(cat("stream '", stream.name(), "': this cgdp was built without CUDA"));
 #endif
