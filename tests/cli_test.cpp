@@ -341,11 +341,12 @@ TEST_F(Cli, SixteenBitPrecisionSaysWhichKernelsRunIt) {
       "train --data synthetic --iterations 2 --plain --test-samples 100 --precision ";
   const Result bf16 = run(run16 + "bf16");
   EXPECT_EQ(bf16.exit_code, 0) << bf16.output;
-  // fashion_cnn: conv1 (1 channel) stays on GEMM, conv2 is oneDNN's, and two inner products.
+  // fashion_cnn: conv1 (1 channel) stays on GEMM; conv2 and the two inner products are oneDNN's.
   const std::string kernels =
       cpu_has_bf16()
-          ? "cgdp: precision bf16: 1 of 4 multiplying layers on oneDNN's bf16 "
-            "kernels (AVX512_BF16), 3 on fp32 kernels with their operands rounded to bf16"
+          ? cat("cgdp: precision bf16: 3 of 4 multiplying layers on oneDNN's bf16 kernels (",
+                cpu_has_amx_bf16() ? "AMX" : "AVX512_BF16",
+                "), 1 on fp32 kernels with their operands rounded to bf16")
           : "cgdp: precision bf16: 4 multiplying layers on fp32 kernels with "
             "their operands rounded to bf16 (this CPU has no bf16 kernels";
   EXPECT_NE(bf16.output.find(kernels), std::string::npos) << bf16.output;

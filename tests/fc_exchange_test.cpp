@@ -115,6 +115,15 @@ TEST(FcExchange, FactorsTrainFashionCnnAsDenseDoesToFp32Rounding) {
       "fully-connected exchange: ip2, ip1 as factors, --fc-exchange factors");
 }
 
+// In bf16 the factors are the rounded rows the layer's bf16 multiplies read (oneDNN's matmuls on
+// a CPU with AVX512_BF16): rebuilt in fp32, they give dense's gradient to fp32 rounding.
+TEST(FcExchange, FactorsInBf16TrainAsDenseDoes) {
+  TrainConfig c = base_config("fashion_cnn", "synthetic", 16);
+  c.precision = "bf16";
+  c.iterations = 10;
+  expect_factors_match_dense(c, "fully-connected exchange: ip2, ip1 as factors");
+}
+
 // Three workers, two micro-batches each (their factors add up), and dropout.
 TEST(FcExchange, FactorsTrainASmallAlexNetWithMicroBatchesAsDenseDoes) {
   testing::TempDir dir;

@@ -83,7 +83,7 @@ LayerRun run_layer(const Layer16Case& c, Precision precision, bool absolute, Dev
   magnitudes(h.bottom[0]->mutable_data(), h.bottom[0]->count());
   for (const auto& p : h.layer->params()) {
     magnitudes(p->mutable_data(), p->count());
-    std::fill_n(p->mutable_diff(), p->count(), 0.f);
+    std::fill_n(p->mutable_diff(), p->count(), 0.25f);  // backward adds to it, as Caffe's layers
   }
   // On CUDA a twin of the layer takes the CPU layer's inputs and weights.
   std::unique_ptr<Layer<float>> cuda_layer;

@@ -1,5 +1,6 @@
 // InnerProduct on the CPU: three GEMMs (forward, weight gradient, input gradient), each threaded
-// by OpenBLAS, and a GEMV for the bias gradient. With staged factors, backward copies its rows of
+// by OpenBLAS (oneDNN's bf16 inner products in a bf16 run, onednn_inner_product.cpp), and a GEMV
+// for the bias gradient. With staged factors, backward copies its rows of
 // out_diff and in instead of the weight gradient, which one GEMM rebuilds later from every
 // worker's rows (sufficient_factors.hpp).
 #include "cgdp/layers/inner_product_layer.hpp"
@@ -10,6 +11,9 @@
 #include "cgdp/layers/blas.hpp"
 #include "cgdp/layers/filler.hpp"
 #include "layers/rounded_operands.hpp"
+#ifdef CGDP_HAVE_ONEDNN
+#include "layers/onednn_inner_product.hpp"
+#endif
 
 namespace cgdp {
 
@@ -47,10 +51,11 @@ template <typename T>
 void InnerProductLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
                                        const BlobVec<T>& top) {
   T* out = top[0]->mutable_data();
-  blas::gemm(false, !transpose_, rows_, num_output_, inputs_, T(1),
-             operand(Operand::kInput, bottom[0]->data(), bottom[0]->count()),
-             operand(Operand::kWeight, this->params_[0]->data(), this->params_[0]->count()), T(0),
-             out);
+  if (!forward_on_onednn(bottom[0]->data(), out))
+    blas::gemm(false, !transpose_, rows_, num_output_, inputs_, T(1),
+               operand(Operand::kInput, bottom[0]->data(), bottom[0]->count()),
+               operand(Operand::kWeight, this->params_[0]->data(), this->params_[0]->count()), T(0),
+               out);
   if (!bias_term_) return;
   const T* bias = this->params_[1]->data();
 #pragma omp parallel for schedule(static)
@@ -64,18 +69,16 @@ void InnerProductLayer<T>::backward_cpu(const RunContext& ctx, const BlobVec<T>&
                                         const BlobVec<T>& bottom) {
   round_in_place(top[0]->mutable_diff(), top[0]->count());
   const T* out_diff = top[0]->diff();
-  const T* in = operand(Operand::kInput, bottom[0]->data(), bottom[0]->count());
   T* weight_diff = this->params_[0]->mutable_diff();
+  T* in_diff = propagate_down[0] ? bottom[0]->mutable_diff() : nullptr;
   if (staged_out_rows_) {
     const FactorShape f = factor_shape();
     std::memcpy(staged_out_rows_ + ctx.micro_batch * f.out_elements(), out_diff,
                 f.out_elements() * sizeof(T));
-    std::memcpy(staged_in_rows_ + ctx.micro_batch * f.in_elements(), in,
+    std::memcpy(staged_in_rows_ + ctx.micro_batch * f.in_elements(),
+                operand(Operand::kInput, bottom[0]->data(), bottom[0]->count()),
                 f.in_elements() * sizeof(T));
-  } else if (transpose_) {  // W [K x N] += in^T [K x M] * out_diff [M x N]
-    blas::gemm(true, false, inputs_, num_output_, rows_, T(1), in, out_diff, T(1), weight_diff);
-  } else {  // W [N x K] += out_diff^T [N x M] * in [M x K]
-    blas::gemm(true, false, num_output_, inputs_, rows_, T(1), out_diff, in, T(1), weight_diff);
+    weight_diff = nullptr;  // the factors leave instead
   }
   if (bias_term_) {
     // b += out_diff^T * ones(M), as a GEMV over the rows of out_diff.
@@ -83,10 +86,64 @@ void InnerProductLayer<T>::backward_cpu(const RunContext& ctx, const BlobVec<T>&
     blas::gemv(true, rows_, num_output_, T(1), out_diff, ones.data(), T(1),
                this->params_[1]->mutable_diff());
   }
-  if (propagate_down[0])
+  if (backward_on_onednn(bottom[0]->data(), out_diff, weight_diff, in_diff)) return;
+  if (weight_diff) {
+    const T* in = operand(Operand::kInput, bottom[0]->data(), bottom[0]->count());
+    if (transpose_)  // W [K x N] += in^T [K x M] * out_diff [M x N]
+      blas::gemm(true, false, inputs_, num_output_, rows_, T(1), in, out_diff, T(1), weight_diff);
+    else  // W [N x K] += out_diff^T [N x M] * in [M x K]
+      blas::gemm(true, false, num_output_, inputs_, rows_, T(1), out_diff, in, T(1), weight_diff);
+  }
+  if (in_diff)
     blas::gemm(false, transpose_, rows_, inputs_, num_output_, T(1), out_diff,
                operand(Operand::kWeight, this->params_[0]->data(), this->params_[0]->count()), T(0),
-               bottom[0]->mutable_diff());
+               in_diff);
+}
+
+template <typename T>
+OneDnnInnerProduct* InnerProductLayer<T>::bf16_kernels() {
+#ifdef CGDP_HAVE_ONEDNN
+  if (!std::is_same_v<T, float> || this->device().kind() != DeviceKind::Cpu || onednn_failed_ ||
+      layer_precision() != Precision::kBf16 || !cpu_has_bf16())
+    return nullptr;
+  const OneDnnInnerProductShape shape{rows_, inputs_, num_output_, transpose_};
+  if (!onednn_ || !(onednn_->shape() == shape)) {
+    onednn_ = OneDnnInnerProduct::create(shape);
+    onednn_failed_ = onednn_ == nullptr;  // no kernels for this shape: OpenBLAS from now on
+  }
+  return onednn_.get();
+#else
+  return nullptr;
+#endif
+}
+
+template <typename T>
+bool InnerProductLayer<T>::forward_on_onednn(const T* in, T* out) {
+#ifdef CGDP_HAVE_ONEDNN
+  if constexpr (std::is_same_v<T, float>) {
+    if (OneDnnInnerProduct* ip = bf16_kernels()) {
+      ip->forward(in, this->params_[0]->data(), out);
+      return true;
+    }
+  }
+#endif
+  (void)in, (void)out;
+  return false;
+}
+
+template <typename T>
+bool InnerProductLayer<T>::backward_on_onednn(const T* in, const T* out_diff, T* weight_diff,
+                                              T* in_diff) {
+#ifdef CGDP_HAVE_ONEDNN
+  if constexpr (std::is_same_v<T, float>) {
+    if (OneDnnInnerProduct* ip = bf16_kernels()) {
+      ip->backward(in, this->params_[0]->data(), out_diff, weight_diff, in_diff);
+      return true;
+    }
+  }
+#endif
+  (void)in, (void)out_diff, (void)weight_diff, (void)in_diff;
+  return false;
 }
 
 template <typename T>

@@ -3,70 +3,22 @@
 // OpenMP team (oneDNN here is built on the OpenMP runtime, like the rest of the CPU backend).
 #include "layers/onednn_convolution.hpp"
 
-#include "cgdp/layers/relu_layer.hpp"
-
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <algorithm>
-#include <optional>
 #include <unordered_map>
 #include <vector>
 
+#include "cgdp/layers/relu_layer.hpp"
+#include "layers/onednn_staging.hpp"
+
 namespace cgdp {
 
-namespace {
-
 using dnnl::memory;
-using Tag = memory::format_tag;
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// A tensor as the caller holds it (`user`, plain layout, the caller's buffer bound per call) and
-// as a primitive wants it (`inner`: the same memory when the layouts agree, else a buffer of its
-// own with reorders to and from it).
-struct Staged {
-  memory user, inner;
-  std::optional<dnnl::reorder> to_inner, to_user;
-
-  Staged(const memory::desc& plain, const memory::desc& wanted, bool read, bool written)
-      : user(plain, cpu_engine(), DNNL_MEMORY_NONE) {
-    if (plain == wanted) {
-      inner = user;
-      return;
-    }
-    inner = memory(wanted, cpu_engine());
-    if (read) to_inner = dnnl::reorder(user, inner);
-    if (written) to_user = dnnl::reorder(inner, user);
-  }
-  // Binds `data` and brings it into the primitive's layout.
-  memory& load(dnnl::stream& s, const void* data) {
-    user.set_data_handle(const_cast<void*>(data));
-    if (to_inner) to_inner->execute(s, user, inner);
-    return inner;
-  }
-  // Binds `data` as where the result goes; store() puts it there.
-  memory& target(void* data) {
-    user.set_data_handle(data);
-    return inner;
-  }
-  void store(dnnl::stream& s) {
-    if (to_user) to_user->execute(s, inner, user);
-  }
-};
-
-using Type = memory::data_type;
-
-memory::desc plain(const memory::dims& dims, Tag tag) {
-  return memory::desc(dims, Type::f32, tag);
-}
-memory::desc any(const memory::dims& dims, Type type = Type::f32) {
-  return memory::desc(dims, type, Tag::any);
-}
-
-}  // namespace
+using onednn::any;
+using onednn::cpu_engine;
+using onednn::plain;
+using onednn::Staged;
+using onednn::Tag;
+using onednn::Type;
 
 struct OneDnnConvolution::Impl {
   OneDnnShape shape;

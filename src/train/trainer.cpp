@@ -27,6 +27,7 @@
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/io/file.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
+#include "cgdp/layers/inner_product_layer.hpp"
 #include "cgdp/net/graph_rewrite.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/shard/cluster_token.hpp"
@@ -60,8 +61,11 @@ std::string precision_note(Net<float>& net) {
     const std::string type = net.layer(i).type();
     if (type != "Convolution" && type != "Deconvolution" && type != "InnerProduct") continue;
     ++multiplying;
+    if (p != Precision::kBf16 || !cpu_has_bf16()) continue;
     if (const auto* conv = dynamic_cast<const ConvolutionLayer<float>*>(&net.layer(i)))
-      native += p == Precision::kBf16 && cpu_has_bf16() && conv->uses_onednn();
+      native += conv->uses_onednn();
+    else if (auto* ip = dynamic_cast<InnerProductLayer<float>*>(&net.layer(i)))
+      native += ip->runs_bf16_kernels();
   }
   const int packed = net.activation_plan().packed_count();
   const std::string rest =
@@ -77,11 +81,12 @@ std::string precision_note(Net<float>& net) {
   const std::string rounded =
       cat(multiplying - native, " on fp32 kernels with their operands rounded to ", to_string(p));
   const std::string kernels =
-      native > 0 ? cat(native, " of ", multiplying,
-                       " multiplying layers on oneDNN's bf16 kernels (AVX512_BF16), ", rounded)
-                 : cat(multiplying, " multiplying layers", rounded.substr(rounded.find(" on ")),
-                       " (this CPU has no ", to_string(p),
-                       " kernels: a 16-bit run's numbers, not its speed)");
+      native > 0
+          ? cat(native, " of ", multiplying, " multiplying layers on oneDNN's bf16 kernels (",
+                cpu_has_amx_bf16() ? "AMX" : "AVX512_BF16", "), ", rounded)
+          : cat(multiplying, " multiplying layers", rounded.substr(rounded.find(" on ")),
+                " (this CPU has no ", to_string(p),
+                " kernels: a 16-bit run's numbers, not its speed)");
   return cat("cgdp: precision ", to_string(p), ": ", kernels, rest);
 }
 

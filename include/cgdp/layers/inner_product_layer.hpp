@@ -4,10 +4,14 @@
 // (sufficient_factors.hpp).
 #pragma once
 
+#include <memory>
+
 #include "cgdp/layers/layer.hpp"
 #include "cgdp/layers/sufficient_factors.hpp"
 
 namespace cgdp {
+
+class OneDnnInnerProduct;
 
 template <typename T>
 class InnerProductLayer final : public Layer<T>, public SufficientFactors<T> {
@@ -28,6 +32,9 @@ class InnerProductLayer final : public Layer<T>, public SufficientFactors<T> {
   void rebuild_weight_diff(const RunContext& ctx, const T* out_rows, const T* in_rows,
                            int64_t rows) override;
   bool rebuilds_from_bf16() const override;
+  // Whether this float CPU layer multiplies on oneDNN's bf16 kernels in a bf16 run (rather than
+  // rounding its operands for OpenBLAS's fp32 GEMM); builds them for the current shape.
+  bool runs_bf16_kernels() { return bf16_kernels() != nullptr; }
   void rebuild_weight_diff_bf16(const RunContext& ctx, const uint16_t* out_rows,
                                 const uint16_t* in_rows, int64_t rows) override;
 
@@ -56,6 +63,13 @@ class InnerProductLayer final : public Layer<T>, public SufficientFactors<T> {
   int axis_ = 1;
   bool bias_term_ = true;
   bool transpose_ = false;
+  // oneDNN's bf16 inner products (onednn_inner_product.cpp) in bf16 on a CPU that has them.
+  OneDnnInnerProduct* bf16_kernels();
+  // forward's and backward's products on bf16_kernels(); false where the layer has none.
+  bool forward_on_onednn(const T* in, T* out);
+  bool backward_on_onednn(const T* in, const T* out_diff, T* weight_diff, T* in_diff);
+  std::shared_ptr<OneDnnInnerProduct> onednn_;  // shared_ptr: deletable where it is incomplete
+  bool onednn_failed_ = false;                  // oneDNN had no kernels for a shape: OpenBLAS
   T* staged_out_rows_ = nullptr;  // stage_factors: where backward copies its factors instead
   T* staged_in_rows_ = nullptr;
 };
