@@ -561,19 +561,32 @@ TEST(OffloadBudget, InspectShowsThePlan) {
 }
 
 // `predict --device-memory-gb` gives train's plan with the profile's links: the H200's ResNet-152
-// profile at 2.24 GB offloads some activations and predicts the copies' cost.
+// profile at 2.24 GB offloads some activations and predicts the copies' cost; Adam's two
+// histories leave less room, so its plan moves more.
 TEST(OffloadBudget, PredictShowsThePlanAndItsCost) {
-  const testing::CommandResult r = testing::run_command(
-      cat(testing::binary_dir(), "/cgdp predict --profile ", testing::source_dir(),
-          "/docs/examples/profile_resnet152_h200.json --model resnet152 --device-memory-gb 2.24 "
-          "--json 2>&1"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const nlohmann::json offload = nlohmann::json::parse(r.output).at("offload");
+  const auto offload_of = [](const std::string& solver) {
+    const testing::CommandResult r = testing::run_command(
+        cat(testing::binary_dir(), "/cgdp predict --profile ", testing::source_dir(),
+            "/docs/examples/profile_resnet152_h200.json --model resnet152 --device-memory-gb 2.24 "
+            "--json --solver-type ",
+            solver, " 2>&1"));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.output).at("offload") : nlohmann::json{};
+  };
+  const nlohmann::json offload = offload_of("SGD");
+  ASSERT_FALSE(offload.is_null());
   EXPECT_TRUE(offload.at("fits").get<bool>()) << offload;
   EXPECT_GT(offload.at("offloaded").get<int>(), 0) << offload;
   EXPECT_GT(offload.at("bytes_each_way_per_worker").get<int64_t>(), 0) << offload;
   EXPECT_GT(offload.at("pass_us").get<double>(), offload.at("pass_without_copies_us").get<double>())
       << offload;
+  const nlohmann::json adam = offload_of("Adam");
+  ASSERT_FALSE(adam.is_null());
+  const auto moved = [](const nlohmann::json& o) {
+    return o.at("bytes_each_way_per_worker").get<int64_t>() +
+           o.at("history_host_bytes_per_worker").get<int64_t>();
+  };
+  EXPECT_GT(moved(adam), moved(offload)) << adam << "\n" << offload;
 }
 
 }  // namespace

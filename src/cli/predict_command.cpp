@@ -18,7 +18,9 @@
 #include "cgdp/device/measuring_device.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
+#include "cgdp/solver/update_rule.hpp"
 #include "cgdp/train/memory_estimate.hpp"
+#include "cgdp/train/train_config.hpp"
 #include "cli/commands.hpp"
 #include "cli/number_checks.hpp"
 
@@ -40,6 +42,7 @@ struct PredictOptions {
   std::string fc_exchange = "auto";
   std::string exchange_dtype = "fp32";
   double device_memory_gb = 0;  // > 0: plan the activations to fit it (train's --offload auto)
+  std::string solver_type = "SGD";  // its histories, which the plan may stage on the host
   WhatIf what_if;
 };
 
@@ -101,25 +104,33 @@ std::string model_of(const PredictOptions& opt, const Profile& profile) {
 }
 
 // The memory a run of `p`'s model at the profile's batch takes on one device of the budget, planned
-// when it does not fit as it is (as the trainer checks a CPU device under --device-memory-gb).
+// when it does not fit as it is: as train plans it on the profile's backend (on CUDA with cuDNN's
+// default scratch cap and, in 16 bits, the operands' copies) for --solver-type's histories.
 std::optional<OffloadPrediction> predict_offload_plan(const Prediction& p, const std::string& path,
                                                       const PredictOptions& opt) {
   const int64_t budget = static_cast<int64_t>(opt.device_memory_gb * (1LL << 30));
   const int64_t batch = opt.what_if.batch.value_or(p.profile.batch);
   const proto::NetParameter model = load_model(path);
   const Precision precision = parse_precision(p.profile.precision, "the profile's precision");
+  const DeviceKind kind = p.profile.backend == "cuda" ? DeviceKind::Cuda : DeviceKind::Cpu;
+  const int gpus = kind == DeviceKind::Cuda ? p.inputs.devices : 0;
+  proto::SolverParameter solver;
+  solver.set_type(opt.solver_type);
+  const int histories = make_solver_settings(solver, "--solver-type").histories();
   const ScopedLayerPrecision layers_in(precision);  // as the profiled run's layers
-  const auto estimate = [&](const ActivationMemoryPlan& activations) {
-    return estimate_memory(model, path, batch, batch, p.inputs.devices, SyncKind::Cgdp, 1, nullptr,
-                           "", activations);
+  const auto estimate = [&](ActivationMemoryPlan activations) {
+    activations.pack = packs_to_fit("auto");
+    MemoryEstimate m = estimate_memory(model, path, batch, batch, p.inputs.devices, SyncKind::Cgdp,
+                                       histories, nullptr, "", activations);
+    add_cuda_scratch(m, kind, TrainConfig{}.cudnn_workspace_mb, precision);
+    return m;
   };
-  if (needed_bytes(estimate(default_activation_memory(precision)), DeviceKind::Cpu, 0,
-                   BudgetScope::Device) <= budget)
-    return std::nullopt;
+  const MemoryEstimate as_is =
+      estimate(default_activation_memory(precision, packs_from_the_start("auto", kind)));
+  if (needed_bytes(as_is, kind, gpus, BudgetScope::Device) <= budget) return std::nullopt;
   OffloadPrediction o;
-  o.memory =
-      fit_offload(estimate, DeviceKind::Cpu, 0, budget, BudgetScope::Device, &p.profile).estimate;
-  o.fits = needed_bytes(o.memory, DeviceKind::Cpu, 0, BudgetScope::Device) <= budget;
+  o.memory = fit_offload(estimate, kind, gpus, budget, BudgetScope::Device, &p.profile).estimate;
+  o.fits = needed_bytes(o.memory, kind, gpus, BudgetScope::Device) <= budget;
   o.pass = predict_offload(o.memory, p.profile);
   return o;
 }
@@ -459,6 +470,10 @@ Runner add_predict_command(CLI::App& app) {
                   "A device of this size: when the run does not fit, the activation plan train "
                   "--offload auto makes, the bytes it moves and what its copies cost a pass")
       ->check(kPositive);
+  cmd->add_option("--solver-type", opt->solver_type,
+                  "With --device-memory-gb: the solver, as train's (AdaDelta and Adam keep two "
+                  "histories)")
+      ->capture_default_str();
   cmd->add_option("--loader-threads", opt->loader_threads,
                   "What if: loader threads (default: the profile's); needs a profile with a loader")
       ->check(kPositive);
