@@ -29,8 +29,11 @@ class LRNLayer final : public Layer<T> {
 #endif
 
  private:
-  // dst = sum of src over each element's neighbourhood (channels or square, by the region).
+  // WITHIN_CHANNEL: dst = sum of src over each element's square neighbourhood.
   void window_sum(const T* src, T* dst) const;
+  // ACROSS_CHANNELS, fused per tile of an image's columns, whose channels stay in cache.
+  void forward_across(const T* in, T* out);
+  void backward_across(const T* in, const T* out, const T* out_diff, T* in_diff) const;
 
   bool across_channels_ = true;
   int64_t size_ = 5;
@@ -39,7 +42,7 @@ class LRNLayer final : public Layer<T> {
   T k_ = 1;
   Shape shape_;
   std::vector<T> scale_;  // kept from forward for backward
-  std::vector<T> work_;   // squares in forward, top_diff * top / scale in backward
+  std::vector<T> work_;   // WITHIN_CHANNEL: squares in forward, top_diff * top / scale in backward
 };
 
 }  // namespace cgdp
