@@ -3,6 +3,7 @@
 // is a GPU) on CUDA; and the loss scale's state machine.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -288,6 +289,14 @@ TEST(RoundToPrecision, NarrowingToSixteenBitsAndBackIsTheRounding) {
     round_to_precision(p, in.data(), rounded.data(), n);
     EXPECT_EQ(0, std::memcmp(widened.data(), rounded.data(), in.size() * sizeof(float)));
   }
+  // A NaN whose payload is in its low bits stays a (quiet) NaN in bf16, not Inf.
+  const float low_payload = std::bit_cast<float>(0x7f800001u);
+  uint16_t narrowed = 0;
+  narrow_to_precision(Precision::kBf16, &low_payload, &narrowed, 1);
+  EXPECT_EQ(narrowed, 0x7fc0);
+  float rounded = 0;
+  round_to_precision(Precision::kBf16, &low_payload, &rounded, 1);
+  EXPECT_TRUE(std::isnan(rounded));
 }
 
 TEST(LossScale, DynamicHalvesOnOverflowAndDoublesAfterAFiniteRun) {

@@ -16,13 +16,15 @@ Precision& setting() {
 }
 
 // bfloat16 is float's top half: add half an ulp of the kept part (less one when the kept part
-// is even, for ties to even) and cut. NaNs stay NaN: the carry cannot reach past the exponent
-// unless the value is already Inf/NaN, which are passed through.
+// is even, for ties to even) and cut. Inf is cut as it is; a NaN is quieted first, since one whose
+// payload is all in the low half would be cut to Inf. Selects, not branches: the loops vectorise.
 float round_to_bf16(float x) {
   const uint32_t bits = std::bit_cast<uint32_t>(x);
-  if ((bits & 0x7f800000u) == 0x7f800000u) return x;
-  const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
-  return std::bit_cast<float>(rounded);
+  const bool special = (bits & 0x7f800000u) == 0x7f800000u;
+  const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+  const uint32_t rounded = bits + 0x7fffu + ((bits >> 16) & 1u);
+  const uint32_t kept = nan ? bits | 0x00400000u : bits;
+  return std::bit_cast<float>((special ? kept : rounded) & 0xffff0000u);
 }
 
 }  // namespace
