@@ -18,6 +18,7 @@
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/io/checkpoint.hpp"
 #include "cgdp/io/safetensors.hpp"
+#include "cgdp/layers/bf16_kernel_isa.hpp"
 #include "support/run_command.hpp"
 #include "support/test_paths.hpp"
 
@@ -345,8 +346,7 @@ TEST_F(Cli, SixteenBitPrecisionSaysWhichKernelsRunIt) {
   const std::string kernels =
       cpu_has_bf16()
           ? cat("cgdp: precision bf16: 3 of 4 multiplying layers on oneDNN's bf16 kernels (",
-                cpu_has_amx_bf16() ? "AMX" : "AVX512_BF16",
-                "), 1 on fp32 kernels with their operands rounded to bf16")
+                bf16_kernel_isa(), "), 1 on fp32 kernels with their operands rounded to bf16")
           : "cgdp: precision bf16: 4 multiplying layers on fp32 kernels with "
             "their operands rounded to bf16 (this CPU has no bf16 kernels";
   EXPECT_NE(bf16.output.find(kernels), std::string::npos) << bf16.output;

@@ -59,10 +59,6 @@ bool cpu_has_bf16() {
   return __builtin_cpu_supports("avx512bf16");
 }
 
-bool cpu_has_amx_bf16() {
-  return __builtin_cpu_supports("amx-bf16");
-}
-
 void round_to_precision(Precision precision, const float* in, float* out, int64_t count) {
   switch (precision) {
     case Precision::kFp32:

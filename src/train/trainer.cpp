@@ -26,6 +26,7 @@
 #include "cgdp/device/devices.hpp"
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/io/file.hpp"
+#include "cgdp/layers/bf16_kernel_isa.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
 #include "cgdp/layers/inner_product_layer.hpp"
 #include "cgdp/net/graph_rewrite.hpp"
@@ -83,7 +84,7 @@ std::string precision_note(Net<float>& net) {
   const std::string kernels =
       native > 0
           ? cat(native, " of ", multiplying, " multiplying layers on oneDNN's bf16 kernels (",
-                cpu_has_amx_bf16() ? "AMX" : "AVX512_BF16", "), ", rounded)
+                bf16_kernel_isa(), "), ", rounded)
           : cat(multiplying, " multiplying layers", rounded.substr(rounded.find(" on ")),
                 " (this CPU has no ", to_string(p),
                 " kernels: a 16-bit run's numbers, not its speed)");

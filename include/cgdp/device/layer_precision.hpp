@@ -36,8 +36,6 @@ const char* to_string(Precision precision);
 Precision parse_precision(const std::string& text, const char* flag = "--precision");
 // Whether this CPU has the AVX512_BF16 instructions (oneDNN's bf16 convolutions need them).
 bool cpu_has_bf16();
-// Whether it also has AMX's bf16 tile multiplies (oneDNN's fastest bf16 kernels, when it has).
-bool cpu_has_amx_bf16();
 
 // Rounds `count` values to the nearest `precision` number (ties to even; beyond fp16's range to
 // infinity) and widens them back to float into `out`, which may be `in`. fp32 copies.
