@@ -67,7 +67,8 @@ void ConvolutionLayer<T>::layer_setup(const BlobVec<T>& bottom, const BlobVec<T>
   geometry_.channels = channels;
 #ifdef CGDP_HAVE_ONEDNN
   // oneDNN's kernels vectorise over input channels: on a net's first layer (1 or 3 channels)
-  // im2col + GEMM measured faster (bench/conv_table.sh), most of all in backward.
+  // im2col + GEMM measured faster, most of all in backward (on an AMX Xeon AlexNet's conv1 is
+  // the exception, fashion_cnn's is not: docs/results.md).
   use_onednn_ = std::is_same_v<T, float> && this->device_->kind() == DeviceKind::Cpu &&
                 p.engine() != proto::ConvolutionParameter::CAFFE &&
                 channels / group_ >= kOneDnnMinChannels;
