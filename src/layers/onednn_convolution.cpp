@@ -27,7 +27,7 @@ struct OneDnnConvolution::Impl {
   dnnl::convolution_backward_data backward_data;
   dnnl::convolution_backward_weights backward_weights;
   // Forward: src, weights, dst. Backward data: diff_dst, weights, diff_src. Backward weights:
-  // src, diff_dst, diff_weights (stored to weight_grad, then added: Caffe accumulates).
+  // src, diff_dst, diff_weights (added to the layer's by its reorder: Caffe accumulates).
   std::optional<Staged> src, weights, dst, bd_diff_dst, bd_weights, bd_diff_src, bw_src,
       bw_diff_dst, bw_diff_weights;
   // Layouts that coincide, so one reorder serves both: forward's src and backward-weights' (then
@@ -35,7 +35,7 @@ struct OneDnnConvolution::Impl {
   bool shared_src = false, shared_diff_dst = false;
   const float* src_loaded = nullptr;  // the bottom that src->inner holds, as forward left it
   memory bias, diff_bias;
-  std::vector<float> weight_grad, bias_grad;
+  std::vector<float> bias_grad;
   std::vector<float> scratch;  // the three primitives' scratchpad (they run one at a time)
   memory fwd_scratch, bd_scratch, bw_scratch;
 
@@ -107,10 +107,10 @@ OneDnnConvolution::Impl::Impl(const OneDnnShape& s) : shape(s) {
   bd_diff_src.emplace(plain_src, bwd_data.diff_src_desc(), false, true);
   bw_src.emplace(plain_src, bwd_weights.src_desc(), true, false);
   bw_diff_dst.emplace(plain_dst, bwd_weights.diff_dst_desc(), true, false);
-  bw_diff_weights.emplace(plain_weights, bwd_weights.diff_weights_desc(), false, true);
+  bw_diff_weights.emplace(plain_weights, bwd_weights.diff_weights_desc(), false, true,
+                          /*accumulate=*/true);
   shared_src = fwd.src_desc() == bwd_weights.src_desc();
   shared_diff_dst = bwd_data.diff_dst_desc() == bwd_weights.diff_dst_desc();
-  weight_grad.resize(plain_weights.get_size() / sizeof(float));
   if (s.bias) {
     bias = memory(bias_desc, cpu_engine(), DNNL_MEMORY_NONE);
     bias_grad.resize(static_cast<size_t>(s.num_output));
@@ -166,7 +166,7 @@ void OneDnnConvolution::backward(const float* in, const float* weight, const flo
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, src},
       {DNNL_ARG_DIFF_DST, m.bw_diff_dst->load(m.stream, out_diff)},
-      {DNNL_ARG_DIFF_WEIGHTS, m.bw_diff_weights->target(m.weight_grad.data())},
+      {DNNL_ARG_DIFF_WEIGHTS, m.bw_diff_weights->target(weight_diff)},
       {DNNL_ARG_SCRATCHPAD, m.bw_scratch}};
   if (m.shape.bias) args.emplace(DNNL_ARG_DIFF_BIAS, m.diff_bias);
   m.backward_weights.execute(m.stream, args);
@@ -182,9 +182,6 @@ void OneDnnConvolution::backward(const float* in, const float* weight, const flo
     m.bd_diff_src->store(m.stream);
   }
   m.stream.wait();
-  const int64_t count = static_cast<int64_t>(m.weight_grad.size());
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < count; ++i) weight_diff[i] += m.weight_grad[i];
   for (size_t o = 0; o < m.bias_grad.size(); ++o) bias_diff[o] += m.bias_grad[o];
 }
 
