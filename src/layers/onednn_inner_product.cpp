@@ -5,6 +5,7 @@
 // post-op, since Caffe accumulates.
 #include "layers/onednn_inner_product.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -40,16 +41,18 @@ struct Narrowed {
   uint16_t* again(const float* data) { return data == from ? values.data() : of(data); }
 };
 
-dnnl::matmul make_matmul(const memory::desc& a, const memory::desc& b, const memory::desc& c,
-                         bool accumulate = false) {
+// Scratch of the caller's (user mode): oneDNN's cache hands identical layers (one per CPU device)
+// the same primitive, which they may run at the same time.
+dnnl::matmul::primitive_desc matmul_desc(const memory::desc& a, const memory::desc& b,
+                                         const memory::desc& c, bool accumulate = false) {
   dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (accumulate) {
     dnnl::post_ops add;
     add.append_sum(1.f);
     attr.set_post_ops(add);
   }
-  return dnnl::matmul(
-      dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, cpu_engine()));
+  return {dnnl::matmul::desc(a, b, c), attr, cpu_engine()};
 }
 
 }  // namespace
@@ -63,13 +66,16 @@ struct OneDnnInnerProduct::Impl {
   memory::desc in_desc, weights_t_desc, out_desc, out_diff_desc, weights_desc, in_diff_desc,
       grad_a_desc, grad_b_desc, weight_diff_desc;
   dnnl::matmul forward, backward_data, backward_weights;
+  std::vector<uint8_t> scratch;  // the three matmuls' scratchpad (they run one at a time)
+  memory forward_scratch, data_scratch, weights_scratch;
 
   explicit Impl(const OneDnnInnerProductShape& s);
-  void run(dnnl::matmul& mm, const memory::desc& a, const void* a_data, const memory::desc& b,
-           const void* b_data, const memory::desc& c, void* c_data) {
+  void run(dnnl::matmul& mm, memory& scratchpad, const memory::desc& a, const void* a_data,
+           const memory::desc& b, const void* b_data, const memory::desc& c, void* c_data) {
     mm.execute(stream, {{DNNL_ARG_SRC, memory(a, cpu_engine(), const_cast<void*>(a_data))},
                         {DNNL_ARG_WEIGHTS, memory(b, cpu_engine(), const_cast<void*>(b_data))},
-                        {DNNL_ARG_DST, memory(c, cpu_engine(), c_data)}});
+                        {DNNL_ARG_DST, memory(c, cpu_engine(), c_data)},
+                        {DNNL_ARG_SCRATCHPAD, scratchpad}});
     stream.wait();
   }
 };
@@ -83,15 +89,25 @@ OneDnnInnerProduct::Impl::Impl(const OneDnnInnerProductShape& s) : shape(s) {
   in_desc = matrix(m, k, Type::bf16);
   weights_t_desc = t ? matrix(k, n, Type::bf16) : matrix(n, k, Type::bf16, true);  // W^T [K, N]
   out_desc = matrix(m, n, Type::f32);
-  forward = make_matmul(in_desc, weights_t_desc, out_desc);
+  const auto forward_pd = matmul_desc(in_desc, weights_t_desc, out_desc);
   out_diff_desc = matrix(m, n, Type::bf16);
   weights_desc = t ? matrix(k, n, Type::bf16, true) : matrix(n, k, Type::bf16);  // W [N, K]
   in_diff_desc = matrix(m, k, Type::f32);
-  backward_data = make_matmul(out_diff_desc, weights_desc, in_diff_desc);
+  const auto data_pd = matmul_desc(out_diff_desc, weights_desc, in_diff_desc);
   grad_a_desc = t ? matrix(m, k, Type::bf16, true) : matrix(m, n, Type::bf16, true);
   grad_b_desc = t ? out_diff_desc : in_desc;
   weight_diff_desc = t ? matrix(k, n, Type::f32) : matrix(n, k, Type::f32);
-  backward_weights = make_matmul(grad_a_desc, grad_b_desc, weight_diff_desc, true);
+  const auto weights_pd = matmul_desc(grad_a_desc, grad_b_desc, weight_diff_desc, true);
+  size_t scratch_bytes = 1;
+  for (const auto* pd : {&forward_pd, &data_pd, &weights_pd})
+    scratch_bytes = std::max(scratch_bytes, pd->scratchpad_desc().get_size());
+  scratch.resize(scratch_bytes);
+  forward_scratch = memory(forward_pd.scratchpad_desc(), cpu_engine(), scratch.data());
+  data_scratch = memory(data_pd.scratchpad_desc(), cpu_engine(), scratch.data());
+  weights_scratch = memory(weights_pd.scratchpad_desc(), cpu_engine(), scratch.data());
+  forward = dnnl::matmul(forward_pd);
+  backward_data = dnnl::matmul(data_pd);
+  backward_weights = dnnl::matmul(weights_pd);
 }
 
 std::unique_ptr<OneDnnInnerProduct> OneDnnInnerProduct::create(
@@ -113,7 +129,8 @@ const OneDnnInnerProductShape& OneDnnInnerProduct::shape() const {
 
 void OneDnnInnerProduct::forward(const float* in, const float* weight, float* out) {
   Impl& m = *impl_;
-  m.run(m.forward, m.in_desc, m.in.of(in), m.weights_t_desc, m.weights.of(weight), m.out_desc, out);
+  m.run(m.forward, m.forward_scratch, m.in_desc, m.in.of(in), m.weights_t_desc,
+        m.weights.of(weight), m.out_desc, out);
 }
 
 void OneDnnInnerProduct::backward(const float* in, const float* weight, const float* out_diff,
@@ -123,12 +140,12 @@ void OneDnnInnerProduct::backward(const float* in, const float* weight, const fl
   if (weight_diff) {
     const uint16_t* x = m.in.again(in);
     const bool t = m.shape.transpose;
-    m.run(m.backward_weights, m.grad_a_desc, t ? x : dy, m.grad_b_desc, t ? dy : x,
-          m.weight_diff_desc, weight_diff);
+    m.run(m.backward_weights, m.weights_scratch, m.grad_a_desc, t ? x : dy, m.grad_b_desc,
+          t ? dy : x, m.weight_diff_desc, weight_diff);
   }
   if (in_diff)
-    m.run(m.backward_data, m.out_diff_desc, dy, m.weights_desc, m.weights.again(weight),
-          m.in_diff_desc, in_diff);
+    m.run(m.backward_data, m.data_scratch, m.out_diff_desc, dy, m.weights_desc,
+          m.weights.again(weight), m.in_diff_desc, in_diff);
 }
 
 }  // namespace cgdp
