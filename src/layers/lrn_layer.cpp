@@ -15,18 +15,23 @@ namespace {
 
 constexpr int64_t kTile = 256;  // columns per tile: 96 channels of them take 96 KiB in fp32
 
-// out[i] = a[i] * scale[i]^-beta, plus what out[i] held when `add`. Caffe's nets take beta 0.75,
-// where 1 / sqrt(s * sqrt(s)) vectorises and std::pow does not.
-template <typename T>
-void times_inverse_power(const T* scale, T beta, const T* a, T* out, int64_t count, bool add) {
-  const T keep = add ? T(1) : T(0);
+// out[i] = a[i] * scale[i]^-beta, plus what out[i] held when kAdd (else out is only written: it
+// may hold anything, NaN included). Caffe's nets take beta 0.75, where 1 / sqrt(s * sqrt(s))
+// vectorises and std::pow does not.
+template <bool kAdd, typename T>
+void times_inverse_power(const T* scale, T beta, const T* a, T* out, int64_t count) {
   if (beta == T(0.75)) {
 #pragma omp simd
-    for (int64_t i = 0; i < count; ++i)
-      out[i] = a[i] / std::sqrt(scale[i] * std::sqrt(scale[i])) + keep * out[i];
+    for (int64_t i = 0; i < count; ++i) {
+      const T term = a[i] / std::sqrt(scale[i] * std::sqrt(scale[i]));
+      out[i] = kAdd ? out[i] + term : term;
+    }
     return;
   }
-  for (int64_t i = 0; i < count; ++i) out[i] = a[i] * std::pow(scale[i], -beta) + keep * out[i];
+  for (int64_t i = 0; i < count; ++i) {
+    const T term = a[i] * std::pow(scale[i], -beta);
+    out[i] = kAdd ? out[i] + term : term;
+  }
 }
 
 // sum[j] = the sum over channels [first, last] of tile[n * kTile + j], in channel order.
@@ -105,8 +110,8 @@ void LRNLayer<T>::forward_across(const T* in, T* out) {
                        std::min(c + half, channels - 1), width, scale);
 #pragma omp simd
         for (int64_t j = 0; j < width; ++j) scale[j] = k_ + alpha_over_n_ * scale[j];
-        times_inverse_power(scale, beta_, in + base + c * plane, out + base + c * plane, width,
-                            false);
+        times_inverse_power<false>(scale, beta_, in + base + c * plane, out + base + c * plane,
+                                   width);
       }
     }
   }
@@ -137,7 +142,7 @@ void LRNLayer<T>::backward_across(const T* in, const T* out, const T* out_diff, 
                        std::min(c + half, channels - 1), width, sum);
 #pragma omp simd
         for (int64_t j = 0; j < width; ++j) sum[j] *= factor * in[at + j];
-        times_inverse_power(scale_.data() + at, beta_, out_diff + at, sum, width, true);
+        times_inverse_power<true>(scale_.data() + at, beta_, out_diff + at, sum, width);
       }
     }
   }
@@ -156,8 +161,8 @@ void LRNLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom, const
   for (int64_t i = 0; i < count; ++i) scale_[i] = k_ + alpha_over_n_ * scale_[i];
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < count; i += kTile) {
-    times_inverse_power(scale_.data() + i, beta_, in + i, out + i, std::min(kTile, count - i),
-                        false);
+    times_inverse_power<false>(scale_.data() + i, beta_, in + i, out + i,
+                               std::min(kTile, count - i));
   }
 }
 
@@ -180,8 +185,8 @@ void LRNLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
   for (int64_t i = 0; i < count; ++i) in_diff[i] *= factor * in[i];
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < count; i += kTile) {
-    times_inverse_power(scale_.data() + i, beta_, out_diff + i, in_diff + i,
-                        std::min(kTile, count - i), true);
+    times_inverse_power<true>(scale_.data() + i, beta_, out_diff + i, in_diff + i,
+                              std::min(kTile, count - i));
   }
 }
 
