@@ -283,8 +283,10 @@ TEST(ShardServer, FixedOrderSumsAreBitwiseForAnyShardAndHostCount) {
 // a host that keeps pushing without pulling is told so instead of hoarding sums.
 TEST(PsClient, EarlySumsWaitForTheirPullAndUnpulledOnesAreAnError) {
   Cluster cluster(1, 1, {6});
-  PsClient client(cluster.client(0));
+  // Before the client: after a pull that throws, its pushes' floats must outlive it (ZeroMQ may
+  // still be sending them, zero-copy; ps_client.hpp).
   std::vector<std::vector<float>> g(6, std::vector<float>(6));
+  PsClient client(cluster.client(0));
   for (int t = 0; t < 2; ++t) {
     std::fill(g[t].begin(), g[t].end(), static_cast<float>(t + 1));
     client.push(t, 0, g[t].data(), 6);
