@@ -62,11 +62,8 @@ OneDnnConvolution::Impl::Impl(const OneDnnShape& s) : shape(s) {
   // What the multiplies read; what is written (outputs, gradients) stays fp32.
   const Type in_type = s.bf16 ? Type::bf16 : Type::f32;
 
-  // Scratch of our own per layer: oneDNN's cache hands identical layers (one per CPU device) the
-  // same primitive, which they may run at the same time.
-  dnnl::primitive_attr attr, plain_attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  plain_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  // Scratch of our own per layer (caller_scratchpad says why).
+  dnnl::primitive_attr attr = onednn::caller_scratchpad(), plain_attr = onednn::caller_scratchpad();
   if (s.relu) {
     dnnl::post_ops ops;
     ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);

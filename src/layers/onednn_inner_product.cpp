@@ -41,17 +41,10 @@ struct Narrowed {
   uint16_t* again(const float* data) { return data == from ? values.data() : of(data); }
 };
 
-// Scratch of the caller's (user mode): oneDNN's cache hands identical layers (one per CPU device)
-// the same primitive, which they may run at the same time.
 dnnl::matmul::primitive_desc matmul_desc(const memory::desc& a, const memory::desc& b,
                                          const memory::desc& c, bool accumulate = false) {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (accumulate) {
-    dnnl::post_ops add;
-    add.append_sum(1.f);
-    attr.set_post_ops(add);
-  }
+  dnnl::primitive_attr attr = onednn::caller_scratchpad();
+  if (accumulate) attr.set_post_ops(onednn::adding());
   return {dnnl::matmul::desc(a, b, c), attr, cpu_engine()};
 }
 

@@ -24,6 +24,21 @@ inline memory::desc any(const memory::dims& dims, Type type = Type::f32) {
   return memory::desc(dims, type, Tag::any);
 }
 
+// Attributes of a primitive run on the scratchpad its caller passes: oneDNN's cache hands
+// identical layers (one per CPU device) the same primitive, which they may run at the same time.
+inline dnnl::primitive_attr caller_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+// Post-ops that add a result to what its destination holds, as Caffe's gradients accumulate.
+inline dnnl::post_ops adding() {
+  dnnl::post_ops add;
+  add.append_sum(1.f);
+  return add;
+}
+
 // A tensor as the caller holds it (`user`, plain layout, the caller's buffer bound per call) and
 // as a primitive wants it (`inner`: the same memory when the layouts agree, else a buffer of its
 // own with reorders to and from it). An `accumulate`d result is added to the caller's buffer by
@@ -43,11 +58,7 @@ struct Staged {
     if (read) to_inner = dnnl::reorder(user, inner);
     if (!written) return;
     dnnl::primitive_attr attr;
-    if (accumulate) {
-      dnnl::post_ops add;
-      add.append_sum(1.f);
-      attr.set_post_ops(add);
-    }
+    if (accumulate) attr.set_post_ops(adding());
     to_user = dnnl::reorder(inner, user, attr);
   }
   // Binds `data` and brings it into the primitive's layout.
