@@ -1,8 +1,8 @@
 // InnerProduct on the CPU: three GEMMs (forward, weight gradient, input gradient), each threaded
-// by OpenBLAS (oneDNN's bf16 inner products in a bf16 run, onednn_inner_product.cpp), and a GEMV
-// for the bias gradient. With staged factors, backward copies its rows of
-// out_diff and in instead of the weight gradient, which one GEMM rebuilds later from every
-// worker's rows (sufficient_factors.hpp).
+// by OpenBLAS and run in slices of the weight (inner_product_slices.cpp; oneDNN's bf16 inner
+// products in a bf16 run, onednn_inner_product.cpp), and a GEMV for the bias gradient. With staged
+// factors, backward copies its rows of out_diff and in instead of the weight gradient, which one
+// GEMM rebuilds later from every worker's rows (sufficient_factors.hpp).
 #include "cgdp/layers/inner_product_layer.hpp"
 
 #include <cstring>
@@ -51,11 +51,15 @@ template <typename T>
 void InnerProductLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
                                        const BlobVec<T>& top) {
   T* out = top[0]->mutable_data();
-  if (!forward_on_onednn(bottom[0]->data(), out))
-    blas::gemm(false, !transpose_, rows_, num_output_, inputs_, T(1),
-               operand(Operand::kInput, bottom[0]->data(), bottom[0]->count()),
-               operand(Operand::kWeight, this->params_[0]->data(), this->params_[0]->count()), T(0),
-               out);
+  if (!forward_on_onednn(bottom[0]->data(), out)) {
+    const T* in = operand(Operand::kInput, bottom[0]->data(), bottom[0]->count());
+    const T* weight =
+        operand(Operand::kWeight, this->params_[0]->data(), this->params_[0]->count());
+    if (transpose_)
+      blas::gemm(false, false, rows_, num_output_, inputs_, T(1), in, weight, T(0), out);
+    else
+      forward_in_slices(in, weight, out);
+  }
   if (!bias_term_) return;
   const T* bias = this->params_[1]->data();
 #pragma omp parallel for schedule(static)
@@ -87,23 +91,20 @@ void InnerProductLayer<T>::backward_cpu(const RunContext& ctx, const BlobVec<T>&
                this->params_[1]->mutable_diff());
   }
   if (backward_on_onednn(bottom[0]->data(), out_diff, weight_diff, in_diff)) return;
-  if (weight_diff) {
-    const T* in = operand(Operand::kInput, bottom[0]->data(), bottom[0]->count());
-    if (transpose_)  // W [K x N] += in^T [K x M] * out_diff [M x N]
-      blas::gemm(true, false, inputs_, num_output_, rows_, T(1), in, out_diff, T(1), weight_diff);
-    else  // W [N x K] += out_diff^T [N x M] * in [M x K]
-      blas::gemm(true, false, num_output_, inputs_, rows_, T(1), out_diff, in, T(1), weight_diff);
-  }
-  if (in_diff)
-    blas::gemm(false, transpose_, rows_, inputs_, num_output_, T(1), out_diff,
-               operand(Operand::kWeight, this->params_[0]->data(), this->params_[0]->count()), T(0),
-               in_diff);
+  const T* in = operand(Operand::kInput, bottom[0]->data(), bottom[0]->count());
+  const T* weight = operand(Operand::kWeight, this->params_[0]->data(), this->params_[0]->count());
+  if (!transpose_) return backward_in_slices(in, out_diff, weight, weight_diff, in_diff);
+  if (weight_diff)  // W [K x N] += in^T [K x M] * out_diff [M x N]
+    blas::gemm(true, false, inputs_, num_output_, rows_, T(1), in, out_diff, T(1), weight_diff);
+  if (in_diff)  // in_diff [M x K] = out_diff [M x N] * W^T [N x K]
+    blas::gemm(false, true, rows_, inputs_, num_output_, T(1), out_diff, weight, T(0), in_diff);
 }
 
 template <typename T>
 OneDnnInnerProduct* InnerProductLayer<T>::bf16_kernels() {
 #ifdef CGDP_HAVE_ONEDNN
-  if (!std::is_same_v<T, float> || this->device().kind() != DeviceKind::Cpu || onednn_failed_ ||
+  if (weight_stage_.get() || !std::is_same_v<T, float> ||
+      this->device().kind() != DeviceKind::Cpu || onednn_failed_ ||
       layer_precision() != Precision::kBf16 || !cpu_has_bf16())
     return nullptr;
   const OneDnnInnerProductShape shape{rows_, inputs_, num_output_, transpose_};

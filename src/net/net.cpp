@@ -17,7 +17,8 @@ namespace cgdp {
 
 template <typename T>
 Net<T>::Net(const proto::NetParameter& param, Phase phase, Device& device, int64_t batch_size,
-            uint64_t seed, const std::string& source, ActivationMemory memory, Net* params_from)
+            uint64_t seed, const std::string& source, ActivationMemory memory, Net* params_from,
+            const std::vector<std::string>& streamed_weights)
     : name_(param.name()),
       phase_(phase),
       device_(&device),
@@ -25,7 +26,7 @@ Net<T>::Net(const proto::NetParameter& param, Phase phase, Device& device, int64
       memory_(memory) {
   const proto::NetParameter phase_net = filter_phase(param, phase);
   check_wiring(phase_net, source);
-  build(insert_splits(phase_net, source), seed, source, params_from);
+  build(insert_splits(phase_net, source), seed, source, params_from, streamed_weights);
 }
 
 namespace {
@@ -61,7 +62,7 @@ bool written_in_place_after(const proto::LayerParameter& lp, int index, const st
 
 template <typename T>
 void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::string& source,
-                   Net* params_from) {
+                   Net* params_from, const std::vector<std::string>& streamed) {
   Rng rng(seed);
   const std::map<std::string, int> last_in_place = last_in_place_writers(param);
   const std::map<std::string, int> last_touch = last_touches(param);
@@ -107,7 +108,7 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
   if (params_from)
     share_params_from(*params_from);
   else
-    gather_params(source);
+    gather_params(source, streamed);
   if (phase_ == Phase::Train) plan_activation_gradients();
   for (auto& [name, blob] : blobs_) blob->allocate_deferred_diff();  // what the plan left to them
 }
@@ -299,39 +300,85 @@ std::map<std::pair<int, int>, std::pair<int, int>> Net<T>::shared_params(const s
 // parameter diffs) and it is counted and exchanged once. The owner's slot sits where its layer
 // puts it, the last in backward order: the chunk holding it completes after every sharer's backward.
 template <typename T>
-void Net<T>::gather_params(const std::string& source) {
+std::set<int> Net<T>::streamed_layers(const std::vector<std::string>& names,
+                                      const std::string& source) const {
+  std::set<int> layers;
+  for (const std::string& name : names) {
+    int found = -1;
+    for (int i = 0; i < num_layers(); ++i)
+      if (layers_[i]->name() == name && !layers_[i]->params().empty()) found = i;
+    if (found < 0)
+      throw ModelError(
+          cat(source, ": no layer '", name, "' with a weight to stream from host memory"));
+    if (!layers_[found]->can_stream_weight())
+      throw ModelError(cat(source, ": layer '", name, "' (", layers_[found]->type(),
+                           ") cannot stream its weight from host memory"));
+    layers.insert(found);
+  }
+  return layers;
+}
+
+template <typename T>
+void Net<T>::gather_params(const std::string& source, const std::vector<std::string>& streamed) {
   const auto sharers = shared_params(source);
+  const std::set<int> streamed_at = streamed_layers(streamed, source);
+  for (int i : streamed_at)
+    if (shared_.count({i, 0}) || sharers.count({i, 0}) ||
+        std::any_of(sharers.begin(), sharers.end(), [&](const auto& s) {
+          return s.second == std::pair{i, 0};
+        }))
+      throw ModelError(cat(source, ": layer '", layers_[i]->name(),
+                           "' shares its weight by name: it cannot be streamed from host memory"));
   layer_ranges_.assign(num_layers(), {0, 0});
   int64_t offset = 0;
-  for (int i = num_layers() - 1; i >= 0; --i) {  // backward order
+  auto add_slot = [&](int i, int p) {
     const auto& lp = layers_[i]->param();
-    const int64_t begin = offset;
-    for (size_t p = 0; p < layers_[i]->params().size(); ++p) {
-      if (sharers.count({i, static_cast<int>(p)})) continue;
-      ParamSlot slot;
-      slot.layer = i;
-      slot.index = static_cast<int>(p);
-      slot.offset = offset;
-      slot.count = layers_[i]->params()[p]->count();
-      if (static_cast<int>(p) < lp.param_size()) {
-        slot.lr_mult = lp.param(p).lr_mult();
-        slot.decay_mult = lp.param(p).decay_mult();
-      }
-      slot.name = cat(lp.name(), "/", p);
-      offset += slot.count;
-      slots_.push_back(slot);
+    ParamSlot slot;
+    slot.layer = i;
+    slot.index = p;
+    slot.offset = offset;
+    slot.count = layers_[i]->params()[p]->count();
+    if (p < lp.param_size()) {
+      slot.lr_mult = lp.param(p).lr_mult();
+      slot.decay_mult = lp.param(p).decay_mult();
     }
+    slot.name = cat(lp.name(), "/", p);
+    offset += slot.count;
+    slots_.push_back(slot);
+  };
+  for (int i = num_layers() - 1; i >= 0; --i) {  // backward order
+    const int64_t begin = offset;
+    for (size_t p = 0; p < layers_[i]->params().size(); ++p)
+      if (!sharers.count({i, static_cast<int>(p)}) && !(p == 0 && streamed_at.count(i)))
+        add_slot(i, static_cast<int>(p));
     layer_ranges_[i] = {begin, offset};
   }
+  device_count_ = offset;
+  for (auto it = streamed_at.rbegin(); it != streamed_at.rend(); ++it) add_slot(*it, 0);
   flat_count_ = offset;
-  flat_data_buf_ = DeviceBuffer(*device_, static_cast<size_t>(flat_count_) * sizeof(T));
-  if (phase_ == Phase::Train)  // a TEST net only runs forward
-    flat_diff_buf_ = DeviceBuffer(*device_, static_cast<size_t>(flat_count_) * sizeof(T));
+  const auto bytes = [](int64_t n) { return static_cast<size_t>(n) * sizeof(T); };
+  flat_data_buf_ = DeviceBuffer(*device_, bytes(device_count_));
+  if (flat_count_ > device_count_)
+    host_data_buf_ = PinnedHostBuffer(*device_, bytes(flat_count_ - device_count_));
+  if (phase_ == Phase::Train) {  // a TEST net only runs forward
+    flat_diff_buf_ = DeviceBuffer(*device_, bytes(device_count_));
+    if (flat_count_ > device_count_)
+      host_diff_buf_ = PinnedHostBuffer(*device_, bytes(flat_count_ - device_count_));
+  }
   flat_data_ptr_ = static_cast<T*>(flat_data_buf_.get());
   flat_diff_ptr_ = static_cast<T*>(flat_diff_buf_.get());
-  for (const ParamSlot& s : slots_)
-    layers_[s.layer]->params()[s.index]->bind_to(flat_data_ptr_ + s.offset,
-                                                 flat_diff_ptr_ ? flat_diff_ptr_ + s.offset : nullptr);
+  T* host_data = host_flat_data().data();
+  T* host_diff = host_flat_diff().data();
+  for (const ParamSlot& s : slots_) {
+    Blob<T>& blob = *layers_[s.layer]->params()[s.index];
+    if (s.offset < device_count_) {
+      blob.bind_to(flat_data_ptr_ + s.offset, flat_diff_ptr_ ? flat_diff_ptr_ + s.offset : nullptr);
+      continue;
+    }
+    const int64_t at = s.offset - device_count_;
+    blob.bind_to_host(host_data + at, host_diff ? host_diff + at : nullptr);
+    layers_[s.layer]->stream_weight();
+  }
   for (const auto& [sharer, owner] : sharers) {
     layers_[sharer.first]->params()[sharer.second]->share_with(*layers_[owner.first]->params()[owner.second]);
     shared_.insert(sharer);
@@ -447,7 +494,11 @@ std::optional<std::string> Net<T>::first_non_finite_layer() const {
 
 template <typename T>
 void Net<T>::zero_param_diffs(Stream& stream) {
-  if (flat_count_) stream.zero_async(flat_diff_ptr_, static_cast<size_t>(flat_count_) * sizeof(T));
+  if (device_count_)
+    stream.zero_async(flat_diff_ptr_, static_cast<size_t>(device_count_) * sizeof(T));
+  if (std::span<T> host = host_flat_diff();
+      !host.empty())  // host memory: a host function, in order
+    stream.launch_host_func([host] { std::fill(host.begin(), host.end(), T(0)); });
 }
 
 template <typename T>
@@ -461,16 +512,20 @@ void Net<T>::share_params_from(Net& other) {
         peer->state().size() != layer->state().size())
       throw ModelError(cat("layer '", layer->name(), "' has no matching layer in the ",
                            other.phase_ == Phase::Train ? "train" : "test", " net"));
-    for (size_t p = 0; p < layer->params().size(); ++p)
+    for (size_t p = 0; p < layer->params().size(); ++p) {
       layer->params()[p]->share_with(*peer->params()[p]);
+      if (layer->params()[p]->on_host()) layer->stream_weight();  // its own stage: it runs alone
+    }
     for (size_t s = 0; s < layer->state().size(); ++s)
       layer->state()[s]->share_with(*peer->state()[s]);
   }
   slots_.clear();  // this net no longer owns parameters: it reads the other's
   flat_data_buf_.reset();
   flat_diff_buf_.reset();
+  host_data_buf_.reset();
+  host_diff_buf_.reset();
   flat_data_ptr_ = flat_diff_ptr_ = nullptr;
-  flat_count_ = 0;
+  flat_count_ = device_count_ = 0;
   layer_ranges_.assign(num_layers(), {0, 0});
 }
 

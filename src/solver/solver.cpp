@@ -40,9 +40,11 @@ Solver<T>::Solver(Net<T>& net, LrPolicy policy, SolverSettings settings, History
       ranges_(merged_ranges<Range>(net.param_slots())),
       policy_(std::move(policy)),
       settings_(settings) {
-  if (place == HistoryPlace::Host) {
-    host_history_ = std::make_unique<HostHistory<T>>(net.device(), net.learnable_count(),
-                                                     settings_.histories(), worker);
+  // Streamed weights are updated through the history's stage, so their history waits there too.
+  if (place == HistoryPlace::Host || !net.host_flat_data().empty()) {
+    host_history_ = std::make_unique<HostHistory<T>>(
+        net.device(), net.learnable_count(), settings_.histories(), worker,
+        typename HostHistory<T>::Streamed{net.host_flat_data(), net.host_flat_diff()});
   } else {
     const size_t bytes = static_cast<size_t>(net.learnable_count()) * sizeof(T);
     for (int k = 0; k < settings_.histories(); ++k) history_[k] = DeviceBuffer(net.device(), bytes);
@@ -69,16 +71,21 @@ void Solver<T>::check_gradient(Stream& stream, double grad_scale) {
   // An Inf or NaN anywhere makes the sum one: float squares cannot overflow a double's range.
   double sum = 0;
   if (net_.device().kind() == DeviceKind::Cpu) {
+    // One loop over both parts (streamed weights on the host), so the sum's order is the same.
     const T* g = net_.flat_diff().data();
-    const int64_t n = net_.learnable_count();
+    const T* host = net_.host_flat_diff().data();
+    const int64_t n = net_.learnable_count(), on_device = net_.device_learnable_count();
 #pragma omp parallel for simd reduction(+ : sum) schedule(static) if (n > (1 << 16))
-    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(g[i]) * g[i];
+    for (int64_t i = 0; i < n; ++i) {
+      const T x = i < on_device ? g[i] : host[i - on_device];
+      sum += static_cast<double>(x) * x;
+    }
   } else {
 #ifdef CGDP_HAVE_CUDA
     // The norm comes back to the host: one wait at the end of an iteration, before the update
     // kernels (a few launches) are issued.
     const cudaStream_t s = native_stream(stream);
-    kernels::sum_squares(net_.flat_diff().data(), net_.learnable_count(),
+    kernels::sum_squares(net_.flat_diff().data(), net_.device_learnable_count(),
                          static_cast<double*>(clip_sum_.get()), s);
     CUDA_CHECK(cudaMemcpyAsync(&sum, clip_sum_.get(), sizeof sum, cudaMemcpyDeviceToHost, s));
     CUDA_CHECK(cudaStreamSynchronize(s));
@@ -92,10 +99,8 @@ void Solver<T>::check_gradient(Stream& stream, double grad_scale) {
 }
 
 template <typename T>
-void Solver<T>::update_range(Stream& stream, const Range& r, T* h, T* h2, double rate,
-                             int64_t step) {
-  T* data = net_.flat_data().data() + r.offset;
-  const T* diff = net_.flat_diff().data() + r.offset;
+void Solver<T>::update_range(Stream& stream, const Range& r, T* data, const T* diff, T* h, T* h2,
+                             double rate, int64_t step) {
   const double lr = rate * r.lr_mult, decay = settings_.weight_decay * r.decay_mult;
   if (net_.device().kind() == DeviceKind::Cpu) {
     const auto n = static_cast<size_t>(r.count);
@@ -124,16 +129,16 @@ void Solver<T>::update_range(Stream& stream, const Range& r, T* h, T* h2, double
 }
 
 template <typename T>
-void Solver<T>::update_elements(Stream& stream, int64_t offset, int64_t count, T* h, T* h2,
-                                double rate, int64_t step) {
+void Solver<T>::update_elements(Stream& stream, int64_t offset, int64_t count, T* data,
+                                const T* diff, T* h, T* h2, double rate, int64_t step) {
   if (last_skipped_) return;
   const int64_t end = offset + count;
   for (const Range& r : ranges_) {  // the update is elementwise: any cut of a range is the same
     const int64_t from = std::max(r.offset, offset), to = std::min(r.offset + r.count, end);
     if (from >= to) continue;
     const Range part{from, to - from, r.lr_mult, r.decay_mult};
-    update_range(stream, part, h + (from - offset), h2 ? h2 + (from - offset) : nullptr, rate,
-                 step);
+    const int64_t at = from - offset;
+    update_range(stream, part, data + at, diff + at, h + at, h2 ? h2 + at : nullptr, rate, step);
   }
 }
 
@@ -144,15 +149,21 @@ void Solver<T>::step(Stream& stream, double grad_scale) {
   if (host_history_) {
     stream.submit([this, &stream, grad_scale] { check_gradient(stream, grad_scale); });
     host_history_->issue_step(
-        stream, [this, &stream, rate, step](int64_t offset, int64_t count, T* h, T* h2) {
-          update_elements(stream, offset, count, h, h2, rate, step);
+        stream, [this, &stream, rate, step](int64_t offset, int64_t count, T* h, T* h2, T* data,
+                                            const T* diff) {
+          if (!data) {  // a piece of the flat buffers on the device
+            data = net_.flat_data().data() + offset;
+            diff = net_.flat_diff().data() + offset;
+          }
+          update_elements(stream, offset, count, data, diff, h, h2, rate, step);
         });
     return;
   }
   stream.submit([this, &stream, rate, grad_scale, step] {
     check_gradient(stream, grad_scale);
     T* h2 = settings_.histories() == 2 ? history(1).data() : nullptr;
-    update_elements(stream, 0, net_.learnable_count(), history(0).data(), h2, rate, step);
+    update_elements(stream, 0, net_.learnable_count(), net_.flat_data().data(),
+                    net_.flat_diff().data(), history(0).data(), h2, rate, step);
   });
 }
 

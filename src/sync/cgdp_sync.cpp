@@ -12,6 +12,7 @@
 #include "cgdp/sync/exchange_codec.hpp"
 #include "cgdp/sync/exchanged_chunks.hpp"
 #include "cgdp/sync/host_aggregator.hpp"
+#include "cgdp/sync/host_sum.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
 #include "cgdp/train/stream_trace.hpp"
 
@@ -54,6 +55,7 @@ class CgdpSync final : public SyncScheme {
         dtype_(o.exchange_dtype),
         all_workers_(static_cast<int64_t>(workers.size()) *
                      (o.reducer ? o.reducer->host_count() : 1)),
+        host_threads_(o.host_threads),
         chunk_done_(workers.size()) {
     params_ = param_layers(*workers[0].net);
     std::vector<AggregatorWorker> agg;
@@ -64,6 +66,12 @@ class CgdpSync final : public SyncScheme {
       devices_.push_back(w.device.get());
       h2d_.push_back(w.h2d.get());
     }
+    if (!workers[0].net->host_flat_data().empty() && (o.reducer || dtype_ != ExchangeDtype::Fp32))
+      throw UsageError(
+          cat("this run streams weights from host memory (--offload), which are summed "
+              "on this host in fp32 only, for now: ",
+              o.reducer ? "scale-out needs" : "--exchange-dtype needs fp32 and",
+              " a larger --device-memory-gb"));
     factored_ = o.factored.empty() ? std::vector<bool>(params_.size(), false) : o.factored;
     CGDP_ASSERT(factored_.size() == params_.size());
     std::vector<FactorSlot> slots = make_factor_slots(workers, std::max(o.micro_batches, 1));
@@ -121,6 +129,7 @@ class CgdpSync final : public SyncScheme {
         throw;
       }
     }
+    sum_streamed(workers, iteration);
     for (Worker& w : workers) {
       if (aggregator_) w.compute->wait(aggregator_->landed(w.index));
       mark(*w.compute, timeline_, &w.marks.exchange_end);
@@ -223,6 +232,22 @@ class CgdpSync final : public SyncScheme {
     return slots;
   }
 
+  // The streamed weights' gradients are on the host already: once every worker's backward has
+  // run, each worker's copy becomes their sum, in the aggregator's order (host_sum.hpp). Not yet
+  // overlapped with backward: the compute streams are waited for here.
+  void sum_streamed(std::vector<Worker>& workers, int64_t iteration) {
+    if (workers.size() < 2 || workers[0].net->host_flat_diff().empty()) return;
+    std::vector<const float*> grads;
+    for (Worker& w : workers) {
+      synchronize_stream(w, *w.compute, "compute", iteration);
+      grads.push_back(w.net->host_flat_diff().data());
+    }
+    const std::span<float> sum = workers[0].net->host_flat_diff();
+    sum_buffers(sum.data(), grads, static_cast<int64_t>(sum.size()), host_threads_);
+    for (size_t w = 1; w < workers.size(); ++w)
+      std::copy(sum.begin(), sum.end(), workers[w].net->host_flat_diff().begin());
+  }
+
   // Chunk c's parts to the host on w's D2H stream: as they are, or narrowed to 16 bits first
   // (on the same stream, so the compute stream goes on) with fp16's scale after them.
   void issue_chunk_copies(Worker& w, int c, const ChunkSpan& span) {
@@ -247,7 +272,7 @@ class CgdpSync final : public SyncScheme {
   // The 16-bit exchange's device buffers of worker w: where its chunks are narrowed, where the
   // sums land, and fp16's scales both ways (one per chunk: never more chunks than param layers).
   AggregatorWorker add_narrow_buffers(Worker& w, AggregatorWorker agg) {
-    const size_t elements = static_cast<size_t>(w.net->learnable_count());
+    const size_t elements = static_cast<size_t>(w.net->device_learnable_count());
     const size_t chunks = std::max<size_t>(params_.size(), 1);
     NarrowBuffers b{DeviceBuffer(*w.device, elements * sizeof(uint16_t)),
                     DeviceBuffer(*w.device, elements * sizeof(uint16_t)),
@@ -356,6 +381,7 @@ class CgdpSync final : public SyncScheme {
   ChunkPlan plan_;
   ExchangeDtype dtype_;
   int64_t all_workers_;  // whose factor rows every worker receives: this host's, times the hosts
+  int host_threads_;     // the aggregator's summing threads (0: OpenMP's default)
   std::vector<NarrowBuffers> narrow_buffers_;  // per worker, with a 16-bit exchange
   std::vector<ParamLayer> params_;
   std::vector<bool> factored_;         // per param layer

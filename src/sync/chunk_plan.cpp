@@ -95,9 +95,10 @@ std::vector<ParamLayer> param_layers(const Net<T>& net) {
     if (end <= begin) continue;
     ParamLayer p{i, net.layer(i).name(), begin, end - begin, {}};
     // The weight must be the layer's own and first in its range: a shared weight's gradient adds
-    // other layers' contributions, which its factors do not carry.
+    // other layers' contributions, which its factors do not carry; a streamed one is not there.
     const auto* factored = dynamic_cast<const SufficientFactors<T>*>(&net.layer(i));
-    if (factored && !net.param_shared(i, 0) && net.batch_size() > 0) {
+    if (factored && !net.param_shared(i, 0) && net.batch_size() > 0 &&
+        !net.layer(i).params()[0]->on_host()) {
       p.factors = factored->factor_shape();
       p.factors.rows /= net.batch_size();
     }

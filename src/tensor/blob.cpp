@@ -58,6 +58,7 @@ void Blob<T>::bind_to(T* data, T* diff) {
   diff_ = diff;
   diff_mode_ = diff ? Diff::Kept : Diff::None;
   diff_deferred_ = false;
+  on_host_ = false;
 }
 
 template <typename T>
@@ -118,6 +119,7 @@ void Blob<T>::share_with(Blob& other) {
   data_ = other.mutable_data();
   diff_ = other.mutable_diff();
   diff_mode_ = other.diff_mode_;
+  on_host_ = other.on_host_;
 }
 
 template class Blob<float>;

@@ -87,7 +87,8 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   m.batch = batch;
   m.test_batch = test_batch;
   MeasuringDevice train_device, test_device;
-  Net<float> net(model, Phase::Train, train_device, batch, /*seed=*/1, source, activations.memory);
+  Net<float> net(model, Phase::Train, train_device, batch, /*seed=*/1, source, activations.memory,
+                 nullptr, activations.streamed_weights);
   m.planned = activations.memory == ActivationMemory::Planned;
   if (m.planned) {
     net.plan_activations(activations.arena_limit, nullptr, activations.pack);
@@ -120,9 +121,17 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
     for (int i = 0; i < net.num_layers(); ++i) m.layer_names.push_back(net.layer(i).name());
   }
   m.sync = sync;
-  const int64_t flat = net.learnable_count() * static_cast<int64_t>(sizeof(float));
-  m.parameters = m.gradients = flat;
+  m.learnable = net.learnable_count();
+  const int64_t flat = m.learnable * static_cast<int64_t>(sizeof(float));
+  m.parameters = m.gradients = net.device_learnable_count() * static_cast<int64_t>(sizeof(float));
+  m.streamed = flat - m.parameters;
+  m.streamed_layers = activations.streamed_weights;
   m.history = flat * histories;  // SGD's momentum; Adam's two moments
+  for (int i = 0; i < net.num_layers(); ++i)
+    if (net.layer(i).can_stream_weight() && !net.param_shared(i, 0))
+      m.streamable.emplace_back(net.layer(i).name(), net.layer(i).params()[0]->bytes());
+  std::stable_sort(m.streamable.begin(), m.streamable.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   m.activations = unique_top_bytes(net);
   for (int i = 0; i < net.num_layers(); ++i) {
     const std::string type = net.layer(i).type();
@@ -148,7 +157,7 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   m.test_net = test_device.memory_stats().device_bytes + lent;
   m.test_peak = test_device.memory_stats().device_peak_bytes + lent;
   if (sync == SyncKind::Cgdp) m.pinned = (workers + 1) * m.gradients;  // receive per worker + sum
-  m.pinned += workers * m.offload_host;
+  m.pinned += workers * (m.offload_host + 2 * m.streamed);
   return m;
 }
 
@@ -259,12 +268,45 @@ FittedMemory fit_activations(
 
 void put_history_on_host(MemoryEstimate& m) {
   if (m.history_on_host() || m.history == 0 || m.parameters == 0) return;
-  const auto histories = static_cast<int>(m.history / m.parameters);
+  const auto histories =
+      static_cast<int>(m.history / (m.learnable * static_cast<int64_t>(sizeof(float))));
   m.history_host = m.history;
-  m.history = history_stage_bytes(m.parameters / static_cast<int64_t>(sizeof(float)), histories,
-                                  sizeof(float));
+  m.history = history_stage_bytes(m.learnable, histories, sizeof(float), m.streamed > 0);
   m.pinned += m.updating_workers() * m.history_host;
 }
+
+namespace {
+
+// fit_offload's last resort: the history on the host, and InnerProduct weights streamed from
+// there too, largest first, until the run fits (or none is left: `best` so far then). A CPU run
+// in fp32 only, for now (InnerProductLayer::stream_weight).
+FittedMemory stream_weights(
+    const std::function<MemoryEstimate(const ActivationMemoryPlan&)>& estimate, DeviceKind kind,
+    int gpus, int64_t budget, BudgetScope scope, FittedMemory best) {
+  if (kind != DeviceKind::Cpu || layer_precision() != Precision::kFp32) return best;
+  std::vector<std::string> streamed;
+  for (const auto& [layer, bytes] : best.estimate.streamable) {
+    streamed.push_back(layer);
+    FittedMemory fit = fit_activations(
+        [&](const ActivationMemoryPlan& activations) {
+          ActivationMemoryPlan with = activations;
+          with.streamed_weights = streamed;
+          MemoryEstimate m = estimate(with);
+          put_history_on_host(m);
+          return m;
+        },
+        kind, gpus, budget, scope);
+    fit.activations.streamed_weights = streamed;
+    const bool fits = needed_bytes(fit.estimate, kind, gpus, scope) <= budget;
+    if (fits || needed_bytes(fit.estimate, kind, gpus, scope) <
+                    needed_bytes(best.estimate, kind, gpus, scope))
+      best = std::move(fit);
+    if (fits) break;
+  }
+  return best;
+}
+
+}  // namespace
 
 FittedMemory fit_offload(const std::function<MemoryEstimate(const ActivationMemoryPlan&)>& estimate,
                          DeviceKind kind, int gpus, int64_t budget, BudgetScope scope,
@@ -283,6 +325,8 @@ FittedMemory fit_offload(const std::function<MemoryEstimate(const ActivationMemo
       },
       kind, gpus, budget, scope);
   const int64_t moved_need = needed_bytes(moved.estimate, kind, gpus, scope);
+  if (!fits && moved_need > budget)
+    return stream_weights(estimate, kind, gpus, budget, scope, moved_need < need ? moved : fit);
   if (!fits) return moved_need < need ? moved : fit;
   if (moved_need > budget) return fit;
   const double kept = predict_offload(fit.estimate, *profile).slowdown();
@@ -304,6 +348,7 @@ OffloadPassCost predict_offload(const MemoryEstimate& m, const Profile& profile)
                            cpu_copy_share(profile.contention_factor, profile.shared_cores));
   if (m.history_on_host())  // the stage holds two pieces
     cost.history_us = history_staging_us(m.history_host, m.history / 2, profile.h2d, profile.d2h);
+  cost.streamed_us = streamed_weights_us(m.streamed, profile.h2d, profile.d2h);
   return cost;
 }
 
@@ -318,6 +363,16 @@ std::string describe_offload(const MemoryEstimate& m) {
     text += cat("; ", m.offloaded, " of ", m.planned_units,
                 " wait in pinned host memory between forward and backward (",
                 format_bytes(m.offload_each_way), " out and back per micro-batch)");
+  if (m.streamed > 0) {
+    std::string layers;
+    for (const std::string& name : m.streamed_layers)
+      layers += cat(layers.empty() ? "" : ", ", name);
+    const bool one = m.streamed_layers.size() == 1;
+    text += cat("; ", one ? "the weight of " : "the weights of ", layers, " (",
+                format_bytes(m.streamed), one ? ") waits" : ") wait", " in pinned host memory and ",
+                one ? "passes" : "pass", " through the device in slices at every pass, with ",
+                one ? "its gradient" : "their gradients");
+  }
   if (m.history_on_host())
     text += cat("; the solver's history (", format_bytes(m.history_host),
                 " per updating worker) waits in pinned host memory between steps, staged through ",
@@ -368,10 +423,11 @@ void check_memory_fits(const MemoryEstimate& m, DeviceKind kind, int gpus, int64
       : one_device ? std::string("worker 0's device (cpu:0)")
                    : cat(m.workers, " worker", m.workers > 1 ? "s" : "", " on the CPU");
   const std::string offloaded =
-      m.planned
-          ? cat(", with ", m.offloaded, " of ", m.planned_units, " activations",
-                m.history_on_host() ? " and the solver's history" : "", " offloaded to the host")
-          : "";
+      m.planned ? cat(", with ", m.offloaded, " of ", m.planned_units, " activations",
+                      m.history_on_host() ? " and the solver's history" : "",
+                      m.streamed > 0 ? cat(", ", m.streamed_layers.size(), " weight(s)") : "",
+                      " offloaded to the host")
+                : "";
   throw UsageError(cat("this run needs ", format_bytes(need), " on ", where, offloaded, " but ",
                        budget_is, " is ", format_bytes(budget), ": ", largest, " (batch ", m.batch,
                        ", test batch ", m.test_batch, "); to fit: ", flags));

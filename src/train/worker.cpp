@@ -55,7 +55,8 @@ void Worker::issue_backward(const RunContext& ctx, Timeline& timeline, int micro
     if (after_layer) after_layer(i);
     offload.after_step(steps - 1 - i, *compute, timeline);
   }
-  if (accumulating && !last) fold.add(*device, *compute, diff, net->learnable_count(), micro);
+  if (accumulating && !last)
+    fold.add(*device, *compute, diff, net->device_learnable_count(), micro);
   mark(*compute, timeline, &marks.backward_end);
 }
 
@@ -97,8 +98,9 @@ std::vector<Worker> make_workers(int count, DeviceKind kind, const proto::NetPar
       worker.compute->submit([share] { omp_set_num_threads(share); });
     }
     // Same seed everywhere: every replica starts from the same parameters.
-    worker.net = std::make_unique<Net<float>>(model, Phase::Train, *worker.device, batch, seed,
-                                              source, activations.memory);
+    worker.net =
+        std::make_unique<Net<float>>(model, Phase::Train, *worker.device, batch, seed, source,
+                                     activations.memory, nullptr, activations.streamed_weights);
     if (activations.memory == ActivationMemory::Planned) {
       worker.net->plan_activations(activations.arena_limit, nullptr, activations.pack);
       worker.offload = OffloadSchedule(*worker.device, worker.net->activation_plan(), w);

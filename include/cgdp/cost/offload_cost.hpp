@@ -24,9 +24,17 @@ struct OffloadPassCost {
   double compute_us = 0;  // the steps alone
   double pass_us = 0;     // with the copies: steps that wait for a copy back start late
   double history_us = 0;  // the solver's history staged in and out at the step (history_staging_us)
+  double streamed_us = 0;  // weights streamed through the device (streamed_weights_us)
   // Of an iteration of one pass.
-  double slowdown() const { return compute_us > 0 ? (pass_us + history_us) / compute_us - 1 : 0; }
+  double slowdown() const {
+    return compute_us > 0 ? (pass_us + history_us + streamed_us) / compute_us - 1 : 0;
+  }
 };
+
+// Weights of `bytes` that wait on the host, copied on the compute stream's time: forward brings
+// them in; backward again, with their gradient in and out; the update brings weights and
+// gradients in and takes the weights out (their history is history_staging_us's).
+double streamed_weights_us(int64_t bytes, const LinkCost& in, const LinkCost& out);
 
 // A step whose history (`bytes`) waits on the host: pieces of `piece_bytes` come in on `in`, and
 // each goes back out on `out` once updated (the update itself is not counted): the slower link's

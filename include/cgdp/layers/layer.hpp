@@ -64,6 +64,7 @@ class Layer {
 
   // Learnable parameters in Caffe's order (weights, then bias).
   Blobs& params() { return params_; }
+  const Blobs& params() const { return params_; }
   // Persistent non-learnable state, e.g. BatchNorm's running statistics.
   Blobs& state() { return state_; }
 
@@ -86,6 +87,12 @@ class Layer {
   // forward clamps the top at zero, backward masks the top's gradient first, each while an image
   // is still in cache. Returns false if this layer cannot (the default; CUDA layers).
   virtual bool absorb_relu() { return false; }
+  // Whether params()[0] may wait in pinned host memory and pass through the device in slices
+  // (Net's streamed weights: a weight larger than the run's budget allows). InnerProduct can.
+  virtual bool can_stream_weight() const { return false; }
+  // params()[0] now lives there (Blob::on_host): the layer allocates the device stage it passes
+  // through. A streamed weight's layer runs on the CPU backend, in fp32, for now.
+  virtual void stream_weight() {}
   // A blob holding a copy of top 0's values from this layer's forward until its backward
   // (BatchNorm's normalised output), which a layer in place on that top may read; nullptr if none.
   virtual const Blob<T>* kept_top() const { return nullptr; }

@@ -29,6 +29,9 @@ struct ActivationMemoryPlan {
   ActivationMemory memory = ActivationMemory::Owned;
   int64_t arena_limit = kNoArenaLimit;
   bool pack = true;  // in a 16-bit run, values backward reads exactly from 16 bits wait in 16 bits
+  // Layers whose weight waits in pinned host memory and passes through the device in slices
+  // (Net's streamed weights): the last resort of a run that does not fit (fit_offload).
+  std::vector<std::string> streamed_weights;
 };
 
 // One storage unit: a blob's values with the blobs that alias them (in place, Split, Eltwise).

@@ -40,9 +40,13 @@ class Net {
   // ActivationMemory::Planned allocates no activation values: call plan_activations before use.
   // `params_from`: share its parameters from the start (share_params_from), so that this net
   // never holds a flat parameter buffer of its own, even while it is built.
+  // `streamed_weights`: layers (by name) whose weight waits in pinned host memory and passes
+  // through the device in slices (Layer::can_stream_weight): it is laid out after every other
+  // parameter, so the device holds [0, device_learnable_count()) of the flat buffers.
   Net(const proto::NetParameter& param, Phase phase, Device& device, int64_t batch_size,
       uint64_t seed, const std::string& source = "model",
-      ActivationMemory memory = ActivationMemory::Owned, Net* params_from = nullptr);
+      ActivationMemory memory = ActivationMemory::Owned, Net* params_from = nullptr,
+      const std::vector<std::string>& streamed_weights = {});
   Net(const Net&) = delete;
   Net& operator=(const Net&) = delete;
 
@@ -92,9 +96,22 @@ class Net {
   // Learnable parameters.
   const std::vector<ParamSlot>& param_slots() const { return slots_; }
   int64_t learnable_count() const { return flat_count_; }
-  std::span<T> flat_data() { return {flat_data_ptr_, static_cast<size_t>(flat_count_)}; }
-  std::span<T> flat_diff() { return {flat_diff_ptr_, static_cast<size_t>(flat_count_)}; }
-  // Element range [begin, end) of layer i's parameters in the flat buffers (empty if none).
+  // The flat buffers' part on the device: every element but the streamed weights'.
+  int64_t device_learnable_count() const { return device_count_; }
+  std::span<T> flat_data() { return {flat_data_ptr_, static_cast<size_t>(device_count_)}; }
+  std::span<T> flat_diff() { return {flat_diff_ptr_, static_cast<size_t>(device_count_)}; }
+  // The rest, elements [device_learnable_count(), learnable_count()): the streamed weights, in
+  // pinned host memory (empty spans when none is streamed).
+  std::span<T> host_flat_data() {
+    return {static_cast<T*>(host_data_buf_.get()),
+            static_cast<size_t>(flat_count_ - device_count_)};
+  }
+  std::span<T> host_flat_diff() {
+    return {static_cast<T*>(host_diff_buf_.get()),
+            static_cast<size_t>(flat_count_ - device_count_)};
+  }
+  // Element range [begin, end) of layer i's parameters on the device (empty if none; a streamed
+  // weight's layer: its bias).
   std::pair<int64_t, int64_t> layer_param_range(int i) const { return layer_ranges_[i]; }
   // Whether parameter `index` of layer i is shared by name with another layer's (as owner or
   // user): its gradient is then the sum of several layers' contributions.
@@ -139,7 +156,7 @@ class Net {
 
  private:
   void build(const proto::NetParameter& param, uint64_t seed, const std::string& source,
-             Net* params_from);
+             Net* params_from, const std::vector<std::string>& streamed);
   void wire_layer(const proto::LayerParameter& lp, const std::string& source);
   void mark_backward();
   // Offers every in-place ReLU with negative_slope 0 to the layer right before it, whose top it
@@ -159,7 +176,10 @@ class Net {
   // (layer, index) of each parameter that uses another's memory -> (layer, index) of its owner;
   // throws ModelError when sharers' shapes or multipliers differ.
   std::map<std::pair<int, int>, std::pair<int, int>> shared_params(const std::string& source) const;
-  void gather_params(const std::string& source);
+  void gather_params(const std::string& source, const std::vector<std::string>& streamed);
+  // Layer indices of `names`, each an InnerProduct-like layer that can stream an unshared weight.
+  std::set<int> streamed_layers(const std::vector<std::string>& names,
+                                const std::string& source) const;
   // One value of a blob's data, copied from the device.
   T read_scalar(const Blob<T>& blob) const;
 
@@ -193,9 +213,11 @@ class Net {
   DeviceBuffer activation_arena_;      // the values of planned activations
   bool arena_borrowed_ = false;        // they live in another net's idle bytes instead
   PinnedHostBuffer offloaded_values_;  // where offloaded ones wait between forward and backward
+  PinnedHostBuffer host_data_buf_, host_diff_buf_;  // the streamed weights (and their gradients)
   T* flat_data_ptr_ = nullptr;
   T* flat_diff_ptr_ = nullptr;
   int64_t flat_count_ = 0;
+  int64_t device_count_ = 0;  // flat elements on the device; the rest are streamed
 };
 
 extern template class Net<float>;

@@ -43,6 +43,7 @@ class Solver {
     if (host_history_) return host_history_->history(k);
     return {static_cast<T*>(history_[k].get()), static_cast<size_t>(net_.learnable_count())};
   }
+  // Host also when the net streams weights: they are updated through the history's stage.
   HistoryPlace history_place() const {
     return host_history_ ? HistoryPlace::Host : HistoryPlace::Device;
   }
@@ -62,9 +63,11 @@ class Solver {
   void check_gradient(Stream& stream, double grad_scale);
   // Updates elements [offset, offset + count), whose history starts at `h` and `h2` (null with
   // one buffer), with step_scale_: the parts of every range they cover.
-  void update_elements(Stream& stream, int64_t offset, int64_t count, T* h, T* h2, double rate,
-                       int64_t step);
-  void update_range(Stream& stream, const Range& r, T* h, T* h2, double rate, int64_t step);
+  // `data` and `diff` point at element `offset` (the flat buffers, or a streamed piece's stage).
+  void update_elements(Stream& stream, int64_t offset, int64_t count, T* data, const T* diff, T* h,
+                       T* h2, double rate, int64_t step);
+  void update_range(Stream& stream, const Range& r, T* data, const T* diff, T* h, T* h2,
+                    double rate, int64_t step);
 
   Net<T>& net_;
   std::vector<Range> ranges_;

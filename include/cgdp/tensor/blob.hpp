@@ -50,6 +50,13 @@ class Blob {
   // data there first. Used to gather parameters into one flat buffer; a null `diff` leaves it
   // without a gradient.
   void bind_to(T* data, T* diff);
+  // bind_to memory in pinned host memory: no kernel reads it there; its layer brings it through
+  // the device in slices (Net's streamed weights, for a weight the run's budget cannot hold).
+  void bind_to_host(T* data, T* diff) {
+    bind_to(data, diff);
+    on_host_ = true;
+  }
+  bool on_host() const { return on_host_; }
   // Keeps the values in host memory from the next reshape until bind_to or share_with: a layer's
   // parameters are filled there, and no layer's own copy ever sits on the device beside the net's
   // flat buffer (or beside the train net whose parameters a test net shares). A device that holds
@@ -108,6 +115,7 @@ class Blob {
   DeviceBuffer owned_diff_;
   T* data_ = nullptr;
   T* diff_ = nullptr;
+  bool on_host_ = false;         // bind_to_host (or shared with a blob bound there)
   bool values_on_host_ = false;  // hold_values_on_host: data_ points into host_values_
   std::vector<T> host_values_;
 };

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cgdp.pb.h"
@@ -26,6 +27,13 @@ struct MemoryEstimate {
   // Per updating worker, pinned: the history when it waits on the host between steps and only its
   // stage is on the device (solver/host_history.hpp); 0 when it stays on the device.
   int64_t history_host = 0;
+  // Weights streamed from pinned host memory (ActivationMemoryPlan::streamed_weights), per
+  // worker: their bytes (the host holds them and their gradients), and the layers'.
+  int64_t streamed = 0;
+  std::vector<std::string> streamed_layers;
+  // The weights that could be streamed, largest first: (layer, bytes).
+  std::vector<std::pair<std::string, int64_t>> streamable;
+  int64_t learnable = 0;  // elements of the flat buffers, device and host parts together
   int64_t fold = 0;  // --accumulate's pending partial sums (gradient_fold.hpp), set by the trainer
   int64_t test_net = 0;     // worker 0 only: the test net at its batch (it shares the parameters)
   int64_t pinned = 0;       // host: the aggregator's per-worker copies and their sum (cgdp)
@@ -137,6 +145,8 @@ void put_history_on_host(MemoryEstimate& m);
 // fit_activations, and when that is not enough, the solver's history on the host as well (on a
 // budget of one device: in RAM the pinned copy would cost what it saves). With a `profile`, also
 // when both fit and the history's staging costs less than the activations' copies it spares.
+// When even that does not fit, a CPU run in fp32 streams InnerProduct weights from the host,
+// largest first, until it does (GeePS's parameters of layers not in use).
 FittedMemory fit_offload(const std::function<MemoryEstimate(const ActivationMemoryPlan&)>& estimate,
                          DeviceKind kind, int gpus, int64_t budget, BudgetScope scope,
                          const Profile* profile = nullptr);

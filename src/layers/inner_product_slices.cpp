@@ -1,0 +1,94 @@
+// InnerProduct's GEMMs on the CPU, in slices of its weight: rows of W for the output and the
+// weight gradient, columns of W for the input gradient. A streamed weight (issue 35: one larger
+// than the run's device budget, VGG-16's fc6) waits in pinned host memory, and each slice is
+// copied through a device stage first. A resident weight is multiplied in the very same slices,
+// in place: OpenBLAS picks its kernel (and so the order of a sum) by the shape of each call, so
+// only identical calls promise the streamed run the resident run's bits.
+#include <algorithm>
+
+#include "cgdp/device/layer_precision.hpp"
+#include "cgdp/layers/blas.hpp"
+#include "cgdp/layers/inner_product_layer.hpp"
+
+namespace cgdp {
+
+template <typename T>
+int64_t InnerProductLayer<T>::weight_stage_elements(int64_t outputs, int64_t inputs) {
+  const int64_t weight = outputs * inputs;
+  const int64_t slice = std::min<int64_t>((weight + 3) / 4, int64_t{2} << 20);
+  return std::min(weight, std::max({slice, outputs, inputs}));
+}
+
+template <typename T>
+void InnerProductLayer<T>::stream_weight() {
+  if (!can_stream_weight()) this->fail("cannot stream a transposed weight through the device");
+  // Not yet: the CUDA half (a copy stream beside cuBLAS) and the 16-bit operands' slices.
+  if (this->device().kind() != DeviceKind::Cpu)
+    this->fail("a weight streamed from host memory runs on the CPU backend only, for now");
+  if (layer_precision() != Precision::kFp32)
+    this->fail("a weight streamed from host memory runs in fp32 only, for now");
+  const size_t elements = static_cast<size_t>(weight_stage_elements(num_output_, inputs_));
+  weight_stage_ = DeviceBuffer(this->device(), elements * sizeof(T));
+}
+
+template <typename T>
+void InnerProductLayer<T>::forward_in_slices(const T* in, const T* weight, T* out) {
+  T* stage = static_cast<T*>(weight_stage_.get());
+  const int64_t n = num_output_, k = inputs_;
+  const int64_t per = weight_stage_elements(n, k) / k;
+  for (int64_t r0 = 0; r0 < n; r0 += per) {  // out[:, r0..r0+r) = in * W[r0..r0+r)^T
+    const int64_t r = std::min(per, n - r0);
+    const T* rows = weight + r0 * k;
+    if (stage) {
+      this->device().copy(stage, rows, static_cast<size_t>(r * k) * sizeof(T));
+      rows = stage;
+    }
+    blas::gemm(false, true, rows_, r, k, T(1), in, k, rows, k, T(0), out + r0, n);
+  }
+}
+
+template <typename T>
+void InnerProductLayer<T>::backward_in_slices(const T* in, const T* out_diff, const T* weight,
+                                              T* weight_diff, T* in_diff) {
+  Device& device = this->device();
+  T* stage = static_cast<T*>(weight_stage_.get());
+  const int64_t n = num_output_, k = inputs_;
+  const int64_t stage_elements = weight_stage_elements(n, k);
+  if (weight_diff) {  // W_diff[r0..r0+r) += out_diff[:, r0..r0+r)^T * in
+    const int64_t per = stage_elements / k;
+    for (int64_t r0 = 0; r0 < n; r0 += per) {
+      const int64_t r = std::min(per, n - r0);
+      const size_t bytes = static_cast<size_t>(r * k) * sizeof(T);
+      T* rows = weight_diff + r0 * k;
+      if (stage) device.copy(stage, rows, bytes);  // accumulated on the device, as Caffe's
+      blas::gemm(true, false, r, k, rows_, T(1), out_diff + r0, n, in, k, T(1),
+                 stage ? stage : rows, k);
+      if (stage) device.copy(rows, stage, bytes);
+    }
+  }
+  if (!in_diff) return;
+  const int64_t per = stage_elements / n;
+  for (int64_t c0 = 0; c0 < k; c0 += per) {  // in_diff[:, c0..c0+c) = out_diff * W[:, c0..c0+c)
+    const int64_t c = std::min(per, k - c0);
+    const T* columns = weight + c0;
+    int64_t ld = k;
+    if (stage) {  // row by row into a dense [N x c] block
+      for (int64_t o = 0; o < n; ++o)
+        device.copy(stage + o * c, weight + o * k + c0, static_cast<size_t>(c) * sizeof(T));
+      columns = stage;
+      ld = c;
+    }
+    blas::gemm(false, false, rows_, c, n, T(1), out_diff, n, columns, ld, T(0), in_diff + c0, k);
+  }
+}
+
+#define CGDP_SLICE_MEMBERS(T)                                                     \
+  template int64_t InnerProductLayer<T>::weight_stage_elements(int64_t, int64_t); \
+  template void InnerProductLayer<T>::stream_weight();                            \
+  template void InnerProductLayer<T>::forward_in_slices(const T*, const T*, T*);  \
+  template void InnerProductLayer<T>::backward_in_slices(const T*, const T*, const T*, T*, T*);
+CGDP_SLICE_MEMBERS(float)
+CGDP_SLICE_MEMBERS(double)
+#undef CGDP_SLICE_MEMBERS
+
+}  // namespace cgdp
