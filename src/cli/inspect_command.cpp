@@ -71,6 +71,8 @@ nlohmann::json memory_json(const MemoryEstimate& m) {
                                              {"packed_bytes", m.packed_bytes},
                                              {"host_bytes_per_worker", m.offload_host},
                                              {"history_host_bytes_per_worker", m.history_host},
+                                             {"streamed_weights", m.streamed_layers},
+                                             {"streamed_bytes_per_worker", m.streamed},
                                              {"bytes_each_way_per_micro_batch", m.offload_each_way}}
                             : nlohmann::json(nullptr)}};
 }
@@ -245,13 +247,13 @@ Runner add_inspect_command(CLI::App& app) {
                      "%s: worker 0 needs %s of --device-memory-gb %g (%s)\n",
                      need <= budget ? "fits" : "does not fit", format_bytes(need).c_str(),
                      opt->device_memory_gb, format_bytes(budget).c_str());
-        if ((m.offloaded > 0 || m.history_on_host()) && profile) {
+        if ((m.offloaded > 0 || m.history_on_host() || m.streamed > 0) && profile) {
           const OffloadPassCost cost = predict_offload(m, *profile);
           std::fprintf(opt->json ? stderr : stdout,
                        "predicted pass: %.1f ms, %.1f ms without the copies, %.1f ms staging the "
-                       "history at the step (%+.1f%%), from %s\n",
+                       "history at the step, %.1f ms streaming weights (%+.1f%%), from %s\n",
                        cost.pass_us / 1e3, cost.compute_us / 1e3, cost.history_us / 1e3,
-                       100 * cost.slowdown(), opt->profile.c_str());
+                       cost.streamed_us / 1e3, 100 * cost.slowdown(), opt->profile.c_str());
         }
         if (need > budget) return 1;
       }

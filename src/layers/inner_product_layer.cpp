@@ -103,9 +103,8 @@ void InnerProductLayer<T>::backward_cpu(const RunContext& ctx, const BlobVec<T>&
 template <typename T>
 OneDnnInnerProduct* InnerProductLayer<T>::bf16_kernels() {
 #ifdef CGDP_HAVE_ONEDNN
-  if (weight_stage_.get() || !std::is_same_v<T, float> ||
-      this->device().kind() != DeviceKind::Cpu || onednn_failed_ ||
-      layer_precision() != Precision::kBf16 || !cpu_has_bf16())
+  if (stage_ || !std::is_same_v<T, float> || this->device().kind() != DeviceKind::Cpu ||
+      onednn_failed_ || layer_precision() != Precision::kBf16 || !cpu_has_bf16())
     return nullptr;
   const OneDnnInnerProductShape shape{rows_, inputs_, num_output_, transpose_};
   if (!onednn_ || !(onednn_->shape() == shape)) {

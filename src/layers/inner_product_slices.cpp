@@ -1,41 +1,50 @@
-// InnerProduct's GEMMs on the CPU, in slices of its weight: rows of W for the output and the
-// weight gradient, columns of W for the input gradient. A streamed weight (issue 35: one larger
-// than the run's device budget, VGG-16's fc6) waits in pinned host memory, and each slice is
-// copied through a device stage first. A resident weight is multiplied in the very same slices,
-// in place: OpenBLAS picks its kernel (and so the order of a sum) by the shape of each call, so
-// only identical calls promise the streamed run the resident run's bits.
+// InnerProduct's GEMMs on the CPU, in slices of its weight (weight_slices.hpp): rows of W for the
+// output and the weight gradient, columns of W for the input gradient. A streamed weight (issue 35:
+// one larger than the run's device budget, VGG-16's fc6) waits in pinned host memory, and each
+// slice is copied through a device stage first. A resident weight is multiplied in the very same
+// slices, in place: OpenBLAS picks its kernel (and so the order of a sum) by the shape of each
+// call, so only identical calls promise the streamed run the resident run's bits.
 #include <algorithm>
 
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/layers/blas.hpp"
 #include "cgdp/layers/inner_product_layer.hpp"
+#include "cgdp/layers/weight_slices.hpp"
 
 namespace cgdp {
 
 template <typename T>
-int64_t InnerProductLayer<T>::weight_stage_elements(int64_t outputs, int64_t inputs) {
-  const int64_t weight = outputs * inputs;
-  const int64_t slice = std::min<int64_t>((weight + 3) / 4, int64_t{2} << 20);
-  return std::min(weight, std::max({slice, outputs, inputs}));
+int64_t InnerProductLayer<T>::slice_rows() const {
+  return items_per_weight_slice(num_output_, inputs_ * static_cast<int64_t>(sizeof(T)));
 }
 
 template <typename T>
-void InnerProductLayer<T>::stream_weight() {
+int64_t InnerProductLayer<T>::slice_columns() const {
+  return items_per_weight_slice(inputs_, num_output_ * static_cast<int64_t>(sizeof(T)));
+}
+
+template <typename T>
+void InnerProductLayer<T>::stream_weight(Layer<T>* peer) {
   if (!can_stream_weight()) this->fail("cannot stream a transposed weight through the device");
   // Not yet: the CUDA half (a copy stream beside cuBLAS) and the 16-bit operands' slices.
   if (this->device().kind() != DeviceKind::Cpu)
     this->fail("a weight streamed from host memory runs on the CPU backend only, for now");
   if (layer_precision() != Precision::kFp32)
     this->fail("a weight streamed from host memory runs in fp32 only, for now");
-  const size_t elements = static_cast<size_t>(weight_stage_elements(num_output_, inputs_));
-  weight_stage_ = DeviceBuffer(this->device(), elements * sizeof(T));
+  if (auto* twin = dynamic_cast<InnerProductLayer<T>*>(peer); twin && twin->stage_) {
+    stage_ = twin->stage_;  // the test net runs between the train net's passes: one stage serves
+    return;
+  }
+  const int64_t elements = std::max(slice_rows() * inputs_, num_output_ * slice_columns());
+  owned_stage_ = DeviceBuffer(this->device(), static_cast<size_t>(elements) * sizeof(T));
+  stage_ = static_cast<T*>(owned_stage_.get());
 }
 
 template <typename T>
 void InnerProductLayer<T>::forward_in_slices(const T* in, const T* weight, T* out) {
-  T* stage = static_cast<T*>(weight_stage_.get());
+  T* stage = stage_;
   const int64_t n = num_output_, k = inputs_;
-  const int64_t per = weight_stage_elements(n, k) / k;
+  const int64_t per = slice_rows();
   for (int64_t r0 = 0; r0 < n; r0 += per) {  // out[:, r0..r0+r) = in * W[r0..r0+r)^T
     const int64_t r = std::min(per, n - r0);
     const T* rows = weight + r0 * k;
@@ -51,11 +60,10 @@ template <typename T>
 void InnerProductLayer<T>::backward_in_slices(const T* in, const T* out_diff, const T* weight,
                                               T* weight_diff, T* in_diff) {
   Device& device = this->device();
-  T* stage = static_cast<T*>(weight_stage_.get());
+  T* stage = stage_;
   const int64_t n = num_output_, k = inputs_;
-  const int64_t stage_elements = weight_stage_elements(n, k);
   if (weight_diff) {  // W_diff[r0..r0+r) += out_diff[:, r0..r0+r)^T * in
-    const int64_t per = stage_elements / k;
+    const int64_t per = slice_rows();
     for (int64_t r0 = 0; r0 < n; r0 += per) {
       const int64_t r = std::min(per, n - r0);
       const size_t bytes = static_cast<size_t>(r * k) * sizeof(T);
@@ -67,7 +75,7 @@ void InnerProductLayer<T>::backward_in_slices(const T* in, const T* out_diff, co
     }
   }
   if (!in_diff) return;
-  const int64_t per = stage_elements / n;
+  const int64_t per = slice_columns();
   for (int64_t c0 = 0; c0 < k; c0 += per) {  // in_diff[:, c0..c0+c) = out_diff * W[:, c0..c0+c)
     const int64_t c = std::min(per, k - c0);
     const T* columns = weight + c0;
@@ -82,10 +90,11 @@ void InnerProductLayer<T>::backward_in_slices(const T* in, const T* out_diff, co
   }
 }
 
-#define CGDP_SLICE_MEMBERS(T)                                                     \
-  template int64_t InnerProductLayer<T>::weight_stage_elements(int64_t, int64_t); \
-  template void InnerProductLayer<T>::stream_weight();                            \
-  template void InnerProductLayer<T>::forward_in_slices(const T*, const T*, T*);  \
+#define CGDP_SLICE_MEMBERS(T)                                                    \
+  template int64_t InnerProductLayer<T>::slice_rows() const;                     \
+  template int64_t InnerProductLayer<T>::slice_columns() const;                  \
+  template void InnerProductLayer<T>::stream_weight(Layer<T>*);                  \
+  template void InnerProductLayer<T>::forward_in_slices(const T*, const T*, T*); \
   template void InnerProductLayer<T>::backward_in_slices(const T*, const T*, const T*, T*, T*);
 CGDP_SLICE_MEMBERS(float)
 CGDP_SLICE_MEMBERS(double)

@@ -323,8 +323,7 @@ void Net<T>::gather_params(const std::string& source, const std::vector<std::str
   const auto sharers = shared_params(source);
   const std::set<int> streamed_at = streamed_layers(streamed, source);
   for (int i : streamed_at)
-    if (shared_.count({i, 0}) || sharers.count({i, 0}) ||
-        std::any_of(sharers.begin(), sharers.end(), [&](const auto& s) {
+    if (sharers.count({i, 0}) || std::any_of(sharers.begin(), sharers.end(), [&](const auto& s) {
           return s.second == std::pair{i, 0};
         }))
       throw ModelError(cat(source, ": layer '", layers_[i]->name(),
@@ -514,7 +513,7 @@ void Net<T>::share_params_from(Net& other) {
                            other.phase_ == Phase::Train ? "train" : "test", " net"));
     for (size_t p = 0; p < layer->params().size(); ++p) {
       layer->params()[p]->share_with(*peer->params()[p]);
-      if (layer->params()[p]->on_host()) layer->stream_weight();  // its own stage: it runs alone
+      if (layer->params()[p]->on_host()) layer->stream_weight(peer);
     }
     for (size_t s = 0; s < layer->state().size(); ++s)
       layer->state()[s]->share_with(*peer->state()[s]);

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cgdp/sync/device_sum.hpp"
+#include "cgdp/sync/host_sum.hpp"
 #include "cgdp/sync/peer_access.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
 #include "cgdp/train/stream_trace.hpp"
@@ -32,7 +33,8 @@ class Ps0Sync final : public SyncScheme {
       : timeline_(timeline), edges_(reduction_edges(static_cast<int>(workers.size()))) {
     workers[0].solver =
         std::make_unique<Solver<float>>(*workers[0].net, o.lr, o.solver, o.history, 0);
-    const size_t bytes = static_cast<size_t>(workers[0].net->learnable_count()) * sizeof(float);
+    const size_t bytes =
+        static_cast<size_t>(workers[0].net->device_learnable_count()) * sizeof(float);
     std::vector<std::pair<Device*, Device*>> pairs;
     for (const TreeEdge& e : edges_) pairs.emplace_back(workers[e.parent].device.get(), workers[e.child].device.get());
     peer_note_ = enable_peer_access(pairs);
@@ -55,7 +57,7 @@ class Ps0Sync final : public SyncScheme {
 
   void exchange_and_update(std::vector<Worker>& workers, double grad_scale, int64_t) override {
     sum_us_ = 0;
-    const int64_t n = workers[0].net->learnable_count();
+    const int64_t n = workers[0].net->device_learnable_count();
     const size_t bytes = static_cast<size_t>(n) * sizeof(float);
     for (size_t e = 0; e < edges_.size(); ++e) {  // gather: children into parents
       Worker& child = workers[edges_[e].child];
@@ -67,8 +69,11 @@ class Ps0Sync final : public SyncScheme {
              [&] { child.d2h->copy_async(recv, child.net->flat_diff().data(), bytes); });
       child.d2h->record(*sent_[e]);
       parent.compute->wait(*sent_[e]);
-      traced(*parent.compute, timeline_, parent.index, "compute", {"add grads of worker ", child.index},
-             "sum", [&] { accumulate(parent, recv, n); });
+      traced(*parent.compute, timeline_, parent.index, "compute",
+             {"add grads of worker ", child.index}, "sum", [&] {
+               accumulate(parent, recv, n);
+               accumulate_streamed(parent, child);
+             });
     }
     Worker& root = workers[0];
     mark(*root.compute, timeline_, &root.marks.exchange_end);
@@ -81,8 +86,15 @@ class Ps0Sync final : public SyncScheme {
       parent.compute->record(*ready_[parent.index]);
       child.h2d->wait(*ready_[parent.index]);
       child.h2d->wait(*ready_[child.index]);  // the child has finished with its old parameters
-      traced(*child.h2d, timeline_, child.index, "h2d", {"parameters from worker ", parent.index}, "p2p",
-             [&] { child.h2d->copy_async(child.net->flat_data().data(), parent.net->flat_data().data(), bytes); });
+      traced(*child.h2d, timeline_, child.index, "h2d", {"parameters from worker ", parent.index},
+             "p2p", [&] {
+               child.h2d->copy_async(child.net->flat_data().data(), parent.net->flat_data().data(),
+                                     bytes);
+               const std::span<float> streamed = parent.net->host_flat_data();  // host to host
+               if (!streamed.empty())
+                 child.h2d->copy_async(child.net->host_flat_data().data(), streamed.data(),
+                                       streamed.size_bytes());
+             });
       child.h2d->record(*params_ready_[child.index]);
       child.compute->wait(*params_ready_[child.index]);  // before it forwards them further down
       mark(*child.compute, timeline_, &child.marks.exchange_end);
@@ -102,6 +114,20 @@ class Ps0Sync final : public SyncScheme {
     parent.compute->launch_host_func([this, begin] { *begin = timeline_.now_us(); });
     issue_sum(*parent.compute, parent.device->kind(), sum, {sum, recv}, n);
     parent.compute->launch_host_func([this, begin] { sum_us_ += timeline_.now_us() - *begin; });
+  }
+
+  // The streamed weights' gradients (Net::host_flat_diff) wait on the host: the parent adds the
+  // child's there, in the same tree order, once its compute stream has waited for the child's
+  // gradients (sent_ follows the child's backward).
+  static void accumulate_streamed(Worker& parent, Worker& child) {
+    float* sum = parent.net->host_flat_diff().data();
+    const float* other = child.net->host_flat_diff().data();
+    const auto n = static_cast<int64_t>(parent.net->host_flat_diff().size());
+    if (n == 0) return;
+    parent.compute->launch_host_func([sum, other, n] {
+      const float* both[] = {sum, other};
+      sum_buffers(sum, both, n, 0);
+    });
   }
 
   Timeline& timeline_;

@@ -55,10 +55,6 @@ std::unique_ptr<SyncScheme> make_sync_scheme(SyncKind kind, std::vector<Worker>&
   switch (kind) {
     case SyncKind::Cgdp: return make_cgdp_sync(workers, options, timeline);
     case SyncKind::Ps0:
-      if (!workers[0].net->host_flat_data().empty())
-        throw UsageError(
-            "--sync ps0 keeps every parameter on worker 0's device, and this run streams weights "
-            "from host memory (--offload): use --sync cgdp, or a larger --device-memory-gb");
       return make_ps0_sync(workers, options, timeline);
     default:
       if (workers.size() != 1) throw UsageError("--sync local needs exactly one device");

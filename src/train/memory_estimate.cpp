@@ -285,7 +285,8 @@ FittedMemory stream_weights(
     int gpus, int64_t budget, BudgetScope scope, FittedMemory best) {
   if (kind != DeviceKind::Cpu || layer_precision() != Precision::kFp32) return best;
   std::vector<std::string> streamed;
-  for (const auto& [layer, bytes] : best.estimate.streamable) {
+  const auto streamable = best.estimate.streamable;  // a copy: `best` is replaced in the loop
+  for (const auto& [layer, bytes] : streamable) {
     streamed.push_back(layer);
     FittedMemory fit = fit_activations(
         [&](const ActivationMemoryPlan& activations) {

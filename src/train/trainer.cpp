@@ -338,12 +338,6 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
     activation_memory_.pack = pack;
     memory_ = fit.estimate;
     offload_note_ = describe_offload(memory_);
-    if (memory_.streamed > 0 && config_.accumulate > 1)
-      throw UsageError(cat("this run fits ", budget_is,
-                           " only with weights streamed from host "
-                           "memory, which --accumulate ",
-                           config_.accumulate,
-                           " does not take yet: a larger budget, or no --accumulate"));
     if ((memory_.offloaded > 0 || memory_.history_on_host() || memory_.streamed > 0) && profile) {
       const OffloadPassCost cost = predict_offload(memory_, *profile);
       char slower[32];

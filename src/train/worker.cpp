@@ -55,8 +55,15 @@ void Worker::issue_backward(const RunContext& ctx, Timeline& timeline, int micro
     if (after_layer) after_layer(i);
     offload.after_step(steps - 1 - i, *compute, timeline);
   }
-  if (accumulating && !last)
+  const std::span<float> streamed = net->host_flat_diff();  // final once the backward has run
+  const auto streamed_count = static_cast<int64_t>(streamed.size());
+  if (accumulating && !last) {
     fold.add(*device, *compute, diff, net->device_learnable_count(), micro);
+    if (streamed_count)
+      streamed_fold.add(*device, *compute, streamed.data(), streamed_count, micro);
+  }
+  if (accumulating && last && streamed_count)
+    streamed_fold.fold_into(*device, *compute, streamed.data(), 0, streamed_count, micro);
   mark(*compute, timeline, &marks.backward_end);
 }
 

@@ -38,11 +38,7 @@ class InnerProductLayer final : public Layer<T>, public SufficientFactors<T> {
   void rebuild_weight_diff_bf16(const RunContext& ctx, const uint16_t* out_rows,
                                 const uint16_t* in_rows, int64_t rows) override;
   bool can_stream_weight() const override { return !transpose_; }
-  void stream_weight() override;
-  // Elements of one slice of the weight (and of the device stage a streamed weight passes
-  // through): a quarter of the weight (so even a small one moves in several slices), at least
-  // one row and one column, at most 8 MiB of floats.
-  static int64_t weight_stage_elements(int64_t outputs, int64_t inputs);
+  void stream_weight(Layer<T>* peer) override;
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
@@ -76,13 +72,16 @@ class InnerProductLayer final : public Layer<T>, public SufficientFactors<T> {
   bool backward_on_onednn(const T* in, const T* out_diff, T* weight_diff, T* in_diff);
   std::shared_ptr<OneDnnInnerProduct> onednn_;  // shared_ptr: deletable where it is incomplete
   bool onednn_failed_ = false;                  // oneDNN had no kernels for a shape: OpenBLAS
-  // The GEMMs of an untransposed weight, in slices of weight_stage_elements(): rows for the
-  // output and the weight gradient, columns for the input gradient. A streamed weight
-  // (Blob::on_host) comes through weight_stage_ slice by slice (inner_product_slices.cpp).
+  // The GEMMs of an untransposed weight, in slices of at most weight_slice_bytes(): rows for
+  // the output and the weight gradient, columns for the input gradient. A streamed weight
+  // (Blob::on_host) comes through stage_ slice by slice (inner_product_slices.cpp).
+  int64_t slice_rows() const;
+  int64_t slice_columns() const;
   void forward_in_slices(const T* in, const T* weight, T* out);
   void backward_in_slices(const T* in, const T* out_diff, const T* weight, T* weight_diff,
                           T* in_diff);
-  DeviceBuffer weight_stage_;     // allocated by stream_weight() only
+  DeviceBuffer owned_stage_;      // stream_weight(): a slice of rows or of columns
+  T* stage_ = nullptr;            // it, or the train net twin's (a test net's layer)
   T* staged_out_rows_ = nullptr;  // stage_factors: where backward copies its factors instead
   T* staged_in_rows_ = nullptr;
 };

@@ -91,8 +91,9 @@ class Layer {
   // (Net's streamed weights: a weight larger than the run's budget allows). InnerProduct can.
   virtual bool can_stream_weight() const { return false; }
   // params()[0] now lives there (Blob::on_host): the layer allocates the device stage it passes
-  // through. A streamed weight's layer runs on the CPU backend, in fp32, for now.
-  virtual void stream_weight() {}
+  // through, or uses `peer`'s (the train net's twin of a test net's layer, which never runs at
+  // the same time). A streamed weight's layer runs on the CPU backend, in fp32, for now.
+  virtual void stream_weight(Layer* peer = nullptr) {}
   // A blob holding a copy of top 0's values from this layer's forward until its backward
   // (BatchNorm's normalised output), which a layer in place on that top may read; nullptr if none.
   virtual const Blob<T>* kept_top() const { return nullptr; }

@@ -39,6 +39,8 @@ struct Worker {
   PhaseMarks marks;
   // With gradient accumulation: the earlier micro-batches' gradients, partly summed.
   GradientFold fold;
+  // The same for the streamed weights' gradients, on the host (Net::host_flat_diff).
+  GradientFold streamed_fold{/*on_host=*/true};
   // The copies of activations that wait on the host (a planned net that offloads).
   OffloadSchedule offload;
   // The activations that wait in 16 bits (a planned net in bf16/fp16).
