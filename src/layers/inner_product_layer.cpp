@@ -30,6 +30,7 @@ void InnerProductLayer<T>::layer_setup(const BlobVec<T>& bottom, const BlobVec<T
                    shape_string(bottom[0]->shape())));
   axis_ = p.axis() < 0 ? p.axis() + axes : p.axis();
   inputs_ = bottom[0]->count(axis_);
+  plan_slices();
   const Shape weight_shape = transpose_ ? Shape{inputs_, num_output_} : Shape{num_output_, inputs_};
   fill(this->add_param(weight_shape), p.weight_filler(), rng);
   if (bias_term_) fill(this->add_param({num_output_}), p.bias_filler(), rng);

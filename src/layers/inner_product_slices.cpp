@@ -14,13 +14,9 @@
 namespace cgdp {
 
 template <typename T>
-int64_t InnerProductLayer<T>::slice_rows() const {
-  return items_per_weight_slice(num_output_, inputs_ * static_cast<int64_t>(sizeof(T)));
-}
-
-template <typename T>
-int64_t InnerProductLayer<T>::slice_columns() const {
-  return items_per_weight_slice(inputs_, num_output_ * static_cast<int64_t>(sizeof(T)));
+void InnerProductLayer<T>::plan_slices() {
+  slice_rows_ = items_per_weight_slice(num_output_, inputs_ * static_cast<int64_t>(sizeof(T)));
+  slice_columns_ = items_per_weight_slice(inputs_, num_output_ * static_cast<int64_t>(sizeof(T)));
 }
 
 template <typename T>
@@ -35,7 +31,7 @@ void InnerProductLayer<T>::stream_weight(Layer<T>* peer) {
     stage_ = twin->stage_;  // the test net runs between the train net's passes: one stage serves
     return;
   }
-  const int64_t elements = std::max(slice_rows() * inputs_, num_output_ * slice_columns());
+  const int64_t elements = std::max(slice_rows_ * inputs_, num_output_ * slice_columns_);
   owned_stage_ = DeviceBuffer(this->device(), static_cast<size_t>(elements) * sizeof(T));
   stage_ = static_cast<T*>(owned_stage_.get());
 }
@@ -44,7 +40,7 @@ template <typename T>
 void InnerProductLayer<T>::forward_in_slices(const T* in, const T* weight, T* out) {
   T* stage = stage_;
   const int64_t n = num_output_, k = inputs_;
-  const int64_t per = slice_rows();
+  const int64_t per = slice_rows_;
   for (int64_t r0 = 0; r0 < n; r0 += per) {  // out[:, r0..r0+r) = in * W[r0..r0+r)^T
     const int64_t r = std::min(per, n - r0);
     const T* rows = weight + r0 * k;
@@ -63,7 +59,7 @@ void InnerProductLayer<T>::backward_in_slices(const T* in, const T* out_diff, co
   T* stage = stage_;
   const int64_t n = num_output_, k = inputs_;
   if (weight_diff) {  // W_diff[r0..r0+r) += out_diff[:, r0..r0+r)^T * in
-    const int64_t per = slice_rows();
+    const int64_t per = slice_rows_;
     for (int64_t r0 = 0; r0 < n; r0 += per) {
       const int64_t r = std::min(per, n - r0);
       const size_t bytes = static_cast<size_t>(r * k) * sizeof(T);
@@ -75,7 +71,7 @@ void InnerProductLayer<T>::backward_in_slices(const T* in, const T* out_diff, co
     }
   }
   if (!in_diff) return;
-  const int64_t per = slice_columns();
+  const int64_t per = slice_columns_;
   for (int64_t c0 = 0; c0 < k; c0 += per) {  // in_diff[:, c0..c0+c) = out_diff * W[:, c0..c0+c)
     const int64_t c = std::min(per, k - c0);
     const T* columns = weight + c0;
@@ -91,8 +87,7 @@ void InnerProductLayer<T>::backward_in_slices(const T* in, const T* out_diff, co
 }
 
 #define CGDP_SLICE_MEMBERS(T)                                                    \
-  template int64_t InnerProductLayer<T>::slice_rows() const;                     \
-  template int64_t InnerProductLayer<T>::slice_columns() const;                  \
+  template void InnerProductLayer<T>::plan_slices();                             \
   template void InnerProductLayer<T>::stream_weight(Layer<T>*);                  \
   template void InnerProductLayer<T>::forward_in_slices(const T*, const T*, T*); \
   template void InnerProductLayer<T>::backward_in_slices(const T*, const T*, const T*, T*, T*);

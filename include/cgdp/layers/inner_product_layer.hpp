@@ -75,8 +75,8 @@ class InnerProductLayer final : public Layer<T>, public SufficientFactors<T> {
   // The GEMMs of an untransposed weight, in slices of at most weight_slice_bytes(): rows for
   // the output and the weight gradient, columns for the input gradient. A streamed weight
   // (Blob::on_host) comes through stage_ slice by slice (inner_product_slices.cpp).
-  int64_t slice_rows() const;
-  int64_t slice_columns() const;
+  void plan_slices();  // from weight_slice_bytes(), once: the stage is sized by them
+  int64_t slice_rows_ = 1, slice_columns_ = 1;
   void forward_in_slices(const T* in, const T* weight, T* out);
   void backward_in_slices(const T* in, const T* out_diff, const T* weight, T* weight_diff,
                           T* in_diff);
