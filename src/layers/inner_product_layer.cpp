@@ -92,8 +92,12 @@ void InnerProductLayer<T>::backward_cpu(const RunContext& ctx, const BlobVec<T>&
                this->params_[1]->mutable_diff());
   }
   if (backward_on_onednn(bottom[0]->data(), out_diff, weight_diff, in_diff)) return;
-  const T* in = operand(Operand::kInput, bottom[0]->data(), bottom[0]->count());
-  const T* weight = operand(Operand::kWeight, this->params_[0]->data(), this->params_[0]->count());
+  // Each rounded (16-bit runs) only when a product reads it.
+  const T* in =
+      weight_diff ? operand(Operand::kInput, bottom[0]->data(), bottom[0]->count()) : nullptr;
+  const T* weight =
+      in_diff ? operand(Operand::kWeight, this->params_[0]->data(), this->params_[0]->count())
+              : nullptr;
   if (!transpose_) return backward_in_slices(in, out_diff, weight, weight_diff, in_diff);
   if (weight_diff)  // W [K x N] += in^T [K x M] * out_diff [M x N]
     blas::gemm(true, false, inputs_, num_output_, rows_, T(1), in, out_diff, T(1), weight_diff);
