@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -246,6 +247,29 @@ int64_t device_peak(Trainer& t, bool cuda) {
   return *std::max_element(per_device.begin(), per_device.end());
 }
 
+// Trains `c` once and checks it with `expect`; under cgdp also in two halves, the second resumed
+// from the first's checkpoint, and checks that.
+void expect_trained_and_resumed(const TrainConfig& c, FILE* sink,
+                                const std::function<void(Trainer&)>& expect) {
+  {
+    Trainer t(c, sink);
+    t.run();
+    expect(t);
+  }
+  if (c.sync != "cgdp") return;
+  testing::TempDir dir;
+  TrainConfig first = c;
+  first.iterations = 2;
+  first.snapshot_every = 2;
+  first.snapshot_prefix = (dir / "run").string();
+  Trainer(first, sink).run();
+  TrainConfig second = c;
+  second.resume_path = (dir / "run_iter_2.ckpt").string();
+  Trainer t(second, sink);
+  t.run();
+  expect(t);
+}
+
 // Offloading moves bytes, never changes them: a ResNet (Splits, Eltwise sums, BatchNorm's kept
 // values) trained within 75% of the memory it needs ends with the very same parameters, and no
 // device ever holds more than its budget; with either scheme. (Its test net, planned by liveness
@@ -405,23 +429,7 @@ TEST(Offload, HistoryOnTheHostTrainsAndResumesBitForBit) {
       ASSERT_EQ(got.size(), owned.size());
       EXPECT_EQ(0, std::memcmp(got.data(), owned.data(), owned.size() * sizeof(float)));
     };
-    {
-      Trainer t(c, sink);
-      t.run();
-      expect_owned_bits(t);
-    }
-    if (c.sync != "cgdp") continue;
-    testing::TempDir dir;
-    TrainConfig first = c;
-    first.iterations = 2;
-    first.snapshot_every = 2;
-    first.snapshot_prefix = (dir / "run").string();
-    Trainer(first, sink).run();
-    TrainConfig second = c;
-    second.resume_path = (dir / "run_iter_2.ckpt").string();
-    Trainer t(second, sink);
-    t.run();
-    expect_owned_bits(t);
+    expect_trained_and_resumed(c, sink, expect_owned_bits);
   }
   std::fclose(sink);
 }
@@ -460,25 +468,7 @@ TEST(Offload, StreamedWeightsTrainAndResumeBitForBit) {
       ASSERT_EQ(got.size(), owned.size());
       EXPECT_EQ(0, std::memcmp(got.data(), owned.data(), owned.size() * sizeof(float)));
     };
-    {
-      Trainer t(c, sink);
-      t.run();
-      expect_owned_bits(t);
-    }
-    if (c.sync != "cgdp") continue;
-    testing::TempDir dir;
-    TrainConfig first = c;
-    first.iterations = 2;
-    first.snapshot_every = 2;
-    first.snapshot_prefix = (dir / "run").string();
-    Trainer(first, sink).run();
-    TrainConfig second = c;
-    second.resume_path = (dir / "run_iter_2.ckpt").string();
-    {
-      Trainer t(second, sink);
-      t.run();
-      expect_owned_bits(t);
-    }
+    expect_trained_and_resumed(c, sink, expect_owned_bits);
   }
   std::fclose(sink);
 }
