@@ -267,7 +267,7 @@ FittedMemory fit_activations(
 }
 
 void put_history_on_host(MemoryEstimate& m) {
-  if (m.history_on_host() || m.history == 0 || m.parameters == 0) return;
+  if (m.history_on_host() || m.history == 0 || m.learnable == 0) return;
   const auto histories =
       static_cast<int>(m.history / (m.learnable * static_cast<int64_t>(sizeof(float))));
   m.history_host = m.history;
@@ -298,10 +298,9 @@ FittedMemory stream_weights(
         },
         kind, gpus, budget, scope);
     fit.activations.streamed_weights = streamed;
-    const bool fits = needed_bytes(fit.estimate, kind, gpus, scope) <= budget;
-    if (fits || needed_bytes(fit.estimate, kind, gpus, scope) <
-                    needed_bytes(best.estimate, kind, gpus, scope))
-      best = std::move(fit);
+    const int64_t need = needed_bytes(fit.estimate, kind, gpus, scope);
+    const bool fits = need <= budget;
+    if (fits || need < needed_bytes(best.estimate, kind, gpus, scope)) best = std::move(fit);
     if (fits) break;
   }
   return best;
