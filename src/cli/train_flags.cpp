@@ -172,6 +172,12 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
       ->check(count_check(64));
   cmd->add_flag("--gemm-conv", c.gemm_convolutions,
                 "CPU: run convolutions on im2col + OpenBLAS instead of oneDNN");
+  cmd->add_option("--layout", c.layout,
+                  "CPU: fastest (activations between oneDNN convolutions and poolings stay in the "
+                  "convolutions' layout: NHWC in bf16, 16-channel blocks in fp32) or nchw (Caffe's "
+                  "layout everywhere: a reorder at each oneDNN convolution's edges)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fastest", "nchw"}));
   cmd->add_option("--precision", c.precision,
                   "CPU: fp32, bf16 or fp16: convolutions, deconvolutions and inner products "
                   "multiply 16-bit operands with fp32 sums (oneDNN's bf16 kernels on AVX512_BF16 "

@@ -98,6 +98,13 @@ void ConvolutionLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& to
                    " is larger than the padded input ", padded_h, "x", padded_w));
   }
   top[0]->reshape({in.shape(0), num_output_, geometry_.out_h(), geometry_.out_w()});
+#ifdef CGDP_HAVE_ONEDNN
+  if (use_onednn_) {
+    const OneDnnConvolution::Blocks blocks =
+        OneDnnConvolution::preferred_blocks(onednn_shape(in.shape(0)));
+    preferred_src_block_ = blocks.src, preferred_dst_block_ = blocks.dst;
+  }
+#endif
 }
 
 template <typename T>
@@ -156,7 +163,7 @@ template <typename T>
 void ConvolutionLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
                                       const BlobVec<T>& top) {
   const int64_t images = bottom[0]->shape(0);
-  OneDnnConvolution* conv = onednn(images);
+  OneDnnConvolution* conv = onednn(images, bottom[0]->channel_block(), top[0]->channel_block());
   const bool rounds = !multiplies_bf16(conv);  // no 16-bit kernel: round for the fp32 one
   const T* in =
       rounds ? operand(Operand::kInput, bottom[0]->data(), bottom[0]->count()) : bottom[0]->data();
@@ -214,7 +221,7 @@ void ConvolutionLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
                                        const std::vector<bool>& propagate_down,
                                        const BlobVec<T>& bottom) {
   const int64_t images = bottom[0]->shape(0);
-  OneDnnConvolution* conv = onednn(images);
+  OneDnnConvolution* conv = onednn(images, bottom[0]->channel_block(), top[0]->channel_block());
   const bool rounds = !multiplies_bf16(conv);
   const T* in =
       rounds ? operand(Operand::kInput, bottom[0]->data(), bottom[0]->count()) : bottom[0]->data();
@@ -274,24 +281,41 @@ void ConvolutionLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
   }
 }
 
+#ifdef CGDP_HAVE_ONEDNN
 template <typename T>
-OneDnnConvolution* ConvolutionLayer<T>::onednn(int64_t batch) {
+OneDnnShape ConvolutionLayer<T>::onednn_shape(int64_t batch, int64_t src_block,
+                                              int64_t dst_block) const {
+  // bf16 kernels where the CPU has the instructions; elsewhere fp32 ones on rounded operands.
+  OneDnnShape shape{batch,
+                    geometry_,
+                    num_output_,
+                    group_,
+                    bias_term_,
+                    relu_,
+                    layer_precision() == Precision::kBf16 && cpu_has_bf16()};
+  shape.src_block = src_block, shape.dst_block = dst_block;
+  return shape;
+}
+#endif
+
+template <typename T>
+OneDnnConvolution* ConvolutionLayer<T>::onednn(int64_t batch, int64_t src_block,
+                                               int64_t dst_block) {
 #ifdef CGDP_HAVE_ONEDNN
   if (!use_onednn_) return nullptr;
-  // bf16 kernels where the CPU has the instructions; elsewhere fp32 ones on rounded operands.
-  const OneDnnShape shape{batch,
-                          geometry_,
-                          num_output_,
-                          group_,
-                          bias_term_,
-                          relu_,
-                          layer_precision() == Precision::kBf16 && cpu_has_bf16()};
+  const OneDnnShape shape = onednn_shape(batch, src_block, dst_block);
   if (!onednn_ || !(onednn_->shape() == shape)) {
     onednn_ = OneDnnConvolution::create(shape);
     use_onednn_ = onednn_ != nullptr;  // no implementation for this shape: GEMM from now on
+    // The GEMM path reads NCHW; the net chose the blocks from a kernel found at setup.
+    if (!use_onednn_ && (src_block > 1 || dst_block > 1))
+      this->fail(cat("oneDNN has no kernel for batch ", batch,
+                     ", and the layer's blobs are in the channel blocks its setup chose; "
+                     "run with --layout nchw"));
   }
   return onednn_.get();
 #else
+  (void)batch, (void)src_block, (void)dst_block;
   return nullptr;
 #endif
 }

@@ -42,25 +42,85 @@ struct OneDnnConvolution::Impl {
   explicit Impl(const OneDnnShape& s);
 };
 
+namespace {
+
+// The layouts of Caffe's tensors as the caller holds them.
+struct Dims {
+  memory::dims src, dst, weights;
+  bool grouped;
+  explicit Dims(const OneDnnShape& s) {
+    const ConvGeometry& g = s.geometry;
+    src = {s.batch, g.channels, g.height, g.width};
+    dst = {s.batch, s.num_output, g.out_h(), g.out_w()};
+    // Caffe's [num_output, C / group, kh, kw] is oneDNN's goihw when cut per group.
+    grouped = s.group > 1;
+    weights = grouped ? memory::dims{s.group, s.num_output / s.group, g.channels / s.group,
+                                     g.kernel_h, g.kernel_w}
+                      : memory::dims{s.num_output, g.channels, g.kernel_h, g.kernel_w};
+  }
+};
+
+// oneDNN's tags for channel block `block` of these dims: NHWC when it holds every channel, and
+// nChw16c, 8c or 4c (with 16 channels, NHWC and nChw16c are the same bytes under two names).
+std::vector<Tag> block_tags(const memory::dims& dims, int64_t block) {
+  if (block == 1) return {Tag::nchw};
+  std::vector<Tag> tags;
+  if (block == dims[1]) tags.push_back(Tag::nhwc);
+  if (block == 16) tags.push_back(Tag::nChw16c);
+  if (block == 8) tags.push_back(Tag::nChw8c);
+  if (block == 4) tags.push_back(Tag::nChw4c);
+  return tags;
+}
+
+// Which channel block oneDNN's `desc` is, 1 if none.
+int64_t block_of(const memory::desc& desc, const memory::dims& dims, Type type) {
+  for (int64_t block : {dims[1], int64_t{16}, int64_t{8}, int64_t{4}}) {
+    if (dims[1] % block != 0) continue;
+    for (Tag tag : block_tags(dims, block))
+      if (desc == memory::desc(dims, type, tag)) return block;
+  }
+  return 1;
+}
+
+// The caller's fp32 tensor in channel block `block`, named as the primitive's `wanted` layout is
+// where the two coincide, so that Staged sees them equal and binds the caller's buffer.
+memory::desc caller_desc(const memory::dims& dims, int64_t block, const memory::desc& wanted) {
+  const std::vector<Tag> tags = block_tags(dims, block);
+  for (Tag tag : tags)
+    if (wanted == memory::desc(dims, wanted.data_type(), tag)) return plain(dims, tag);
+  return plain(dims, tags.empty() ? Tag::nchw : tags.front());
+}
+
+dnnl::convolution_forward::primitive_desc forward_desc(const OneDnnShape& s,
+                                                       const dnnl::primitive_attr& attr) {
+  const Dims d(s);
+  const ConvGeometry& g = s.geometry;
+  const memory::desc bias_desc = plain({s.num_output}, Tag::x), no_bias;
+  const memory::dims strides{g.stride_h, g.stride_w}, pads{g.pad_h, g.pad_w};
+  const memory::dims dilates{g.dilation_h - 1, g.dilation_w - 1};  // oneDNN counts the gaps
+  // What the multiplies read; what is written (outputs, gradients) stays fp32.
+  const Type in_type = s.bf16 ? Type::bf16 : Type::f32;
+  return dnnl::convolution_forward::primitive_desc(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                      dnnl::algorithm::convolution_direct, any(d.src, in_type),
+                                      any(d.weights, in_type), s.bias ? bias_desc : no_bias,
+                                      any(d.dst), strides, dilates, pads, pads),
+      attr, cpu_engine());
+}
+
+}  // namespace
+
 OneDnnConvolution::Impl::Impl(const OneDnnShape& s) : shape(s) {
   const ConvGeometry& g = s.geometry;
-  const memory::dims src_dims{s.batch, g.channels, g.height, g.width};
-  const memory::dims dst_dims{s.batch, s.num_output, g.out_h(), g.out_w()};
-  // Caffe's [num_output, C / group, kh, kw] is oneDNN's goihw when cut per group.
-  const bool grouped = s.group > 1;
-  const memory::dims weight_dims =
-      grouped ? memory::dims{s.group, s.num_output / s.group, g.channels / s.group, g.kernel_h,
-                             g.kernel_w}
-              : memory::dims{s.num_output, g.channels, g.kernel_h, g.kernel_w};
-  const memory::desc plain_src = plain(src_dims, Tag::nchw), plain_dst = plain(dst_dims, Tag::nchw);
-  const memory::desc plain_weights = plain(weight_dims, grouped ? Tag::goihw : Tag::oihw);
+  const Dims d(s);
+  const memory::desc plain_weights = plain(d.weights, d.grouped ? Tag::goihw : Tag::oihw);
   const memory::desc bias_desc = plain({s.num_output}, Tag::x);
   const memory::desc no_bias;
   const memory::dims strides{g.stride_h, g.stride_w}, pads{g.pad_h, g.pad_w};
-  const memory::dims dilates{g.dilation_h - 1, g.dilation_w - 1};  // oneDNN counts the gaps
+  const memory::dims dilates{g.dilation_h - 1, g.dilation_w - 1};
   const auto direct = dnnl::algorithm::convolution_direct;
-  // What the multiplies read; what is written (outputs, gradients) stays fp32.
   const Type in_type = s.bf16 ? Type::bf16 : Type::f32;
+  const memory::dims &src_dims = d.src, &dst_dims = d.dst, &weight_dims = d.weights;
 
   // Scratch of our own per layer (caller_scratchpad says why).
   dnnl::primitive_attr attr = onednn::caller_scratchpad(), plain_attr = onednn::caller_scratchpad();
@@ -69,12 +129,9 @@ OneDnnConvolution::Impl::Impl(const OneDnnShape& s) : shape(s) {
     ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
     attr.set_post_ops(ops);
   }
-  const dnnl::convolution_forward::primitive_desc fwd(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, direct,
-                                      any(src_dims, in_type), any(weight_dims, in_type),
-                                      s.bias ? bias_desc : no_bias, any(dst_dims), strides, dilates,
-                                      pads, pads),
-      attr, cpu_engine());
+  const dnnl::convolution_forward::primitive_desc fwd = forward_desc(s, attr);
+  const memory::desc plain_src = caller_desc(src_dims, s.src_block, fwd.src_desc());
+  const memory::desc plain_dst = caller_desc(dst_dims, s.dst_block, fwd.dst_desc());
   const dnnl::convolution_backward_data::primitive_desc bwd_data(
       dnnl::convolution_backward_data::desc(direct, any(src_dims), any(weight_dims, in_type),
                                             any(dst_dims, in_type), strides, dilates, pads, pads),
@@ -85,9 +142,9 @@ OneDnnConvolution::Impl::Impl(const OneDnnShape& s) : shape(s) {
                                                strides, dilates, pads, pads),
       plain_attr, cpu_engine(), fwd);
   size_t scratch_bytes = 0;
-  for (const memory::desc& d :
+  for (const memory::desc& pad :
        {fwd.scratchpad_desc(), bwd_data.scratchpad_desc(), bwd_weights.scratchpad_desc()})
-    scratch_bytes = std::max(scratch_bytes, d.get_size());
+    scratch_bytes = std::max(scratch_bytes, pad.get_size());
   scratch.resize(std::max<size_t>(1, (scratch_bytes + sizeof(float) - 1) / sizeof(float)));
   fwd_scratch = memory(fwd.scratchpad_desc(), cpu_engine(), scratch.data());
   bd_scratch = memory(bwd_data.scratchpad_desc(), cpu_engine(), scratch.data());
@@ -120,6 +177,17 @@ std::unique_ptr<OneDnnConvolution> OneDnnConvolution::create(const OneDnnShape& 
     return std::unique_ptr<OneDnnConvolution>(new OneDnnConvolution(shape));
   } catch (const dnnl::error&) {
     return nullptr;  // no oneDNN implementation for this shape: the caller keeps im2col + GEMM
+  }
+}
+
+OneDnnConvolution::Blocks OneDnnConvolution::preferred_blocks(const OneDnnShape& shape) {
+  try {
+    const Dims d(shape);
+    const auto fwd = forward_desc(shape, onednn::caller_scratchpad());
+    return {block_of(fwd.src_desc(), d.src, shape.bf16 ? Type::bf16 : Type::f32),
+            block_of(fwd.dst_desc(), d.dst, Type::f32)};
+  } catch (const dnnl::error&) {
+    return {};
   }
 }
 

@@ -1,6 +1,7 @@
 // A float convolution on the CPU by oneDNN's JIT kernels, the CPU counterpart of the cuDNN path:
-// tensors stay in Caffe's NCHW / [num_output, C / group, kh, kw] layouts outside, oneDNN picks
-// its blocked layouts inside and the reorders happen at the edges of each call.
+// weights stay in Caffe's [num_output, C / group, kh, kw] outside, activations in NCHW or in the
+// channel block the net chose for them; oneDNN picks its layouts inside, and reorders happen at
+// the edges of each call only where the two differ.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,8 @@ struct OneDnnShape {
   // bf16 multiplies: the input, weights and output gradient are rounded to bfloat16 inside (on
   // the AVX512_BF16 instructions where the CPU has them); sums, outputs and gradients stay fp32.
   bool bf16 = false;
+  // The caller's bottom and top layouts (tensor/channel_blocks.hpp): 1 is NCHW.
+  int64_t src_block = 1, dst_block = 1;
   bool operator==(const OneDnnShape&) const = default;
 };
 
@@ -29,6 +32,12 @@ class OneDnnConvolution {
  public:
   // Builds (JIT-compiles) the primitives; null when oneDNN has no implementation for the shape.
   static std::unique_ptr<OneDnnConvolution> create(const OneDnnShape& shape);
+  // The channel blocks of the input and output that oneDNN's forward kernel for `shape` reads
+  // and writes (1 when it wants a layout no channel block describes, or has no kernel).
+  struct Blocks {
+    int64_t src = 1, dst = 1;
+  };
+  static Blocks preferred_blocks(const OneDnnShape& shape);
   ~OneDnnConvolution();
   const OneDnnShape& shape() const;
 

@@ -57,7 +57,7 @@ void PoolingLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
   const Blob<T>& in = *bottom[0];
   if (in.num_axes() != 4)
     this->fail(cat("needs a 4-D bottom (N x C x H x W), got ", shape_string(in.shape())));
-  height_ = in.shape(2), width_ = in.shape(3);
+  channels_ = in.shape(1), height_ = in.shape(2), width_ = in.shape(3);
   if (global_) kernel_h_ = height_, kernel_w_ = width_;
   const int64_t padded_h = height_ + 2 * pad_h_, padded_w = width_ + 2 * pad_w_;
   if (kernel_h_ > padded_h || kernel_w_ > padded_w)
@@ -218,6 +218,8 @@ void PoolingLayer<T>::average_plane(const T* in, T* out) const {
 template <typename T>
 void PoolingLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
                                   const BlobVec<T>& top) {
+  if (bottom[0]->channel_block() > 1 || top[0]->channel_block() > 1)
+    return forward_blocked(*bottom[0], *top[0]);
   const int64_t planes = bottom[0]->count(0, 2);
   const int64_t in_plane = height_ * width_, out_plane = pooled_h_ * pooled_w_;
   const T* in = bottom[0]->data();
@@ -237,6 +239,8 @@ void PoolingLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
                                    const std::vector<bool>& propagate_down,
                                    const BlobVec<T>& bottom) {
   if (!propagate_down[0]) return;
+  if (bottom[0]->channel_block() > 1 || top[0]->channel_block() > 1)
+    return backward_blocked(*top[0], *bottom[0]);
   const int64_t planes = bottom[0]->count(0, 2);
   const int64_t in_plane = height_ * width_, out_plane = pooled_h_ * pooled_w_;
   const T* out_diff = top[0]->diff();

@@ -104,6 +104,7 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
   check_saved_names(param, source);
   force_backward_ = param.force_backward();
   absorb_relus();
+  choose_channel_blocks();
   mark_backward();
   if (params_from)
     share_params_from(*params_from);

@@ -13,6 +13,13 @@ Blob<T>::Blob(Device& device, Shape shape, Diff diff) : device_(&device), diff_m
 }
 
 template <typename T>
+void Blob<T>::set_channel_block(int64_t block) {
+  if (block < 1 || (block > 1 && (shape_.size() != 4 || shape_[1] % block != 0)))
+    throw Error(cat("a channel block of ", block, " does not fit shape ", shape_string(shape_)));
+  channel_block_ = block;
+}
+
+template <typename T>
 void Blob<T>::reshape(const Shape& shape) {
   for (int64_t d : shape)
     if (d < 0) throw ModelError(cat("negative dimension in shape ", shape_string(shape)));
@@ -23,6 +30,8 @@ void Blob<T>::reshape(const Shape& shape) {
     throw Error(cat("cannot reshape a view of ", count_, " elements to ", shape_string(shape)));
   shape_ = shape;
   count_ = count;
+  if (channel_block_ > 1 && (shape_.size() != 4 || shape_[1] % channel_block_ != 0))
+    channel_block_ = 1;
   if (count_ > capacity_) {
     if (data_bound_)
       throw Error(cat("cannot grow a blob to ", shape_string(shape),
@@ -101,6 +110,7 @@ void Blob<T>::alias_data(Blob& source) {
   owned_data_.reset();
   shape_ = source.shape_;
   count_ = source.count_;
+  channel_block_ = source.channel_block_;  // the same values, so the same layout
   data_ = source.data_;
   data_aliased_ = true;
   data_source_ = &source;

@@ -245,7 +245,8 @@ ActivationMemoryPlan default_activation_memory(Precision precision, bool pack) {
 FittedMemory fit_activations(
     const std::function<MemoryEstimate(const ActivationMemoryPlan&)>& estimate, DeviceKind kind,
     int gpus, int64_t budget, BudgetScope scope) {
-  FittedMemory fit{{ActivationMemory::Planned}, {}};
+  FittedMemory fit;
+  fit.activations.memory = ActivationMemory::Planned;
   fit.estimate = estimate(fit.activations);  // liveness alone
   const MemoryEstimate& m = fit.estimate;
   if (needed_bytes(m, kind, gpus, scope) <= budget) return fit;

@@ -33,6 +33,7 @@
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/shard/cluster_token.hpp"
 #include "cgdp/sync/exchanged_chunks.hpp"
+#include "cgdp/tensor/channel_blocks.hpp"
 #include "cgdp/train/issue_threads.hpp"
 #include "cgdp/train/stream_trace.hpp"
 
@@ -89,6 +90,25 @@ std::string precision_note(Net<float>& net) {
                 " (this CPU has no ", to_string(p),
                 " kernels: a 16-bit run's numbers, not its speed)");
   return cat("cgdp: precision ", to_string(p), ": ", kernels, rest);
+}
+
+// Which activations stay channel-blocked: "cgdp: layout: ...", or "" when all are NCHW.
+std::string layout_note(const Net<float>& net) {
+  std::string blocked;
+  for (int i = 0; i < net.num_layers(); ++i) {
+    if (net.tops(i).size() != 1 ||
+        (net.bottoms(i).size() == 1 && net.bottoms(i)[0] == net.tops(i)[0]))
+      continue;  // in place: counted at its writer
+    const Blob<float>& top = *net.tops(i)[0];
+    if (top.channel_block() == 1) continue;
+    const std::string block =
+        top.channel_block() == top.shape(1) ? "NHWC" : cat(top.channel_block(), "-channel blocks");
+    blocked += cat(blocked.empty() ? "" : ", ", net.top_names(i)[0], " (", block, ")");
+  }
+  if (blocked.empty()) return "";
+  return cat("cgdp: layout: ", blocked,
+             " stay in oneDNN's layouts between its convolutions and their neighbours; the rest "
+             "NCHW (--layout nchw: Caffe's everywhere)");
 }
 
 // Classes the model predicts: the channel count of its loss layer's first bottom.
@@ -168,6 +188,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   set_cuda_options({config.tf32, static_cast<size_t>(config.cudnn_workspace_mb) << 20,
                     !config.nondeterministic});
   set_layer_precision(parse_precision(config.precision));
+  set_channel_blocks_enabled(config.layout != "nchw");
   model_path_ = find_model_file(config.model);
   model_ = load_model(model_path_);
   if (config.score_deploy_net) scoring_note_ = add_scoring_layers(model_, model_path_);
@@ -849,6 +870,7 @@ void Trainer::announce(ProgressReporter& progress, int64_t batch, double epoch_i
   for (const std::string& note : device_notes(workers_)) progress.message("cgdp: " + note);
   if (!weights_note_.empty()) progress.message(weights_note_);
   if (const std::string note = precision_note(net()); !note.empty()) progress.message(note);
+  if (const std::string note = layout_note(net()); !note.empty()) progress.message(note);
   if (loss_scale_.active())
     progress.message(
         cat("cgdp: loss scale ", scale_text(loss_scale_.value()),

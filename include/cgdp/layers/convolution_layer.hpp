@@ -16,6 +16,7 @@
 namespace cgdp {
 
 class OneDnnConvolution;
+struct OneDnnShape;
 
 template <typename T>
 class ConvolutionLayer final : public Layer<T> {
@@ -23,6 +24,14 @@ class ConvolutionLayer final : public Layer<T> {
   using Layer<T>::Layer;
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   bool absorb_relu() override;
+  // On oneDNN, the layouts its kernels read and write (NHWC for the AMX bf16 ones, nChw16c for
+  // AVX-512 fp32), so no reorder runs at its edges.
+  int64_t preferred_channel_block(bool top) const override {
+    return top ? preferred_dst_block_ : preferred_src_block_;
+  }
+  bool handles_channel_block(bool top, int64_t block) const override {
+    return block == 1 || block == preferred_channel_block(top);
+  }
   // Its input, and its output only when it runs an absorbed ReLU's backward.
   bool backward_reads(const Blob<T>& blob, const BlobVec<T>& bottom, const BlobVec<T>&) const override {
     return relu_ || std::find(bottom.begin(), bottom.end(), &blob) != bottom.end();
@@ -57,7 +66,11 @@ class ConvolutionLayer final : public Layer<T> {
   void read_geometry();
   // The oneDNN primitives for this batch and geometry (rebuilt when they change); null when
   // oneDNN is not used or has no implementation, and the GEMM path runs.
-  OneDnnConvolution* onednn(int64_t batch);
+#ifdef CGDP_HAVE_ONEDNN
+  OneDnnShape onednn_shape(int64_t batch, int64_t src_block = 1, int64_t dst_block = 1) const;
+#endif
+  // `src_block` and `dst_block`: the bottom's and top's channel blocks.
+  OneDnnConvolution* onednn(int64_t batch, int64_t src_block = 1, int64_t dst_block = 1);
   // Whether `conv` multiplies bf16 itself (AVX512_BF16); otherwise a 16-bit precision rounds
   // the operands of the fp32 kernels (layers/rounded_operands.hpp).
   bool multiplies_bf16(OneDnnConvolution* conv) const;
@@ -101,6 +114,7 @@ class ConvolutionLayer final : public Layer<T> {
   bool bias_term_ = true;
   bool relu_ = false;  // absorb_relu(): the following in-place ReLU runs inside this layer
   bool use_onednn_ = false;
+  int64_t preferred_src_block_ = 1, preferred_dst_block_ = 1;  // reshape() asks oneDNN
   std::shared_ptr<OneDnnConvolution> onednn_;  // shared_ptr: deletable where it is incomplete
   std::vector<T> work_;
   std::vector<T> folded_weight_;  // with folds_bias(): each output's weights, then its bias

@@ -18,6 +18,8 @@ class PoolingLayer final : public Layer<T> {
   bool backward_reads(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override {
     return false;
   }
+  // On the CPU, any block of its channels on either side (pooling_blocked.cpp).
+  bool handles_channel_block(bool top, int64_t block) const override;
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
@@ -41,12 +43,29 @@ class PoolingLayer final : public Layer<T> {
   // The common 2x2, stride-2, unpadded grid, vectorised along rows; false if not that grid.
   bool max_2x2_plane(const T* in, T* out, int32_t* argmax) const;
   void average_plane(const T* in, T* out) const;
+  // Either blob channel-blocked (pooling_blocked.cpp), an image at a time, kLanes channels at a
+  // time through a tile of one plane per channel. `in_base`/`out_base`: where channel c's first
+  // element lies in the bottom's and the top's image.
+  void forward_blocked(const Blob<T>& bottom, Blob<T>& top);
+  void backward_blocked(const Blob<T>& top, Blob<T>& bottom) const;
+  template <int kLanes>
+  void forward_blocked_image(const T* in, int64_t in_block, const int64_t* in_base, T* out,
+                             int64_t out_block, const int64_t* out_base, int32_t* argmax, T* tile,
+                             int32_t* tile_argmax) const;
+  template <int kLanes>
+  void forward_planes_to_blocks(const T* in, T* out, int64_t out_block, const int64_t* out_base,
+                                int32_t* argmax, T* tile) const;
 
   bool max_ = true;
   bool global_ = false;
   int64_t kernel_h_ = 0, kernel_w_ = 0, pad_h_ = 0, pad_w_ = 0, stride_h_ = 1, stride_w_ = 1;
-  int64_t height_ = 0, width_ = 0, pooled_h_ = 0, pooled_w_ = 0;
-  std::vector<int32_t> argmax_;  // MAX: index (h * W + w) in its plane of each output's maximum
+  int64_t channels_ = 0, height_ = 0, width_ = 0, pooled_h_ = 0, pooled_w_ = 0;
+  // MAX: where each output's maximum is. With a plain bottom, in NCHW order (whatever the top's
+  // layout), the index (h * W + w) in its plane; with a blocked bottom, in the top's layout, the
+  // offset in its image.
+  std::vector<int32_t> argmax_;
+  std::vector<T> tiles_;  // forward_blocked's: 16 planes per thread
+  std::vector<int32_t> tile_argmax_;
 };
 
 }  // namespace cgdp

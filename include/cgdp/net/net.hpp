@@ -67,7 +67,9 @@ class Net {
   // Layer i is an in-place ReLU that the layer before it runs (Layer::absorb_relu; CPU only):
   // forward_layer(i) and backward_layer(i) do nothing.
   bool absorbed(int i) const { return absorbed_[i]; }
-  Blob<T>* blob(const std::string& name) const;  // nullptr if absent
+  // nullptr if absent. An activation between layers may be channel-blocked (Blob::channel_block);
+  // the net's outputs never are.
+  Blob<T>* blob(const std::string& name) const;
   InputLayer<T>& input_layer() { return *input_; }
   Blob<T>& input_data() { return *input_tops_.at(0); }
   Blob<T>* input_label() { return input_tops_.size() > 1 ? input_tops_[1] : nullptr; }
@@ -162,6 +164,9 @@ class Net {
   // Offers every in-place ReLU with negative_slope 0 to the layer right before it, whose top it
   // rewrites; marks those taken as absorbed.
   void absorb_relus();
+  // Keeps in a channel block the activations whose writer and readers run faster in it
+  // (channel_blocks.cpp); the rest stay Caffe's NCHW.
+  void choose_channel_blocks();
   // Parameters and state are saved as "<layer>/<index>": two layers that hold any may not share a
   // name. Others may (Caffe's autoencoder names two loss layers "loss").
   void check_saved_names(const proto::NetParameter& param, const std::string& source) const;

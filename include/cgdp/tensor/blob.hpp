@@ -34,6 +34,10 @@ class Blob {
   int64_t count(int begin_axis) const { return count_of(shape_, begin_axis, num_axes()); }
   int64_t count(int begin_axis, int end_axis) const { return count_of(shape_, begin_axis, end_axis); }
   size_t bytes() const { return static_cast<size_t>(count_) * sizeof(T); }
+  // How a 4-D blob's values and gradient lie in memory (channel_blocks.hpp): 1, Caffe's NCHW,
+  // unless the net chose another. A reshape the block no longer divides goes back to 1.
+  int64_t channel_block() const { return channel_block_; }
+  void set_channel_block(int64_t block);
 
   bool has_diff() const { return diff_mode_ == Diff::Kept; }
   const T* data() const { return data_; }
@@ -110,6 +114,7 @@ class Blob {
   Blob* data_source_ = nullptr;  // alias_data's source
   Shape shape_;
   int64_t count_ = 0;
+  int64_t channel_block_ = 1;
   int64_t capacity_ = 0;
   DeviceBuffer owned_data_;
   DeviceBuffer owned_diff_;

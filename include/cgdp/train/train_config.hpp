@@ -78,6 +78,9 @@ struct TrainConfig {
   // CPU: every Convolution on im2col + GEMM (engine: CAFFE), not oneDNN. GEMM sums each image's
   // gradient in order, whatever the batch; oneDNN's blocking (and so its rounding) follows it.
   bool gemm_convolutions = false;
+  // "fastest": activations between layers that run faster channel-blocked stay so
+  // (tensor/channel_blocks.hpp); "nchw": every activation in Caffe's layout.
+  std::string layout = "fastest";
   // The multiplying layers' arithmetic (layer_precision.hpp): "fp32", or "bf16"/"fp16" operands in
   // the multiplying layers with fp32 sums.
   std::string precision = "fp32";

@@ -1,0 +1,212 @@
+// Channel-blocked activations (tensor/channel_blocks.hpp): the layout moves values, never changes
+// them. Pooling from and to every block gives the plain path's bits; a net whose convolutions
+// run on oneDNN keeps their activations blocked and trains to the same bits as with every blob
+// in NCHW, in fp32 and in bf16.
+#include "cgdp/tensor/channel_blocks.hpp"
+
+#include <google/protobuf/text_format.h>
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "cgdp/device/cpu_device.hpp"
+#include "cgdp/device/layer_precision.hpp"
+#include "cgdp/layers/registry.hpp"
+#include "cgdp/net/model_file.hpp"
+#include "cgdp/net/net.hpp"
+
+namespace cgdp {
+namespace {
+
+TEST(ChannelBlocks, OffsetsAreNchwNhwcAndBlocksOf16) {
+  // N x C x H x W = 1 x 32 x 3 x 5; element (c, h, w) of the image.
+  EXPECT_EQ(blocked_offset(1, 3, 5, 7, 2, 4), 7 * 15 + 2 * 5 + 4);                // NCHW
+  EXPECT_EQ(blocked_offset(32, 3, 5, 7, 2, 4), (2 * 5 + 4) * 32 + 7);             // NHWC
+  EXPECT_EQ(blocked_offset(16, 3, 5, 17, 2, 4), 15 * 16 + (2 * 5 + 4) * 16 + 1);  // nChw16c
+  const Shape shape{2, 32, 3, 5};
+  std::vector<float> plain(2 * 32 * 15), blocked(plain.size()), back(plain.size());
+  for (size_t i = 0; i < plain.size(); ++i) plain[i] = static_cast<float>(i);
+  reorder_channel_blocks(plain.data(), 1, blocked.data(), 16, shape);
+  EXPECT_NE(blocked, plain);
+  reorder_channel_blocks(blocked.data(), 16, back.data(), 1, shape);
+  EXPECT_EQ(back, plain);
+}
+
+TEST(ChannelBlocks, ABlobKeepsItsBlockOnlyWhileTheBlockDividesItsChannels) {
+  Blob<float> blob(default_cpu_device(), {2, 32, 4, 4});
+  EXPECT_EQ(blob.channel_block(), 1);
+  blob.set_channel_block(16);
+  blob.reshape({5, 32, 4, 4});  // a new batch keeps it
+  EXPECT_EQ(blob.channel_block(), 16);
+  EXPECT_THROW(blob.set_channel_block(12), Error);
+  blob.reshape({5, 24, 4, 4});
+  EXPECT_EQ(blob.channel_block(), 1);
+}
+
+proto::LayerParameter parse_layer(const std::string& text) {
+  proto::LayerParameter param;
+  if (!google::protobuf::TextFormat::ParseFromString(text, &param))
+    throw std::runtime_error("bad test layer text: " + text);
+  return param;
+}
+
+struct PoolingRun {
+  std::vector<float> top, bottom_diff;  // in NCHW, whatever the blobs' blocks
+};
+
+// One forward and backward of `pooling` on fixed inputs, with the bottom and top in these blocks.
+// Values are rounded to quarters so that windows hold ties: the first maximum must win.
+PoolingRun pool(const std::string& pooling, int64_t in_block, int64_t out_block) {
+  const Shape shape{3, 32, 13, 11};
+  Blob<float> bottom(default_cpu_device(), shape), top(default_cpu_device());
+  auto layer = create_layer<float>(
+      parse_layer("name: 'pool' type: 'Pooling' pooling_param { " + pooling + " }"),
+      default_cpu_device());
+  Rng rng(1);
+  layer->setup({&bottom}, {&top}, rng);
+  std::mt19937 gen(5);
+  std::uniform_int_distribution<int> quarter(-8, 8);
+  std::vector<float> values(static_cast<size_t>(bottom.count())),
+      grad(static_cast<size_t>(top.count()));
+  for (float& v : values) v = quarter(gen) / 4.f;
+  for (float& g : grad) g = quarter(gen) / 4.f + 0.1f;
+  bottom.set_channel_block(in_block);
+  top.set_channel_block(out_block);
+  reorder_channel_blocks(values.data(), 1, bottom.mutable_data(), in_block, bottom.shape());
+  layer->forward({}, {&bottom}, {&top});
+  reorder_channel_blocks(grad.data(), 1, top.mutable_diff(), out_block, top.shape());
+  layer->backward({}, {&top}, {true}, {&bottom});
+  PoolingRun run{std::vector<float>(static_cast<size_t>(top.count())),
+                 std::vector<float>(static_cast<size_t>(bottom.count()))};
+  reorder_channel_blocks(top.data(), out_block, run.top.data(), 1, top.shape());
+  reorder_channel_blocks(bottom.diff(), in_block, run.bottom_diff.data(), 1, bottom.shape());
+  return run;
+}
+
+class PoolingBlocks
+    : public ::testing::TestWithParam<std::tuple<std::string, std::pair<int64_t, int64_t>>> {};
+
+TEST_P(PoolingBlocks, GiveThePlainPathsBits) {
+  const auto& [pooling, blocks] = GetParam();
+  const PoolingRun plain = pool(pooling, 1, 1);
+  const PoolingRun blocked = pool(pooling, blocks.first, blocks.second);
+  EXPECT_EQ(blocked.top, plain.top);
+  EXPECT_EQ(blocked.bottom_diff, plain.bottom_diff);
+  int routed = 0;  // a gradient that reached no input would make the equality weak
+  for (float g : plain.bottom_diff) routed += g != 0.f;
+  EXPECT_GT(routed, static_cast<int>(plain.bottom_diff.size()) / 8);
+}
+
+using Blocks = std::pair<int64_t, int64_t>;  // the bottom's, the top's
+
+std::string pooling_case_name(const ::testing::TestParamInfo<PoolingBlocks::ParamType>& info) {
+  const std::string& p = std::get<0>(info.param);
+  const std::string kind = p.find("AVE") != std::string::npos              ? "Ave3x3Pad"
+                           : p.find("kernel_size: 2") != std::string::npos ? "Max2x2"
+                                                                           : "Max3x3Pad";
+  const Blocks blocks = std::get<1>(info.param);
+  return cat(kind, "_in", blocks.first, "_out", blocks.second);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    InAndOutBlocks, PoolingBlocks,
+    ::testing::Combine(::testing::Values("pool: MAX kernel_size: 2 stride: 2",
+                                         "pool: MAX kernel_size: 3 stride: 2 pad: 1",
+                                         "pool: AVE kernel_size: 3 stride: 2 pad: 1"),
+                       ::testing::Values(Blocks{1, 32}, Blocks{1, 8}, Blocks{32, 1}, Blocks{16, 1},
+                                         Blocks{16, 16}, Blocks{4, 32})),
+    pooling_case_name);
+
+// conv (8 -> 16, absorbed ReLU) -> pool -> conv (16 -> 32, absorbed ReLU) -> pool -> ip -> loss:
+// both convolutions on oneDNN, the blobs between them blocked when allowed.
+constexpr const char* kNet = R"(
+  layer { name: "data" type: "Input" top: "data" top: "label"
+          input_param { shape { dim: 4 dim: 8 dim: 12 dim: 12 } shape { dim: 4 } } }
+  layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+          convolution_param { num_output: 16 kernel_size: 3 pad: 1
+                              weight_filler { type: "xavier" } bias_filler { type: "gaussian" std: 0.1 } } }
+  layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
+  layer { name: "pool1" type: "Pooling" bottom: "conv1" top: "pool1"
+          pooling_param { pool: MAX kernel_size: 3 stride: 2 } }
+  layer { name: "conv2" type: "Convolution" bottom: "pool1" top: "conv2"
+          convolution_param { num_output: 32 kernel_size: 3 pad: 1
+                              weight_filler { type: "xavier" } bias_filler { type: "gaussian" std: 0.1 } } }
+  layer { name: "relu2" type: "ReLU" bottom: "conv2" top: "conv2" }
+  layer { name: "pool2" type: "Pooling" bottom: "conv2" top: "pool2"
+          pooling_param { pool: AVE kernel_size: 2 stride: 2 } }
+  layer { name: "ip" type: "InnerProduct" bottom: "pool2" top: "ip"
+          inner_product_param { num_output: 5 weight_filler { type: "xavier" } } }
+  layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)";
+
+struct Training {
+  std::vector<int64_t> blocks;  // each layer's top 0's channel block
+  std::vector<float> params;
+  double loss = 0;
+};
+
+// Three steps of plain SGD on fixed random data, blocks allowed or not.
+Training train(bool blocks_allowed) {
+  const ScopedChannelBlocks blocks(blocks_allowed);
+  Net<float> net(parse_model(kNet, "blocks.prototxt"), Phase::Train, default_cpu_device(), 0, 3);
+  Training t;
+  for (int i = 0; i < net.num_layers(); ++i) t.blocks.push_back(net.tops(i)[0]->channel_block());
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  for (int step = 0; step < 3; ++step) {
+    for (float& v : net.input_data().mutable_data_span()) v = normal(rng);
+    float* label = net.input_label()->mutable_data();
+    for (int n = 0; n < 4; ++n) label[n] = static_cast<float>((n + step) % 5);
+    for (float& d : net.flat_diff()) d = 0;
+    net.forward({});
+    for (int i = net.num_layers() - 1; i >= 0; --i) net.backward_layer(i, {});
+    std::span<float> data = net.flat_data();
+    std::span<float> diff = net.flat_diff();
+    for (size_t j = 0; j < data.size(); ++j) data[j] -= 0.05f * diff[j];
+    t.loss += net.loss();
+  }
+  t.params.assign(net.flat_data().begin(), net.flat_data().end());
+  return t;
+}
+
+void expect_blocked_training_equals_plain() {
+  const Training plain = train(false);
+  const Training blocked = train(true);
+  for (int64_t b : plain.blocks) EXPECT_EQ(b, 1);
+    // Layers: data, conv1, relu1, pool1, conv2, relu2, pool2, ip, loss.
+#ifdef CGDP_HAVE_ONEDNN
+  EXPECT_GT(blocked.blocks[1], 1) << "conv1's output stays in oneDNN's layout";
+  EXPECT_GT(blocked.blocks[3], 1) << "pool1 writes conv2's input in its layout";
+  EXPECT_GT(blocked.blocks[4], 1);
+#endif
+  EXPECT_EQ(blocked.blocks[0], 1) << "the input is Caffe's";
+  EXPECT_EQ(blocked.blocks[6], 1) << "InnerProduct reads NCHW";
+  EXPECT_EQ(blocked.loss, plain.loss);
+  EXPECT_EQ(blocked.params, plain.params);
+}
+
+TEST(ChannelBlocks, BlockedNetTrainsToThePlainNetsBitsInFp32) {
+  expect_blocked_training_equals_plain();
+}
+
+TEST(ChannelBlocks, BlockedNetTrainsToThePlainNetsBitsInBf16) {
+  const ScopedLayerPrecision bf16(Precision::kBf16);
+  expect_blocked_training_equals_plain();
+}
+
+TEST(ChannelBlocks, ANetOutputStaysNchw) {
+  const ScopedChannelBlocks blocks(true);
+  const std::string text = R"(
+    layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 2 dim: 8 dim: 6 dim: 6 } } }
+    layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
+            convolution_param { num_output: 16 kernel_size: 3 } }
+    layer { name: "relu" type: "ReLU" bottom: "conv" top: "conv" })";
+  Net<float> net(parse_model(text, "out.prototxt"), Phase::Test, default_cpu_device(), 0, 1);
+  EXPECT_EQ(net.blob("conv")->channel_block(), 1);
+}
+
+}  // namespace
+}  // namespace cgdp
