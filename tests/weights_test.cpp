@@ -18,6 +18,7 @@
 #include "cgdp/io/file.hpp"
 #include "cgdp/io/safetensors.hpp"
 #include "cgdp/net/model_file.hpp"
+#include "cgdp/tensor/channel_blocks.hpp"
 #include "support/caffe_tree.hpp"
 #include "support/run_command.hpp"
 #include "support/temp_dir.hpp"
@@ -325,6 +326,38 @@ TEST(Forward, WritesTheOutputsOfTheGivenWeightsAndInputs) {
                                              " --input ", (dir / "in.safetensors").string(), " 2>&1"));
   EXPECT_EQ(part.exit_code, 1);
   EXPECT_THAT(part.output, ::testing::HasSubstr("the outputs would come from their random initial values"));
+}
+
+// An activation the net keeps in a channel block (fashion_cnn's conv2, between oneDNN's convolution
+// and its pooling) is written in Caffe's NCHW, as a net with every blob in NCHW computes it.
+TEST(Forward, WritesAChannelBlockedBlobAsNchw) {
+  TempDir dir;
+  const std::string model = find_model_file("fashion_cnn");
+  const ScopedChannelBlocks plain(false);
+  Net<float> net(load_model(model), Phase::Test, default_cpu_device(), 2, 5, model);
+  write_parameters_safetensors(net, (dir / "w.safetensors").string(), {});
+  std::vector<float> images(2 * 28 * 28), labels{3, 7};
+  for (size_t i = 0; i < images.size(); ++i)
+    images[i] = static_cast<float>((i * 7919) % 255) / 255.f;
+  save_safetensors(dir / "in.safetensors", {{"data", TensorRef::of(images, {2, 1, 28, 28})},
+                                            {"label", TensorRef::of(labels, {2})}});
+  std::copy(images.begin(), images.end(), net.input_data().mutable_data_span().begin());
+  net.forward(RunContext{.phase = Phase::Test});
+  const std::vector<float> expected = values_of(*net.blob("conv2"));
+  const auto r = testing::run_command(
+      cat(testing::binary_dir(), "/cgdp forward --model ", model, " --weights ",
+          (dir / "w.safetensors").string(), " --input ", (dir / "in.safetensors").string(),
+          " --out ", (dir / "out.safetensors").string(), " --blobs conv2 2>&1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::vector<float> got = load_safetensors(dir / "out.safetensors").values<float>("conv2");
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i)
+    ASSERT_NEAR(got[i], expected[i], 1e-5f * (1 + std::abs(expected[i]))) << i;
+#ifdef CGDP_HAVE_ONEDNN
+  const ScopedChannelBlocks blocked(true);  // what the command's net does: conv2 in a block
+  Net<float> fastest(load_model(model), Phase::Test, default_cpu_device(), 2, 5, model);
+  EXPECT_GT(fastest.blob("conv2")->channel_block(), 1);
+#endif
 }
 
 TEST(Weights, AFileThatIsNeitherIsNamed) {

@@ -31,7 +31,7 @@ case "$kind" in
     suites=(model_file_test wiring_check_test data_test checkpoint_test safetensors_test file_test
             shard_test shard_fault_test cli_test models_test image_data_test random_resized_crop_test memory_estimate_test
             launchers_test caffe_import_test caffe_files_test memory_plan_test weights_test hdf5_data_test
-            conv_algorithm_table_test)
+            conv_algorithm_table_test channel_blocks_test)
     skip=
     # Slow unwinding: the hwloc plugin frames have no frame pointers, and the suppression below
     # must see hwloc_topology_load.

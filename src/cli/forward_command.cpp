@@ -4,12 +4,16 @@
 // weights and inputs must give the same outputs there and here.
 #include <algorithm>
 #include <cstdio>
+#include <list>
+#include <span>
+#include <vector>
 
 #include "cgdp/caffe_import/weights.hpp"
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/io/safetensors.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
+#include "cgdp/tensor/channel_blocks.hpp"
 #include "cli/commands.hpp"
 #include "cli/trained_net.hpp"
 
@@ -77,10 +81,17 @@ int run_forward(const ForwardOptions& o) {
 
   const std::vector<std::string> wanted = o.blobs.empty() ? output_blobs(net) : o.blobs;
   TensorRefs refs;
+  std::list<std::vector<float>> nchw_copies;  // a blob kept in a channel block is written as NCHW
   for (const std::string& name : wanted) {
     const Blob<float>* blob = net.blob(name);
     if (blob == nullptr) throw UsageError(cat("--blobs: the TEST net of ", path, " has no blob '", name, "'"));
-    refs.emplace(name, TensorRef::of(blob->data_span(), blob->shape()));
+    std::span<const float> values = blob->data_span();
+    if (blob->channel_block() > 1) {
+      std::vector<float>& copy = nchw_copies.emplace_back(values.size());
+      reorder_channel_blocks(values.data(), blob->channel_block(), copy.data(), 1, blob->shape());
+      values = copy;
+    }
+    refs.emplace(name, TensorRef::of(values, blob->shape()));
   }
   save_safetensors(o.out, refs, {{"format", "cgdp-forward"}, {"model", path}});
   std::printf("cgdp: %s: %lld samples forward; wrote", report.summary().c_str(), static_cast<long long>(net.batch_size()));
