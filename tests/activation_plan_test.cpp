@@ -441,13 +441,14 @@ TEST(Offload, HistoryOnTheHostTrainsAndResumesBitForBit) {
 // bits, alone, with cgdp summing the streamed gradients on the host (of two micro-batches each,
 // folded there) and with ps0 (up its tree, the updated weight copied back down), and a
 // checkpoint resumes to them.
-TEST(Offload, StreamedWeightsTrainAndResumeBitForBit) {
+void expect_streamed_weights_bit_for_bit(const char* precision) {
   FILE* sink = std::fopen("/dev/null", "w");
   const ScopedWeightSliceBytes slices(256 << 10);  // ip1's 3 MiB in 13 slices, in both runs
   for (const char* sync : {"local", "cgdp", "ps0"}) {
     SCOPED_TRACE(sync);
     TrainConfig c = resnet_run();
     c.model = "fashion_cnn";
+    c.precision = precision;
     c.sync = sync;
     c.accumulate = c.sync == "cgdp" ? 2 : 1;  // cgdp: the streamed gradients fold on the host
     c.iterations = 3;
@@ -471,6 +472,17 @@ TEST(Offload, StreamedWeightsTrainAndResumeBitForBit) {
     expect_trained_and_resumed(c, sink, expect_owned_bits);
   }
   std::fclose(sink);
+}
+
+TEST(Offload, StreamedWeightsTrainAndResumeBitForBit) {
+  expect_streamed_weights_bit_for_bit("fp32");
+}
+
+// In bf16 the streamed slices are narrowed into the stage and multiplied by oneDNN's bf16
+// matmuls, the resident weight's slices by the same calls.
+TEST(Offload, StreamedWeightsTrainAndResumeBitForBitInBf16) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 kernels: bf16 weights do not stream";
+  expect_streamed_weights_bit_for_bit("bf16");
 }
 
 TEST(OffloadBudget, OffRefusesWhatDoesNotFit) {

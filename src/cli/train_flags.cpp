@@ -133,12 +133,13 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_option("--device-memory-gb", c.device_memory_gb,
                   "Memory each device may use, checked before allocating (default: what is free)")
       ->check(kPositive);
-  cmd->add_option("--offload", c.offload,
-                  "auto: a run that does not fit the device keeps its activations in an arena "
-                  "planned by liveness and moves the largest to pinned host memory between forward "
-                  "and backward, then if need be the solver's history between steps, then (CPU, "
-                  "fp32) the largest InnerProduct weights, streamed through the device in slices; "
-                  "off: refuse it")
+  cmd->add_option(
+         "--offload", c.offload,
+         "auto: a run that does not fit the device keeps its activations in an arena "
+         "planned by liveness and moves the largest to pinned host memory between forward "
+         "and backward, then if need be the solver's history between steps, then (CPU, "
+         "fp32 or bf16) the largest InnerProduct weights, streamed through the device in slices; "
+         "off: refuse it")
       ->check(CLI::IsMember({"auto", "off"}))
       ->capture_default_str();
   cmd->add_option(

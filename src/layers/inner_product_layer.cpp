@@ -108,10 +108,11 @@ void InnerProductLayer<T>::backward_cpu(const RunContext& ctx, const BlobVec<T>&
 template <typename T>
 OneDnnInnerProduct* InnerProductLayer<T>::bf16_kernels() {
 #ifdef CGDP_HAVE_ONEDNN
-  if (stage_ || !std::is_same_v<T, float> || this->device().kind() != DeviceKind::Cpu ||
-      onednn_failed_ || layer_precision() != Precision::kBf16 || !cpu_has_bf16())
+  if (!std::is_same_v<T, float> || this->device().kind() != DeviceKind::Cpu || onednn_failed_ ||
+      layer_precision() != Precision::kBf16 || !cpu_has_bf16())
     return nullptr;
-  const OneDnnInnerProductShape shape{rows_, inputs_, num_output_, transpose_};
+  OneDnnInnerProductShape shape{rows_, inputs_, num_output_, transpose_};
+  if (!transpose_) shape.slice_rows = slice_rows_, shape.slice_columns = slice_columns_;
   if (!onednn_ || !(onednn_->shape() == shape)) {
     onednn_ = OneDnnInnerProduct::create(shape);
     onednn_failed_ = onednn_ == nullptr;  // no kernels for this shape: OpenBLAS from now on
@@ -127,7 +128,7 @@ bool InnerProductLayer<T>::forward_on_onednn(const T* in, T* out) {
 #ifdef CGDP_HAVE_ONEDNN
   if constexpr (std::is_same_v<T, float>) {
     if (OneDnnInnerProduct* ip = bf16_kernels()) {
-      ip->forward(in, this->params_[0]->data(), out);
+      ip->forward(in, this->params_[0]->data(), out, stage_);
       return true;
     }
   }
@@ -142,7 +143,7 @@ bool InnerProductLayer<T>::backward_on_onednn(const T* in, const T* out_diff, T*
 #ifdef CGDP_HAVE_ONEDNN
   if constexpr (std::is_same_v<T, float>) {
     if (OneDnnInnerProduct* ip = bf16_kernels()) {
-      ip->backward(in, this->params_[0]->data(), out_diff, weight_diff, in_diff);
+      ip->backward(in, this->params_[0]->data(), out_diff, weight_diff, in_diff, stage_);
       return true;
     }
   }

@@ -22,11 +22,14 @@ void InnerProductLayer<T>::plan_slices() {
 template <typename T>
 void InnerProductLayer<T>::stream_weight(Layer<T>* peer) {
   if (!can_stream_weight()) this->fail("cannot stream a transposed weight through the device");
-  // Not yet: the CUDA half (a copy stream beside cuBLAS) and the 16-bit operands' slices.
+  // Not yet: the CUDA half (a copy stream beside cuBLAS) and rounded operands' slices (fp16, or
+  // bf16 without the CPU's bf16 kernels).
   if (this->device().kind() != DeviceKind::Cpu)
     this->fail("a weight streamed from host memory runs on the CPU backend only, for now");
-  if (layer_precision() != Precision::kFp32)
-    this->fail("a weight streamed from host memory runs in fp32 only, for now");
+  if (!streams_in(layer_precision()))
+    this->fail(
+        "a weight streamed from host memory runs in fp32, or in bf16 on a CPU with bf16 "
+        "kernels, for now");
   if (auto* twin = dynamic_cast<InnerProductLayer<T>*>(peer); twin && twin->stage_) {
     stage_ = twin->stage_;  // the test net runs between the train net's passes: one stage serves
     return;

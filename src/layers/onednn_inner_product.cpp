@@ -2,11 +2,16 @@
 // row-major bf16 copies by our own loop (a streaming pass; oneDNN's reorders into its blocked
 // layouts cost more than the multiplies at Caffe's batch sizes), the matmuls read them through
 // strides, and their fp32 results land in the caller's buffers: the weight gradient by a sum
-// post-op, since Caffe accumulates.
+// post-op, since Caffe accumulates. An untransposed weight is multiplied in the layer's slices
+// (weight_slices.hpp): a streamed one is narrowed into the stage a slice at a time, and the
+// resident one makes the same calls on its narrowed copy, so both give the same bits.
 #include "layers/onednn_inner_product.hpp"
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "cgdp/device/layer_precision.hpp"
@@ -27,12 +32,15 @@ memory::desc matrix(int64_t rows, int64_t cols, Type type, bool transposed = fal
                     : memory::desc({rows, cols}, type, Tag::ab);
 }
 
-// A bf16 copy of a caller's fp32 matrix, narrowed on demand and remembered by address.
+// A bf16 copy of a caller's fp32 matrix of `count` elements, narrowed on demand and remembered by
+// address; its memory is taken on first use (a streamed weight never asks for a whole copy).
 struct Narrowed {
+  int64_t count = 0;
   std::vector<uint16_t> values;
   const float* from = nullptr;
   uint16_t* of(const float* data) {
-    narrow_to_precision(Precision::kBf16, data, values.data(), static_cast<int64_t>(values.size()));
+    values.resize(static_cast<size_t>(count));
+    narrow_to_precision(Precision::kBf16, data, values.data(), count);
     from = data;
     return values.data();
   }
@@ -40,6 +48,13 @@ struct Narrowed {
   // changes a layer's bottom or weights between its forward and backward), else a new one.
   uint16_t* again(const float* data) { return data == from ? values.data() : of(data); }
 };
+
+// [rows, cols] with rows `ld` elements apart, or read transposed ([cols, rows]) through the same
+// memory: a slice of a row-major matrix.
+memory::desc strided(int64_t rows, int64_t cols, int64_t ld, Type type, bool transposed = false) {
+  return transposed ? memory::desc({cols, rows}, type, memory::dims{1, ld})
+                    : memory::desc({rows, cols}, type, memory::dims{ld, 1});
+}
 
 dnnl::matmul::primitive_desc matmul_desc(const memory::desc& a, const memory::desc& b,
                                          const memory::desc& c, bool accumulate = false) {
@@ -51,6 +66,15 @@ dnnl::matmul::primitive_desc matmul_desc(const memory::desc& a, const memory::de
 }  // namespace
 
 struct OneDnnInnerProduct::Impl {
+  // The sliced (untransposed) matmuls, built per slice size on first use.
+  enum Kind { kForward, kWeightGrad, kData };
+  struct Sliced {
+    dnnl::matmul::primitive_desc pd;
+    dnnl::matmul matmul;
+  };
+  std::map<std::pair<Kind, int64_t>, Sliced> sliced;
+  std::vector<uint16_t> column_block;  // a resident weight's columns, dense as a stage holds them
+
   OneDnnInnerProductShape shape;
   dnnl::stream stream{cpu_engine()};
   Narrowed in, weights, out_diff;
@@ -63,6 +87,21 @@ struct OneDnnInnerProduct::Impl {
   memory forward_scratch, data_scratch, weights_scratch;
 
   explicit Impl(const OneDnnInnerProductShape& s);
+  Sliced& slice(Kind kind, int64_t size);
+  void run(Sliced& mm, const void* a, const void* b, void* c) {
+    const size_t bytes = mm.pd.scratchpad_desc().get_size();
+    if (scratch.size() < bytes) scratch.resize(bytes);
+    mm.matmul.execute(
+        stream,
+        {{DNNL_ARG_SRC, memory(mm.pd.src_desc(), cpu_engine(), const_cast<void*>(a))},
+         {DNNL_ARG_WEIGHTS, memory(mm.pd.weights_desc(), cpu_engine(), const_cast<void*>(b))},
+         {DNNL_ARG_DST, memory(mm.pd.dst_desc(), cpu_engine(), c)},
+         {DNNL_ARG_SCRATCHPAD, memory(mm.pd.scratchpad_desc(), cpu_engine(), scratch.data())}});
+    stream.wait();
+  }
+  void forward_sliced(const float* x, const float* weight, float* out, float* stage);
+  void backward_sliced(const float* x, const float* weight, const float* dy, float* weight_diff,
+                       float* in_diff, float* stage);
   void run(dnnl::matmul& mm, memory& scratchpad, const memory::desc& a, const void* a_data,
            const memory::desc& b, const void* b_data, const memory::desc& c, void* c_data) {
     mm.execute(stream, {{DNNL_ARG_SRC, memory(a, cpu_engine(), const_cast<void*>(a_data))},
@@ -76,12 +115,14 @@ struct OneDnnInnerProduct::Impl {
 OneDnnInnerProduct::Impl::Impl(const OneDnnInnerProductShape& s) : shape(s) {
   const int64_t m = s.rows, k = s.inputs, n = s.outputs;
   const bool t = s.transpose;
-  in.values.resize(static_cast<size_t>(m * k));
-  weights.values.resize(static_cast<size_t>(n * k));
-  out_diff.values.resize(static_cast<size_t>(m * n));
+  in.count = m * k, weights.count = n * k, out_diff.count = m * n;
   in_desc = matrix(m, k, Type::bf16);
   weights_t_desc = t ? matrix(k, n, Type::bf16) : matrix(n, k, Type::bf16, true);  // W^T [K, N]
   out_desc = matrix(m, n, Type::f32);
+  if (!t) {  // sliced: build the full slices now, so that a shape without kernels is refused here
+    slice(kForward, s.slice_rows), slice(kWeightGrad, s.slice_rows), slice(kData, s.slice_columns);
+    return;
+  }
   const auto forward_pd = matmul_desc(in_desc, weights_t_desc, out_desc);
   out_diff_desc = matrix(m, n, Type::bf16);
   weights_desc = t ? matrix(k, n, Type::bf16, true) : matrix(n, k, Type::bf16);  // W [N, K]
@@ -103,6 +144,73 @@ OneDnnInnerProduct::Impl::Impl(const OneDnnInnerProductShape& s) : shape(s) {
   backward_weights = dnnl::matmul(weights_pd);
 }
 
+OneDnnInnerProduct::Impl::Sliced& OneDnnInnerProduct::Impl::slice(Kind kind, int64_t size) {
+  auto it = sliced.find({kind, size});
+  if (it != sliced.end()) return it->second;
+  const int64_t m = shape.rows, k = shape.inputs, n = shape.outputs;
+  dnnl::matmul::primitive_desc pd;
+  if (kind == kForward)  // out[:, r0..r0+r) = in * W[r0..r0+r)^T
+    pd = matmul_desc(strided(m, k, k, Type::bf16), strided(size, k, k, Type::bf16, true),
+                     strided(m, size, n, Type::f32));
+  else if (kind == kWeightGrad)  // W_diff[r0..r0+r) += out_diff[:, r0..r0+r)^T * in
+    pd = matmul_desc(strided(m, size, n, Type::bf16, true), strided(m, k, k, Type::bf16),
+                     strided(size, k, k, Type::f32), true);
+  else  // in_diff[:, c0..c0+c) = out_diff * W[:, c0..c0+c), the columns dense
+    pd = matmul_desc(strided(m, n, n, Type::bf16), strided(n, size, size, Type::bf16),
+                     strided(m, size, k, Type::f32));
+  return sliced.emplace(std::pair{kind, size}, Sliced{pd, dnnl::matmul(pd)}).first->second;
+}
+
+void OneDnnInnerProduct::Impl::forward_sliced(const float* x, const float* weight, float* out,
+                                              float* stage) {
+  const int64_t k = shape.inputs, n = shape.outputs, per = shape.slice_rows;
+  const uint16_t* in_bf16 = in.of(x);
+  const uint16_t* resident = stage ? nullptr : weights.of(weight);
+  auto* staged = reinterpret_cast<uint16_t*>(stage);
+  for (int64_t r0 = 0; r0 < n; r0 += per) {
+    const int64_t r = std::min(per, n - r0);
+    const uint16_t* rows = resident ? resident + r0 * k : staged;
+    if (!resident) narrow_to_precision(Precision::kBf16, weight + r0 * k, staged, r * k);
+    run(slice(kForward, r), in_bf16, rows, out + r0);
+  }
+}
+
+void OneDnnInnerProduct::Impl::backward_sliced(const float* x, const float* weight, const float* dy,
+                                               float* weight_diff, float* in_diff, float* stage) {
+  const int64_t k = shape.inputs, n = shape.outputs;
+  const uint16_t* dy_bf16 = out_diff.of(dy);
+  if (weight_diff) {
+    const uint16_t* in_bf16 = in.again(x);
+    for (int64_t r0 = 0; r0 < n; r0 += shape.slice_rows) {
+      const int64_t r = std::min(shape.slice_rows, n - r0);
+      const size_t bytes = static_cast<size_t>(r * k) * sizeof(float);
+      float* rows = weight_diff + r0 * k;
+      if (stage) std::memcpy(stage, rows, bytes);  // accumulated in the stage, as Caffe's
+      run(slice(kWeightGrad, r), dy_bf16 + r0, in_bf16, stage ? stage : rows);
+      if (stage) std::memcpy(rows, stage, bytes);
+    }
+  }
+  if (!in_diff) return;
+  const int64_t per = shape.slice_columns;
+  const uint16_t* resident = stage ? nullptr : weights.again(weight);
+  auto* staged = reinterpret_cast<uint16_t*>(stage);
+  if (resident && per < k) column_block.resize(static_cast<size_t>(n * per));
+  for (int64_t c0 = 0; c0 < k; c0 += per) {
+    const int64_t c = std::min(per, k - c0);
+    const uint16_t* columns = resident;  // one slice: the whole weight is its own dense block
+    if (!resident) {
+      for (int64_t o = 0; o < n; ++o)
+        narrow_to_precision(Precision::kBf16, weight + o * k + c0, staged + o * c, c);
+      columns = staged;
+    } else if (per < k) {
+      for (int64_t o = 0; o < n; ++o)
+        std::copy_n(resident + o * k + c0, c, column_block.data() + o * c);
+      columns = column_block.data();
+    }
+    run(slice(kData, c), dy_bf16, columns, in_diff + c0);
+  }
+}
+
 std::unique_ptr<OneDnnInnerProduct> OneDnnInnerProduct::create(
     const OneDnnInnerProductShape& shape) {
   try {
@@ -120,15 +228,18 @@ const OneDnnInnerProductShape& OneDnnInnerProduct::shape() const {
   return impl_->shape;
 }
 
-void OneDnnInnerProduct::forward(const float* in, const float* weight, float* out) {
+void OneDnnInnerProduct::forward(const float* in, const float* weight, float* out, float* stage) {
   Impl& m = *impl_;
+  if (!m.shape.transpose) return m.forward_sliced(in, weight, out, stage);
   m.run(m.forward, m.forward_scratch, m.in_desc, m.in.of(in), m.weights_t_desc,
         m.weights.of(weight), m.out_desc, out);
 }
 
 void OneDnnInnerProduct::backward(const float* in, const float* weight, const float* out_diff,
-                                  float* weight_diff, float* in_diff) {
+                                  float* weight_diff, float* in_diff, float* stage) {
   Impl& m = *impl_;
+  if (!m.shape.transpose)
+    return m.backward_sliced(in, weight, out_diff, weight_diff, in_diff, stage);
   const uint16_t* dy = m.out_diff.of(out_diff);
   if (weight_diff) {
     const uint16_t* x = m.in.again(in);

@@ -15,6 +15,7 @@
 #include "cgdp/device/devices.hpp"
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/device/measuring_device.hpp"
+#include "cgdp/layers/weight_slices.hpp"
 #include "cgdp/net/net.hpp"
 #include "cgdp/solver/host_history.hpp"
 
@@ -280,11 +281,11 @@ namespace {
 
 // fit_offload's last resort: the history on the host, and InnerProduct weights streamed from
 // there too, largest first, until the run fits (or none is left: `best` so far then). A CPU run
-// in fp32 only, for now (InnerProductLayer::stream_weight).
+// in fp32, or in bf16 on bf16 kernels, for now (InnerProductLayer::stream_weight).
 FittedMemory stream_weights(
     const std::function<MemoryEstimate(const ActivationMemoryPlan&)>& estimate, DeviceKind kind,
     int gpus, int64_t budget, BudgetScope scope, FittedMemory best) {
-  if (kind != DeviceKind::Cpu || layer_precision() != Precision::kFp32) return best;
+  if (kind != DeviceKind::Cpu || !streams_in(layer_precision())) return best;
   std::vector<std::string> streamed;
   const auto streamable = best.estimate.streamable;  // a copy: `best` is replaced in the loop
   for (const auto& [layer, bytes] : streamable) {
