@@ -1,7 +1,8 @@
 // InnerProduct's forward and backward on the CPU backend for the paper nets' large weights, three
 // ways side by side: the weight whole (slices larger than it), in the default 64 MiB slices
 // (weight_slices.hpp: what every run does, so that a streamed run makes the same GEMM calls), and
-// streamed from host memory through the device stage in those slices (issue 35's offload).
+// streamed from host memory through the device stage in those slices (issue 35's offload); in
+// fp32 (OpenBLAS) and, on a CPU with bf16 kernels, in bf16 (oneDNN's matmuls).
 //   build/bench/weight_slices_bench [--benchmark_filter=fc6]
 #include <benchmark/benchmark.h>
 
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "cgdp/device/cpu_device.hpp"
+#include "cgdp/device/layer_precision.hpp"
 #include "cgdp/layers/weight_slices.hpp"
 #include "cgdp/net/net.hpp"
 
@@ -60,7 +62,8 @@ void fill(Blob<float>& blob, bool diff) {
   for (int64_t i = 0; i < blob.count(); ++i) x[i] = dist(rng);
 }
 
-void run(benchmark::State& state, const Shape& s, Mode mode, bool backward) {
+void run(benchmark::State& state, const Shape& s, Mode mode, bool backward, Precision precision) {
+  const ScopedLayerPrecision layers_in(precision);
   const ScopedWeightSliceBytes slices(mode == Mode::Whole ? int64_t{1} << 40
                                                           : kDefaultWeightSliceBytes);
   const std::vector<std::string> streamed =
@@ -82,14 +85,20 @@ void run(benchmark::State& state, const Shape& s, Mode mode, bool backward) {
 void register_all() {
   const std::pair<Mode, const char*> modes[] = {
       {Mode::Whole, "whole"}, {Mode::Sliced, "sliced"}, {Mode::Streamed, "streamed"}};
-  for (const Shape& s : kShapes)
-    for (bool backward : {false, true})
-      for (const auto& [mode, mode_name] : modes)
-        benchmark::RegisterBenchmark(
-            (std::string(s.name) + (backward ? "/backward/" : "/forward/") + mode_name).c_str(),
-            [s, mode, backward](benchmark::State& state) { run(state, s, mode, backward); })
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime();
+  std::vector<Precision> precisions{Precision::kFp32};
+  if (cpu_has_bf16()) precisions.push_back(Precision::kBf16);
+  for (Precision precision : precisions)
+    for (const Shape& s : kShapes)
+      for (bool backward : {false, true})
+        for (const auto& [mode, mode_name] : modes)
+          benchmark::RegisterBenchmark((std::string(s.name) + "/" + to_string(precision) +
+                                        (backward ? "/backward/" : "/forward/") + mode_name)
+                                           .c_str(),
+                                       [s, mode, backward, precision](benchmark::State& state) {
+                                         run(state, s, mode, backward, precision);
+                                       })
+              ->Unit(benchmark::kMillisecond)
+              ->UseRealTime();
 }
 
 }  // namespace

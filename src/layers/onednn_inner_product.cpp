@@ -67,13 +67,12 @@ dnnl::matmul::primitive_desc matmul_desc(const memory::desc& a, const memory::de
 
 struct OneDnnInnerProduct::Impl {
   // The sliced (untransposed) matmuls, built per slice size on first use.
-  enum Kind { kForward, kWeightGrad, kData };
+  enum Kind { kForward, kWeightGrad, kData, kDataInPlace };
   struct Sliced {
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul matmul;
   };
   std::map<std::pair<Kind, int64_t>, Sliced> sliced;
-  std::vector<uint16_t> column_block;  // a resident weight's columns, dense as a stage holds them
 
   OneDnnInnerProductShape shape;
   dnnl::stream stream{cpu_engine()};
@@ -155,8 +154,9 @@ OneDnnInnerProduct::Impl::Sliced& OneDnnInnerProduct::Impl::slice(Kind kind, int
   else if (kind == kWeightGrad)  // W_diff[r0..r0+r) += out_diff[:, r0..r0+r)^T * in
     pd = matmul_desc(strided(m, size, n, Type::bf16, true), strided(m, k, k, Type::bf16),
                      strided(size, k, k, Type::f32), true);
-  else  // in_diff[:, c0..c0+c) = out_diff * W[:, c0..c0+c), the columns dense
-    pd = matmul_desc(strided(m, n, n, Type::bf16), strided(n, size, size, Type::bf16),
+  else  // in_diff[:, c0..c0+c) = out_diff * W[:, c0..c0+c): the columns dense, or in place
+    pd = matmul_desc(strided(m, n, n, Type::bf16),
+                     strided(n, size, kind == kData ? size : k, Type::bf16),
                      strided(m, size, k, Type::f32));
   return sliced.emplace(std::pair{kind, size}, Sliced{pd, dnnl::matmul(pd)}).first->second;
 }
@@ -194,20 +194,16 @@ void OneDnnInnerProduct::Impl::backward_sliced(const float* x, const float* weig
   const int64_t per = shape.slice_columns;
   const uint16_t* resident = stage ? nullptr : weights.again(weight);
   auto* staged = reinterpret_cast<uint16_t*>(stage);
-  if (resident && per < k) column_block.resize(static_cast<size_t>(n * per));
   for (int64_t c0 = 0; c0 < k; c0 += per) {
     const int64_t c = std::min(per, k - c0);
-    const uint16_t* columns = resident;  // one slice: the whole weight is its own dense block
-    if (!resident) {
-      for (int64_t o = 0; o < n; ++o)
-        narrow_to_precision(Precision::kBf16, weight + o * k + c0, staged + o * c, c);
-      columns = staged;
-    } else if (per < k) {
-      for (int64_t o = 0; o < n; ++o)
-        std::copy_n(resident + o * k + c0, c, column_block.data() + o * c);
-      columns = column_block.data();
+    if (resident) {  // read in place, rows k apart: the same products as from a dense block
+      run(slice(c == k ? kData : kDataInPlace, c), dy_bf16, resident + c0, in_diff + c0);
+      continue;
     }
-    run(slice(kData, c), dy_bf16, columns, in_diff + c0);
+#pragma omp parallel for schedule(static)  // rows too short for the narrowing's own threads
+    for (int64_t o = 0; o < n; ++o)
+      narrow_to_precision(Precision::kBf16, weight + o * k + c0, staged + o * c, c);
+    run(slice(kData, c), dy_bf16, staged, in_diff + c0);
   }
 }
 
