@@ -118,8 +118,14 @@ OneDnnInnerProduct::Impl::Impl(const OneDnnInnerProductShape& s) : shape(s) {
   in_desc = matrix(m, k, Type::bf16);
   weights_t_desc = t ? matrix(k, n, Type::bf16) : matrix(n, k, Type::bf16, true);  // W^T [K, N]
   out_desc = matrix(m, n, Type::f32);
-  if (!t) {  // sliced: build the full slices now, so that a shape without kernels is refused here
-    slice(kForward, s.slice_rows), slice(kWeightGrad, s.slice_rows), slice(kData, s.slice_columns);
+  if (!t) {  // sliced: every slice's matmuls now, so that a shape without kernels is refused here
+    for (const int64_t rows : {s.slice_rows, n % s.slice_rows})
+      if (rows > 0) slice(kForward, rows), slice(kWeightGrad, rows);
+    for (const int64_t columns : {s.slice_columns, k % s.slice_columns}) {
+      if (columns == 0) continue;
+      slice(kData, columns);  // the whole weight, or a streamed slice dense in the stage
+      if (columns < k) slice(kDataInPlace, columns);
+    }
     return;
   }
   const auto forward_pd = matmul_desc(in_desc, weights_t_desc, out_desc);
