@@ -599,6 +599,15 @@ TEST(OffloadCost, HistoryStagingIsTheSlowerLinkPlusOnePiece) {
   EXPECT_DOUBLE_EQ(history_staging_us(0, 1'000'000, {1, 0}, {1, 0}), 0.0);
 }
 
+// A streamed weight's passes: 5 copies in, 2 out (forward; backward's weight and gradient; the
+// update's weight and gradient in, weight out), and in bf16 one narrowing more, priced as a copy
+// in.
+TEST(OffloadCost, StreamedWeightsAreSevenCopiesAndBf16NarrowsOnceMore) {
+  EXPECT_DOUBLE_EQ(streamed_weights_us(1'000'000, {1, 0}, {2, 0}), 5 * 1'000 + 2 * 500);
+  EXPECT_DOUBLE_EQ(streamed_weights_us(1'000'000, {1, 0}, {2, 0}, 1), 6 * 1'000 + 2 * 500);
+  EXPECT_DOUBLE_EQ(streamed_weights_us(0, {1, 0}, {2, 0}, 1), 0.0);
+}
+
 // `inspect --memory --device-memory-gb` shows the plan train makes, and says when even it does
 // not fit.
 TEST(OffloadBudget, InspectShowsThePlan) {

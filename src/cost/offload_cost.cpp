@@ -25,9 +25,9 @@ double history_staging_us(int64_t bytes, int64_t piece_bytes, const LinkCost& in
   return std::max(in_all + copy_us(out, piece_bytes), copy_us(in, piece_bytes) + out_all);
 }
 
-double streamed_weights_us(int64_t bytes, const LinkCost& in, const LinkCost& out) {
+double streamed_weights_us(int64_t bytes, const LinkCost& in, const LinkCost& out, int narrowings) {
   if (bytes <= 0) return 0;
-  return 5 * copy_us(in, bytes) + 2 * copy_us(out, bytes);
+  return (5 + narrowings) * copy_us(in, bytes) + 2 * copy_us(out, bytes);
 }
 
 double cpu_copy_share(double contention_factor, int shared_cores) {

@@ -350,7 +350,10 @@ OffloadPassCost predict_offload(const MemoryEstimate& m, const Profile& profile)
                            cpu_copy_share(profile.contention_factor, profile.shared_cores));
   if (m.history_on_host())  // the stage holds two pieces
     cost.history_us = history_staging_us(m.history_host, m.history / 2, profile.h2d, profile.d2h);
-  cost.streamed_us = streamed_weights_us(m.streamed, profile.h2d, profile.d2h);
+  // bf16: the stage narrows the forward's slices and the input gradient's again
+  // (layers/onednn_inner_product.cpp).
+  cost.streamed_us = streamed_weights_us(m.streamed, profile.h2d, profile.d2h,
+                                         profile.precision == "bf16" ? 1 : 0);
   return cost;
 }
 

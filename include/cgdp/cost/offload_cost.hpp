@@ -33,8 +33,11 @@ struct OffloadPassCost {
 
 // Weights of `bytes` that wait on the host, copied on the compute stream's time: forward brings
 // them in; backward again, with their gradient in and out; the update brings weights and
-// gradients in and takes the weights out (their history is history_staging_us's).
-double streamed_weights_us(int64_t bytes, const LinkCost& in, const LinkCost& out);
+// gradients in and takes the weights out (their history is history_staging_us's). In bf16 each
+// pass narrows the weight once more than a resident one (whose narrowing the profile's layer
+// times hold): `narrowings` more passes over the fp32 weight, priced as copies in.
+double streamed_weights_us(int64_t bytes, const LinkCost& in, const LinkCost& out,
+                           int narrowings = 0);
 
 // A step whose history (`bytes`) waits on the host: pieces of `piece_bytes` come in on `in`, and
 // each goes back out on `out` once updated (the update itself is not counted): the slower link's
