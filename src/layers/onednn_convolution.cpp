@@ -44,10 +44,13 @@ struct OneDnnConvolution::Impl {
 
 namespace {
 
-// The layouts of Caffe's tensors as the caller holds them.
+// What every primitive of a shape is described with: Caffe's tensors as the caller holds them,
+// and the convolution's geometry as oneDNN counts it.
 struct Dims {
-  memory::dims src, dst, weights;
+  memory::dims src, dst, weights, strides, pads, dilates;
   bool grouped;
+  Type in_type;       // what the multiplies read; what is written (outputs, gradients) stays fp32
+  memory::desc bias;  // empty without a bias
   explicit Dims(const OneDnnShape& s) {
     const ConvGeometry& g = s.geometry;
     src = {s.batch, g.channels, g.height, g.width};
@@ -57,6 +60,10 @@ struct Dims {
     weights = grouped ? memory::dims{s.group, s.num_output / s.group, g.channels / s.group,
                                      g.kernel_h, g.kernel_w}
                       : memory::dims{s.num_output, g.channels, g.kernel_h, g.kernel_w};
+    strides = {g.stride_h, g.stride_w}, pads = {g.pad_h, g.pad_w};
+    dilates = {g.dilation_h - 1, g.dilation_w - 1};  // oneDNN counts the gaps
+    in_type = s.bf16 ? Type::bf16 : Type::f32;
+    if (s.bias) bias = plain({s.num_output}, Tag::x);
   }
 };
 
@@ -94,33 +101,20 @@ memory::desc caller_desc(const memory::dims& dims, int64_t block, const memory::
 dnnl::convolution_forward::primitive_desc forward_desc(const OneDnnShape& s,
                                                        const dnnl::primitive_attr& attr) {
   const Dims d(s);
-  const ConvGeometry& g = s.geometry;
-  const memory::desc bias_desc = plain({s.num_output}, Tag::x), no_bias;
-  const memory::dims strides{g.stride_h, g.stride_w}, pads{g.pad_h, g.pad_w};
-  const memory::dims dilates{g.dilation_h - 1, g.dilation_w - 1};  // oneDNN counts the gaps
-  // What the multiplies read; what is written (outputs, gradients) stays fp32.
-  const Type in_type = s.bf16 ? Type::bf16 : Type::f32;
   return dnnl::convolution_forward::primitive_desc(
       dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                      dnnl::algorithm::convolution_direct, any(d.src, in_type),
-                                      any(d.weights, in_type), s.bias ? bias_desc : no_bias,
-                                      any(d.dst), strides, dilates, pads, pads),
+                                      dnnl::algorithm::convolution_direct, any(d.src, d.in_type),
+                                      any(d.weights, d.in_type), d.bias, any(d.dst), d.strides,
+                                      d.dilates, d.pads, d.pads),
       attr, cpu_engine());
 }
 
 }  // namespace
 
 OneDnnConvolution::Impl::Impl(const OneDnnShape& s) : shape(s) {
-  const ConvGeometry& g = s.geometry;
   const Dims d(s);
   const memory::desc plain_weights = plain(d.weights, d.grouped ? Tag::goihw : Tag::oihw);
-  const memory::desc bias_desc = plain({s.num_output}, Tag::x);
-  const memory::desc no_bias;
-  const memory::dims strides{g.stride_h, g.stride_w}, pads{g.pad_h, g.pad_w};
-  const memory::dims dilates{g.dilation_h - 1, g.dilation_w - 1};
   const auto direct = dnnl::algorithm::convolution_direct;
-  const Type in_type = s.bf16 ? Type::bf16 : Type::f32;
-  const memory::dims &src_dims = d.src, &dst_dims = d.dst, &weight_dims = d.weights;
 
   // Scratch of our own per layer (caller_scratchpad says why).
   dnnl::primitive_attr attr = onednn::caller_scratchpad(), plain_attr = onednn::caller_scratchpad();
@@ -130,16 +124,17 @@ OneDnnConvolution::Impl::Impl(const OneDnnShape& s) : shape(s) {
     attr.set_post_ops(ops);
   }
   const dnnl::convolution_forward::primitive_desc fwd = forward_desc(s, attr);
-  const memory::desc plain_src = caller_desc(src_dims, s.src_block, fwd.src_desc());
-  const memory::desc plain_dst = caller_desc(dst_dims, s.dst_block, fwd.dst_desc());
+  const memory::desc plain_src = caller_desc(d.src, s.src_block, fwd.src_desc());
+  const memory::desc plain_dst = caller_desc(d.dst, s.dst_block, fwd.dst_desc());
   const dnnl::convolution_backward_data::primitive_desc bwd_data(
-      dnnl::convolution_backward_data::desc(direct, any(src_dims), any(weight_dims, in_type),
-                                            any(dst_dims, in_type), strides, dilates, pads, pads),
+      dnnl::convolution_backward_data::desc(direct, any(d.src), any(d.weights, d.in_type),
+                                            any(d.dst, d.in_type), d.strides, d.dilates, d.pads,
+                                            d.pads),
       plain_attr, cpu_engine(), fwd);
   const dnnl::convolution_backward_weights::primitive_desc bwd_weights(
-      dnnl::convolution_backward_weights::desc(direct, any(src_dims, in_type), any(weight_dims),
-                                               s.bias ? bias_desc : no_bias, any(dst_dims, in_type),
-                                               strides, dilates, pads, pads),
+      dnnl::convolution_backward_weights::desc(direct, any(d.src, d.in_type), any(d.weights),
+                                               d.bias, any(d.dst, d.in_type), d.strides, d.dilates,
+                                               d.pads, d.pads),
       plain_attr, cpu_engine(), fwd);
   size_t scratch_bytes = 0;
   for (const memory::desc& pad :
@@ -166,9 +161,9 @@ OneDnnConvolution::Impl::Impl(const OneDnnShape& s) : shape(s) {
   shared_src = fwd.src_desc() == bwd_weights.src_desc();
   shared_diff_dst = bwd_data.diff_dst_desc() == bwd_weights.diff_dst_desc();
   if (s.bias) {
-    bias = memory(bias_desc, cpu_engine(), DNNL_MEMORY_NONE);
+    bias = memory(d.bias, cpu_engine(), DNNL_MEMORY_NONE);
     bias_grad.resize(static_cast<size_t>(s.num_output));
-    diff_bias = memory(bias_desc, cpu_engine(), bias_grad.data());
+    diff_bias = memory(d.bias, cpu_engine(), bias_grad.data());
   }
 }
 
@@ -184,8 +179,7 @@ OneDnnConvolution::Blocks OneDnnConvolution::preferred_blocks(const OneDnnShape&
   try {
     const Dims d(shape);
     const auto fwd = forward_desc(shape, onednn::caller_scratchpad());
-    return {block_of(fwd.src_desc(), d.src, shape.bf16 ? Type::bf16 : Type::f32),
-            block_of(fwd.dst_desc(), d.dst, Type::f32)};
+    return {block_of(fwd.src_desc(), d.src, d.in_type), block_of(fwd.dst_desc(), d.dst, Type::f32)};
   } catch (const dnnl::error&) {
     return {};
   }

@@ -26,10 +26,16 @@ using onednn::Type;
 
 namespace {
 
+// [rows, cols] with rows `ld` elements apart, or read transposed ([cols, rows]) through the same
+// memory: a slice of a row-major matrix.
+memory::desc strided(int64_t rows, int64_t cols, int64_t ld, Type type, bool transposed = false) {
+  return transposed ? memory::desc({cols, rows}, type, memory::dims{1, ld})
+                    : memory::desc({rows, cols}, type, memory::dims{ld, 1});
+}
+
 // A row-major matrix [rows, cols] of `type`, read transposed ([cols, rows]) when `transposed`.
 memory::desc matrix(int64_t rows, int64_t cols, Type type, bool transposed = false) {
-  return transposed ? memory::desc({cols, rows}, type, Tag::ba)
-                    : memory::desc({rows, cols}, type, Tag::ab);
+  return strided(rows, cols, cols, type, transposed);
 }
 
 // A bf16 copy of a caller's fp32 matrix of `count` elements, narrowed on demand and remembered by
@@ -48,13 +54,6 @@ struct Narrowed {
   // changes a layer's bottom or weights between its forward and backward), else a new one.
   uint16_t* again(const float* data) { return data == from ? values.data() : of(data); }
 };
-
-// [rows, cols] with rows `ld` elements apart, or read transposed ([cols, rows]) through the same
-// memory: a slice of a row-major matrix.
-memory::desc strided(int64_t rows, int64_t cols, int64_t ld, Type type, bool transposed = false) {
-  return transposed ? memory::desc({cols, rows}, type, memory::dims{1, ld})
-                    : memory::desc({rows, cols}, type, memory::dims{ld, 1});
-}
 
 dnnl::matmul::primitive_desc matmul_desc(const memory::desc& a, const memory::desc& b,
                                          const memory::desc& c, bool accumulate = false) {
@@ -77,8 +76,8 @@ struct OneDnnInnerProduct::Impl {
   OneDnnInnerProductShape shape;
   dnnl::stream stream{cpu_engine()};
   Narrowed in, weights, out_diff;
-  // forward: out [M, N] = in [M, K] * W^T. data: in_diff [M, K] = out_diff [M, N] * W.
-  // weights: W [N, K] += out_diff^T * in; transposed, W [K, N] += in^T * out_diff.
+  // Transposed weights W [K, N], whole: forward out [M, N] = in [M, K] * W; data in_diff [M, K]
+  // = out_diff [M, N] * W^T; weights W += in^T * out_diff.
   memory::desc in_desc, weights_t_desc, out_desc, out_diff_desc, weights_desc, in_diff_desc,
       grad_a_desc, grad_b_desc, weight_diff_desc;
   dnnl::matmul forward, backward_data, backward_weights;
@@ -113,12 +112,9 @@ struct OneDnnInnerProduct::Impl {
 
 OneDnnInnerProduct::Impl::Impl(const OneDnnInnerProductShape& s) : shape(s) {
   const int64_t m = s.rows, k = s.inputs, n = s.outputs;
-  const bool t = s.transpose;
   in.count = m * k, weights.count = n * k, out_diff.count = m * n;
-  in_desc = matrix(m, k, Type::bf16);
-  weights_t_desc = t ? matrix(k, n, Type::bf16) : matrix(n, k, Type::bf16, true);  // W^T [K, N]
-  out_desc = matrix(m, n, Type::f32);
-  if (!t) {  // sliced: every slice's matmuls now, so that a shape without kernels is refused here
+  if (!s.transpose) {  // sliced: every slice's matmuls now, so that a shape without kernels is
+                       // refused here
     for (const int64_t rows : {s.slice_rows, n % s.slice_rows})
       if (rows > 0) slice(kForward, rows), slice(kWeightGrad, rows);
     for (const int64_t columns : {s.slice_columns, k % s.slice_columns}) {
@@ -128,14 +124,18 @@ OneDnnInnerProduct::Impl::Impl(const OneDnnInnerProductShape& s) : shape(s) {
     }
     return;
   }
+  // Transposed: one matmul each over the whole weight W [K, N].
+  in_desc = matrix(m, k, Type::bf16);
+  weights_t_desc = matrix(k, n, Type::bf16);
+  out_desc = matrix(m, n, Type::f32);
   const auto forward_pd = matmul_desc(in_desc, weights_t_desc, out_desc);
   out_diff_desc = matrix(m, n, Type::bf16);
-  weights_desc = t ? matrix(k, n, Type::bf16, true) : matrix(n, k, Type::bf16);  // W [N, K]
+  weights_desc = matrix(k, n, Type::bf16, true);  // read as [N, K]
   in_diff_desc = matrix(m, k, Type::f32);
   const auto data_pd = matmul_desc(out_diff_desc, weights_desc, in_diff_desc);
-  grad_a_desc = t ? matrix(m, k, Type::bf16, true) : matrix(m, n, Type::bf16, true);
-  grad_b_desc = t ? out_diff_desc : in_desc;
-  weight_diff_desc = t ? matrix(k, n, Type::f32) : matrix(n, k, Type::f32);
+  grad_a_desc = matrix(m, k, Type::bf16, true);
+  grad_b_desc = out_diff_desc;
+  weight_diff_desc = matrix(k, n, Type::f32);
   const auto weights_pd = matmul_desc(grad_a_desc, grad_b_desc, weight_diff_desc, true);
   size_t scratch_bytes = 1;
   for (const auto* pd : {&forward_pd, &data_pd, &weights_pd})
@@ -244,10 +244,8 @@ void OneDnnInnerProduct::backward(const float* in, const float* weight, const fl
     return m.backward_sliced(in, weight, out_diff, weight_diff, in_diff, stage);
   const uint16_t* dy = m.out_diff.of(out_diff);
   if (weight_diff) {
-    const uint16_t* x = m.in.again(in);
-    const bool t = m.shape.transpose;
-    m.run(m.backward_weights, m.weights_scratch, m.grad_a_desc, t ? x : dy, m.grad_b_desc,
-          t ? dy : x, m.weight_diff_desc, weight_diff);
+    m.run(m.backward_weights, m.weights_scratch, m.grad_a_desc, m.in.again(in), m.grad_b_desc, dy,
+          m.weight_diff_desc, weight_diff);
   }
   if (in_diff)
     m.run(m.backward_data, m.data_scratch, m.out_diff_desc, dy, m.weights_desc,
