@@ -26,6 +26,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kHeartbeatMs = 1000;
 constexpr int kByeLingerMs = 1000;  // how long closing waits for a bye (and pushes) to go out
+constexpr auto kWatchSlice = std::chrono::milliseconds(100);  // how soon a pull sees a lost push
 constexpr int kEvents = ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                         ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
 
@@ -78,6 +79,8 @@ struct ShardLink {
   // Two, so push() and pull() may run on two threads: pushes and byes go out on `push`; the
   // shard sends every sum (and its errors) unasked on `sums`.
   Connection push, sums;
+  // push() and pull() both read the push connection's events (push.events, push.lost).
+  std::mutex push_events_mutex;
   std::string name() const { return cat("shard ", index, " (", address, ")"); }
 };
 
@@ -102,11 +105,15 @@ class PsClient::Impl {
                              const std::vector<zmq::message_t>& frames) const;
   static void send_message(Connection& conn, const MessageHeader& h, const void* body, size_t size);
   // Polls connection `which` of `links` and their monitors until `done()` or `deadline`; calls
-  // `on_message` for each readable socket. Throws NetworkError for a lost or refusing shard;
-  // returns false at the deadline.
+  // `on_message` for each readable socket, and `watch` (if any) every kWatchSlice. Throws
+  // NetworkError for a lost or refusing shard; returns false at the deadline.
   bool poll_until(const std::vector<ShardLink*>& links, Pick which, Clock::time_point deadline,
                   const std::function<void(ShardLink&)>& on_message,
-                  const std::function<bool()>& done, const std::string& during);
+                  const std::function<bool()>& done, const std::string& during,
+                  const std::function<void()>& watch = nullptr);
+  // Why `link`'s push connection is gone ("" while it is up). ZeroMQ reconnects it by itself, but
+  // the new connection never said hello: the shard rejects every push on it.
+  static std::string push_connection_lost(ShardLink& link);
   void wait_released(int chunk, Clock::time_point deadline);
   // One pull() in progress: the chunk's pieces' sums as they come in.
   struct PendingPull {
@@ -191,16 +198,18 @@ void PsClient::Impl::open(ShardLink& link, Pick which) {
 bool PsClient::Impl::poll_until(const std::vector<ShardLink*>& links, Pick which,
                                 Clock::time_point deadline,
                                 const std::function<void(ShardLink&)>& on_message,
-                                const std::function<bool()>& done, const std::string& during) {
+                                const std::function<bool()>& done, const std::string& during,
+                                const std::function<void()>& watch) {
   std::vector<zmq::pollitem_t> items;
   for (ShardLink* l : links) {
     items.push_back({(l->*which).socket.handle(), 0, ZMQ_POLLIN, 0});
     items.push_back({(l->*which).events->socket().handle(), 0, ZMQ_POLLIN, 0});
   }
   while (!done()) {
+    if (watch) watch();
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return false;
-    zmq::poll(items, left);
+    zmq::poll(items, watch ? std::min<std::chrono::milliseconds>(left, kWatchSlice) : left);
     for (size_t i = 0; i < links.size(); ++i) {
       ShardLink& link = *links[i];
       Connection& conn = link.*which;
@@ -310,12 +319,8 @@ void PsClient::Impl::push(int64_t iteration, int chunk, const float* data, int64
   std::lock_guard lock(push_mutex_);
   for (const ShardPiece& p : layout.pieces_of_chunk(chunk)) {
     ShardLink& link = *links_[p.shard];
-    while (auto e = link.push.events->next())
-      if (e->event == ZMQ_EVENT_DISCONNECTED)
-        link.push.lost = cat("lost the connection to ", link.name());
-    if (!link.push.lost.empty())
-      throw NetworkError(
-          cat(link.push.lost, " while pushing iteration ", iteration, ", chunk ", chunk));
+    if (const std::string lost = push_connection_lost(link); !lost.empty())
+      throw NetworkError(cat(lost, " while pushing iteration ", iteration, ", chunk ", chunk));
     const MessageHeader h =
         make_header(MessageKind::kPush, config.rank, p.range, iteration, p.offset, p.count);
     {
@@ -328,6 +333,17 @@ void PsClient::Impl::push(int64_t iteration, int chunk, const float* data, int64
     link.push.socket.send(zmq::buffer(&h, sizeof h), zmq::send_flags::sndmore);
     link.push.socket.send(payload, zmq::send_flags::none);
   }
+}
+
+std::string PsClient::Impl::push_connection_lost(ShardLink& link) {
+  std::lock_guard lock(link.push_events_mutex);
+  while (auto e = link.push.events->next())
+    if (link.push.lost.empty())  // the first event says why; a reconnection's come after it
+      link.push.lost =
+          e->event == ZMQ_EVENT_DISCONNECTED
+              ? cat("lost the connection to ", link.name())
+              : cat("the connection to ", link.name(), " failed (", event_name(e->event), ")");
+  return link.push.lost;
 }
 
 void PsClient::Impl::wait_released(int chunk, Clock::time_point deadline) {
@@ -362,9 +378,15 @@ PulledChunk PsClient::Impl::pull(int64_t iteration, int chunk) {
     if (links.empty() || links.back() != &link) links.push_back(&link);
   }
   auto on_message = [&](ShardLink& link) { receive_sum(link, pull); };
+  // The sums wait for this host's pushes too: a lost push connection means they never come.
+  auto watch_pushes = [&] {
+    for (ShardLink* link : links)
+      if (const std::string lost = push_connection_lost(*link); !lost.empty())
+        throw NetworkError(cat(lost, " ", pull.during));
+  };
   if (!poll_until(
           links, &ShardLink::sums, deadline, on_message, [&] { return pull.remaining == 0; },
-          pull.during)) {
+          pull.during, watch_pushes)) {
     std::string missing;
     for (size_t i = 0; i < pull.pieces.size(); ++i) {
       const std::string name = links_[pull.pieces[i].shard]->name();

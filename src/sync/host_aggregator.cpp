@@ -261,7 +261,12 @@ void HostAggregator::factors_arrived(int, int slot) { count_arrival(num_chunks()
 void HostAggregator::count_arrival(int item) {
   {
     std::lock_guard lock(mutex_);
-    if (++arrivals_[item] == static_cast<int>(workers_.size())) ready_.push_back(item);
+    // Cleared here, not once the item is sent: with a reducer the next iteration's copies may
+    // land as soon as its pull is done, before the lane that pushed it takes the lock again.
+    if (++arrivals_[item] == static_cast<int>(workers_.size())) {
+      arrivals_[item] = 0;
+      ready_.push_back(item);
+    }
   }
   changed_.notify_all();
 }
@@ -285,24 +290,20 @@ void HostAggregator::run_sums(int lane) {
       iteration = iteration_;
       turn = taken_++;
     }
-    if (is_factor_item(item)) {
-      if (reducer_)
-        push_in_turn(turn, iteration, item);  // this host's block; the pull thread gathers
-      else
-        send_factors(item - num_chunks());  // gathered already: the D2H copies landed side by side
-    } else {
-      sum(lane, item);
-      if (reducer_)
-        push_in_turn(turn, iteration, item);
-      else if (dtype_ != ExchangeDtype::Fp32)
-        send_16(item);
-      else
-        send(item);
+    if (!is_factor_item(item)) sum(lane, item);
+    if (reducer_) {
+      push_in_turn(turn, iteration, item);  // a factor item: this host's block, pulled to gather
+      continue;
     }
+    if (is_factor_item(item))
+      send_factors(item - num_chunks());  // gathered already: the D2H copies landed side by side
+    else if (dtype_ != ExchangeDtype::Fp32)
+      send_16(item);
+    else
+      send(item);
     {
       std::lock_guard lock(mutex_);
-      arrivals_[item] = 0;  // done: the next iteration may reuse the receive buffers
-      if (!reducer_) ++issued_;
+      ++issued_;
     }
     changed_.notify_all();
   }
