@@ -120,6 +120,54 @@ INSTANTIATE_TEST_SUITE_P(
                                          Blocks{16, 16}, Blocks{4, 32})),
     pooling_case_name);
 
+// One training forward and backward of a per-channel layer with its bottom and top in `block`:
+// the top and bottom gradient in NCHW, then the parameters' gradients and the state.
+std::vector<float> per_channel_run(const std::string& layer_text, int64_t block) {
+  const Shape shape{3, 48, 5, 7};
+  Blob<float> bottom(default_cpu_device(), shape), top(default_cpu_device());
+  auto layer = create_layer<float>(parse_layer(layer_text), default_cpu_device());
+  Rng rng(1);
+  layer->setup({&bottom}, {&top}, rng);
+  EXPECT_TRUE(layer->handles_channel_block(false, block));
+  std::mt19937 gen(7);
+  std::normal_distribution<float> normal(0.5f, 2.f);
+  std::vector<float> values(static_cast<size_t>(bottom.count())), grad(values.size());
+  for (float& v : values) v = normal(gen);
+  for (float& g : grad) g = normal(gen);
+  bottom.set_channel_block(block);
+  top.set_channel_block(block);
+  reorder_channel_blocks(values.data(), 1, bottom.mutable_data(), block, shape);
+  layer->forward({.phase = Phase::Train}, {&bottom}, {&top});
+  reorder_channel_blocks(grad.data(), 1, top.mutable_diff(), block, shape);
+  layer->backward({.phase = Phase::Train}, {&top}, {true}, {&bottom});
+  std::vector<float> out(2 * values.size());
+  reorder_channel_blocks(top.data(), block, out.data(), 1, shape);
+  reorder_channel_blocks(bottom.diff(), block, out.data() + values.size(), 1, shape);
+  for (const auto& p : layer->params()) out.insert(out.end(), p->diff(), p->diff() + p->count());
+  for (const auto& st : layer->state()) out.insert(out.end(), st->data(), st->data() + st->count());
+  return out;
+}
+
+class PerChannelBlocks : public ::testing::TestWithParam<std::tuple<std::string, int64_t>> {};
+
+// 16: oneDNN's nChw16c; 48: NHWC, three runs of 16 channels; 24: runs of 16 and 8.
+TEST_P(PerChannelBlocks, GiveThePlainPathsBits) {
+  const auto& [layer, block] = GetParam();
+  const std::vector<float> plain = per_channel_run(layer, 1);
+  EXPECT_EQ(per_channel_run(layer, block), plain);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BatchNormAndScale, PerChannelBlocks,
+    ::testing::Combine(::testing::Values("name: 'bn' type: 'BatchNorm'",
+                                         "name: 'scale' type: 'Scale' scale_param { bias_term: "
+                                         "true filler { type: 'gaussian' mean: 1 std: 0.3 } }"),
+                       ::testing::Values(int64_t{16}, int64_t{48}, int64_t{24})),
+    [](const ::testing::TestParamInfo<PerChannelBlocks::ParamType>& info) {
+      const bool bn = std::get<0>(info.param).find("BatchNorm") != std::string::npos;
+      return cat(bn ? "BatchNorm" : "Scale", "_block", std::get<1>(info.param));
+    });
+
 // conv (8 -> 16, absorbed ReLU) -> pool -> conv (16 -> 32, absorbed ReLU) -> pool -> ip -> loss:
 // both convolutions on oneDNN, the blobs between them blocked when allowed.
 constexpr const char* kNet = R"(
@@ -142,6 +190,39 @@ constexpr const char* kNet = R"(
   layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
 )";
 
+// A residual block and an inception-like join: conv1's output through in-place BatchNorm, Scale
+// and ReLU to three convolutions (a Split), two of them summed (Eltwise), the sum and the third
+// joined along the channels (Concat) into conv3. Every layer between the convolutions runs on
+// blocked blobs when allowed.
+constexpr const char* kJoinNet = R"(
+  layer { name: "data" type: "Input" top: "data" top: "label"
+          input_param { shape { dim: 4 dim: 8 dim: 6 dim: 6 } shape { dim: 4 } } }
+  layer { name: "conv1" type: "Convolution" bottom: "data" top: "c1"
+          convolution_param { num_output: 16 kernel_size: 3 pad: 1 weight_filler { type: "xavier" } } }
+  layer { name: "bn1" type: "BatchNorm" bottom: "c1" top: "c1" }
+  layer { name: "scale1" type: "Scale" bottom: "c1" top: "c1"
+          scale_param { bias_term: true filler { type: "gaussian" mean: 1 std: 0.2 }
+                        bias_filler { type: "gaussian" std: 0.2 } } }
+  layer { name: "relu1" type: "ReLU" bottom: "c1" top: "c1" }
+  layer { name: "conv2a" type: "Convolution" bottom: "c1" top: "c2a"
+          convolution_param { num_output: 16 kernel_size: 1 weight_filler { type: "xavier" } } }
+  layer { name: "bn2a" type: "BatchNorm" bottom: "c2a" top: "c2a" }
+  layer { name: "conv2b" type: "Convolution" bottom: "c1" top: "c2b"
+          convolution_param { num_output: 16 kernel_size: 3 pad: 1 weight_filler { type: "xavier" } } }
+  layer { name: "sum" type: "Eltwise" bottom: "c2a" bottom: "c2b" top: "sum" }
+  layer { name: "relu2" type: "ReLU" bottom: "sum" top: "sum" }
+  layer { name: "conv2c" type: "Convolution" bottom: "c1" top: "c2c"
+          convolution_param { num_output: 16 kernel_size: 3 pad: 1 weight_filler { type: "xavier" } } }
+  layer { name: "cat" type: "Concat" bottom: "sum" bottom: "c2c" top: "cat" }
+  layer { name: "conv3" type: "Convolution" bottom: "cat" top: "c3"
+          convolution_param { num_output: 16 kernel_size: 3 weight_filler { type: "xavier" } } }
+  layer { name: "pool" type: "Pooling" bottom: "c3" top: "pool"
+          pooling_param { pool: AVE kernel_size: 2 stride: 2 } }
+  layer { name: "ip" type: "InnerProduct" bottom: "pool" top: "ip"
+          inner_product_param { num_output: 5 weight_filler { type: "xavier" } } }
+  layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)";
+
 struct Training {
   std::vector<int64_t> blocks;  // each layer's top 0's channel block
   std::vector<float> params;
@@ -149,16 +230,16 @@ struct Training {
 };
 
 // Three steps of plain SGD on fixed random data, blocks allowed or not.
-Training train(bool blocks_allowed) {
+Training train(bool blocks_allowed, const char* model = kNet) {
   const ScopedChannelBlocks blocks(blocks_allowed);
-  Net<float> net(parse_model(kNet, "blocks.prototxt"), Phase::Train, default_cpu_device(), 0, 3);
+  Net<float> net(parse_model(model, "blocks.prototxt"), Phase::Train, default_cpu_device(), 0, 3);
   Training t;
   for (int i = 0; i < net.num_layers(); ++i) t.blocks.push_back(net.tops(i)[0]->channel_block());
   std::mt19937 rng(11);
   std::normal_distribution<float> normal;
   for (int step = 0; step < 3; ++step) {
     for (float& v : net.input_data().mutable_data_span()) v = normal(rng);
-    float* label = net.input_label()->mutable_data();
+    float* label = net.input_label()->mutable_data();  // 4 images in both nets
     for (int n = 0; n < 4; ++n) label[n] = static_cast<float>((n + step) % 5);
     for (float& d : net.flat_diff()) d = 0;
     net.forward({});
@@ -195,6 +276,32 @@ TEST(ChannelBlocks, BlockedNetTrainsToThePlainNetsBitsInFp32) {
 TEST(ChannelBlocks, BlockedNetTrainsToThePlainNetsBitsInBf16) {
   const ScopedLayerPrecision bf16(Precision::kBf16);
   expect_blocked_training_equals_plain();
+}
+
+void expect_joins_train_to_the_plain_nets_bits() {
+  const Training plain = train(false, kJoinNet);
+  const Training blocked = train(true, kJoinNet);
+  // Layers: data, conv1, bn1, scale1, relu1, split, conv2a, bn2a, conv2b, sum, relu2, conv2c,
+  // cat, conv3, pool, ip, loss.
+#ifdef CGDP_HAVE_ONEDNN
+  for (int layer : {1, 2, 3, 4, 5})
+    EXPECT_GT(blocked.blocks[layer], 1) << "BatchNorm, Scale, ReLU and Split keep conv1's layout";
+  if (blocked.blocks[6] == 16)  // oneDNN's nChw16c (AVX-512) rather than NHWC (AMX)
+    for (int layer : {6, 7, 8, 9, 10, 11, 12})
+      EXPECT_EQ(blocked.blocks[layer], 16) << "Eltwise and Concat join blocked blobs";
+#endif
+  EXPECT_EQ(blocked.blocks[15], 1) << "InnerProduct's output";
+  EXPECT_EQ(blocked.loss, plain.loss);
+  EXPECT_EQ(blocked.params, plain.params);
+}
+
+TEST(ChannelBlocks, BatchNormScaleEltwiseAndConcatTrainToThePlainNetsBitsInFp32) {
+  expect_joins_train_to_the_plain_nets_bits();
+}
+
+TEST(ChannelBlocks, BatchNormScaleEltwiseAndConcatTrainToThePlainNetsBitsInBf16) {
+  const ScopedLayerPrecision bf16(Precision::kBf16);
+  expect_joins_train_to_the_plain_nets_bits();
 }
 
 TEST(ChannelBlocks, ANetOutputStaysNchw) {

@@ -174,9 +174,10 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
   cmd->add_flag("--gemm-conv", c.gemm_convolutions,
                 "CPU: run convolutions on im2col + OpenBLAS instead of oneDNN");
   cmd->add_option("--layout", c.layout,
-                  "CPU: fastest (activations between oneDNN convolutions and poolings stay in the "
-                  "convolutions' layout: NHWC in bf16, 16-channel blocks in fp32) or nchw (Caffe's "
-                  "layout everywhere: a reorder at each oneDNN convolution's edges)")
+                  "CPU: fastest (activations between oneDNN convolutions stay in the layout their "
+                  "kernels read, NHWC or 16-channel blocks, through the pooling, BatchNorm, Scale, "
+                  "ReLU, Eltwise, Split and Concat layers between them) or nchw (Caffe's layout "
+                  "everywhere: a reorder at each oneDNN convolution's edges)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fastest", "nchw"}));
   cmd->add_option("--precision", c.precision,

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "cgdp/tensor/channel_blocks.hpp"
+
 namespace cgdp {
 
 namespace {
@@ -50,22 +52,33 @@ void BatchNormLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top)
 }
 
 template <typename T>
-void BatchNormLayer<T>::batch_statistics(const T* x) {
-  const int64_t n = num_, c = channels_, s = spatial_;
+void BatchNormLayer<T>::batch_statistics(const T* x, const ChannelRuns& runs) {
+  constexpr int64_t kLanes = ChannelRuns::kMaxLanes;
+  const int64_t n = num_, s = spatial_, step = runs.block;
   const double m = static_cast<double>(n * s);
   T* mean = mean_.mutable_data();
   T* variance = variance_.mutable_data();
 #pragma omp parallel for schedule(static)
-  for (int64_t ch = 0; ch < c; ++ch) {
-    double sum = 0, squares = 0;
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = (i * c + ch) * s; j < (i * c + ch + 1) * s; ++j) sum += x[j];
-    const double mu = sum / m;
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = (i * c + ch) * s; j < (i * c + ch + 1) * s; ++j)
-        squares += (x[j] - mu) * (x[j] - mu);
-    mean[ch] = static_cast<T>(mu);
-    variance[ch] = static_cast<T>(squares / m);
+  for (int64_t r = 0; r < runs.count(); ++r) {
+    with_lanes(runs.lanes(r), [&](auto lanes) {
+      double sum[kLanes] = {}, squares[kLanes] = {}, mu[kLanes];
+      for (int64_t i = 0; i < n; ++i) {
+        const T* v = x + runs.at(r, i, 0);
+        for (int64_t j = 0; j < s; ++j, v += step)
+          for (int64_t l = 0; l < lanes; ++l) sum[l] += v[l];
+      }
+      for (int64_t l = 0; l < lanes; ++l) mu[l] = sum[l] / m;
+      for (int64_t i = 0; i < n; ++i) {
+        const T* v = x + runs.at(r, i, 0);
+        for (int64_t j = 0; j < s; ++j, v += step)
+          for (int64_t l = 0; l < lanes; ++l) squares[l] += (v[l] - mu[l]) * (v[l] - mu[l]);
+      }
+      const int64_t first = runs.first_channel(r);
+      for (int64_t l = 0; l < lanes; ++l) {
+        mean[first + l] = static_cast<T>(mu[l]);
+        variance[first + l] = static_cast<T>(squares[l] / m);
+      }
+    });
   }
 }
 
@@ -91,6 +104,7 @@ void BatchNormLayer<T>::forward_cpu(const RunContext& ctx, const BlobVec<T>& bot
   const auto& p = this->param_.batch_norm_param();
   use_global_stats_ = p.has_use_global_stats() ? p.use_global_stats() : ctx.phase == Phase::Test;
   const T* x = bottom[0]->data();
+  const ChannelRuns runs{num_, channels_, spatial_, bottom[0]->channel_block()};
   if (use_global_stats_) {
     const T sum_factor = this->state_[2]->data()[0];
     const T scale = sum_factor == 0 ? T(0) : 1 / sum_factor;
@@ -99,7 +113,7 @@ void BatchNormLayer<T>::forward_cpu(const RunContext& ctx, const BlobVec<T>& bot
       variance_.mutable_data()[ch] = scale * this->state_[1]->data()[ch];
     }
   } else {
-    batch_statistics(x);
+    batch_statistics(x, runs);
     update_running_statistics();
   }
   for (int64_t ch = 0; ch < channels_; ++ch)
@@ -108,13 +122,8 @@ void BatchNormLayer<T>::forward_cpu(const RunContext& ctx, const BlobVec<T>& bot
   const T* inv_std = inv_std_.data();
   T* y = top[0]->mutable_data();
   T* x_norm = this->forward_only_ ? y : x_norm_.mutable_data();
-  const int64_t rows = num_ * channels_, s = spatial_;
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t ch = r % channels_;
-    for (int64_t i = r * s; i < (r + 1) * s; ++i)
-      x_norm[i] = y[i] = (x[i] - mean[ch]) * inv_std[ch];
-  }
+  for_each_element(
+      runs, [=](int64_t i, int64_t ch) { x_norm[i] = y[i] = (x[i] - mean[ch]) * inv_std[ch]; });
 }
 
 template <typename T>
@@ -126,25 +135,42 @@ void BatchNormLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
   const T* y = x_norm_.data();
   const T* inv_std = inv_std_.data();
   T* dx = bottom[0]->mutable_diff();
-  const int64_t n = num_, c = channels_, s = spatial_;
+  constexpr int64_t kLanes = ChannelRuns::kMaxLanes;
+  const int64_t n = num_, s = spatial_;
+  const ChannelRuns runs{n, channels_, s, bottom[0]->channel_block()};
+  const int64_t step = runs.block;
   const bool global = use_global_stats_;
   const double m = static_cast<double>(n * s);
   // Training: dx = (dy - mean(dy) - y * mean(dy * y)) / std, the means over each channel.
 #pragma omp parallel for schedule(static)
-  for (int64_t ch = 0; ch < c; ++ch) {
-    double mean_dy = 0, mean_dy_y = 0;
-    if (!global) {
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = (i * c + ch) * s; j < (i * c + ch + 1) * s; ++j) {
-          mean_dy += dy[j];
-          mean_dy_y += dy[j] * y[j];
+  for (int64_t r = 0; r < runs.count(); ++r) {
+    with_lanes(runs.lanes(r), [&](auto lanes) {
+      const int64_t first = runs.first_channel(r);
+      double mean_dy[kLanes] = {}, mean_dy_y[kLanes] = {}, inv[kLanes];
+      if (!global) {
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t at = runs.at(r, i, 0);
+          for (int64_t j = 0; j < s; ++j)
+            for (int64_t l = 0; l < lanes; ++l) {
+              mean_dy[l] += dy[at + j * step + l];
+              mean_dy_y[l] += dy[at + j * step + l] * y[at + j * step + l];
+            }
         }
-      mean_dy /= m;
-      mean_dy_y /= m;
-    }
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = (i * c + ch) * s; j < (i * c + ch + 1) * s; ++j)
-        dx[j] = static_cast<T>((dy[j] - mean_dy - y[j] * mean_dy_y) * inv_std[ch]);
+        for (int64_t l = 0; l < lanes; ++l) {
+          mean_dy[l] /= m;
+          mean_dy_y[l] /= m;
+        }
+      }
+      for (int64_t l = 0; l < lanes; ++l) inv[l] = inv_std[first + l];
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t at = runs.at(r, i, 0);
+        for (int64_t j = 0; j < s; ++j)
+          for (int64_t l = 0; l < lanes; ++l) {
+            const int64_t e = at + j * step + l;
+            dx[e] = static_cast<T>((dy[e] - mean_dy[l] - y[e] * mean_dy_y[l]) * inv[l]);
+          }
+      }
+    });
   }
 }
 

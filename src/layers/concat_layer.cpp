@@ -22,6 +22,8 @@ void ConcatLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
                      shape_string(first), "; all axes but the concat axis ", axis_, " must match"));
     shape[axis_] += other[axis_];
   }
+  channels_.clear();
+  for (const Blob<T>* b : bottom) channels_.push_back(b->shape(axis_));
   outer_ = bottom[0]->count(0, axis_);
   inner_ = bottom[0]->count(axis_ + 1);
   top[0]->reshape(shape);

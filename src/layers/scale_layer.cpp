@@ -42,6 +42,7 @@ void ScaleLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
   outer_ = bottom[0]->count(0, axis_);
   scale_dim_ = this->params_[0]->count();
   inner_ = bottom[0]->count(end);
+  channels_ = shape.size() > 1 ? shape[1] : 0;
   top[0]->reshape(shape);
   if (copies_input(bottom, top)) bottom_copy_.reshape(shape);
 }
@@ -54,13 +55,8 @@ void ScaleLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
   const T* scale = this->params_[0]->data();
   const T* bias = this->params_.size() > 1 ? this->params_[1]->data() : nullptr;
   T* y = top[0]->mutable_data();
-  const int64_t rows = outer_ * scale_dim_, inner = inner_;
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t d = r % scale_dim_;
-    const T b = bias ? bias[d] : T(0);
-    for (int64_t i = r * inner; i < (r + 1) * inner; ++i) y[i] = x[i] * scale[d] + b;
-  }
+  for_each_element(runs(*bottom[0]),
+                   [=](int64_t i, int64_t d) { y[i] = x[i] * scale[d] + (bias ? bias[d] : T(0)); });
 }
 
 template <typename T>
@@ -71,25 +67,33 @@ void ScaleLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
   const T* x = input_for_backward(bottom, top);
   T* scale_diff = this->params_[0]->mutable_diff();
   T* bias_diff = this->params_.size() > 1 ? this->params_[1]->mutable_diff() : nullptr;
-  const int64_t outer = outer_, dim = scale_dim_, inner = inner_;
+  constexpr int64_t kLanes = ChannelRuns::kMaxLanes;
+  const ChannelRuns in = runs(*bottom[0]);
   // Parameter gradients first: in place, dx overwrites dy.
 #pragma omp parallel for schedule(static)
-  for (int64_t d = 0; d < dim; ++d) {
-    double ds = 0, db = 0;
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t i = (o * dim + d) * inner; i < (o * dim + d + 1) * inner; ++i) {
-        ds += dy[i] * x[i];
-        db += dy[i];
+  for (int64_t r = 0; r < in.count(); ++r) {
+    with_lanes(in.lanes(r), [&](auto lanes) {
+      double ds[kLanes] = {}, db[kLanes] = {};
+      for (int64_t o = 0; o < in.images; ++o) {
+        const int64_t at = in.at(r, o, 0);
+        for (int64_t j = 0; j < in.spatial; ++j)
+          for (int64_t l = 0; l < lanes; ++l) {
+            const int64_t e = at + j * in.block + l;
+            ds[l] += dy[e] * x[e];
+            db[l] += dy[e];
+          }
       }
-    scale_diff[d] += static_cast<T>(ds);
-    if (bias_diff) bias_diff[d] += static_cast<T>(db);
+      const int64_t first = in.first_channel(r);
+      for (int64_t l = 0; l < lanes; ++l) {
+        scale_diff[first + l] += static_cast<T>(ds[l]);
+        if (bias_diff) bias_diff[first + l] += static_cast<T>(db[l]);
+      }
+    });
   }
   if (!propagate_down[0]) return;
   const T* scale = this->params_[0]->data();
   T* dx = bottom[0]->mutable_diff();
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < outer * dim; ++r)
-    for (int64_t i = r * inner; i < (r + 1) * inner; ++i) dx[i] = dy[i] * scale[r % dim];
+  for_each_element(in, [=](int64_t i, int64_t d) { dx[i] = dy[i] * scale[d]; });
 }
 
 template class ScaleLayer<float>;

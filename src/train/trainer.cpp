@@ -92,23 +92,29 @@ std::string precision_note(Net<float>& net) {
   return cat("cgdp: precision ", to_string(p), ": ", kernels, rest);
 }
 
-// Which activations stay channel-blocked: "cgdp: layout: ...", or "" when all are NCHW.
+// Which activations stay channel-blocked: "cgdp: layout: ...", or "" when all are NCHW. Names
+// the first few (ResNet-152 keeps hundreds).
 std::string layout_note(const Net<float>& net) {
-  std::string blocked;
+  constexpr int kNamed = 4;
+  std::string named;
+  int blocked = 0, activations = 0;
   for (int i = 0; i < net.num_layers(); ++i) {
     if (net.tops(i).size() != 1 ||
         (net.bottoms(i).size() == 1 && net.bottoms(i)[0] == net.tops(i)[0]))
       continue;  // in place: counted at its writer
     const Blob<float>& top = *net.tops(i)[0];
+    ++activations;
     if (top.channel_block() == 1) continue;
+    if (++blocked > kNamed) continue;
     const std::string block =
         top.channel_block() == top.shape(1) ? "NHWC" : cat(top.channel_block(), "-channel blocks");
-    blocked += cat(blocked.empty() ? "" : ", ", net.top_names(i)[0], " (", block, ")");
+    named += cat(named.empty() ? "" : ", ", net.top_names(i)[0], " (", block, ")");
   }
-  if (blocked.empty()) return "";
-  return cat("cgdp: layout: ", blocked,
-             " stay in oneDNN's layouts between its convolutions and their neighbours; the rest "
-             "NCHW (--layout nchw: Caffe's everywhere)");
+  if (blocked == 0) return "";
+  return cat("cgdp: layout: ", blocked, " of ", activations, " activations (", named,
+             blocked > kNamed ? cat(", ", blocked - kNamed, " more") : std::string(),
+             ") stay in oneDNN's layouts between its convolutions; the rest NCHW (--layout nchw: "
+             "Caffe's everywhere)");
 }
 
 // Classes the model predicts: the channel count of its loss layer's first bottom.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "cgdp/layers/layer.hpp"
+#include "cgdp/tensor/channel_blocks.hpp"
 
 namespace cgdp {
 
@@ -14,6 +15,10 @@ class BatchNormLayer final : public Layer<T> {
   bool can_run_in_place() const override { return true; }
   BatchNormLayer(const proto::LayerParameter& param, Device& device);
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  // Any block on the CPU: its per-channel sums keep NCHW's order (ChannelRuns).
+  bool handles_channel_block(bool, int64_t block) const override {
+    return block == 1 || this->device().kind() == DeviceKind::Cpu;
+  }
   const Blob<T>* kept_top() const override { return this->forward_only_ ? nullptr : &x_norm_; }
   // Backward reads only its own copy of the normalised values and the deviations.
   bool backward_reads(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override { return false; }
@@ -31,7 +36,7 @@ class BatchNormLayer final : public Layer<T> {
 
  private:
   // Per-channel mean and biased variance of the batch into mean_ and variance_.
-  void batch_statistics(const T* x);
+  void batch_statistics(const T* x, const ChannelRuns& runs);
   // Caffe's running update: sums decay by moving_average_fraction, the factor counts batches.
   void update_running_statistics();
 

@@ -26,6 +26,7 @@ class ConvolutionLayer final : public Layer<T> {
   bool absorb_relu() override;
   // On oneDNN, the layouts its kernels read and write (NHWC for the AMX bf16 ones, nChw16c for
   // AVX-512 fp32), so no reorder runs at its edges.
+  bool blocks_each_blob() const override { return true; }
   int64_t preferred_channel_block(bool top) const override {
     return top ? preferred_dst_block_ : preferred_src_block_;
   }

@@ -87,15 +87,15 @@ class Layer {
   // forward clamps the top at zero, backward masks the top's gradient first, each while an image
   // is still in cache. Returns false if this layer cannot (the default; CUDA layers).
   virtual bool absorb_relu() { return false; }
-  // Channel-blocked activations (tensor/channel_blocks.hpp): the block this layer runs fastest
-  // with for bottom 0 (`top` false) or top 0, 1 if none; and whether it reads (or writes) that blob
-  // in `block`. The net blocks a blob only where its writer and every reader can
-  // (Net::choose_channel_blocks).
+  // Channel-blocked activations (tensor/channel_blocks.hpp). A layer that blocks each blob on its
+  // own (convolution, pooling) says which block it runs fastest with for bottom 0 (`top` false) or
+  // top 0 (1 if none) and whether it reads (or writes) that blob in `block`. Any other layer needs
+  // one block on all its blobs, which handles_channel_block accepts (`top` unused): ReLU,
+  // BatchNorm, Eltwise, Concat accept more than Caffe's 1. The net blocks a blob only where every
+  // layer on it agrees (Net::choose_channel_blocks).
+  virtual bool blocks_each_blob() const { return false; }
   virtual int64_t preferred_channel_block(bool top) const { return 1; }
   virtual bool handles_channel_block(bool top, int64_t block) const { return block == 1; }
-  // Whether forward and backward treat each element alike and alone (ReLU, Sigmoid, ...): in
-  // place, such a layer runs on a blob whatever its layout.
-  virtual bool elementwise() const { return false; }
   // Whether params()[0] may wait in pinned host memory and pass through the device in slices
   // (Net's streamed weights: a weight larger than the run's budget allows). InnerProduct can.
   virtual bool can_stream_weight() const { return false; }

@@ -13,7 +13,8 @@ template <typename T, template <typename> class F>
 class NeuronLayer final : public Layer<T> {
  public:
   bool can_run_in_place() const override { return true; }
-  bool elementwise() const override { return true; }
+  // Each element alike and alone: any layout.
+  bool handles_channel_block(bool, int64_t) const override { return true; }
   // Reads the function's settings from its *_param; ModelError for values Caffe refuses.
   NeuronLayer(const proto::LayerParameter& param, Device& device);
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;

@@ -19,6 +19,7 @@ class PoolingLayer final : public Layer<T> {
     return false;
   }
   // On the CPU, any block of its channels on either side (pooling_blocked.cpp).
+  bool blocks_each_blob() const override { return true; }
   bool handles_channel_block(bool top, int64_t block) const override;
 
  protected:

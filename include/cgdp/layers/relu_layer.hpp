@@ -20,7 +20,8 @@ class ReLULayer final : public Layer<T> {
  public:
   using Layer<T>::Layer;
   bool can_run_in_place() const override { return true; }
-  bool elementwise() const override { return true; }
+  // Each element alike and alone: any layout.
+  bool handles_channel_block(bool, int64_t) const override { return true; }
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   // The mask is the values' sign, which rounding keeps (short of magnitudes below the 16-bit
   // format's smallest number, which round to zero).

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cgdp/layers/layer.hpp"
+#include "cgdp/tensor/channel_blocks.hpp"
 
 namespace cgdp {
 
@@ -19,6 +20,12 @@ class ScaleLayer final : public Layer<T> {
     return &blob == bottom[0] && top[0] != bottom[0];
   }
   bool reads_kept_input() const { return kept_input_ != nullptr; }
+  // Any block on the CPU when it scales the channels (axis 1, one scale per channel): its sums
+  // per channel keep NCHW's order (ChannelRuns).
+  bool handles_channel_block(bool, int64_t block) const override {
+    return block == 1 ||
+           (this->device().kind() == DeviceKind::Cpu && axis_ == 1 && scale_dim_ == channels_);
+  }
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
@@ -34,6 +41,12 @@ class ScaleLayer final : public Layer<T> {
  private:
   int axis_ = 1;
   int64_t outer_ = 0, scale_dim_ = 0, inner_ = 0;  // bottom viewed as outer x scale_dim x inner
+  int64_t channels_ = 0;                           // bottom's axis 1
+  // The bottom as images x scale_dim x inner in its channel block (blocked only when scale_dim
+  // is the channels).
+  ChannelRuns runs(const Blob<T>& bottom) const {
+    return {outer_, scale_dim_, inner_, bottom.channel_block()};
+  }
   Blob<T> bottom_copy_;  // the input, kept when running in place (the scale's gradient needs it)
   const Blob<T>* kept_input_ = nullptr;  // in place after a BatchNorm: its copy of our input
 
