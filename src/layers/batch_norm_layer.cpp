@@ -63,13 +63,13 @@ void BatchNormLayer<T>::batch_statistics(const T* x, const ChannelRuns& runs) {
     with_lanes(runs.lanes(r), [&](auto lanes) {
       double sum[kLanes] = {}, squares[kLanes] = {}, mu[kLanes];
       for (int64_t i = 0; i < n; ++i) {
-        const T* v = x + runs.at(r, i, 0);
+        const T* v = x + runs.at(r, i);
         for (int64_t j = 0; j < s; ++j, v += step)
           for (int64_t l = 0; l < lanes; ++l) sum[l] += v[l];
       }
       for (int64_t l = 0; l < lanes; ++l) mu[l] = sum[l] / m;
       for (int64_t i = 0; i < n; ++i) {
-        const T* v = x + runs.at(r, i, 0);
+        const T* v = x + runs.at(r, i);
         for (int64_t j = 0; j < s; ++j, v += step)
           for (int64_t l = 0; l < lanes; ++l) squares[l] += (v[l] - mu[l]) * (v[l] - mu[l]);
       }
@@ -149,7 +149,7 @@ void BatchNormLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
       double mean_dy[kLanes] = {}, mean_dy_y[kLanes] = {}, inv[kLanes];
       if (!global) {
         for (int64_t i = 0; i < n; ++i) {
-          const int64_t at = runs.at(r, i, 0);
+          const int64_t at = runs.at(r, i);
           for (int64_t j = 0; j < s; ++j)
             for (int64_t l = 0; l < lanes; ++l) {
               mean_dy[l] += dy[at + j * step + l];
@@ -163,7 +163,7 @@ void BatchNormLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
       }
       for (int64_t l = 0; l < lanes; ++l) inv[l] = inv_std[first + l];
       for (int64_t i = 0; i < n; ++i) {
-        const int64_t at = runs.at(r, i, 0);
+        const int64_t at = runs.at(r, i);
         for (int64_t j = 0; j < s; ++j)
           for (int64_t l = 0; l < lanes; ++l) {
             const int64_t e = at + j * step + l;

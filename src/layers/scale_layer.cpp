@@ -75,7 +75,7 @@ void ScaleLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
     with_lanes(in.lanes(r), [&](auto lanes) {
       double ds[kLanes] = {}, db[kLanes] = {};
       for (int64_t o = 0; o < in.images; ++o) {
-        const int64_t at = in.at(r, o, 0);
+        const int64_t at = in.at(r, o);
         for (int64_t j = 0; j < in.spatial; ++j)
           for (int64_t l = 0; l < lanes; ++l) {
             const int64_t e = at + j * in.block + l;

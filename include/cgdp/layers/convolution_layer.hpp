@@ -24,9 +24,9 @@ class ConvolutionLayer final : public Layer<T> {
   using Layer<T>::Layer;
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   bool absorb_relu() override;
+  bool blocks_each_blob() const override { return true; }
   // On oneDNN, the layouts its kernels read and write (NHWC for the AMX bf16 ones, nChw16c for
   // AVX-512 fp32), so no reorder runs at its edges.
-  bool blocks_each_blob() const override { return true; }
   int64_t preferred_channel_block(bool top) const override {
     return top ? preferred_dst_block_ : preferred_src_block_;
   }

@@ -13,9 +13,9 @@ class EltwiseLayer final : public Layer<T> {
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   int min_bottoms() const override { return 2; }
   int max_bottoms() const override { return -1; }
-  // SUM and MAX backward read only the top's gradient (and MAX its winners); PROD the values.
   // Each element alike and alone: any layout, the same on all its blobs.
   bool handles_channel_block(bool, int64_t) const override { return true; }
+  // SUM and MAX backward read only the top's gradient (and MAX its winners); PROD the values.
   bool backward_reads(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override {
     return op_ == proto::EltwiseParameter::PROD;
   }

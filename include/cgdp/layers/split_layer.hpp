@@ -12,9 +12,9 @@ class SplitLayer final : public Layer<T> {
   using Layer<T>::Layer;
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   int max_tops() const override { return -1; }
-  // Its backward reads no values (gradients only).
   // Each element alike and alone: any layout, the same on all its blobs.
   bool handles_channel_block(bool, int64_t) const override { return true; }
+  // Its backward reads no values (gradients only).
   bool backward_reads(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override {
     return false;
   }

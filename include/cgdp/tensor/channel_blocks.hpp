@@ -34,9 +34,10 @@ struct ChannelRuns {
   int64_t lanes(int64_t run) const {
     return std::min(kMaxLanes, block - run % per_block() * kMaxLanes);
   }
-  // Where the run's first channel lies at image i, position j; its lanes follow.
-  int64_t at(int64_t run, int64_t i, int64_t j) const {
-    return ((i * (channels / block) + run / per_block()) * spatial + j) * block +
+  // Where the run's first channel lies at image i, position 0; position j is j·block further on,
+  // and the lanes follow it.
+  int64_t at(int64_t run, int64_t i) const {
+    return (i * (channels / block) + run / per_block()) * spatial * block +
            run % per_block() * kMaxLanes;
   }
 };
