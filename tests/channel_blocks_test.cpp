@@ -1,7 +1,7 @@
 // Channel-blocked activations (tensor/channel_blocks.hpp): the layout moves values, never changes
-// them. Pooling from and to every block gives the plain path's bits; a net whose convolutions
-// run on oneDNN keeps their activations blocked and trains to the same bits as with every blob
-// in NCHW, in fp32 and in bf16.
+// them. Pooling from and to every block gives the plain path's bits, and so do BatchNorm, Scale
+// and LRN in any block; a net whose convolutions run on oneDNN keeps their activations blocked
+// and trains to the same bits as with every blob in NCHW, in fp32 and in bf16.
 #include "cgdp/tensor/channel_blocks.hpp"
 
 #include <google/protobuf/text_format.h>
@@ -120,10 +120,10 @@ INSTANTIATE_TEST_SUITE_P(
                                          Blocks{16, 16}, Blocks{4, 32})),
     pooling_case_name);
 
-// One training forward and backward of a per-channel layer with its bottom and top in `block`:
-// the top and bottom gradient in NCHW, then the parameters' gradients and the state.
-std::vector<float> per_channel_run(const std::string& layer_text, int64_t block) {
-  const Shape shape{3, 48, 5, 7};
+// One training forward and backward of a layer that needs one block on its bottom and top
+// (BatchNorm, Scale, LRN) with both in `block`: the top and bottom gradient in NCHW, then the
+// parameters' gradients and the state.
+std::vector<float> one_block_run(const std::string& layer_text, int64_t block, const Shape& shape) {
   Blob<float> bottom(default_cpu_device(), shape), top(default_cpu_device());
   auto layer = create_layer<float>(parse_layer(layer_text), default_cpu_device());
   Rng rng(1);
@@ -148,28 +148,47 @@ std::vector<float> per_channel_run(const std::string& layer_text, int64_t block)
   return out;
 }
 
-class PerChannelBlocks : public ::testing::TestWithParam<std::tuple<std::string, int64_t>> {};
+class OneBlockLayers : public ::testing::TestWithParam<std::tuple<std::string, int64_t>> {};
 
-// 16: oneDNN's nChw16c; 48: NHWC, three runs of 16 channels; 24: runs of 16 and 8.
-TEST_P(PerChannelBlocks, GiveThePlainPathsBits) {
+// 16: oneDNN's nChw16c; 48: NHWC, three runs of 16 channels; 24: runs of 16 and 8. LRN's planes
+// of 17 x 17 take two of its tiles, the second part-filled, and its 5-channel windows cross blocks.
+TEST_P(OneBlockLayers, GiveThePlainPathsBits) {
   const auto& [layer, block] = GetParam();
-  const std::vector<float> plain = per_channel_run(layer, 1);
-  EXPECT_EQ(per_channel_run(layer, block), plain);
+  const bool lrn = layer.find("LRN") != std::string::npos;
+  const Shape shape = lrn ? Shape{2, 48, 17, 17} : Shape{3, 48, 5, 7};
+  const std::vector<float> plain = one_block_run(layer, 1, shape);
+  EXPECT_EQ(one_block_run(layer, block, shape), plain);
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    BatchNormAndScale, PerChannelBlocks,
+    BatchNormScaleAndLrn, OneBlockLayers,
     ::testing::Combine(::testing::Values("name: 'bn' type: 'BatchNorm'",
                                          "name: 'scale' type: 'Scale' scale_param { bias_term: "
-                                         "true filler { type: 'gaussian' mean: 1 std: 0.3 } }"),
+                                         "true filler { type: 'gaussian' mean: 1 std: 0.3 } }",
+                                         "name: 'norm' type: 'LRN' lrn_param { local_size: 5 "
+                                         "alpha: 0.3 beta: 0.75 k: 2 }"),
                        ::testing::Values(int64_t{16}, int64_t{48}, int64_t{24})),
-    [](const ::testing::TestParamInfo<PerChannelBlocks::ParamType>& info) {
-      const bool bn = std::get<0>(info.param).find("BatchNorm") != std::string::npos;
-      return cat(bn ? "BatchNorm" : "Scale", "_block", std::get<1>(info.param));
+    [](const ::testing::TestParamInfo<OneBlockLayers::ParamType>& info) {
+      const std::string& text = std::get<0>(info.param);
+      const std::string type = text.find("BatchNorm") != std::string::npos ? "BatchNorm"
+                               : text.find("LRN") != std::string::npos     ? "LRN"
+                                                                           : "Scale";
+      return cat(type, "_block", std::get<1>(info.param));
     });
 
-// conv (8 -> 16, absorbed ReLU) -> pool -> conv (16 -> 32, absorbed ReLU) -> pool -> ip -> loss:
-// both convolutions on oneDNN, the blobs between them blocked when allowed.
+TEST(ChannelBlocks, LrnWithinAChannelKeepsNchw) {
+  Blob<float> bottom(default_cpu_device(), Shape{2, 16, 5, 5}), top(default_cpu_device());
+  auto layer = create_layer<float>(
+      parse_layer("name: 'norm' type: 'LRN' lrn_param { norm_region: WITHIN_CHANNEL }"),
+      default_cpu_device());
+  Rng rng(1);
+  layer->setup({&bottom}, {&top}, rng);
+  EXPECT_FALSE(layer->handles_channel_block(false, 16));
+  EXPECT_TRUE(layer->handles_channel_block(false, 1));
+}
+
+// conv (8 -> 16, absorbed ReLU) -> pool -> conv (16 -> 32, absorbed ReLU) -> LRN -> pool -> ip ->
+// loss: both convolutions on oneDNN, the blobs between them blocked when allowed.
 constexpr const char* kNet = R"(
   layer { name: "data" type: "Input" top: "data" top: "label"
           input_param { shape { dim: 4 dim: 8 dim: 12 dim: 12 } shape { dim: 4 } } }
@@ -183,7 +202,9 @@ constexpr const char* kNet = R"(
           convolution_param { num_output: 32 kernel_size: 3 pad: 1
                               weight_filler { type: "xavier" } bias_filler { type: "gaussian" std: 0.1 } } }
   layer { name: "relu2" type: "ReLU" bottom: "conv2" top: "conv2" }
-  layer { name: "pool2" type: "Pooling" bottom: "conv2" top: "pool2"
+  layer { name: "norm2" type: "LRN" bottom: "conv2" top: "norm2"
+          lrn_param { local_size: 5 alpha: 0.001 beta: 0.75 } }
+  layer { name: "pool2" type: "Pooling" bottom: "norm2" top: "pool2"
           pooling_param { pool: AVE kernel_size: 2 stride: 2 } }
   layer { name: "ip" type: "InnerProduct" bottom: "pool2" top: "ip"
           inner_product_param { num_output: 5 weight_filler { type: "xavier" } } }
@@ -257,14 +278,15 @@ void expect_blocked_training_equals_plain() {
   const Training plain = train(false);
   const Training blocked = train(true);
   for (int64_t b : plain.blocks) EXPECT_EQ(b, 1);
-    // Layers: data, conv1, relu1, pool1, conv2, relu2, pool2, ip, loss.
+    // Layers: data, conv1, relu1, pool1, conv2, relu2, norm2, pool2, ip, loss.
 #ifdef CGDP_HAVE_ONEDNN
   EXPECT_GT(blocked.blocks[1], 1) << "conv1's output stays in oneDNN's layout";
   EXPECT_GT(blocked.blocks[3], 1) << "pool1 writes conv2's input in its layout";
   EXPECT_GT(blocked.blocks[4], 1);
+  EXPECT_EQ(blocked.blocks[6], blocked.blocks[4]) << "LRN keeps conv2's layout";
 #endif
   EXPECT_EQ(blocked.blocks[0], 1) << "the input is Caffe's";
-  EXPECT_EQ(blocked.blocks[6], 1) << "InnerProduct reads NCHW";
+  EXPECT_EQ(blocked.blocks[7], 1) << "InnerProduct reads NCHW";
   EXPECT_EQ(blocked.loss, plain.loss);
   EXPECT_EQ(blocked.params, plain.params);
 }

@@ -175,9 +175,9 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
                 "CPU: run convolutions on im2col + OpenBLAS instead of oneDNN");
   cmd->add_option("--layout", c.layout,
                   "CPU: fastest (activations between oneDNN convolutions stay in the layout their "
-                  "kernels read, NHWC or 16-channel blocks, through the pooling, BatchNorm, Scale, "
-                  "ReLU, Eltwise, Split and Concat layers between them) or nchw (Caffe's layout "
-                  "everywhere: a reorder at each oneDNN convolution's edges)")
+                  "kernels read, NHWC or 16-channel blocks, through the pooling, LRN, BatchNorm, "
+                  "Scale, ReLU, Eltwise, Split and Concat layers between them) or nchw (Caffe's "
+                  "layout everywhere: a reorder at each oneDNN convolution's edges)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fastest", "nchw"}));
   cmd->add_option("--precision", c.precision,

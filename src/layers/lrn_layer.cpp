@@ -3,7 +3,10 @@
 // (the neighbourhoods are symmetric, so the same window sum serves forward and backward).
 // ACROSS_CHANNELS runs in tiles of one image's columns: a tile's channels stay in cache while
 // each sum reads its neighbours, so memory sees each tensor once per pass (Caffe's nets: AlexNet,
-// GoogLeNet).
+// GoogLeNet). In a channel block (tensor/channel_blocks.hpp) its tiles are a few positions with
+// all their channels instead, copied block by block, and the sums vectorise along the channels.
+// Either way each element gets the same operations in the same order, so the layout changes no
+// bit.
 #include "cgdp/layers/lrn_layer.hpp"
 
 #include <algorithm>
@@ -14,6 +17,8 @@ namespace cgdp {
 namespace {
 
 constexpr int64_t kTile = 256;  // columns per tile: 96 channels of them take 96 KiB in fp32
+// Positions per tile in a channel block: each block holds them in one run (2 KiB in 16 fp32 lanes).
+constexpr int64_t kPositions = 32;
 
 // out[i] = a[i] * scale[i]^-beta, plus what out[i] held when kAdd (else out is only written: it
 // may hold anything, NaN included). Caffe's nets take beta 0.75, where 1 / sqrt(s * sqrt(s))
@@ -43,7 +48,23 @@ void channel_window(const T* tile, int64_t first, int64_t last, int64_t width, T
     for (int64_t j = 0; j < width; ++j) sum[j] += tile[n * kTile + j];
 }
 
+// window[c] = the sum of padded[c .. c + size), one position's squares (or ratios) with size / 2
+// zeros before and after its channels: in channel order from zero, as channel_window sums
+// (adding the zeros changes no bit).
+template <typename T>
+void padded_window(const T* padded, int64_t channels, int64_t size, T* window) {
+  std::fill(window, window + channels, T(0));
+  for (int64_t n = 0; n < size; ++n)
+#pragma omp simd
+    for (int64_t c = 0; c < channels; ++c) window[c] += padded[c + n];
+}
+
 }  // namespace
+
+template <typename T>
+bool LRNLayer<T>::handles_channel_block(bool, int64_t block) const {
+  return block == 1 || (this->device().kind() == DeviceKind::Cpu && across_channels_);
+}
 
 template <typename T>
 void LRNLayer<T>::layer_setup(const BlobVec<T>&, const BlobVec<T>&, Rng&) {
@@ -149,9 +170,86 @@ void LRNLayer<T>::backward_across(const T* in, const T* out, const T* out_diff, 
 }
 
 template <typename T>
+void LRNLayer<T>::forward_blocked(const T* in, T* out, int64_t block) {
+  const int64_t channels = shape_[1], plane = shape_[2] * shape_[3], half = (size_ - 1) / 2;
+  const int64_t padded = channels + 2 * half, tiles = (plane + kPositions - 1) / kPositions;
+#pragma omp parallel
+  {
+    std::vector<T> squares(static_cast<size_t>(kPositions * padded), T(0));
+    std::vector<T> window(static_cast<size_t>(kPositions * channels));
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < shape_[0] * tiles; ++t) {
+      const int64_t p0 = t % tiles * kPositions, positions = std::min(kPositions, plane - p0);
+      const int64_t image = t / tiles * channels * plane;
+      // The run of channels c0 .. c0 + block at positions p0 .. p0 + positions, one after another.
+      const auto run = [&](int64_t c0) { return image + c0 * plane + p0 * block; };
+      for (int64_t c0 = 0; c0 < channels; c0 += block)
+        for (int64_t r = 0; r < positions; ++r) {
+          const T* x = in + run(c0) + r * block;
+          T* square = squares.data() + r * padded + half + c0;
+#pragma omp simd
+          for (int64_t b = 0; b < block; ++b) square[b] = x[b] * x[b];
+        }
+      for (int64_t r = 0; r < positions; ++r)
+        padded_window(squares.data() + r * padded, channels, size_, window.data() + r * channels);
+      for (int64_t c0 = 0; c0 < channels; c0 += block) {
+        T* scale = scale_.data() + run(c0);
+        for (int64_t r = 0; r < positions; ++r)
+#pragma omp simd
+          for (int64_t b = 0; b < block; ++b)
+            scale[r * block + b] = k_ + alpha_over_n_ * window[r * channels + c0 + b];
+        times_inverse_power<false>(scale, beta_, in + run(c0), out + run(c0), positions * block);
+      }
+    }
+  }
+}
+
+template <typename T>
+void LRNLayer<T>::backward_blocked(const T* in, const T* out, const T* out_diff, T* in_diff,
+                                   int64_t block) const {
+  const int64_t channels = shape_[1], plane = shape_[2] * shape_[3], half = (size_ - 1) / 2;
+  const int64_t padded = channels + 2 * half, tiles = (plane + kPositions - 1) / kPositions;
+  const T factor = -2 * alpha_over_n_ * beta_;
+#pragma omp parallel
+  {
+    std::vector<T> ratios(static_cast<size_t>(kPositions * padded), T(0));
+    std::vector<T> window(static_cast<size_t>(kPositions * channels));
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < shape_[0] * tiles; ++t) {
+      const int64_t p0 = t % tiles * kPositions, positions = std::min(kPositions, plane - p0);
+      const int64_t image = t / tiles * channels * plane;
+      const auto run = [&](int64_t c0) { return image + c0 * plane + p0 * block; };
+      for (int64_t c0 = 0; c0 < channels; c0 += block)
+        for (int64_t r = 0; r < positions; ++r) {
+          const int64_t at = run(c0) + r * block;
+          T* ratio = ratios.data() + r * padded + half + c0;
+#pragma omp simd
+          for (int64_t b = 0; b < block; ++b)
+            ratio[b] = out_diff[at + b] * out[at + b] / scale_[at + b];
+        }
+      for (int64_t r = 0; r < positions; ++r)
+        padded_window(ratios.data() + r * padded, channels, size_, window.data() + r * channels);
+      for (int64_t c0 = 0; c0 < channels; c0 += block) {
+        const int64_t at = run(c0);
+        for (int64_t r = 0; r < positions; ++r)
+#pragma omp simd
+          for (int64_t b = 0; b < block; ++b) {
+            const int64_t e = at + r * block + b;
+            in_diff[e] = window[r * channels + c0 + b] * (factor * in[e]);
+          }
+        times_inverse_power<true>(scale_.data() + at, beta_, out_diff + at, in_diff + at,
+                                  positions * block);
+      }
+    }
+  }
+}
+
+template <typename T>
 void LRNLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom, const BlobVec<T>& top) {
   const T* in = bottom[0]->data();
   T* out = top[0]->mutable_data();
+  const int64_t block = bottom[0]->channel_block();
+  if (block > 1) return forward_blocked(in, out, block);
   if (across_channels_) return forward_across(in, out);
   const int64_t count = bottom[0]->count();
 #pragma omp parallel for simd schedule(static)
@@ -174,6 +272,8 @@ void LRNLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
   const T* out = top[0]->data();
   const T* out_diff = top[0]->diff();
   T* in_diff = bottom[0]->mutable_diff();
+  const int64_t block = bottom[0]->channel_block();
+  if (block > 1) return backward_blocked(in, out, out_diff, in_diff, block);
   if (across_channels_) return backward_across(in, out, out_diff, in_diff);
   const int64_t count = bottom[0]->count();
 #pragma omp parallel for simd schedule(static)

@@ -1,8 +1,8 @@
 // Which activations stay channel-blocked (tensor/channel_blocks.hpp). oneDNN's convolutions run
 // in blocked layouts (NHWC for the AMX bf16 kernels, nChw16c for AVX-512) and would reorder from
 // Caffe's NCHW on every call, four times per layer and iteration. Blobs joined by layers that need
-// one block on all their blobs (ReLU, BatchNorm, Scale, Eltwise, Split, Concat) form a group; a
-// group takes the block of a convolution at its edge when every layer on it handles that block.
+// one block on all their blobs (ReLU, LRN, BatchNorm, Scale, Eltwise, Split, Concat) form a
+// group; a group takes the block of a convolution at its edge when every layer on it handles it.
 // Net outputs, parameters and anything a layer without blocked code touches stay NCHW.
 #include "cgdp/tensor/channel_blocks.hpp"
 

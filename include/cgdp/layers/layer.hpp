@@ -90,7 +90,7 @@ class Layer {
   // Channel-blocked activations (tensor/channel_blocks.hpp). A layer that blocks each blob on its
   // own (convolution, pooling) says which block it runs fastest with for bottom 0 (`top` false) or
   // top 0 (1 if none) and whether it reads (or writes) that blob in `block`. Any other layer needs
-  // one block on all its blobs, which handles_channel_block accepts (`top` unused): ReLU,
+  // one block on all its blobs, which handles_channel_block accepts (`top` unused): ReLU, LRN,
   // BatchNorm, Eltwise, Concat accept more than Caffe's 1. The net blocks a blob only where every
   // layer on it agrees (Net::choose_channel_blocks).
   virtual bool blocks_each_blob() const { return false; }

@@ -16,6 +16,8 @@ class LRNLayer final : public Layer<T> {
  public:
   using Layer<T>::Layer;
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  // ACROSS_CHANNELS on the CPU reads and writes any channel block.
+  bool handles_channel_block(bool top, int64_t block) const override;
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
@@ -34,6 +36,10 @@ class LRNLayer final : public Layer<T> {
   // ACROSS_CHANNELS, fused per tile of an image's columns, whose channels stay in cache.
   void forward_across(const T* in, T* out);
   void backward_across(const T* in, const T* out, const T* out_diff, T* in_diff) const;
+  // ACROSS_CHANNELS with the blobs (and scale_) in channel block `block` > 1: tiles of positions.
+  void forward_blocked(const T* in, T* out, int64_t block);
+  void backward_blocked(const T* in, const T* out, const T* out_diff, T* in_diff,
+                        int64_t block) const;
 
   bool across_channels_ = true;
   int64_t size_ = 5;
