@@ -23,6 +23,7 @@
 #include "cgdp/shard/protocol.hpp"
 #include "cgdp/shard/ps_client.hpp"
 #include "cgdp/shard/shard_server.hpp"
+#include "shard/socket_monitor.hpp"
 #include "support/shard_cluster.hpp"
 #include "support/tcp_relay.hpp"
 
@@ -494,7 +495,7 @@ TEST(ShardFuzz, GarbageNeverCrashesOrStallsTheShard) {
   try {  // the strangers' thread is joined whatever happens
     expect_fixed_order_sum(cluster, false, 20);
   } catch (const std::exception& e) {
-    ADD_FAILURE() << e.what();
+    ADD_FAILURE() << e.what() << "\nthe shards' last log lines:\n" << cluster.log.tail(12);
   }
   hosts_done = true;
   strangers.join();
@@ -508,7 +509,9 @@ TEST(ShardFuzz, GarbageNeverCrashesOrStallsTheShard) {
          std::chrono::steady_clock::now() < deadline)
     std::this_thread::yield();
   EXPECT_GT(cluster.servers[0]->stats().messages_rejected, 2000);
-  EXPECT_EQ(cluster.servers[1]->stats().messages_rejected, 0);
+  // Shard 1 may reject strangers' messages too: random bytes can speak ZMTP/1.0, which has no
+  // greeting (such a message, without ZeroMQ's metadata, once stopped the shard). Its hosts'
+  // sums all came back right, which expect_fixed_order_sum checked.
   EXPECT_TRUE(cluster.log.contains("rejected"));
   EXPECT_TRUE(cluster.log.contains("disconnected"));
 }
@@ -585,6 +588,83 @@ void exchange(PsClient& client, std::vector<float>& g, int64_t iteration) {
     client.pull(iteration, c, g.data() + offset, client.layout().chunk_sizes[c]);
     offset += client.layout().chunk_sizes[c];
   }
+}
+
+// ZMTP/1.0 has no greeting, so a stranger's first bytes may open a connection that way, and its
+// messages come without ZeroMQ's metadata (no Peer-Address): reading that address once threw and
+// stopped the shard's thread; every host then waited for sums that never came.
+TEST(ShardFuzz, AMessageWithoutMetadataIsRejectedAndTheShardServesOn) {
+  Cluster cluster(1, 2, {5, 40});
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(testing::port_of(cluster.endpoints[0])));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  // An empty identity, then a one-frame message: [length including flags][flags][body].
+  const std::string zmtp10("\x01\x00\x05\x00junk", 8);
+  ASSERT_EQ(::write(fd, zmtp10.data(), zmtp10.size()), static_cast<ssize_t>(zmtp10.size()));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (cluster.servers[0]->stats().messages_rejected == 0 &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  ::close(fd);
+  EXPECT_EQ(cluster.servers[0]->stats().messages_rejected, 1) << cluster.log.tail(4);
+  EXPECT_TRUE(cluster.log.contains("from unregistered peer ?")) << cluster.log.tail(4);
+  expect_fixed_order_sum(cluster, false, 2);
+}
+
+// Runs `child` in a forked process and returns its exit code, or -1 if it ran past `deadline`
+// (it is then killed): a hang fails the test instead of stalling the suite.
+template <typename F>
+int exit_code_within(std::chrono::seconds deadline, F child) {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(child());
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > end) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(milliseconds(5));  // polls the child; times nothing
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -2;
+}
+
+// ZeroMQ's monitor blocked the socket's I/O thread once 2,000 events lay unread, which froze the
+// shard's every connection and deadlocked its shutdown (ShardFuzz once hung so, in ~ShardServer).
+// 1,500 strangers that connect and leave make more events than that; no one reads them.
+TEST(SocketMonitor, UnreadEventsNeverStallTheSocket) {
+  const int code = exit_code_within(std::chrono::seconds(30), [] {
+    zmq::context_t context(1);
+    zmq::socket_t router(context, zmq::socket_type::router);
+    router.set(zmq::sockopt::linger, 0);
+    router.set(zmq::sockopt::backlog, 2000);  // no stranger waits on a full accept queue
+    auto monitor = std::make_unique<SocketMonitor>(context, router, ZMQ_EVENT_ALL);
+    router.bind("tcp://127.0.0.1:*");
+    const std::string endpoint = router.get(zmq::sockopt::last_endpoint);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(testing::port_of(endpoint)));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (int i = 0; i < 1500; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      (void)::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address);
+      ::close(fd);
+    }
+    zmq::socket_t peer(context, zmq::socket_type::dealer);
+    peer.set(zmq::sockopt::linger, 0);
+    peer.connect(endpoint);
+    peer.send(zmq::str_buffer("ping"), zmq::send_flags::none);
+    zmq::pollitem_t item{router.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, milliseconds(10000)) == 0) return 1;
+    monitor.reset();  // stops the monitor with its events still unread
+    return 0;
+  });
+  EXPECT_EQ(code, 0) << (code == 1 ? "the socket stopped serving its peer"
+                                   : "stalled (killed after 30 s) or crashed");
 }
 
 TEST(ShardFailure, KilledShardFailsThePullNamingIt) {

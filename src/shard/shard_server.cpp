@@ -88,6 +88,8 @@ class ShardServer::Impl {
               const MessageHeader* h, const std::string& why);
   void send(zmq::message_t& route, const MessageHeader& h, zmq::message_t* payload);
   void log_events();
+  // Inside run()'s catch: logs why the shard stops and keeps the exception for wait().
+  void record_error(const std::string& what);
   template <typename F>
   void count(F f) {
     std::lock_guard lock(mutex_);
@@ -189,9 +191,10 @@ void ShardServer::Impl::run() {
       if (items[1].revents & ZMQ_POLLIN) log_events();
       if (items[0].revents & ZMQ_POLLIN) serve_router();
     }
+  } catch (const std::exception& e) {
+    record_error(e.what());
   } catch (...) {
-    std::lock_guard lock(mutex_);
-    error_ = std::current_exception();
+    record_error("an exception of unknown type");
   }
   const ShardStats s = stats();
   config_.log(cat("shard ", config_.shard, " stopped: ", s.pieces_summed, " sums, ", s.sums_sent,
@@ -200,6 +203,12 @@ void ShardServer::Impl::run() {
   std::lock_guard lock(mutex_);
   finished_ = true;
   finished_cv_.notify_all();
+}
+
+void ShardServer::Impl::record_error(const std::string& what) {
+  config_.log(cat("shard ", config_.shard, " failed: ", what));
+  std::lock_guard lock(mutex_);
+  error_ = std::current_exception();
 }
 
 void ShardServer::Impl::log_events() {
@@ -227,7 +236,9 @@ void ShardServer::Impl::handle(std::vector<zmq::message_t>& frames) {
   const std::string id = route.to_string();
   const auto known = peers_.find(id);
   const Peer* peer = known == peers_.end() ? nullptr : &known->second;
-  const char* address = frames.size() > 1 ? frames[1].gets("Peer-Address") : nullptr;
+  // nullptr when ZeroMQ attached no metadata (a stranger's frame may come without).
+  const char* address =
+      frames.size() > 1 ? zmq_msg_gets(frames[1].handle(), "Peer-Address") : nullptr;
   const std::string from = peer ? cat("host ", peer->host, " (", peer->address, ")")
                                 : cat("unregistered peer ", address ? address : "?");
   if (frames.size() < 2 || frames.size() > 3)

@@ -28,6 +28,14 @@ struct LogSink {
       lines.push_back(line);
     };
   }
+  // The last `n` lines, one per line, for a failure's message.
+  std::string tail(size_t n) {
+    std::lock_guard lock(mutex);
+    std::string text;
+    for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i)
+      text += lines[i] + "\n";
+    return text;
+  }
   bool contains(const std::string& text) {
     std::lock_guard lock(mutex);
     return std::any_of(lines.begin(), lines.end(),
