@@ -14,13 +14,13 @@ inline cublasOperation_t op(bool trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP
 // C[M x N] = alpha * op(A)[M x K] * op(B)[K x N] + beta * C, all row-major, sizes within int.
 inline void gemm(cublasHandle_t h, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                  const float* a, const float* b, float beta, float* c) {
-  CUBLAS_CHECK(cublasSgemm(h, op(trans_b), op(trans_a), n, m, k, &alpha, b, trans_b ? k : n, a,
-                           trans_a ? m : k, &beta, c, n));
+  CUBLAS_CHECK(library().sgemm(h, op(trans_b), op(trans_a), n, m, k, &alpha, b, trans_b ? k : n, a,
+                               trans_a ? m : k, &beta, c, n));
 }
 inline void gemm(cublasHandle_t h, bool trans_a, bool trans_b, int m, int n, int k, double alpha,
                  const double* a, const double* b, double beta, double* c) {
-  CUBLAS_CHECK(cublasDgemm(h, op(trans_b), op(trans_a), n, m, k, &alpha, b, trans_b ? k : n, a,
-                           trans_a ? m : k, &beta, c, n));
+  CUBLAS_CHECK(library().dgemm(h, op(trans_b), op(trans_a), n, m, k, &alpha, b, trans_b ? k : n, a,
+                               trans_a ? m : k, &beta, c, n));
 }
 
 // The same with 16-bit A and B (raw bits of `type`: CUDA_R_16BF or CUDA_R_16F) and an fp32 C,
@@ -29,19 +29,19 @@ inline void gemm(cublasHandle_t h, bool trans_a, bool trans_b, int m, int n, int
 inline void gemm_half(cublasHandle_t h, cudaDataType_t type, bool trans_a, bool trans_b, int m,
                       int n, int k, float alpha, const uint16_t* a, const uint16_t* b, float beta,
                       float* c) {
-  CUBLAS_CHECK(cublasGemmEx(h, op(trans_b), op(trans_a), n, m, k, &alpha, b, type, trans_b ? k : n,
-                            a, type, trans_a ? m : k, &beta, c, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
-                            CUBLAS_GEMM_DEFAULT));
+  CUBLAS_CHECK(library().gemm_ex(h, op(trans_b), op(trans_a), n, m, k, &alpha, b, type,
+                                 trans_b ? k : n, a, type, trans_a ? m : k, &beta, c, CUDA_R_32F, n,
+                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 // y = alpha * op(A)[M x N] * x + beta * y, A row-major.
 inline void gemv(cublasHandle_t h, bool trans_a, int m, int n, float alpha, const float* a,
                  const float* x, float beta, float* y) {
-  CUBLAS_CHECK(cublasSgemv(h, op(!trans_a), n, m, &alpha, a, n, x, 1, &beta, y, 1));
+  CUBLAS_CHECK(library().sgemv(h, op(!trans_a), n, m, &alpha, a, n, x, 1, &beta, y, 1));
 }
 inline void gemv(cublasHandle_t h, bool trans_a, int m, int n, double alpha, const double* a,
                  const double* x, double beta, double* y) {
-  CUBLAS_CHECK(cublasDgemv(h, op(!trans_a), n, m, &alpha, a, n, x, 1, &beta, y, 1));
+  CUBLAS_CHECK(library().dgemv(h, op(!trans_a), n, m, &alpha, a, n, x, 1, &beta, y, 1));
 }
 
 }  // namespace cgdp::cublas

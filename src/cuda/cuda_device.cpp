@@ -58,7 +58,7 @@ class CudaStream final : public Stream {
   ~CudaStream() override {
     cudaSetDevice(device_.index());
     cudaStreamSynchronize(stream_);
-    if (cublas_) cublasDestroy(cublas_);
+    if (cublas_) cublas::library().destroy(cublas_);
     if (cudnn_) cudnnDestroy(cudnn_);
     workspace_.reset();
     half_operands_.reset();
@@ -116,9 +116,10 @@ class CudaStream final : public Stream {
     std::lock_guard lock(libraries_mutex_);
     if (!cublas_) {
       use_device(device_.index());
-      CUBLAS_CHECK(cublasCreate(&cublas_));
-      CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
-      CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+      const cublas::Library& lib = cublas::library();
+      CUBLAS_CHECK(lib.create(&cublas_));
+      CUBLAS_CHECK(lib.set_stream(cublas_, stream_));
+      CUBLAS_CHECK(lib.set_math_mode(cublas_, CUBLAS_DEFAULT_MATH));
     }
     return cublas_;
   }

@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "cgdp/device/device.hpp"
+#include "cublas_library.hpp"
 #include "cuda_check.hpp"
 
 #define CUDNN_CHECK(call)                                                                     \
@@ -17,11 +18,12 @@
       ::cgdp::throw_cuda_error(#call, cudnnGetErrorString(cgdp_status_), __FILE__, __LINE__); \
   } while (0)
 
-#define CUBLAS_CHECK(call)                                                                       \
-  do {                                                                                           \
-    const cublasStatus_t cgdp_status_ = (call);                                                  \
-    if (cgdp_status_ != CUBLAS_STATUS_SUCCESS)                                                   \
-      ::cgdp::throw_cuda_error(#call, cublasGetStatusString(cgdp_status_), __FILE__, __LINE__);  \
+#define CUBLAS_CHECK(call)                                                                   \
+  do {                                                                                       \
+    const cublasStatus_t cgdp_status_ = (call);                                              \
+    if (cgdp_status_ != CUBLAS_STATUS_SUCCESS)                                               \
+      ::cgdp::throw_cuda_error(#call, ::cgdp::cublas::library().status_string(cgdp_status_), \
+                               __FILE__, __LINE__);                                          \
   } while (0)
 
 namespace cgdp {

@@ -129,14 +129,14 @@ Placement plan_placement(const Topology& topology, const std::vector<DeviceRef>&
     if (device.kind == DeviceKind::Cuda) {
       const GpuLocality& gpu = find_gpu(topology, device);
       if (gpu.numa_node >= 0 && !gpu.cpus.empty()) {
-        plan.workers.push_back({device, gpu.numa_node, gpu.cpus, "the GPU's NUMA node"});
+        plan.workers.push_back({device, gpu.numa_node, gpu.cpus, "the GPU's NUMA node", {}});
         near_gpus = near_gpus | gpu.cpus;
         continue;
       }
     }
     const NumaNode& node = *nodes[next++ % nodes.size()];
     const char* prefix = device.kind == DeviceKind::Cuda ? "GPU locality unknown: " : "";
-    plan.workers.push_back({device, node.os_index, node.cpus, prefix + round_robin});
+    plan.workers.push_back({device, node.os_index, node.cpus, prefix + round_robin, {}});
   }
   plan.aggregator_threads =
       place_aggregator(topology, near_gpus, aggregator_threads, static_cast<int>(workers.size()));
