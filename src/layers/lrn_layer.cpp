@@ -59,6 +59,39 @@ void padded_window(const T* padded, int64_t channels, int64_t size, T* window) {
     for (int64_t c = 0; c < channels; ++c) window[c] += padded[c + n];
 }
 
+// Calls body(run, positions, window) for each tile of up to kPositions positions of an N x C x
+// H x W tensor in channel block `block`, on OpenMP's threads. run(c0) is where the tile's run of
+// channels c0 .. c0 + block begins (its positions one after another); window holds, for each
+// position of the tile, the sums of `size` neighbouring channels of value(e), e being an
+// element's offset.
+template <typename T, typename Value, typename Body>
+void for_each_position_tile(const Shape& shape, int64_t block, int64_t size, Value value,
+                            Body body) {
+  const int64_t channels = shape[1], plane = shape[2] * shape[3], half = (size - 1) / 2;
+  const int64_t row = channels + 2 * half, tiles = (plane + kPositions - 1) / kPositions;
+#pragma omp parallel
+  {
+    std::vector<T> padded(static_cast<size_t>(kPositions * row), T(0));
+    std::vector<T> window(static_cast<size_t>(kPositions * channels));
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < shape[0] * tiles; ++t) {
+      const int64_t p0 = t % tiles * kPositions, positions = std::min(kPositions, plane - p0);
+      const int64_t image = t / tiles * channels * plane;
+      const auto run = [&](int64_t c0) { return image + c0 * plane + p0 * block; };
+      for (int64_t c0 = 0; c0 < channels; c0 += block)
+        for (int64_t r = 0; r < positions; ++r) {
+          const int64_t at = run(c0) + r * block;
+          T* values = padded.data() + r * row + half + c0;
+#pragma omp simd
+          for (int64_t b = 0; b < block; ++b) values[b] = value(at + b);
+        }
+      for (int64_t r = 0; r < positions; ++r)
+        padded_window(padded.data() + r * row, channels, size, window.data() + r * channels);
+      body(run, positions, window.data());
+    }
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -171,77 +204,41 @@ void LRNLayer<T>::backward_across(const T* in, const T* out, const T* out_diff, 
 
 template <typename T>
 void LRNLayer<T>::forward_blocked(const T* in, T* out, int64_t block) {
-  const int64_t channels = shape_[1], plane = shape_[2] * shape_[3], half = (size_ - 1) / 2;
-  const int64_t padded = channels + 2 * half, tiles = (plane + kPositions - 1) / kPositions;
-#pragma omp parallel
-  {
-    std::vector<T> squares(static_cast<size_t>(kPositions * padded), T(0));
-    std::vector<T> window(static_cast<size_t>(kPositions * channels));
-#pragma omp for schedule(static)
-    for (int64_t t = 0; t < shape_[0] * tiles; ++t) {
-      const int64_t p0 = t % tiles * kPositions, positions = std::min(kPositions, plane - p0);
-      const int64_t image = t / tiles * channels * plane;
-      // The run of channels c0 .. c0 + block at positions p0 .. p0 + positions, one after another.
-      const auto run = [&](int64_t c0) { return image + c0 * plane + p0 * block; };
-      for (int64_t c0 = 0; c0 < channels; c0 += block)
-        for (int64_t r = 0; r < positions; ++r) {
-          const T* x = in + run(c0) + r * block;
-          T* square = squares.data() + r * padded + half + c0;
-#pragma omp simd
-          for (int64_t b = 0; b < block; ++b) square[b] = x[b] * x[b];
-        }
+  const int64_t channels = shape_[1];
+  const auto square = [in](int64_t e) { return in[e] * in[e]; };
+  const auto normalise = [&](auto run, int64_t positions, const T* window) {
+    for (int64_t c0 = 0; c0 < channels; c0 += block) {
+      T* scale = scale_.data() + run(c0);
       for (int64_t r = 0; r < positions; ++r)
-        padded_window(squares.data() + r * padded, channels, size_, window.data() + r * channels);
-      for (int64_t c0 = 0; c0 < channels; c0 += block) {
-        T* scale = scale_.data() + run(c0);
-        for (int64_t r = 0; r < positions; ++r)
 #pragma omp simd
-          for (int64_t b = 0; b < block; ++b)
-            scale[r * block + b] = k_ + alpha_over_n_ * window[r * channels + c0 + b];
-        times_inverse_power<false>(scale, beta_, in + run(c0), out + run(c0), positions * block);
-      }
+        for (int64_t b = 0; b < block; ++b)
+          scale[r * block + b] = k_ + alpha_over_n_ * window[r * channels + c0 + b];
+      times_inverse_power<false>(scale, beta_, in + run(c0), out + run(c0), positions * block);
     }
-  }
+  };
+  for_each_position_tile<T>(shape_, block, size_, square, normalise);
 }
 
 template <typename T>
 void LRNLayer<T>::backward_blocked(const T* in, const T* out, const T* out_diff, T* in_diff,
                                    int64_t block) const {
-  const int64_t channels = shape_[1], plane = shape_[2] * shape_[3], half = (size_ - 1) / 2;
-  const int64_t padded = channels + 2 * half, tiles = (plane + kPositions - 1) / kPositions;
+  const int64_t channels = shape_[1];
   const T factor = -2 * alpha_over_n_ * beta_;
-#pragma omp parallel
-  {
-    std::vector<T> ratios(static_cast<size_t>(kPositions * padded), T(0));
-    std::vector<T> window(static_cast<size_t>(kPositions * channels));
-#pragma omp for schedule(static)
-    for (int64_t t = 0; t < shape_[0] * tiles; ++t) {
-      const int64_t p0 = t % tiles * kPositions, positions = std::min(kPositions, plane - p0);
-      const int64_t image = t / tiles * channels * plane;
-      const auto run = [&](int64_t c0) { return image + c0 * plane + p0 * block; };
-      for (int64_t c0 = 0; c0 < channels; c0 += block)
-        for (int64_t r = 0; r < positions; ++r) {
-          const int64_t at = run(c0) + r * block;
-          T* ratio = ratios.data() + r * padded + half + c0;
-#pragma omp simd
-          for (int64_t b = 0; b < block; ++b)
-            ratio[b] = out_diff[at + b] * out[at + b] / scale_[at + b];
-        }
+  const T* scale = scale_.data();
+  const auto ratio = [=](int64_t e) { return out_diff[e] * out[e] / scale[e]; };
+  const auto gradient = [&](auto run, int64_t positions, const T* window) {
+    for (int64_t c0 = 0; c0 < channels; c0 += block) {
+      const int64_t at = run(c0);
       for (int64_t r = 0; r < positions; ++r)
-        padded_window(ratios.data() + r * padded, channels, size_, window.data() + r * channels);
-      for (int64_t c0 = 0; c0 < channels; c0 += block) {
-        const int64_t at = run(c0);
-        for (int64_t r = 0; r < positions; ++r)
 #pragma omp simd
-          for (int64_t b = 0; b < block; ++b) {
-            const int64_t e = at + r * block + b;
-            in_diff[e] = window[r * channels + c0 + b] * (factor * in[e]);
-          }
-        times_inverse_power<true>(scale_.data() + at, beta_, out_diff + at, in_diff + at,
-                                  positions * block);
-      }
+        for (int64_t b = 0; b < block; ++b) {
+          const int64_t e = at + r * block + b;
+          in_diff[e] = window[r * channels + c0 + b] * (factor * in[e]);
+        }
+      times_inverse_power<true>(scale + at, beta_, out_diff + at, in_diff + at, positions * block);
     }
-  }
+  };
+  for_each_position_tile<T>(shape_, block, size_, ratio, gradient);
 }
 
 template <typename T>
