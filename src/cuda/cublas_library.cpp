@@ -1,5 +1,5 @@
-// cuBLAS through dlopen (cublas_library.hpp). The build passes the soname it linked against before
-// (CGDP_CUBLAS_SONAME) and the toolkit's file (CGDP_CUBLAS_PATH) for a loader path without it.
+// cuBLAS through dlopen (cublas_library.hpp). The build passes cuBLAS's soname (CGDP_CUBLAS_SONAME)
+// and the toolkit's file (CGDP_CUBLAS_PATH), for a loader whose search path lacks its folder.
 #include "cublas_library.hpp"
 
 #include <dlfcn.h>

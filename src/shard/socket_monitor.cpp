@@ -14,10 +14,8 @@ SocketMonitor::SocketMonitor(zmq::context_t& context, zmq::socket_t& socket, int
   const std::string address = cat("inproc://cgdp-monitor-", serial++);
   if (zmq_socket_monitor(socket.handle(), address.c_str(), events) != 0) throw zmq::error_t();
   pair_.set(zmq::sockopt::linger, 0);
-  // ZeroMQ sends each event from the watched socket's I/O thread and blocks there once the pipe
-  // holds 2,000 unread ones (a flood of strangers while the owner is busy or stopping): every
-  // connection on that thread froze, and stopping the monitor deadlocked. With no receive limit
-  // on our end the inproc pipe has none.
+  // ZeroMQ's I/O thread blocks once 2,000 events lie unread (strangers at a busy or stopping
+  // shard), freezing its connections; no receive limit here leaves the inproc pipe without one.
   pair_.set(zmq::sockopt::rcvhwm, 0);
   pair_.connect(address);
 }
