@@ -11,6 +11,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
+
+#include "cgdp/tensor/channel_blocks.hpp"
 
 namespace cgdp {
 
@@ -77,7 +80,9 @@ void for_each_position_tile(const Shape& shape, int64_t block, int64_t size, Val
     for (int64_t t = 0; t < shape[0] * tiles; ++t) {
       const int64_t p0 = t % tiles * kPositions, positions = std::min(kPositions, plane - p0);
       const int64_t image = t / tiles * channels * plane;
-      const auto run = [&](int64_t c0) { return image + c0 * plane + p0 * block; };
+      const auto run = [&](int64_t c0) {
+        return image + blocked_offset(block, 1, plane, c0, 0, p0);
+      };
       for (int64_t c0 = 0; c0 < channels; c0 += block)
         for (int64_t r = 0; r < positions; ++r) {
           const int64_t at = run(c0) + r * block;
