@@ -377,7 +377,7 @@ std::string ShardServer::Impl::bye(const MessageHeader& h, const Peer* peer) {
   if (!said_bye_[peer->host]) {
     said_bye_[peer->host] = 1;
     config_.log(cat("host ", peer->host, " (", peer->address, ") said bye"));
-    count([](ShardStats& s) { ++s.hosts_said_bye; });
+    count([&](ShardStats& s) { s.hosts_said_bye.push_back(peer->host); });
   }
   if (config_.stop_when_hosts_leave &&
       std::all_of(said_bye_.begin(), said_bye_.end(), [](char b) { return b != 0; }))

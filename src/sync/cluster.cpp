@@ -88,15 +88,23 @@ std::string Cluster::host_name(int rank) const {
   return cat("host ", rank, " (", config_.hosts[rank].text(), ")");
 }
 
+// A host that said bye to our shard stopped on its own (often because another host went), so the
+// hosts that vanished without one come first: they are the likely cause.
 std::string Cluster::lost_hosts() const {
-  std::string gone;
+  const std::vector<int> said_bye = shard_->stats().hosts_said_bye;
+  std::string vanished, left;
   for (int h = 0; h < num_hosts(); ++h) {
     if (h == rank()) continue;
     const HostPort& host = config_.hosts[h];
     const std::string why = probe_tcp(resolve_ipv4(host.host), host.port, std::chrono::seconds(1));
-    if (!why.empty()) gone += cat(gone.empty() ? "" : ", ", host_name(h), " is gone (", why, ")");
+    if (why.empty()) continue;
+    if (std::find(said_bye.begin(), said_bye.end(), h) == said_bye.end())
+      vanished += cat(vanished.empty() ? "" : ", ", host_name(h), " is gone (", why, ")");
+    else
+      left += cat(left.empty() ? "" : ", ", host_name(h), " left, saying bye");
   }
-  return gone;
+  if (vanished.empty() || left.empty()) return vanished + left;
+  return cat(vanished, "; ", left);
 }
 
 // A shard waiting for a dead host's push just stays silent, so the client's error may name a live

@@ -45,7 +45,7 @@ struct ShardStats {
   int64_t sums_sent = 0;  // messages: one per host per sum
   int64_t messages_rejected = 0;    // malformed, out of range, unexpected; each got logged
   int64_t connections_refused = 0;  // handshakes whose proof failed (another cluster token)
-  int hosts_said_bye = 0;
+  std::vector<int> hosts_said_bye;  // their ranks, in the order the byes came
 };
 
 class ShardServer {

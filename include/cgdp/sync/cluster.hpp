@@ -87,7 +87,8 @@ class Cluster final : public ChunkReducer {
   // accepts connections (the hosts that are gone), when there are any.
   template <typename Call>
   void naming_lost_hosts(Call&& call);
-  // "host 1 (h:p) is gone (Connection refused), ..." for the hosts whose port refuses or is silent.
+  // "host 1 (h:p) is gone (Connection refused), ...; host 0 (h:p) left, saying bye" for the hosts
+  // whose port refuses or is silent: first those that vanished, then those that said bye.
   std::string lost_hosts() const;
   // Exchanges the control chunk: this host fills its own block, the others' stay -0.0, so the
   // shards' sum hands every host every block unchanged.
