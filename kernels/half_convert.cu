@@ -2,6 +2,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+
 #include "half_convert.cuh"
 #include "launch.cuh"
 
@@ -47,7 +49,81 @@ __global__ void round_kernel(const float* src, float* dst, int64_t n, Half16 typ
   }
 }
 
+// Per image, a rows x cols matrix is written transposed (cols x rows) through a shared tile, so
+// that both the reads and the writes are coalesced. store(out, in) narrows, widens or adds.
+constexpr int kTile = 32;
+constexpr int kTileRows = 8;  // threads per tile column: each thread moves kTile / kTileRows
+
+template <typename In, typename Out, typename Store>
+__global__ void transpose_kernel(const In* src, Out* dst, int64_t images, int64_t rows,
+                                 int64_t cols, Store store) {
+  __shared__ In tile[kTile][kTile + 1];  // +1: a column's reads fall in distinct banks
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  for (int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTile; r0 < rows;
+       r0 += static_cast<int64_t>(gridDim.y) * kTile)
+    for (int64_t i = blockIdx.z; i < images; i += gridDim.z) {
+      const In* in = src + i * rows * cols;
+      Out* out = dst + i * rows * cols;
+      for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+        const int64_t r = r0 + k, c = c0 + threadIdx.x;
+        if (r < rows && c < cols) tile[k][threadIdx.x] = in[r * cols + c];
+      }
+      __syncthreads();
+      for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+        const int64_t c = c0 + k, r = r0 + threadIdx.x;
+        if (c < cols && r < rows) store(out[c * rows + r], tile[threadIdx.x][k]);
+      }
+      __syncthreads();
+    }
+}
+
+struct StoreNarrow {
+  Half16 type;
+  __device__ void operator()(uint16_t& out, float in) const { out = to_half(in, type); }
+};
+struct StoreWiden {
+  Half16 type;
+  __device__ void operator()(float& out, uint16_t in) const { out = from_half(in, type); }
+};
+struct StoreWidenAdd {
+  Half16 type;
+  __device__ void operator()(float& out, uint16_t in) const { out += from_half(in, type); }
+};
+
+template <typename In, typename Out, typename Store>
+void transpose(const In* src, Out* dst, int64_t images, int64_t rows, int64_t cols, Store store,
+               cudaStream_t stream) {
+  constexpr int64_t kMaxGridYZ = 65535;
+  const dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile),
+                  static_cast<unsigned>(std::min((rows + kTile - 1) / kTile, kMaxGridYZ)),
+                  static_cast<unsigned>(std::min(images, kMaxGridYZ)));
+  transpose_kernel<<<grid, dim3(kTile, kTileRows), 0, stream>>>(src, dst, images, rows, cols,
+                                                                store);
+  CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
+
+void narrow_to_channels_last(const float* src, uint16_t* dst, int64_t images, int64_t channels,
+                             int64_t spatial, Half16 type, cudaStream_t stream) {
+  if (images * channels * spatial <= 0) return;
+  if (channels == 1 || spatial == 1)  // NCHW and NHWC are the same order
+    return narrow(src, dst, images * channels * spatial, type, nullptr, stream);
+  transpose(src, dst, images, channels, spatial, StoreNarrow{type}, stream);
+}
+
+void widen_from_channels_last(const uint16_t* src, float* dst, int64_t images, int64_t channels,
+                              int64_t spatial, Half16 type, bool accumulate, cudaStream_t stream) {
+  const int64_t n = images * channels * spatial;
+  if (n <= 0) return;
+  if (channels == 1 || spatial == 1)
+    return accumulate ? widen_add(src, dst, n, type, stream)
+                      : widen(src, dst, n, type, nullptr, stream);
+  if (accumulate)
+    transpose(src, dst, images, spatial, channels, StoreWidenAdd{type}, stream);
+  else
+    transpose(src, dst, images, spatial, channels, StoreWiden{type}, stream);
+}
 
 void narrow(const float* src, uint16_t* dst, int64_t n, Half16 type, const float* scale,
             cudaStream_t stream) {

@@ -22,4 +22,12 @@ void widen_add(const uint16_t* src, float* dst, int64_t n, Half16 type, cudaStre
 // dst[i] = widen(narrow(src[i])): the fp32 value a 16-bit operand holds (dst may be src).
 void round_to_half(const float* src, float* dst, int64_t n, Half16 type, cudaStream_t stream);
 
+// Per image, NCHW's channels x spatial values narrowed into NHWC's spatial x channels (the layout
+// cuDNN's tensor-core kernels read without transposing on their own).
+void narrow_to_channels_last(const float* src, uint16_t* dst, int64_t images, int64_t channels,
+                             int64_t spatial, Half16 type, cudaStream_t stream);
+// The way back: NHWC's 16-bit values widened into NCHW (dst = or, with `accumulate`, dst +=).
+void widen_from_channels_last(const uint16_t* src, float* dst, int64_t images, int64_t channels,
+                              int64_t spatial, Half16 type, bool accumulate, cudaStream_t stream);
+
 }  // namespace cgdp::kernels

@@ -18,6 +18,7 @@
 #include "cgdp/device/devices.hpp"
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/solver/loss_scale.hpp"
+#include "cgdp/tensor/channel_blocks.hpp"
 #include "support/layer_case.hpp"
 
 namespace cgdp {
@@ -164,8 +165,9 @@ TEST_P(Layer16, MatchesItsFp32TwinWithinTheRoundingOfItsOperands) {
                          2 * u + u * u + n * std::ldexp(1.0, -23), atol);
 }
 
-// The same layers on cuDNN's and cuBLAS's 16-bit kernels against the CPU's fp32 twin.
-class Layer16OnCuda : public ::testing::TestWithParam<std::tuple<Layer16Case, Precision>> {
+// The same layers on cuDNN's and cuBLAS's 16-bit kernels against the CPU's fp32 twin; the
+// convolutions' 16-bit operands channels last (the default) and, under `--layout nchw`, as NCHW.
+class Layer16OnCuda : public ::testing::TestWithParam<std::tuple<Layer16Case, Precision, bool>> {
  protected:
   static void SetUpTestSuite() {
     if (cuda_device_count() == 0) return;
@@ -190,7 +192,8 @@ Stream* Layer16OnCuda::stream_ = nullptr;
 // may pick, which round intermediates of their own.
 TEST_P(Layer16OnCuda, MatchesItsFp32TwinWithinTheRoundingOfItsOperands) {
   if (!device_) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
-  const auto& [c, precision] = GetParam();
+  const auto& [c, precision, channels_last] = GetParam();
+  const ScopedChannelBlocks layout(channels_last);
   const double u = unit_roundoff(precision);
   const double n = static_cast<double>(c.longest_sum);
   const double atol = precision == Precision::kFp16 ? n * std::ldexp(1.0, -23) : 0;
@@ -219,6 +222,12 @@ std::vector<Layer16Case> layer16_cases() {
            kFillers, " }"),
        {2, 16, 9, 9},
        8 * 9},
+      // More channels and positions than the 32 x 32 tiles that lay CUDA's operands channels last.
+      {"Convolution_c40_s6_o36_k3_p1",
+       cat("type: 'Convolution' convolution_param { num_output: 36 kernel_size: 3 pad: 1 ",
+           kFillers, " }"),
+       {2, 40, 6, 6},
+       40 * 9},
       {"Deconvolution_c4_s5_o6_k3_s2",
        cat("type: 'Deconvolution' convolution_param { num_output: 6 kernel_size: 3 stride: 2 ",
            kFillers, " }"),
@@ -244,10 +253,14 @@ INSTANTIATE_TEST_SUITE_P(EveryMultiplyingLayer, Layer16,
                          ::testing::Combine(::testing::ValuesIn(layer16_cases()),
                                             ::testing::Values(Precision::kBf16, Precision::kFp16)),
                          layer16_name);
-INSTANTIATE_TEST_SUITE_P(EveryMultiplyingLayer, Layer16OnCuda,
-                         ::testing::Combine(::testing::ValuesIn(layer16_cases()),
-                                            ::testing::Values(Precision::kBf16, Precision::kFp16)),
-                         layer16_name);
+INSTANTIATE_TEST_SUITE_P(
+    EveryMultiplyingLayer, Layer16OnCuda,
+    ::testing::Combine(::testing::ValuesIn(layer16_cases()),
+                       ::testing::Values(Precision::kBf16, Precision::kFp16), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<Layer16Case, Precision, bool>>& info) {
+      return cat(std::get<0>(info.param).name, "_", to_string(std::get<1>(info.param)),
+                 std::get<2>(info.param) ? "_nhwc" : "_nchw");
+    });
 
 TEST(RoundToPrecision, RoundsToNearestEvenAndKeepsInfAndNan) {
   // 1 + 2^-8 is halfway between bf16's 1 and 1 + 2^-7: ties go to the even one, 1; 1 + 3*2^-8

@@ -177,7 +177,9 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
                   "CPU: fastest (activations between oneDNN convolutions stay in the layout their "
                   "kernels read, NHWC or 16-channel blocks, through the pooling, LRN, BatchNorm, "
                   "Scale, ReLU, Eltwise, Split and Concat layers between them) or nchw (Caffe's "
-                  "layout everywhere: a reorder at each oneDNN convolution's edges)")
+                  "layout everywhere: a reorder at each oneDNN convolution's edges). CUDA in "
+                  "bf16/fp16: fastest hands cuDNN its operands channels last (NHWC), nchw as "
+                  "they are")
       ->capture_default_str()
       ->check(CLI::IsMember({"fastest", "nchw"}));
   cmd->add_option("--precision", c.precision,

@@ -11,6 +11,7 @@
 
 #include "cgdp/device/cuda_options.hpp"
 #include "cgdp/layers/layer.hpp"
+#include "cgdp/tensor/channel_blocks.hpp"
 #include "cuda/conv_algorithms.hpp"
 #include "cuda/cuda_libraries.hpp"
 #include "cuda/cudnn_descriptors.hpp"
@@ -29,15 +30,30 @@ struct ConvCuda final : LayerBackendState {
   CudaOptions options;           // and the settings the algorithms were chosen under
   Precision precision = Precision::kFp32;       // and the layer_precision()
   ConvOperands operands = ConvOperands::kFp32;  // what x, w and y hold
+  bool layout_blocks = true;                    // and channel_blocks_enabled()
+  // x, w and y as the 16-bit copies order them: channels last (HalfLayout) where the convolution
+  // takes them so (conv_channels_last), else as the fp32 blobs.
+  HalfLayout x_layout, w_layout, y_layout;
   std::vector<int64_t> problem;  // the algorithm cache's key
   std::optional<ConvAlgorithm> forward, backward_data, backward_filter;
 
   bool half() const { return operands == ConvOperands::kHalf; }
   // Whether the descriptors still describe `bottom` under the current settings.
   bool describes(const Shape& bottom) const {
-    return shape == bottom && options == cuda_options() && precision == layer_precision();
+    return shape == bottom && options == cuda_options() && precision == layer_precision() &&
+           layout_blocks == channel_blocks_enabled();
+  }
+  bool channels_last() const { return x_layout.channels_last; }
+  cudnnTensorFormat_t format() const {
+    return channels_last() ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   }
 };
+
+// Whether a convolution's 16-bit operands go channels last: always in 16 bits, unless `--layout
+// nchw` asks for Caffe's layout everywhere (a fallback, and the twin tests compare against).
+inline bool conv_channels_last(ConvOperands operands) {
+  return operands == ConvOperands::kHalf && channel_blocks_enabled();
+}
 
 // The operands a layer of T multiplies under layer_precision(), and their cuDNN type.
 template <typename T>
@@ -62,6 +78,7 @@ inline void described(ConvCuda& s, const Shape& bottom, std::vector<int64_t> pro
   s.shape = bottom;
   s.options = cuda_options();
   s.precision = layer_precision();
+  s.layout_blocks = channel_blocks_enabled();
 }
 
 // The searches: every candidate of a pass timed on the layer's real problem (operands as

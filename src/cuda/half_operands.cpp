@@ -41,6 +41,19 @@ void widen_add_result(Stream& stream, const uint16_t* src, float* dst, int64_t c
   kernels::widen_add(src, dst, count, half16(layer_precision()), native_stream(stream));
 }
 
+uint16_t* narrow_channels_last(Stream& stream, const float* src, uint16_t* dst,
+                               const HalfLayout& layout) {
+  kernels::narrow_to_channels_last(src, dst, layout.images, layout.channels, layout.spatial,
+                                   half16(layer_precision()), native_stream(stream));
+  return dst;
+}
+
+void widen_channels_last(Stream& stream, const uint16_t* src, float* dst, const HalfLayout& layout,
+                         bool accumulate) {
+  kernels::widen_from_channels_last(src, dst, layout.images, layout.channels, layout.spatial,
+                                    half16(layer_precision()), accumulate, native_stream(stream));
+}
+
 void round_operand(Stream& stream, const float* src, float* dst, int64_t count) {
   kernels::round_to_half(src, dst, count, half16(layer_precision()), native_stream(stream));
 }

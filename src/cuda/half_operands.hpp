@@ -44,11 +44,26 @@ void widen_add_result(Stream& stream, const uint16_t* src, float* dst, int64_t c
 // dst = the fp32 value of src's 16-bit copy (what the CPU backend stages: rounded_operands.hpp).
 void round_operand(Stream& stream, const float* src, float* dst, int64_t count);
 
+// How a 16-bit copy orders a 4-D operand (images x channels x spatial): as its fp32 blob (NCHW),
+// or channels last (NHWC), which cuDNN's tensor-core convolutions read without a transposition
+// of their own. The narrowing (and the widening back) transposes on the way.
+struct HalfLayout {
+  bool channels_last = false;
+  int64_t images = 0, channels = 0, spatial = 0;
+};
+uint16_t* narrow_channels_last(Stream& stream, const float* src, uint16_t* dst,
+                               const HalfLayout& layout);
+void widen_channels_last(Stream& stream, const uint16_t* src, float* dst, const HalfLayout& layout,
+                         bool accumulate);
+
 // What a pass reads: `values` themselves, or (`half`) their 16-bit copy narrowed into `copy`.
 template <typename T>
-const void* operand_for(bool half, Stream& stream, const T* values, uint16_t* copy, int64_t count) {
+const void* operand_for(bool half, Stream& stream, const T* values, uint16_t* copy, int64_t count,
+                        const HalfLayout& layout = {}) {
   if constexpr (std::is_same_v<T, float>)
-    if (half) return narrow_operand(stream, values, copy, count);
+    if (half)
+      return layout.channels_last ? narrow_channels_last(stream, values, copy, layout)
+                                  : narrow_operand(stream, values, copy, count);
   return values;
 }
 // Where a pass writes `values`: themselves, or (`half`) `copy`, which land() widens after.
@@ -59,10 +74,12 @@ void* result_for(bool half, T* values, uint16_t* copy) {
 // After a pass wrote `copy` (`half`): values = widen(copy), or += with `accumulate`.
 template <typename T>
 void land(bool half, Stream& stream, const uint16_t* copy, T* values, int64_t count,
-          bool accumulate) {
+          bool accumulate, const HalfLayout& layout = {}) {
   if constexpr (std::is_same_v<T, float>) {
     if (!half) return;
-    if (accumulate)
+    if (layout.channels_last)
+      widen_channels_last(stream, copy, values, layout, accumulate);
+    else if (accumulate)
       widen_add_result(stream, copy, values, count);
     else
       widen_result(stream, copy, values, count);

@@ -2,7 +2,8 @@
 // correlation, which is what im2col + GEMM computes; groups and dilation by the descriptor), the
 // bias by cudnnAddTensor / cudnnConvolutionBackwardBias. Each pass runs the algorithm cuDNN's own
 // search picked for the shape (src/cuda/conv_algorithms.hpp), within cuda_options()' scratch cap.
-// In bf16/fp16 the passes multiply 16-bit copies of their operands (cuda/half_operands.hpp).
+// In bf16/fp16 the passes multiply 16-bit copies of their operands (cuda/half_operands.hpp), laid
+// out channels last (NHWC) unless `--layout nchw`.
 #include "cgdp/device/cuda_options.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
 #include "cuda/conv_algorithms.hpp"
@@ -21,13 +22,17 @@ LayerBackendState& ConvolutionLayer<T>::cuda_state(const Blob<T>& bottom, const 
   const Shape& in = bottom.shape();
   const Shape& out = top.shape();
   s.operands = conv_operands<T>();
+  const bool last = conv_channels_last(s.operands);
+  s.x_layout = {last, in[0], in[1], in[2] * in[3]};
+  s.y_layout = {last, out[0], out[1], out[2] * out[3]};
+  s.w_layout = {last, num_output_, g.channels / group_, g.kernel_h * g.kernel_w};
   const cudnnDataType_t type = conv_operand_type<T>(s.operands);
-  set_tensor(*this, s.x, in[0], in[1], in[2], in[3], type);
-  set_tensor(*this, s.y, out[0], out[1], out[2], out[3], type);
+  set_tensor(*this, s.x, in[0], in[1], in[2], in[3], type, s.format());
+  set_tensor(*this, s.y, out[0], out[1], out[2], out[3], type, s.format());
   set_tensor(*this, s.output, out[0], out[1], out[2], out[3]);
   set_tensor(*this, s.bias, 1, num_output_, 1, 1);
   auto i = [this](int64_t v) { return as_int(*this, v, "convolution setting"); };
-  CUDNN_CHECK(cudnnSetFilter4dDescriptor(s.w.get(), type, CUDNN_TENSOR_NCHW, i(num_output_),
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(s.w.get(), type, s.format(), i(num_output_),
                                          i(g.channels / group_), i(g.kernel_h), i(g.kernel_w)));
   // The sums run in T (fp32 for 16-bit operands).
   CUDNN_CHECK(cudnnSetConvolution2dDescriptor(s.conv.get(), i(g.pad_h), i(g.pad_w), i(g.stride_h),
@@ -41,11 +46,11 @@ LayerBackendState& ConvolutionLayer<T>::cuda_state(const Blob<T>& bottom, const 
     this->fail(cat("cuDNN computes the output shape ", shape_string(Shape(dims, dims + 4)),
                    ", the layer ", shape_string(out)));
   const CudaOptions& options = cuda_options();
-  described(
-      s, in,
-      {static_cast<int64_t>(sizeof(T)), in[0], in[1], in[2], in[3], num_output_, g.kernel_h,
-       g.kernel_w, g.pad_h, g.pad_w, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, group_,
-       options.tf32, options.deterministic, static_cast<int64_t>(options.workspace_limit_bytes)});
+  described(s, in,
+            {static_cast<int64_t>(sizeof(T)), in[0], in[1], in[2], in[3], num_output_, g.kernel_h,
+             g.kernel_w, g.pad_h, g.pad_w, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w,
+             group_, options.tf32, options.deterministic,
+             static_cast<int64_t>(options.workspace_limit_bytes), int64_t{last}});
   return s;
 }
 
@@ -59,8 +64,9 @@ void ConvolutionLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& 
                 weights = this->params_[0]->count();
   const HalfOperands o =
       s.half() ? half_operands(stream, inputs, outputs, weights) : HalfOperands{};
-  const void* x = operand_for(s.half(), stream, bottom[0]->data(), o.input, inputs);
-  const void* w = operand_for(s.half(), stream, this->params_[0]->data(), o.weights, weights);
+  const void* x = operand_for(s.half(), stream, bottom[0]->data(), o.input, inputs, s.x_layout);
+  const void* w =
+      operand_for(s.half(), stream, this->params_[0]->data(), o.weights, weights, s.w_layout);
   void* y = result_for(s.half(), top[0]->mutable_data(), o.output);
   if (!s.forward)
     s.forward = cached_conv_algorithm(ConvPass::Forward, this->device().index(), s.problem, [&] {
@@ -72,7 +78,8 @@ void ConvolutionLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& 
                                       cudnnConvolutionFwdAlgo_t(s.forward->algo),
                                       stream_workspace(stream, s.forward->workspace),
                                       s.forward->workspace, &zero, s.y.get(), y));
-  land(s.half(), stream, o.output, top[0]->mutable_data(), outputs, /*accumulate=*/false);
+  land(s.half(), stream, o.output, top[0]->mutable_data(), outputs, /*accumulate=*/false,
+       s.y_layout);
   if (bias_term_)
     CUDNN_CHECK(cudnnAddTensor(h, &one, s.bias.get(), this->params_[1]->data(), &one,
                                s.output.get(), top[0]->mutable_data()));
@@ -93,8 +100,8 @@ void ConvolutionLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>&
                 weights = this->params_[0]->count();
   const HalfOperands o =
       s.half() ? half_operands(stream, inputs, outputs, weights) : HalfOperands{};
-  const void* x = operand_for(s.half(), stream, bottom[0]->data(), o.input, inputs);
-  const void* dy = operand_for(s.half(), stream, top[0]->diff(), o.output, outputs);
+  const void* x = operand_for(s.half(), stream, bottom[0]->data(), o.input, inputs, s.x_layout);
+  const void* dy = operand_for(s.half(), stream, top[0]->diff(), o.output, outputs, s.y_layout);
   void* dw = result_for(s.half(), this->params_[0]->mutable_diff(), o.weights);
   if (!s.backward_filter)
     s.backward_filter =
@@ -109,11 +116,13 @@ void ConvolutionLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>&
       cudnnConvolutionBwdFilterAlgo_t(s.backward_filter->algo),
       stream_workspace(stream, s.backward_filter->workspace), s.backward_filter->workspace,
       s.half() ? &zero : &one, s.w.get(), dw));
-  land(s.half(), stream, o.weights, this->params_[0]->mutable_diff(), weights, /*accumulate=*/true);
+  land(s.half(), stream, o.weights, this->params_[0]->mutable_diff(), weights, /*accumulate=*/true,
+       s.w_layout);
   if (!propagate_down[0]) return;
   // The weights' copy takes the slot the weight gradient's left (in stream order), the input
   // gradient's the input's.
-  const void* w = operand_for(s.half(), stream, this->params_[0]->data(), o.weights, weights);
+  const void* w =
+      operand_for(s.half(), stream, this->params_[0]->data(), o.weights, weights, s.w_layout);
   void* dx = result_for(s.half(), bottom[0]->mutable_diff(), o.input);
   if (!s.backward_data)
     s.backward_data =
@@ -127,7 +136,8 @@ void ConvolutionLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>&
       cudnnConvolutionBwdDataAlgo_t(s.backward_data->algo),
       stream_workspace(stream, s.backward_data->workspace), s.backward_data->workspace, &zero,
       s.x.get(), dx));
-  land(s.half(), stream, o.input, bottom[0]->mutable_diff(), inputs, /*accumulate=*/false);
+  land(s.half(), stream, o.input, bottom[0]->mutable_diff(), inputs, /*accumulate=*/false,
+       s.x_layout);
 }
 
 CGDP_INSTANTIATE_CUDA_LAYER(ConvolutionLayer)

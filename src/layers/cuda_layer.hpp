@@ -50,13 +50,15 @@ void copy_rows(Stream& stream, T* dst, int64_t dst_pitch, const T* src, int64_t 
                                cudaMemcpyDeviceToDevice, native_stream(stream)));
 }
 
-// A fully packed NCHW tensor of `n` x `c` x `h` x `w` elements of `type` (T's by default).
+// A fully packed `n` x `c` x `h` x `w` tensor of `type` (T's by default), NCHW unless `format`
+// says NHWC.
 template <typename T>
 void set_tensor(const Layer<T>& layer, TensorDescriptor& desc, int64_t n, int64_t c, int64_t h,
-                int64_t w, cudnnDataType_t type = cudnn_data_type<T>()) {
+                int64_t w, cudnnDataType_t type = cudnn_data_type<T>(),
+                cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW) {
   CUDNN_CHECK(cudnnSetTensor4dDescriptor(
-      desc.get(), CUDNN_TENSOR_NCHW, type, as_int(layer, n, "dimension"),
-      as_int(layer, c, "dimension"), as_int(layer, h, "dimension"), as_int(layer, w, "dimension")));
+      desc.get(), format, type, as_int(layer, n, "dimension"), as_int(layer, c, "dimension"),
+      as_int(layer, h, "dimension"), as_int(layer, w, "dimension")));
 }
 
 }  // namespace cgdp

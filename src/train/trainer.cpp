@@ -79,7 +79,8 @@ std::string precision_note(Net<float>& net) {
     return cat("cgdp: precision ", to_string(p), ": ", multiplying,
                " multiplying layers on cuDNN's and cuBLAS's tensor cores, their operands narrowed "
                "to ",
-               to_string(p), " at each call", rest);
+               to_string(p), " at each call",
+               channel_blocks_enabled() ? " (convolutions' channels last)" : "", rest);
   const std::string rounded =
       cat(multiplying - native, " on fp32 kernels with their operands rounded to ", to_string(p));
   const std::string kernels =
