@@ -165,8 +165,9 @@ TEST_P(Layer16, MatchesItsFp32TwinWithinTheRoundingOfItsOperands) {
                          2 * u + u * u + n * std::ldexp(1.0, -23), atol);
 }
 
-// The same layers on cuDNN's and cuBLAS's 16-bit kernels against the CPU's fp32 twin; the
-// convolutions' 16-bit operands channels last (the default) and, under `--layout nchw`, as NCHW.
+// The same layers on cuDNN's and cuBLAS's 16-bit kernels against the CPU's fp32 twin, under
+// `--layout fastest` (convolutions with channels in 8s take their operands channels last) and
+// `--layout nchw`.
 class Layer16OnCuda : public ::testing::TestWithParam<std::tuple<Layer16Case, Precision, bool>> {
  protected:
   static void SetUpTestSuite() {
@@ -222,12 +223,18 @@ std::vector<Layer16Case> layer16_cases() {
            kFillers, " }"),
        {2, 16, 9, 9},
        8 * 9},
-      // More channels and positions than the 32 x 32 tiles that lay CUDA's operands channels last.
-      {"Convolution_c40_s6_o36_k3_p1",
-       cat("type: 'Convolution' convolution_param { num_output: 36 kernel_size: 3 pad: 1 ",
+      // Channels in 8s, so CUDA lays its operands channels last: more channels and positions than
+      // the 32 x 32 tiles that transpose them; and in groups.
+      {"Convolution_c40_s6_o48_k3_p1",
+       cat("type: 'Convolution' convolution_param { num_output: 48 kernel_size: 3 pad: 1 ",
            kFillers, " }"),
        {2, 40, 6, 6},
-       40 * 9},
+       48 * 9},
+      {"Convolution_c32_s7_o16_k3_g2",
+       cat("type: 'Convolution' convolution_param { num_output: 16 kernel_size: 3 group: 2 ",
+           kFillers, " }"),
+       {2, 32, 7, 7},
+       16 * 9},
       {"Deconvolution_c4_s5_o6_k3_s2",
        cat("type: 'Deconvolution' convolution_param { num_output: 6 kernel_size: 3 stride: 2 ",
            kFillers, " }"),
@@ -259,7 +266,7 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(Precision::kBf16, Precision::kFp16), ::testing::Bool()),
     [](const ::testing::TestParamInfo<std::tuple<Layer16Case, Precision, bool>>& info) {
       return cat(std::get<0>(info.param).name, "_", to_string(std::get<1>(info.param)),
-                 std::get<2>(info.param) ? "_nhwc" : "_nchw");
+                 std::get<2>(info.param) ? "_fastest" : "_nchw");
     });
 
 TEST(RoundToPrecision, RoundsToNearestEvenAndKeepsInfAndNan) {

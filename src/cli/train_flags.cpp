@@ -178,15 +178,15 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
                   "kernels read, NHWC or 16-channel blocks, through the pooling, LRN, BatchNorm, "
                   "Scale, ReLU, Eltwise, Split and Concat layers between them) or nchw (Caffe's "
                   "layout everywhere: a reorder at each oneDNN convolution's edges). CUDA in "
-                  "bf16/fp16: fastest hands cuDNN its operands channels last (NHWC), nchw as "
-                  "they are")
+                  "bf16/fp16: fastest hands cuDNN a convolution's operands channels last (NHWC) "
+                  "when its channels come in 8s, nchw as they are")
       ->capture_default_str()
       ->check(CLI::IsMember({"fastest", "nchw"}));
   cmd->add_option("--precision", c.precision,
-                  "CPU: fp32, bf16 or fp16: convolutions, deconvolutions and inner products "
-                  "multiply 16-bit operands with fp32 sums (oneDNN's bf16 kernels on AVX512_BF16 "
-                  "CPUs; elsewhere fp32 kernels on rounded operands: a 16-bit run's numbers, not "
-                  "its speed)")
+                  "fp32, bf16 or fp16: convolutions, deconvolutions and inner products "
+                  "multiply 16-bit operands with fp32 sums (CUDA: cuDNN's and cuBLAS's tensor "
+                  "cores; CPU: oneDNN's bf16 kernels on AVX512_BF16 CPUs, elsewhere fp32 kernels "
+                  "on rounded operands: a 16-bit run's numbers, not its speed)")
       ->capture_default_str();
   cmd->add_option(
          "--loss-scale", c.loss_scale,

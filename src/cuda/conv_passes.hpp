@@ -49,10 +49,12 @@ struct ConvCuda final : LayerBackendState {
   }
 };
 
-// Whether a convolution's 16-bit operands go channels last: always in 16 bits, unless `--layout
-// nchw` asks for Caffe's layout everywhere (a fallback, and the twin tests compare against).
-inline bool conv_channels_last(ConvOperands operands) {
-  return operands == ConvOperands::kHalf && channel_blocks_enabled();
+// Whether a convolution's 16-bit operands go channels last: in 16 bits when each group's input
+// and output channels come in the 8s that cuDNN's NHWC tensor-core kernels read (16 bytes),
+// unless `--layout nchw` asks for Caffe's layout everywhere. A first layer's 3 channels stay NCHW.
+inline bool conv_channels_last(ConvOperands operands, int64_t group_inputs, int64_t group_outputs) {
+  return operands == ConvOperands::kHalf && channel_blocks_enabled() && group_inputs % 8 == 0 &&
+         group_outputs % 8 == 0;
 }
 
 // The operands a layer of T multiplies under layer_precision(), and their cuDNN type.

@@ -22,7 +22,7 @@ LayerBackendState& ConvolutionLayer<T>::cuda_state(const Blob<T>& bottom, const 
   const Shape& in = bottom.shape();
   const Shape& out = top.shape();
   s.operands = conv_operands<T>();
-  const bool last = conv_channels_last(s.operands);
+  const bool last = conv_channels_last(s.operands, g.channels / group_, num_output_ / group_);
   s.x_layout = {last, in[0], in[1], in[2] * in[3]};
   s.y_layout = {last, out[0], out[1], out[2] * out[3]};
   s.w_layout = {last, num_output_, g.channels / group_, g.kernel_h * g.kernel_w};
