@@ -35,6 +35,9 @@ namespace {
 
 constexpr int kHeartbeatMs = 1000;
 constexpr auto kPollSlice = std::chrono::milliseconds(50);  // how soon stop() is noticed
+// Messages (or connection events) handled in a row before the loop looks at the other socket and
+// at stop().
+constexpr int kPerPass = 256;
 
 void check_config(const ShardConfig& c) {
   if (c.num_hosts < 1)
@@ -212,7 +215,11 @@ void ShardServer::Impl::record_error(const std::string& what) {
 }
 
 void ShardServer::Impl::log_events() {
-  while (auto e = monitor_->next()) {
+  // A bounded number, as serve_router(): strangers' connection events cannot keep the hosts'
+  // messages waiting.
+  for (int i = 0; i < kPerPass; ++i) {
+    const auto e = monitor_->next();
+    if (!e) return;
     config_.log(cat("connection on ", e->endpoint, ": ", event_name(e->event),
                     e->event == ZMQ_EVENT_DISCONNECTED
                         ? cat(" (the peer left, or sent a frame over ",
@@ -223,7 +230,7 @@ void ShardServer::Impl::log_events() {
 
 void ShardServer::Impl::serve_router() {
   // Drain what is queued, but come back to the monitor and stop() now and then.
-  for (int i = 0; i < 256 && !stopping_; ++i) {
+  for (int i = 0; i < kPerPass && !stopping_; ++i) {
     std::vector<zmq::message_t> frames;
     if (!zmq::recv_multipart(router_, std::back_inserter(frames), zmq::recv_flags::dontwait))
       return;
