@@ -108,7 +108,8 @@ TEST_F(PredictCli, TableShowsLayersSchemesAndBestPlans) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* part :
        {"conv1", "relu1", "fc2", "param bytes", "cgdp --chunk layer", "ps0", "T_O", "T'_O",
-        "best plan (exact search): --chunk ", "best equal-size plan (paper, K = 1..4): --chunk "})
+        "best plan (exact search): --chunk ", "best equal-size plan (paper, K = 1..4): --chunk ",
+        " ms per iteration, T(1)/T(2) = "})
     EXPECT_NE(r.output.find(part), std::string::npos) << part << " in " << r.output;
 }
 
@@ -138,6 +139,11 @@ TEST_F(PredictCli, BestPlanPastedBackPredictsWhatTheSearchSaid) {
   EXPECT_NEAR(simulated, best_us, 1e-9 * best_us) << best;
   EXPECT_LE(best_us, j["cgdp"]["simulated"]["iteration_us"].get<double>() * (1 + 1e-12));
   EXPECT_LE(best_us, j["best_equal_size"]["iteration_us"].get<double>() * (1 + 1e-12));
+  // Each plan's weak-scaling efficiency is T(1) over its own iteration.
+  const double single = j["cgdp"]["single_worker_iteration_us"];
+  EXPECT_DOUBLE_EQ(j["best"]["weak_scaling_efficiency"].get<double>(), single / best_us);
+  EXPECT_GE(j["best"]["weak_scaling_efficiency"].get<double>(),
+            j["cgdp"]["weak_scaling_efficiency"].get<double>() * (1 - 1e-12));
   EXPECT_EQ(j["equal_size"].size(), 4u);
 }
 

@@ -232,11 +232,13 @@ Json formula_json(const FormulaPrediction& f) {
           {"iteration_us", f.iteration_us}};
 }
 
-Json choice_json(const PlanChoice& c) {
+// With T(1) of weak scaling (`single_worker_us`), the plan's T(1)/T(N).
+Json choice_json(const PlanChoice& c, double single_worker_us) {
   return {{"chunk", c.spec},
           {"chunks", c.plan.chunks.size()},
           {"exchange_end_us", c.exchange_end_us},
-          {"iteration_us", c.iteration_us}};
+          {"iteration_us", c.iteration_us},
+          {"weak_scaling_efficiency", single_worker_us / c.iteration_us}};
 }
 
 // Stage `name`'s time in chunk `t` (0 when the chunk has no such stage).
@@ -290,7 +292,8 @@ Json to_json(const Prediction& p, const PredictOptions& opt) {
                       {"chunk", chunk[i] < 0 ? Json() : Json(chunk[i])}});
   }
   Json equal = Json::array();
-  for (const PlanChoice& c : p.search.equal_size) equal.push_back(choice_json(c));
+  for (const PlanChoice& c : p.search.equal_size)
+    equal.push_back(choice_json(c, p.single_worker_us));
   Json j = {{"model", p.model},
             {"profile", opt.profile},
             {"devices", p.inputs.devices},
@@ -312,8 +315,8 @@ Json to_json(const Prediction& p, const PredictOptions& opt) {
             {"ps0", p.has_ps0() ? Json{{"simulated", phases_json(p.ps0)},
                                        {"formula", formula_json(p.ps0_formula)}}
                                 : Json{{"error", kNoPs0}}},
-            {"best", choice_json(p.search.best)},
-            {"best_equal_size", choice_json(p.search.best_equal_size)},
+            {"best", choice_json(p.search.best, p.single_worker_us)},
+            {"best_equal_size", choice_json(p.search.best_equal_size, p.single_worker_us)},
             {"equal_size", equal}};
   if (!p.has_ps0()) add_hosts_json(j, p);
   if (p.loader) j["loader"] = loader_json(*p.loader, *p.profile.loader);
@@ -421,11 +424,19 @@ void print_report(const Prediction& p, const PredictOptions& opt) {
   if (opt.formula) print_formulas(p, cgdp_name);
   const PlanChoice& best = p.search.best;
   const PlanChoice& equal = p.search.best_equal_size;
-  std::printf("best plan (%s): --chunk %s  %.3f ms per iteration (%s)\n",
+  // With several workers, each plan's weak-scaling efficiency beside its time.
+  auto efficiency = [&](const PlanChoice& c) {
+    return p.inputs.devices > 1 ? cat(", T(1)/T(", p.inputs.devices,
+                                      ") = ", fixed(p.single_worker_us / c.iteration_us, 3))
+                                : std::string();
+  };
+  std::printf("best plan (%s): --chunk %s  %.3f ms per iteration%s (%s)\n",
               p.search.exact ? "exact search" : "search cut to its most promising states",
-              best.spec.c_str(), ms(best.iteration_us), describe(best.plan, p.params).c_str());
-  std::printf("best equal-size plan (paper, K = 1..%d): --chunk %s  %.3f ms per iteration\n",
-              p.inputs.num_params(), equal.spec.c_str(), ms(equal.iteration_us));
+              best.spec.c_str(), ms(best.iteration_us), efficiency(best).c_str(),
+              describe(best.plan, p.params).c_str());
+  std::printf("best equal-size plan (paper, K = 1..%d): --chunk %s  %.3f ms per iteration%s\n",
+              p.inputs.num_params(), equal.spec.c_str(), ms(equal.iteration_us),
+              efficiency(equal).c_str());
   if (p.loader) print_loader(*p.loader, *p.profile.loader, p.cgdp.iteration_us);
   if (opt.device_memory_gb > 0 && !p.offload)
     std::printf("offload: the run fits --device-memory-gb %g as it is\n", opt.device_memory_gb);

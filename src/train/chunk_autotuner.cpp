@@ -11,12 +11,6 @@ namespace cgdp {
 
 namespace {
 
-std::string fixed(double value, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
-  return buf;
-}
-
 // Seconds, or milliseconds below one second (tiny models search in milliseconds).
 std::string wall_time(double ms) {
   return std::abs(ms) < 1e3 ? fixed(ms, 1) + " ms" : fixed(ms / 1e3, 2) + " s";

@@ -10,16 +10,6 @@
 
 namespace cgdp {
 
-namespace {
-
-std::string fixed(double value, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
-  return buf;
-}
-
-}  // namespace
-
 std::string format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const auto s = static_cast<long long>(seconds + 0.5);
