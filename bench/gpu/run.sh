@@ -34,7 +34,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 carry=build-gpu/carry
 binaries=(cgdp gpu_copy_bench cuda_device_test cuda_layers_test cuda_net_test precision16_test train_test
-          cgdp_equivalence_test fc_exchange_test activation_plan_test host_aggregate_bench)
+          cgdp_equivalence_test fc_exchange_test activation_plan_test host_aggregate_bench
+          cublas_library_test)
 
 die() { echo "bench/gpu/run.sh: $*" >&2; exit 1; }
 
@@ -120,6 +121,10 @@ print(":".join(sorted({os.path.dirname(f) for d in nvidia.__path__
   local missing
   missing=$(ldd "$bin/cgdp" | grep "not found" || true)
   [[ -z $missing ]] || die "cgdp cannot load: $missing"
+  # cuBLAS is opened on first use (src/cuda/cublas_library.cpp), so ldd does not list it.
+  python3 -c 'import ctypes, re, sys
+name = re.search(rb"libcublas\.so\.[0-9]+", open(sys.argv[1], "rb").read()).group().decode()
+ctypes.CDLL(name)' "$bin/cgdp" || die "cgdp cannot open cuBLAS (the soname it names, above)"
   export CGDP_MODELS_DIR=$PWD/models
 }
 
@@ -235,7 +240,7 @@ tests() {
   gpu_setup
   [[ -d $carry/fashion-mnist ]] && export CGDP_FASHION_MNIST=$PWD/$carry/fashion-mnist
   local failed=0
-  for t in cuda_device_test cuda_layers_test cuda_net_test; do
+  for t in cublas_library_test cuda_device_test cuda_layers_test cuda_net_test; do
     "$bin/$t" --gtest_brief=1 || failed=1
   done
   "$bin/precision16_test" --gtest_brief=1 --gtest_filter='*Cuda*' || failed=1
