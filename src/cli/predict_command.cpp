@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cgdp/core/fixed.hpp"
 #include "cgdp/cost/fc_exchange.hpp"
 #include "cgdp/cost/formulas.hpp"
 #include "cgdp/cost/loader_stage.hpp"

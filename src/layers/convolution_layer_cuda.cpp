@@ -3,7 +3,7 @@
 // bias by cudnnAddTensor / cudnnConvolutionBackwardBias. Each pass runs the algorithm cuDNN's own
 // search picked for the shape (src/cuda/conv_algorithms.hpp), within cuda_options()' scratch cap.
 // In bf16/fp16 the passes multiply 16-bit copies of their operands (cuda/half_operands.hpp), laid
-// out channels last (NHWC) unless `--layout nchw`.
+// out channels last (NHWC) where the channels come in 8s (conv_channels_last).
 #include "cgdp/device/cuda_options.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
 #include "cuda/conv_algorithms.hpp"

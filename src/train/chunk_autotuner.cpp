@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/core/fixed.hpp"
 
 namespace cgdp {
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/core/fixed.hpp"
 
 namespace cgdp {
 

@@ -2,7 +2,6 @@
 // into an exit code.
 #pragma once
 
-#include <cstdio>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -16,13 +15,6 @@ std::string cat(Args&&... args) {
   std::ostringstream out;
   (out << ... << std::forward<Args>(args));
   return out.str();
-}
-
-// `value` with `digits` digits after the point ("%.*f"), for messages and tables.
-inline std::string fixed(double value, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
-  return buf;
 }
 
 class Error : public std::runtime_error {
