@@ -17,6 +17,7 @@
 #include "cgdp/device/cuda_options.hpp"
 #include "cgdp/device/devices.hpp"
 #include "cgdp/device/layer_precision.hpp"
+#include "cgdp/layers/convolution_layer.hpp"
 #include "cgdp/solver/loss_scale.hpp"
 #include "cgdp/tensor/channel_blocks.hpp"
 #include "support/layer_case.hpp"
@@ -268,6 +269,35 @@ INSTANTIATE_TEST_SUITE_P(
       return cat(std::get<0>(info.param).name, "_", to_string(std::get<1>(info.param)),
                  std::get<2>(info.param) ? "_fastest" : "_nchw");
     });
+
+// Which convolutions hand cuDNN their 16-bit operands channels last follows from the layer's
+// shape and the run's settings alone, so it is checked here, GPU or not.
+TEST(CudaChannelsLast, WhereEachGroupsChannelsComeInEightsIn16BitsUnlessNchw) {
+  struct Conv {
+    const char* param;
+    Shape bottom;
+    bool last;  // in 16 bits with `--layout fastest`
+  };
+  const std::vector<Conv> convs = {
+      {"num_output: 96 kernel_size: 11 stride: 4", {1, 3, 35, 35}, false},      // 3 input channels
+      {"num_output: 256 kernel_size: 5 pad: 2 group: 2", {1, 96, 9, 9}, true},  // 48 -> 128 a group
+      {"num_output: 8 kernel_size: 3 group: 2", {1, 16, 9, 9}, false},          // 8 -> 4 a group
+      {"num_output: 36 kernel_size: 3", {1, 40, 6, 6}, false},                  // 36 outputs
+      {"num_output: 48 kernel_size: 1", {1, 40, 6, 6}, true}};
+  for (const Precision p : {Precision::kFp32, Precision::kBf16, Precision::kFp16})
+    for (const bool fastest : {true, false}) {
+      const PrecisionScope precision(p);
+      const ScopedChannelBlocks layout(fastest);
+      for (const Conv& c : convs) {
+        Case<float> h(cat("type: 'Convolution' convolution_param { ", c.param, " }"), {c.bottom},
+                      1);
+        h.setup();
+        const auto& conv = dynamic_cast<const ConvolutionLayer<float>&>(*h.layer);
+        EXPECT_EQ(conv.cuda_channels_last(), c.last && p != Precision::kFp32 && fastest)
+            << c.param << " in " << to_string(p) << (fastest ? "" : " with --layout nchw");
+      }
+    }
+}
 
 TEST(RoundToPrecision, RoundsToNearestEvenAndKeepsInfAndNan) {
   // 1 + 2^-8 is halfway between bf16's 1 and 1 + 2^-7: ties go to the even one, 1; 1 + 3*2^-8

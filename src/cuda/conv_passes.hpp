@@ -32,7 +32,7 @@ struct ConvCuda final : LayerBackendState {
   ConvOperands operands = ConvOperands::kFp32;  // what x, w and y hold
   bool layout_blocks = true;                    // and channel_blocks_enabled()
   // x, w and y as the 16-bit copies order them: channels last (HalfLayout) where the convolution
-  // takes them so (conv_channels_last), else as the fp32 blobs.
+  // takes them so (ConvolutionLayer::cuda_channels_last), else as the fp32 blobs.
   HalfLayout x_layout, w_layout, y_layout;
   std::vector<int64_t> problem;  // the algorithm cache's key
   std::optional<ConvAlgorithm> forward, backward_data, backward_filter;
@@ -48,14 +48,6 @@ struct ConvCuda final : LayerBackendState {
     return channels_last() ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   }
 };
-
-// Whether a convolution's 16-bit operands go channels last: in 16 bits when each group's input
-// and output channels come in the 8s that cuDNN's NHWC tensor-core kernels read (16 bytes),
-// unless `--layout nchw` asks for Caffe's layout everywhere. A first layer's 3 channels stay NCHW.
-inline bool conv_channels_last(ConvOperands operands, int64_t group_inputs, int64_t group_outputs) {
-  return operands == ConvOperands::kHalf && channel_blocks_enabled() && group_inputs % 8 == 0 &&
-         group_outputs % 8 == 0;
-}
 
 // The operands a layer of T multiplies under layer_precision(), and their cuDNN type.
 template <typename T>

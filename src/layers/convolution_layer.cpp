@@ -15,6 +15,7 @@
 #include "cgdp/layers/filler.hpp"
 #include "cgdp/layers/relu_layer.hpp"
 #include "cgdp/layers/spatial_param.hpp"
+#include "cgdp/tensor/channel_blocks.hpp"
 #include "layers/rounded_operands.hpp"
 #ifdef CGDP_HAVE_ONEDNN
 #include "layers/onednn_convolution.hpp"
@@ -111,6 +112,12 @@ template <typename T>
 bool ConvolutionLayer<T>::absorb_relu() {
   relu_ = this->device_->kind() == DeviceKind::Cpu;  // cuDNN's path runs the ReLU apart
   return relu_;
+}
+
+template <typename T>
+bool ConvolutionLayer<T>::cuda_channels_last() const {
+  return std::is_same_v<T, float> && is_16_bit(layer_precision()) && channel_blocks_enabled() &&
+         geometry_.channels / group_ % 8 == 0 && group_out_channels() % 8 == 0;
 }
 
 template <typename T>

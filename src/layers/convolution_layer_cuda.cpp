@@ -3,7 +3,7 @@
 // bias by cudnnAddTensor / cudnnConvolutionBackwardBias. Each pass runs the algorithm cuDNN's own
 // search picked for the shape (src/cuda/conv_algorithms.hpp), within cuda_options()' scratch cap.
 // In bf16/fp16 the passes multiply 16-bit copies of their operands (cuda/half_operands.hpp), laid
-// out channels last (NHWC) where the channels come in 8s (conv_channels_last).
+// out channels last (NHWC) where the channels come in 8s (cuda_channels_last).
 #include "cgdp/device/cuda_options.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
 #include "cuda/conv_algorithms.hpp"
@@ -22,7 +22,7 @@ LayerBackendState& ConvolutionLayer<T>::cuda_state(const Blob<T>& bottom, const 
   const Shape& in = bottom.shape();
   const Shape& out = top.shape();
   s.operands = conv_operands<T>();
-  const bool last = conv_channels_last(s.operands, g.channels / group_, num_output_ / group_);
+  const bool last = s.half() && cuda_channels_last();
   s.x_layout = {last, in[0], in[1], in[2] * in[3]};
   s.y_layout = {last, out[0], out[1], out[2] * out[3]};
   s.w_layout = {last, num_output_, g.channels / group_, g.kernel_h * g.kernel_w};

@@ -58,13 +58,18 @@ void use_gemm_convolutions(proto::NetParameter& model) {
 std::string precision_note(Net<float>& net) {
   const Precision p = layer_precision();
   if (p == Precision::kFp32) return "";
-  int multiplying = 0, native = 0;
+  int multiplying = 0, native = 0, convolutions = 0, channels_last = 0;
   for (int i = 0; i < net.num_layers(); ++i) {
     const std::string type = net.layer(i).type();
     if (type != "Convolution" && type != "Deconvolution" && type != "InnerProduct") continue;
     ++multiplying;
+    const auto* conv = dynamic_cast<const ConvolutionLayer<float>*>(&net.layer(i));
+    if (conv) {
+      ++convolutions;
+      channels_last += conv->cuda_channels_last();
+    }
     if (p != Precision::kBf16 || !cpu_has_bf16()) continue;
-    if (const auto* conv = dynamic_cast<const ConvolutionLayer<float>*>(&net.layer(i)))
+    if (conv)
       native += conv->uses_onednn();
     else if (auto* ip = dynamic_cast<InnerProductLayer<float>*>(&net.layer(i)))
       native += ip->runs_bf16_kernels();
@@ -80,7 +85,10 @@ std::string precision_note(Net<float>& net) {
                " multiplying layers on cuDNN's and cuBLAS's tensor cores, their operands narrowed "
                "to ",
                to_string(p), " at each call",
-               channel_blocks_enabled() ? " (convolutions' channels last)" : "", rest);
+               convolutions > 0
+                   ? cat(" (", channels_last, " of ", convolutions, " convolutions' channels last)")
+                   : std::string(),
+               rest);
   const std::string rounded =
       cat(multiplying - native, " on fp32 kernels with their operands rounded to ", to_string(p));
   const std::string kernels =

@@ -51,6 +51,10 @@ class ConvolutionLayer final : public Layer<T> {
   // Whether the CPU passes run on oneDNN (float, built with it, engine not CAFFE, at least
   // kOneDnnMinChannels input channels per group).
   bool uses_onednn() const { return use_onednn_; }
+  // On CUDA in bf16/fp16: whether cuDNN gets the 16-bit operands channels last (NHWC). Where
+  // each group's input and output channels come in the 8s that its NHWC tensor-core kernels read
+  // (16 bytes), unless `--layout nchw` (channel_blocks_enabled) keeps NCHW.
+  bool cuda_channels_last() const;
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
