@@ -116,7 +116,6 @@ class ShardServer::Impl {
   std::vector<std::string> sum_routes_;  // by host: its sum connection's identity, once known
   // By host: sums that completed before its sum connection joined (gathered pieces only).
   std::vector<std::deque<std::pair<MessageHeader, zmq::message_t>>> held_;
-  std::vector<char> said_bye_;
   int64_t max_frame_ = 0;
 
   zmq::context_t context_{1};
@@ -143,7 +142,6 @@ ShardServer::Impl::Impl(ShardConfig config) : config_(std::move(config)) {
     pieces_.emplace_back(config_.num_hosts, p.count, config_.sum_threads, p.owner);
     max_frame_ = std::max<int64_t>(max_frame_, p.count * sizeof(float));
   }
-  said_bye_.assign(config_.num_hosts, 0);
   sum_routes_.assign(config_.num_hosts, "");
   held_.resize(config_.num_hosts);
   router_ = zmq::socket_t(context_, zmq::socket_type::router);
@@ -381,13 +379,15 @@ std::string ShardServer::Impl::check_push(const MessageHeader& h, const Peer* pe
 
 std::string ShardServer::Impl::bye(const MessageHeader& h, const Peer* peer) {
   if (!peer || h.sender != peer->host) return "bye from a connection without hello";
-  if (!said_bye_[peer->host]) {
-    said_bye_[peer->host] = 1;
+  const ShardStats before = stats();  // only this thread adds to hosts_said_bye
+  const std::vector<int>& said = before.hosts_said_bye;
+  const bool first = std::find(said.begin(), said.end(), peer->host) == said.end();
+  if (first) {
     config_.log(cat("host ", peer->host, " (", peer->address, ") said bye"));
     count([&](ShardStats& s) { s.hosts_said_bye.push_back(peer->host); });
   }
   if (config_.stop_when_hosts_leave &&
-      std::all_of(said_bye_.begin(), said_bye_.end(), [](char b) { return b != 0; }))
+      said.size() + (first ? 1 : 0) == static_cast<size_t>(config_.num_hosts))
     stopping_ = true;
   return "";
 }
