@@ -43,7 +43,8 @@ std::vector<PlannedActivation> chain(int n, int64_t bytes) {
   return units;
 }
 
-// No two things alive at one step share a byte: activations, and the packed ones' 16-bit copies.
+// No two things alive at one step share a byte: activations, the packed ones' 16-bit copies, and
+// gradients.
 void expect_disjoint(const ActivationPlan& plan) {
   std::vector<std::pair<std::string, Occupant>> all;
   for (const PlannedActivation& a : plan.activations) {
@@ -51,6 +52,10 @@ void expect_disjoint(const ActivationPlan& plan) {
     if (a.packed)
       all.push_back({a.name + " (16-bit)",
                      {plan.pack_live(a), ActivationPlan::pack_bytes(a), a.pack_offset}});
+  }
+  for (size_t k = 0; k < plan.gradients.size(); ++k) {
+    const PlannedGradient& g = plan.gradients[k];
+    all.push_back({cat("gradient ", k), {{g.live}, g.bytes, g.offset}});
   }
   for (size_t i = 0; i < all.size(); ++i) {
     const auto& [name, a] = all[i];
@@ -108,6 +113,40 @@ TEST(ActivationPlan, CopiesBackStartAsEarlyAsTheArenaAllows) {
   EXPECT_GT(earlier, 0);  // backward frees the deep layers' bytes: the early ones come sooner
 }
 
+// The gradients of chain(n): activation i's is written by layer i + 1's backward and read by
+// layer i's.
+std::vector<PlannedGradient> chain_gradients(int n, int64_t bytes) {
+  std::vector<PlannedGradient> gradients;
+  for (int i = 0; i + 1 < n; ++i) gradients.push_back({bytes, {2 * n - 2 - i, 2 * n - 1 - i}});
+  return gradients;
+}
+
+// Gradients take the bytes of values already dead when backward writes them: a chain needs one
+// activation more for them, not the two of a buffer of their own; with a limit, compute that
+// first writes a gradient where an offloaded value's copy out still reads waits for that copy.
+TEST(ActivationPlan, GradientsShareTheArenaWithDeadValues) {
+  const int n = 12;
+  const ActivationPlan values = plan_activation_arena(chain(n, 1024), 2 * n);
+  const ActivationPlan both =
+      plan_activation_arena(chain(n, 1024), 2 * n, kNoArenaLimit, chain_gradients(n, 1024));
+  expect_disjoint(both);
+  EXPECT_EQ(both.arena_bytes, values.arena_bytes + 1024);
+  const ActivationPlan fit =
+      plan_activation_arena(chain(n, 1024), 2 * n, 8 * 1024, chain_gradients(n, 1024));
+  expect_disjoint(fit);
+  EXPECT_LE(fit.arena_bytes, 8 * 1024);
+  ASSERT_GT(fit.offloaded_count(), 0);
+  for (const PlannedActivation& a : fit.activations) {
+    if (!a.offloaded) continue;
+    const CopyOutWaiters waiters = copy_out_waiters(fit, a);
+    for (const PlannedGradient& g : fit.gradients)
+      if (bytes_overlap(a.offset, a.bytes, g.offset, g.bytes))
+        EXPECT_NE(std::find(waiters.write_steps.begin(), waiters.write_steps.end(), g.live.first),
+                  waiters.write_steps.end())
+            << a.name << "'s bytes, written as a gradient at step " << g.live.first;
+  }
+}
+
 TEST(ActivationPlan, PlacementKeepsLiveBuffersApart) {
   // Odd sizes and lifetimes: first fit must still never overlap two live ones.
   std::vector<Occupant> occupants;
@@ -141,6 +180,30 @@ TEST(ActivationPlan, ANetsArenaIsSmallerThanItsActivations) {
   EXPECT_LT(plan.arena_bytes, sum);
   EXPECT_LT(planned_device.memory_stats().device_bytes, owned_device.memory_stats().device_bytes);
   expect_disjoint(plan);
+}
+
+// A train net plans its activations' gradients in the values' arena: no buffer of their own, and
+// less than the values' arena and that buffer side by side.
+TEST(ActivationPlan, ATrainNetsGradientsLiveInItsArena) {
+  const proto::NetParameter model = load_model(find_model_file("resnet_small"));
+  MeasuringDevice owned_device, planned_device;
+  Net<float> owned(model, Phase::Train, owned_device, 8, 1);
+  Net<float> planned(model, Phase::Train, planned_device, 8, 1, "resnet_small",
+                     ActivationMemory::Planned);
+  planned.plan_activations();
+  const ActivationPlan& plan = planned.activation_plan();
+  EXPECT_EQ(planned.activation_gradient_bytes(), 0);
+  EXPECT_GT(plan.gradients.size(), 5u);
+  expect_disjoint(plan);
+  const ActivationPlan values_alone = plan_activation_arena(plan.activations, plan.steps);
+  EXPECT_LT(plan.arena_bytes, values_alone.arena_bytes + owned.activation_gradient_bytes());
+  for (int i = 0; i < planned.num_layers(); ++i)
+    for (const Blob<float>* top : planned.tops(i))
+      if (top->diff_is_planned()) {
+        const auto* diff = reinterpret_cast<const char*>(top->diff());
+        const auto* arena = static_cast<const char*>(planned.idle_between_passes().ptr);
+        EXPECT_TRUE(diff >= arena && diff < arena + plan.arena_bytes) << planned.layer(i).name();
+      }
 }
 
 // In a 16-bit run what backward reads exactly from 16 bits waits as a 16-bit copy: a chain of such
@@ -271,9 +334,10 @@ void expect_trained_and_resumed(const TrainConfig& c, FILE* sink,
 }
 
 // Offloading moves bytes, never changes them: a ResNet (Splits, Eltwise sums, BatchNorm's kept
-// values) trained within 75% of the memory it needs ends with the very same parameters, and no
-// device ever holds more than its budget; with either scheme. (Its test net, planned by liveness
-// and never offloaded, is much of what so small a net needs: 75% already offloads.)
+// values) trained within 60% of the memory it needs ends with the very same parameters, and no
+// device ever holds more than its budget; with either scheme. (Planned by liveness, values and
+// gradients in one arena, it fits 75% without moving a byte; its test net, never offloaded, is
+// much of what so small a net needs.)
 void expect_offload_changes_no_bit(TrainConfig c) {
   FILE* sink = std::fopen("/dev/null", "w");
   std::vector<float> owned;
@@ -286,7 +350,7 @@ void expect_offload_changes_no_bit(TrainConfig c) {
     needed = device_peak(t, c.device_kind == "cuda");
     EXPECT_FALSE(t.net().activations_planned());
   }
-  const int64_t budget = needed * 3 / 4;
+  const int64_t budget = needed * 3 / 5;
   c.device_memory_gb = static_cast<double>(budget) / (1LL << 30);
   Trainer t(c, sink);
   const double test_loss = t.run().test_loss;  // the test net is planned too
@@ -324,7 +388,7 @@ INSTANTIATE_TEST_SUITE_P(Schemes, Offload, ::testing::Values("cgdp", "ps0"));
 
 // Packing moves bytes, never changes them: resnet_small in 16 bits (BatchNorm's kept values stay
 // fp32, most of the rest waits in 16 bits) trains to the very same bits with packs as with every
-// activation in fp32 memory of its own, on less memory; and again within 75% of that, with fp32
+// activation in fp32 memory of its own, on less memory; and again within 80% of that, with fp32
 // values and 16-bit copies offloaded beside the packs (whose writes wait for those copies out).
 void expect_packing_changes_no_bit(TrainConfig c) {
   FILE* sink = std::fopen("/dev/null", "w");
@@ -354,7 +418,7 @@ void expect_packing_changes_no_bit(TrainConfig c) {
     ASSERT_EQ(got.size(), fp32_kept.size());
     EXPECT_EQ(0, std::memcmp(got.data(), fp32_kept.data(), got.size() * sizeof(float)));
   }
-  const int64_t budget = packed_peak * 3 / 4;
+  const int64_t budget = packed_peak * 4 / 5;
   c.device_memory_gb = static_cast<double>(budget) / (1LL << 30);
   Trainer t(c, sink);
   t.run();
@@ -568,17 +632,18 @@ TEST(OffloadBudget, HistoryGoesToTheHostOnlyWhenActivationsAreNotEnough) {
   EXPECT_FALSE(in_ram.estimate.history_on_host());
 }
 
-// With a profile the cheaper plan wins even when the activations alone would fit: VGG-16 at batch
-// 32 in 3.5 GiB on the H200's links offloads 784 MiB of activations each way, or 392 MiB and
-// stages its 528 MiB of momentum once per step, which costs less.
+// With a profile the cheaper plan wins even when the activations alone would fit: AlexNet at
+// batch 256 in 3.3 GiB on the H200's links offloads 567 MiB of activations each way, or stages
+// its 233 MiB of momentum once per step and offloads none, which costs less.
 TEST(OffloadBudget, WithAProfileTheCheaperPlanWins) {
   const Profile profile =
-      read_profile(cat(testing::source_dir(), "/docs/examples/profile_vgg16_h200.json"));
-  const proto::NetParameter model = load_model(find_model_file("vgg16"));
+      read_profile(cat(testing::source_dir(), "/docs/examples/profile_alexnet_h200.json"));
+  const proto::NetParameter model = load_model(find_model_file("alexnet"));
   const auto estimate = [&](const ActivationMemoryPlan& activations) {
-    return estimate_memory(model, "vgg16", 32, 32, 1, SyncKind::Cgdp, 1, nullptr, "", activations);
+    return estimate_memory(model, "alexnet", 256, 256, 1, SyncKind::Cgdp, 1, nullptr, "",
+                           activations);
   };
-  const int64_t budget = int64_t{7} << 29;  // 3.5 GiB
+  const int64_t budget = int64_t{53} << 26;  // 3,392 MiB
   const FittedMemory plain = fit_offload(estimate, DeviceKind::Cpu, 0, budget, BudgetScope::Device);
   ASSERT_FALSE(plain.estimate.history_on_host());  // without a profile: activations first
   ASSERT_LE(needed_bytes(plain.estimate, DeviceKind::Cpu, 0, BudgetScope::Device), budget);

@@ -124,6 +124,20 @@ TEST_F(HugeNet, IsMeasuredWithoutCommittingItsMemory) {
   EXPECT_LT(resident_bytes() - before, 64 << 20) << "measuring touched the net's memory";
 }
 
+// What a CPU layer keeps from forward for backward is device memory, counted as its scratch and
+// never committed while measuring: AlexNet at batch 256 keeps its two LRNs' scales (297 and 191
+// MB) and its three max poolings' argmax (125 MB).
+TEST(LayerScratch, IsCountedAndMeasuredWithoutCommittingIt) {
+  const int64_t before = resident_bytes();
+  const MemoryEstimate m = estimate_memory(load_model(find_model_file("alexnet")), "alexnet", 256,
+                                           1, 1, SyncKind::Local);
+  const int64_t lrn = 256 * (96 * 55 * 55 + 256 * 27 * 27) * int64_t{sizeof(float)};
+  const int64_t argmax =
+      256 * (96 * 27 * 27 + 256 * 13 * 13 + 256 * 6 * 6) * int64_t{sizeof(int32_t)};
+  EXPECT_GE(m.scratch, lrn + argmax);
+  EXPECT_LT(resident_bytes() - before, 64 << 20) << "measuring touched the layers' memory";
+}
+
 TEST_F(HugeNet, IsRefusedBeforeAnyAllocationNamingTheLargestParts) {
   const std::string cmd = cat(testing::binary_dir(), "/cgdp train --model ", path_,
                               " --data synthetic:1,1,100000,10 --iterations 1 2>&1");

@@ -158,6 +158,36 @@ TEST(MemoryPlan, ATestNetRunsInTheTrainNetsIdleGradientBuffer) {
   EXPECT_TRUE(std::isfinite(own.loss()));
 }
 
+// A second test net that needs more idle bytes than the first grows the lender's buffer: the
+// first one's activations follow it there instead of staying in the bytes it freed, and it
+// computes what a test net with an arena of its own does.
+TEST(MemoryPlan, TestNetsBorrowingInTurnAllRunInTheGrownIdleBuffer) {
+  const auto model = parse_model(bn_scale_net("scaled"), "m.prototxt");
+  CpuDevice device(0);
+  Net<double> train(model, Phase::Train, device, kBatch, 7, "m.prototxt");
+  const auto small = make_test_net(model, train, device, kBatch, 7, "m.prototxt");
+  const auto large = make_test_net(model, train, device, 16 * kBatch, 7, "m.prototxt");
+  Net<double> own(model, Phase::Test, device, kBatch, 7, "m.prototxt", ActivationMemory::Planned,
+                  &train);
+  own.plan_activations();
+  gradients(train);  // a pass: its gradients now fill the borrowed bytes
+  for (Net<double>* net : {small.get(), &own}) {
+    std::mt19937 gen(5);
+    std::normal_distribution<double> normal;
+    for (double& v : net->input_data().mutable_data_span()) v = normal(gen);
+    for (int i = 0; i < kBatch; ++i) net->input_label()->mutable_data()[i] = (i + 1) % 3;
+    net->forward({Phase::Test, nullptr, 1, 0, 0});
+  }
+  const auto idle = train.idle_between_passes();
+  const auto* begin = static_cast<const char*>(idle.ptr);
+  for (Net<double>* net : {small.get(), large.get()}) {
+    const auto* values = reinterpret_cast<const char*>(net->input_data().data());
+    EXPECT_TRUE(values >= begin && values < begin + idle.bytes) << "outside the lender's bytes";
+  }
+  EXPECT_EQ(small->loss(), own.loss());
+  EXPECT_TRUE(std::isfinite(own.loss()));
+}
+
 // The values held on the host reach the flat buffer: two builds from one seed hold the same
 // parameters, and not zeros.
 TEST(MemoryPlan, ParametersHeldOnTheHostReachTheFlatBuffer) {

@@ -123,8 +123,8 @@ void LRNLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
   shape_ = bottom[0]->shape();
   top[0]->reshape(shape_);
   if (this->device().kind() != DeviceKind::Cpu) return;  // the CUDA half keeps its own scratch
-  scale_.resize(static_cast<size_t>(bottom[0]->count()));
-  work_.resize(across_channels_ ? 0 : scale_.size());
+  scale_.reshape(shape_);
+  work_.reshape(across_channels_ ? Shape{0} : shape_);
 }
 
 template <typename T>
@@ -164,7 +164,7 @@ void LRNLayer<T>::forward_across(const T* in, T* out) {
         for (int64_t j = 0; j < width; ++j)
           squares[c * kTile + j] = in[base + c * plane + j] * in[base + c * plane + j];
       for (int64_t c = 0; c < channels; ++c) {
-        T* scale = scale_.data() + base + c * plane;
+        T* scale = scale_.mutable_data() + base + c * plane;
         channel_window(squares.data(), std::max<int64_t>(c - half, 0),
                        std::min(c + half, channels - 1), width, scale);
 #pragma omp simd
@@ -181,6 +181,7 @@ void LRNLayer<T>::backward_across(const T* in, const T* out, const T* out_diff, 
   const int64_t channels = shape_[1], plane = shape_[2] * shape_[3], half = (size_ - 1) / 2;
   const int64_t tiles = (plane + kTile - 1) / kTile;
   const T factor = -2 * alpha_over_n_ * beta_;
+  const T* scale = scale_.data();
 #pragma omp parallel
   {
     std::vector<T> ratios(static_cast<size_t>(channels * kTile));
@@ -192,7 +193,7 @@ void LRNLayer<T>::backward_across(const T* in, const T* out, const T* out_diff, 
         const int64_t at = base + c * plane;
 #pragma omp simd
         for (int64_t j = 0; j < width; ++j)
-          ratios[c * kTile + j] = out_diff[at + j] * out[at + j] / scale_[at + j];
+          ratios[c * kTile + j] = out_diff[at + j] * out[at + j] / scale[at + j];
       }
       for (int64_t c = 0; c < channels; ++c) {
         const int64_t at = base + c * plane;
@@ -201,7 +202,7 @@ void LRNLayer<T>::backward_across(const T* in, const T* out, const T* out_diff, 
                        std::min(c + half, channels - 1), width, sum);
 #pragma omp simd
         for (int64_t j = 0; j < width; ++j) sum[j] *= factor * in[at + j];
-        times_inverse_power<true>(scale_.data() + at, beta_, out_diff + at, sum, width);
+        times_inverse_power<true>(scale + at, beta_, out_diff + at, sum, width);
       }
     }
   }
@@ -213,7 +214,7 @@ void LRNLayer<T>::forward_blocked(const T* in, T* out, int64_t block) {
   const auto square = [in](int64_t e) { return in[e] * in[e]; };
   const auto normalise = [&](auto run, int64_t positions, const T* window) {
     for (int64_t c0 = 0; c0 < channels; c0 += block) {
-      T* scale = scale_.data() + run(c0);
+      T* scale = scale_.mutable_data() + run(c0);
       for (int64_t r = 0; r < positions; ++r)
 #pragma omp simd
         for (int64_t b = 0; b < block; ++b)
@@ -254,15 +255,16 @@ void LRNLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom, const
   if (block > 1) return forward_blocked(in, out, block);
   if (across_channels_) return forward_across(in, out);
   const int64_t count = bottom[0]->count();
+  T* squares = work_.mutable_data();
+  T* scale = scale_.mutable_data();
 #pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < count; ++i) work_[i] = in[i] * in[i];
-  window_sum(work_.data(), scale_.data());
+  for (int64_t i = 0; i < count; ++i) squares[i] = in[i] * in[i];
+  window_sum(squares, scale);
 #pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < count; ++i) scale_[i] = k_ + alpha_over_n_ * scale_[i];
+  for (int64_t i = 0; i < count; ++i) scale[i] = k_ + alpha_over_n_ * scale[i];
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < count; i += kTile) {
-    times_inverse_power<false>(scale_.data() + i, beta_, in + i, out + i,
-                               std::min(kTile, count - i));
+    times_inverse_power<false>(scale + i, beta_, in + i, out + i, std::min(kTile, count - i));
   }
 }
 
@@ -278,16 +280,18 @@ void LRNLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
   if (block > 1) return backward_blocked(in, out, out_diff, in_diff, block);
   if (across_channels_) return backward_across(in, out, out_diff, in_diff);
   const int64_t count = bottom[0]->count();
+  T* ratios = work_.mutable_data();
+  const T* scale = scale_.data();
 #pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < count; ++i) work_[i] = out_diff[i] * out[i] / scale_[i];
+  for (int64_t i = 0; i < count; ++i) ratios[i] = out_diff[i] * out[i] / scale[i];
   // in_diff holds the window sums until the last pass turns them into the gradient.
-  window_sum(work_.data(), in_diff);
+  window_sum(ratios, in_diff);
   const T factor = -2 * alpha_over_n_ * beta_;
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < count; ++i) in_diff[i] *= factor * in[i];
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < count; i += kTile) {
-    times_inverse_power<true>(scale_.data() + i, beta_, out_diff + i, in_diff + i,
+    times_inverse_power<true>(scale + i, beta_, out_diff + i, in_diff + i,
                               std::min(kTile, count - i));
   }
 }

@@ -89,7 +89,7 @@ void PoolingLayer<T>::forward_blocked(const Blob<T>& bottom, Blob<T>& top) {
 #endif
     const T* image = in + n * in_image;
     T* pooled = out + n * out_image;
-    int32_t* argmax = max_ ? argmax_.data() + n * out_image : nullptr;
+    int32_t* argmax = max_ ? argmax_data() + n * out_image : nullptr;
     T* tile = tiles_.data() + t * kMaxLanes * plane;
     int32_t* tile_argmax = tile_argmax_.data() + t * kMaxLanes * plane;
     auto run = [&]<int kLanes>() {
@@ -206,7 +206,7 @@ void PoolingLayer<T>::backward_blocked(const Blob<T>& top, Blob<T>& bottom) cons
   for (int64_t n = 0; n < images; ++n) {
     const T* src = out_diff + n * out_image;
     T* dst = in_diff + n * in_image;
-    const int32_t* argmax = max_ ? argmax_.data() + n * out_image : nullptr;
+    const int32_t* argmax = max_ ? argmax_data() + n * out_image : nullptr;
     std::fill(dst, dst + in_image, T(0));
     // Each input element receives its outputs' shares in the plain path's order: (ph, pw) rising.
     for (int64_t c = 0; c < channels_; ++c) {

@@ -74,8 +74,9 @@ void PoolingLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
   }
   top[0]->reshape({in.shape(0), in.shape(1), pooled_h_, pooled_w_});
   // The CUDA half keeps its argmax on the device (pooling_layer_cuda.cpp).
-  if (max_ && this->device().kind() == DeviceKind::Cpu)
-    argmax_.resize(static_cast<size_t>(top[0]->count()));
+  const auto argmax_bytes = static_cast<size_t>(top[0]->count()) * sizeof(int32_t);
+  if (max_ && this->device().kind() == DeviceKind::Cpu && argmax_.bytes() < argmax_bytes)
+    argmax_ = DeviceBuffer(this->device(), argmax_bytes);
 }
 
 template <typename T>
@@ -227,7 +228,7 @@ void PoolingLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < planes; ++i) {
     if (max_) {
-      max_plane(in + i * in_plane, out + i * out_plane, argmax_.data() + i * out_plane);
+      max_plane(in + i * in_plane, out + i * out_plane, argmax_data() + i * out_plane);
     } else {
       average_plane(in + i * in_plane, out + i * out_plane);
     }
@@ -251,7 +252,7 @@ void PoolingLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
     const T* src = out_diff + i * out_plane;
     std::fill(dst, dst + in_plane, T(0));
     if (max_) {
-      const int32_t* argmax = argmax_.data() + i * out_plane;
+      const int32_t* argmax = argmax_data() + i * out_plane;
       for (int64_t o = 0; o < out_plane; ++o)
         if (argmax[o] >= 0) dst[argmax[o]] += src[o];
       continue;

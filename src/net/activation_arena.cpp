@@ -1,5 +1,5 @@
-// Net::plan_activations: which steps touch each activation's values, the plan
-// (activation_plan.cpp), and the arena's memory bound to the blobs.
+// Net::plan_activations: which steps touch each activation's values and gradient, the plan
+// (activation_plan.cpp), and the arena's memory bound to the blobs; lending it between passes.
 #include <algorithm>
 #include <climits>
 #include <map>
@@ -21,10 +21,64 @@ typename Net<T>::IdleBytes Net<T>::idle_between_passes() {
 template <typename T>
 void Net<T>::reserve_idle_bytes(int64_t bytes) {
   if (idle_between_passes().bytes >= bytes) return;
-  activation_diffs_.reset();  // dead between passes: nothing to copy, and no moment with both
-  activation_diffs_ = DeviceBuffer(*device_, static_cast<size_t>(bytes));
-  T* base = static_cast<T*>(activation_diffs_.get());
-  for (const auto& [blob, offset] : activation_diff_offsets_) blob->bind_diff(base + offset);
+  // Dead between passes: nothing to copy, and no moment with both buffers.
+  if (arena_gradients_.empty()) {
+    activation_diffs_.reset();
+    activation_diffs_ = DeviceBuffer(*device_, static_cast<size_t>(bytes));
+    T* base = static_cast<T*>(activation_diffs_.get());
+    for (const auto& [blob, offset] : activation_diff_offsets_) blob->bind_diff(base + offset);
+  } else {
+    activation_arena_.reset();
+    activation_arena_ = DeviceBuffer(*device_, static_cast<size_t>(bytes));
+    bind_arena();
+  }
+  for (Net* borrower : borrowers_) borrower->bind_arena();
+}
+
+template <typename T>
+Net<T>::~Net() {
+  if (lender_) std::erase(lender_->borrowers_, this);
+  for (Net* borrower : borrowers_) borrower->lender_ = nullptr;
+}
+
+template <typename T>
+void Net<T>::bind_arena() {
+  auto* arena = static_cast<char*>(arena_borrowed_ ? lender_->idle_between_passes().ptr
+                                                   : activation_arena_.get());
+  auto* host = static_cast<char*>(offloaded_values_.get());
+  for (size_t k = 0; k < arena_owners_.size(); ++k) {
+    PlannedActivation& a = activation_plan_.activations[k];
+    a.device_ptr = arena + a.offset;
+    a.host_ptr = a.offloaded ? host + a.host_offset : nullptr;
+    a.pack_ptr = a.packed ? arena + a.pack_offset : nullptr;
+    arena_owners_[k]->bind_data(reinterpret_cast<T*>(a.device_ptr));
+  }
+  for (size_t k = 0; k < arena_gradients_.size(); ++k)
+    arena_gradients_[k]->bind_diff(
+        reinterpret_cast<T*>(arena + activation_plan_.gradients[k].offset));
+  // Aliases copied their source's pointer when they were shaped: point them at the arena.
+  for (int i = 0; i < num_layers(); ++i)
+    for (Blob<T>* top : tops_[i])
+      if (top->data_source()) top->alias_data(*top->data_source());
+}
+
+// The gradients a train net plans, alive from the backward step that first writes them to the one
+// that last reads them (an absorbed ReLU's backward runs inside the layer before it, one step
+// later).
+template <typename T>
+std::vector<PlannedGradient> Net<T>::planned_gradients() {
+  const int layers = num_layers();
+  const auto backward_step = [&](int layer) {
+    return 2 * layers - 1 - (absorbed_[layer] ? layer - 1 : layer);
+  };
+  std::vector<PlannedGradient> gradients;
+  arena_gradients_.clear();
+  for (const GradientSpan& s : gradient_spans()) {
+    gradients.push_back(
+        {static_cast<int64_t>(s.blob->bytes()), {2 * layers - 1 - s.last, backward_step(s.first)}});
+    arena_gradients_.push_back(s.blob);
+  }
+  return gradients;
 }
 
 template <typename T>
@@ -100,35 +154,40 @@ void Net<T>::plan_activations(int64_t limit, Net* lender, bool pack) {
       }
     }
   }
+  // A train net's gradients move into the arena: the old memory goes first, as the arena's.
+  std::vector<PlannedGradient> gradients;
+  if (runs_backward) {
+    gradients = planned_gradients();
+    activation_diffs_.reset();
+    activation_diff_offsets_.clear();
+  }
   activation_arena_.reset();  // a plan again: the old memory goes first
   offloaded_values_.reset();
-  activation_plan_ = plan_activation_arena(std::move(units), 2 * layers, limit);
+  activation_plan_ =
+      plan_activation_arena(std::move(units), 2 * layers, limit, std::move(gradients));
+  arena_owners_ = std::move(owners);
   arena_borrowed_ = lender != nullptr && activation_plan_.host_bytes == 0;
   if (arena_borrowed_) {
+    CGDP_ASSERT(arena_gradients_.empty() && (!lender_ || lender_ == lender));
+    if (!lender_) lender->borrowers_.push_back(this);
+    lender_ = lender;
     lender->reserve_idle_bytes(activation_plan_.arena_bytes);
   } else {
     activation_arena_ = DeviceBuffer(*device_, static_cast<size_t>(activation_plan_.arena_bytes));
   }
   offloaded_values_ = PinnedHostBuffer(*device_, static_cast<size_t>(activation_plan_.host_bytes));
-  auto* arena = static_cast<char*>(arena_borrowed_ ? lender->idle_between_passes().ptr
-                                                   : activation_arena_.get());
-  auto* host = static_cast<char*>(offloaded_values_.get());
-  for (size_t k = 0; k < owners.size(); ++k) {
-    PlannedActivation& a = activation_plan_.activations[k];
-    a.device_ptr = arena + a.offset;
-    a.host_ptr = a.offloaded ? host + a.host_offset : nullptr;
-    a.pack_ptr = a.packed ? arena + a.pack_offset : nullptr;
-    owners[k]->bind_data(reinterpret_cast<T*>(a.device_ptr));
-  }
-  // Aliases copied their source's pointer when they were shaped: point them at the arena.
-  for (int i = 0; i < layers; ++i)
-    for (Blob<T>* top : tops_[i])
-      if (top->data_source()) top->alias_data(*top->data_source());
+  bind_arena();
 }
 
 template Net<float>::IdleBytes Net<float>::idle_between_passes();
 template Net<double>::IdleBytes Net<double>::idle_between_passes();
 template void Net<float>::reserve_idle_bytes(int64_t);
+template Net<float>::~Net();
+template Net<double>::~Net();
+template void Net<float>::bind_arena();
+template void Net<double>::bind_arena();
+template std::vector<PlannedGradient> Net<float>::planned_gradients();
+template std::vector<PlannedGradient> Net<double>::planned_gradients();
 template void Net<double>::reserve_idle_bytes(int64_t);
 template void Net<float>::plan_activations(int64_t, Net<float>*, bool);
 template void Net<double>::plan_activations(int64_t, Net<double>*, bool);

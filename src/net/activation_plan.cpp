@@ -13,16 +13,18 @@ int64_t aligned(int64_t bytes) {
   return (bytes + kAlignBytes - 1) / kAlignBytes * kAlignBytes;
 }
 
-// What takes arena bytes: every unit's values, then the packed units' 16-bit copies (in that
-// order, so that occupant k < plan.activations.size() is unit k).
+// What takes arena bytes: every unit's values, then the packed units' 16-bit copies, then the
+// gradients (in that order, so that occupant k < plan.activations.size() is unit k).
 std::vector<Occupant> occupants_of(const ActivationPlan& plan) {
   std::vector<Occupant> occupants;
-  occupants.reserve(plan.activations.size());
+  occupants.reserve(plan.activations.size() + plan.gradients.size());
   for (const PlannedActivation& a : plan.activations)
     occupants.push_back({plan.live(a), a.bytes, a.offset});
   for (const PlannedActivation& a : plan.activations)
     if (a.packed)
       occupants.push_back({plan.pack_live(a), ActivationPlan::pack_bytes(a), a.pack_offset});
+  for (const PlannedGradient& g : plan.gradients)
+    occupants.push_back({{g.live}, g.bytes, g.offset});
   return occupants;
 }
 
@@ -72,6 +74,7 @@ int64_t place(ActivationPlan& plan) {
   for (PlannedActivation& a : plan.activations) a.offset = occupants[k++].offset;
   for (PlannedActivation& a : plan.activations)
     if (a.packed) a.pack_offset = occupants[k++].offset;
+  for (PlannedGradient& g : plan.gradients) g.offset = occupants[k++].offset;
   return plan.arena_bytes;
 }
 
@@ -176,14 +179,17 @@ CopyOutWaiters copy_out_waiters(const ActivationPlan& plan, const PlannedActivat
                       ActivationPlan::moved_bytes(b)))
       waiters.fetched.push_back(static_cast<int>(i));
   }
+  for (const PlannedGradient& g : plan.gradients)  // first written by its last reader's backward
+    if (bytes_overlap(offset, bytes, g.offset, g.bytes)) writes(g.live.first);
   return waiters;
 }
 
 ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations, int steps,
-                                     int64_t limit) {
+                                     int64_t limit, std::vector<PlannedGradient> gradients) {
   ActivationPlan plan;
   plan.steps = steps;
   plan.activations = std::move(activations);
+  plan.gradients = std::move(gradients);
   for (PlannedActivation& a : plan.activations) a.packed = plan.can_pack(a);
   // Cheap bound first: while the bytes alive at the busiest step exceed the limit, no placement
   // fits.

@@ -14,26 +14,26 @@ bool Occupant::overlaps_in_time(const Occupant& other) const {
 }
 
 int64_t place_by_liveness(std::vector<Occupant*> occupants, int64_t align) {
+  const auto aligned = [align](int64_t bytes) { return (bytes + align - 1) / align * align; };
   // Largest first: the big buffers settle the layout, small ones fill the gaps.
   std::stable_sort(occupants.begin(), occupants.end(),
                    [](const Occupant* a, const Occupant* b) { return a->bytes > b->bytes; });
-  std::vector<const Occupant*> placed;
-  std::vector<std::pair<int64_t, int64_t>> busy;
+  std::vector<const Occupant*> placed;  // by offset: a scan meets the gaps in order
   int64_t total = 0;
   for (Occupant* o : occupants) {
-    const int64_t size = (o->bytes + align - 1) / align * align;
-    busy.clear();
-    for (const Occupant* p : placed)
-      if (p->overlaps_in_time(*o)) busy.emplace_back(p->offset, p->offset + p->bytes);
-    std::sort(busy.begin(), busy.end());
+    const int64_t size = aligned(o->bytes);
     int64_t at = 0;
-    for (const auto& [begin, end] : busy) {
-      if (at + size <= begin) break;
-      at = std::max(at, (end + align - 1) / align * align);
+    for (const Occupant* p : placed) {
+      if (!p->overlaps_in_time(*o)) continue;
+      if (at + size <= p->offset) break;
+      at = std::max(at, aligned(p->offset + p->bytes));
     }
     o->offset = at;
     total = std::max(total, at + size);
-    placed.push_back(o);
+    placed.insert(
+        std::upper_bound(placed.begin(), placed.end(), at,
+                         [](int64_t offset, const Occupant* p) { return offset < p->offset; }),
+        o);
   }
   return total;
 }

@@ -2,7 +2,8 @@
 // one buffer). The backward pass runs the layers last to first; a blob's gradient is touched only
 // by the backwards of the layers that read or write the blob, so it is alive from the last of
 // those layers to the first. Gradients alive in disjoint stretches take the same bytes. A chain
-// of layers then needs about two activations' gradients at a time instead of all of them. An
+// of layers then needs about two activations' gradients at a time instead of all of them. A net
+// that plans its values too moves the gradients into their arena (activation_arena.cpp). An
 // Eltwise may also write its values over a bottom that nothing reads any more (reuse_dead_bottom).
 #include <algorithm>
 #include <climits>
@@ -19,17 +20,10 @@ namespace {
 
 constexpr int64_t kAlignElements = 64;  // 256 bytes of float: what cuDNN and vector loads like
 
-template <typename T>
-struct Span {
-  Blob<T>* blob = nullptr;
-  int first = INT_MAX, last = -1;  // layers that touch the blob, in forward order
-  int64_t size = 0;                // elements, rounded up to kAlignElements
-};
-
 }  // namespace
 
 template <typename T>
-void Net<T>::plan_activation_gradients() {
+std::vector<typename Net<T>::GradientSpan> Net<T>::gradient_spans() const {
   // Left out, keeping gradients of their own: loss tops (their gradient holds the loss weight,
   // set once) and blobs no backward writes (their gradient must stay zero for layers that read it).
   std::set<const Blob<T>*> written, own;
@@ -40,29 +34,38 @@ void Net<T>::plan_activation_gradients() {
     for (size_t j = 0; j < bottoms_[i].size(); ++j)
       if (propagate_down_[i][j]) written.insert(bottoms_[i][j]);
   }
-  std::map<Blob<T>*, Span<T>> by_blob;
+  // In the order the layers first touch them, not by address: plans must not change between runs.
+  std::vector<GradientSpan> touched;
+  std::map<const Blob<T>*, size_t> index;
   for (int i = 0; i < num_layers(); ++i)
     for (const BlobVec<T>* blobs : {&bottoms_[i], &tops_[i]})
       for (Blob<T>* b : *blobs) {
-        Span<T>& s = by_blob[b];
-        s.blob = b;
-        s.first = std::min(s.first, i);
-        s.last = std::max(s.last, i);
+        const auto [it, fresh] = index.try_emplace(b, touched.size());
+        if (fresh) touched.push_back({b, i, i});
+        touched[it->second].last = i;  // layers come in order: the first stays, the last moves on
       }
-  std::vector<Span<T>> spans;
-  for (auto& [blob, span] : by_blob)
-    if (blob->has_diff() && blob->count() > 0 && written.count(blob) && !own.count(blob)) {
-      span.size = (blob->count() + kAlignElements - 1) / kAlignElements * kAlignElements;
+  std::vector<GradientSpan> spans;
+  for (const GradientSpan& span : touched)
+    if (span.blob->has_diff() && span.blob->count() > 0 && written.count(span.blob) &&
+        !own.count(span.blob))
       spans.push_back(span);
-    }
+  return spans;
+}
+
+template <typename T>
+void Net<T>::plan_activation_gradients() {
+  std::vector<GradientSpan> spans = gradient_spans();
+  const auto size = [](const GradientSpan& s) {  // elements, rounded up to kAlignElements
+    return (s.blob->count() + kAlignElements - 1) / kAlignElements * kAlignElements;
+  };
   // Largest first, as in offset planners: the big gradients settle the layout, small ones fill gaps.
-  std::sort(spans.begin(), spans.end(), [](const Span<T>& a, const Span<T>& b) {
-    return a.size != b.size ? a.size > b.size : a.first < b.first;
+  std::stable_sort(spans.begin(), spans.end(), [&](const GradientSpan& a, const GradientSpan& b) {
+    return size(a) != size(b) ? size(a) > size(b) : a.first < b.first;
   });
   std::vector<Occupant> occupants;  // liveness.hpp places them, in the order sorted above
-  for (const Span<T>& span : spans)
+  for (const GradientSpan& span : spans)
     occupants.push_back(
-        {{{span.first, span.last}}, span.size * static_cast<int64_t>(sizeof(T)), 0});
+        {{{span.first, span.last}}, size(span) * static_cast<int64_t>(sizeof(T)), 0});
   std::vector<Occupant*> order;
   for (Occupant& o : occupants) order.push_back(&o);
   const int64_t total =
@@ -102,6 +105,8 @@ void Net<T>::reuse_dead_bottom(int i, const proto::LayerParameter& lp, const std
   }
 }
 
+template std::vector<Net<float>::GradientSpan> Net<float>::gradient_spans() const;
+template std::vector<Net<double>::GradientSpan> Net<double>::gradient_spans() const;
 template void Net<float>::plan_activation_gradients();
 template void Net<double>::plan_activation_gradients();
 template void Net<float>::reuse_dead_bottom(int, const proto::LayerParameter&, const std::map<std::string, int>&);

@@ -47,8 +47,11 @@ class LRNLayer final : public Layer<T> {
   T beta_ = 0;
   T k_ = 1;
   Shape shape_;
-  std::vector<T> scale_;  // kept from forward for backward
-  std::vector<T> work_;   // WITHIN_CHANNEL: squares in forward, top_diff * top / scale in backward
+  // Device memory (counted as the layer's scratch, never gradients): kept from forward for
+  // backward.
+  Blob<T> scale_{this->device(), Shape{0}, Diff::None};
+  // WITHIN_CHANNEL: squares in forward, top_diff * top / scale in backward.
+  Blob<T> work_{this->device(), Shape{0}, Diff::None};
 };
 
 }  // namespace cgdp

@@ -64,7 +64,11 @@ class PoolingLayer final : public Layer<T> {
   // MAX: where each output's maximum is. With a plain bottom, in NCHW order (whatever the top's
   // layout), the index (h * W + w) in its plane; with a blocked bottom, in the top's layout, the
   // offset in its image.
-  std::vector<int32_t> argmax_;
+  // Device memory (the layer's scratch): kept from forward for backward.
+  DeviceBuffer argmax_;
+  int32_t* argmax_data() const {
+    return static_cast<int32_t*>(argmax_.get());
+  }
   std::vector<T> tiles_;  // forward_blocked's: 16 planes per thread
   std::vector<int32_t> tile_argmax_;
 };

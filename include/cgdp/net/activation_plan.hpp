@@ -62,6 +62,15 @@ struct PlannedActivation {
   void* moved_device_ptr() const { return packed ? pack_ptr : device_ptr; }
 };
 
+// An activation's gradient, when the net plans it in the same arena (a train net's planned
+// activations): alive from the backward step that first writes it (its last reader's) to the one
+// that last reads it (its writer's). Neither packed nor offloaded: no pass reads it twice.
+struct PlannedGradient {
+  int64_t bytes = 0;
+  LiveRange live;
+  int64_t offset = 0;  // in the arena; set by plan_activation_arena
+};
+
 struct ActivationPlan {
   static constexpr int kLead = 2;  // backward steps a copy back starts at least before its use
   static constexpr int kLag = 1;   // forward steps a copy out may take before its bytes are reused
@@ -70,6 +79,7 @@ struct ActivationPlan {
   int64_t arena_bytes = 0;
   int64_t host_bytes = 0;
   std::vector<PlannedActivation> activations;
+  std::vector<PlannedGradient> gradients;  // sharing the arena with the values
 
   // When the unit's bytes must be in the arena.
   std::vector<LiveRange> live(const PlannedActivation& a) const;
@@ -111,14 +121,15 @@ struct CopyOutWaiters {
 };
 CopyOutWaiters copy_out_waiters(const ActivationPlan& plan, const PlannedActivation& a);
 
-// Places `activations` (offsets, packed and offloaded flags) so that the arena needs at most
-// `limit` bytes: every packable unit packed, then by liveness alone, then moving (a packed unit's
-// 16-bit copy, or the values) to the host, one
-// at a time, the largest unit that is away from the device at the step where the arena is fullest;
-// then each copy back moves as early as the arena still fits, so that the copies stream while
-// backward runs instead of each waiting for its turn. Returns the plan; its arena_bytes exceeds
-// `limit` when even every unit that can wait on the host does not make it fit.
+// Places `activations` (offsets, packed and offloaded flags) and `gradients` (offsets) so that the
+// arena needs at most `limit` bytes: every packable unit packed, then by liveness alone, then
+// moving (a packed unit's 16-bit copy, or the values) to the host, one at a time, the largest unit
+// that is away from the device at the step where the arena is fullest; then each copy back moves
+// as early as the arena still fits, so that the copies stream while backward runs instead of each
+// waiting for its turn. Returns the plan; its arena_bytes exceeds `limit` when even every unit
+// that can wait on the host does not make it fit.
 ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations, int steps,
-                                     int64_t limit = std::numeric_limits<int64_t>::max());
+                                     int64_t limit = std::numeric_limits<int64_t>::max(),
+                                     std::vector<PlannedGradient> gradients = {});
 
 }  // namespace cgdp

@@ -47,6 +47,7 @@ class Net {
       uint64_t seed, const std::string& source = "model",
       ActivationMemory memory = ActivationMemory::Owned, Net* params_from = nullptr,
       const std::vector<std::string>& streamed_weights = {});
+  ~Net();  // a lender forgets the nets that borrow its idle bytes, and they it
   Net(const Net&) = delete;
   Net& operator=(const Net&) = delete;
 
@@ -126,24 +127,26 @@ class Net {
   // Persistent non-learnable state blobs in layer order (BatchNorm statistics).
   std::vector<std::pair<std::string, Blob<T>*>> state_blobs();
   // Device memory whose contents no one reads between two passes (the activations' gradients, or
-  // the arena of planned values: each pass writes them before it reads them).
+  // the arena of planned values and gradients: each pass writes them before it reads them).
   struct IdleBytes {
     void* ptr = nullptr;
     int64_t bytes = 0;
   };
   IdleBytes idle_between_passes();
-  // Grows the activations' gradient buffer to at least `bytes` (moving the gradients, which are
-  // dead between passes, to the new one), so that idle_between_passes() holds that many. Before
-  // the first pass: whoever read a gradient's pointer before holds a stale one.
+  // Grows the idle memory to at least `bytes`: the activations' gradient buffer, or the arena
+  // when the gradients share it (moving what it holds, dead between passes, to the new one), and
+  // moves every net that borrows it along. Before the first pass: whoever read a gradient's or a
+  // planned value's pointer before holds a stale one.
   void reserve_idle_bytes(int64_t bytes);
-  // Planned nets: places every activation's values in one arena of at most `limit` bytes,
+  // Planned nets: places every activation's values in one arena of at most `limit` bytes (a train
+  // net's activation gradients too, in the bytes of values already dead when they are written),
   // offloading to pinned host memory what must wait there (activation_arena.cpp), and allocates
   // the arena and the host buffer. Before the first pass; again only between passes.
   // `lender`: a net whose idle memory holds the arena instead (a test net borrows the train net's:
   // it runs between the train net's passes, on the same stream), grown to fit it when needed;
-  // it must plan no more after that. Not with values on the host. `pack`: in a 16-bit
-  // layer_precision(), keep what backward reads exactly from 16 bits as 16-bit copies between the
-  // passes (float nets; the copies are the worker's to issue too).
+  // it must plan no more after that (it may lend to more nets). Not with values on the host.
+  // `pack`: in a 16-bit layer_precision(), keep what backward reads exactly from 16 bits as 16-bit
+  // copies between the passes (float nets; the copies are the worker's to issue too).
   void plan_activations(int64_t limit = kNoArenaLimit, Net* lender = nullptr, bool pack = true);
   // Whether the arena is another net's idle memory (plan_activations' `lender`).
   bool arena_borrowed() const { return arena_borrowed_; }
@@ -151,7 +154,8 @@ class Net {
   // issue (train/offload_schedule.hpp).
   const ActivationPlan& activation_plan() const { return activation_plan_; }
   bool activations_planned() const { return memory_ == ActivationMemory::Planned; }
-  // Bytes of the one buffer the activations' gradients share (plan_activation_gradients).
+  // Bytes of the one buffer the activations' gradients share (plan_activation_gradients); 0 once
+  // plan_activations put them in the arena.
   int64_t activation_gradient_bytes() const { return static_cast<int64_t>(activation_diffs_.bytes()); }
   // Hash of layer names, types and parameter shapes: checkpoints must match it.
   std::string fingerprint() const;
@@ -172,9 +176,21 @@ class Net {
   void check_saved_names(const proto::NetParameter& param, const std::string& source) const;
   // Offers layer i, when it runs in place on the top of layer i - 1, that layer's kept copy.
   void share_kept_input(int i);
+  // An activation gradient the net plans, and the first and last layers (forward order) whose
+  // passes touch its blob: it is alive from the backward of `last` to that of `first`.
+  struct GradientSpan {
+    Blob<T>* blob = nullptr;
+    int first = 0, last = 0;
+  };
+  std::vector<GradientSpan> gradient_spans() const;
   // Places the activations' gradients in one buffer, sharing bytes between gradients that are
   // never alive in the same stretch of the backward pass (memory_plan.cpp).
   void plan_activation_gradients();
+  // gradient_spans() as the arena's plan takes them, remembering their blobs in arena_gradients_.
+  std::vector<PlannedGradient> planned_gradients();
+  // Points the planned values, their 16-bit copies and host places, and the gradients in the
+  // arena, at the arena's memory (the lender's idle bytes when borrowed).
+  void bind_arena();
   // Layer i, an Eltwise being built, writes its result over a bottom whose values nothing reads
   // any more, if it has one (memory_plan.cpp). `last_touch`: blob name -> its last layer.
   void reuse_dead_bottom(int i, const proto::LayerParameter& lp, const std::map<std::string, int>& last_touch);
@@ -215,8 +231,13 @@ class Net {
   std::vector<std::pair<Blob<T>*, int64_t>> activation_diff_offsets_;  // elements into it
   ActivationMemory memory_ = ActivationMemory::Owned;
   ActivationPlan activation_plan_;
-  DeviceBuffer activation_arena_;      // the values of planned activations
+  DeviceBuffer activation_arena_;          // the values of planned activations (a train net's
+                                           // activation gradients too)
+  std::vector<Blob<T>*> arena_owners_;     // of activation_plan_.activations' values, in order
+  std::vector<Blob<T>*> arena_gradients_;  // of activation_plan_.gradients, in order
   bool arena_borrowed_ = false;        // they live in another net's idle bytes instead
+  Net* lender_ = nullptr;              // whose, then
+  std::vector<Net*> borrowers_;        // the nets whose arenas are this one's idle bytes
   PinnedHostBuffer offloaded_values_;  // where offloaded ones wait between forward and backward
   PinnedHostBuffer host_data_buf_, host_diff_buf_;  // the streamed weights (and their gradients)
   T* flat_data_ptr_ = nullptr;
