@@ -136,6 +136,11 @@ TEST(LayerScratch, IsCountedAndMeasuredWithoutCommittingIt) {
       256 * (96 * 27 * 27 + 256 * 13 * 13 + 256 * 6 * 6) * int64_t{sizeof(int32_t)};
   EXPECT_GE(m.scratch, lrn + argmax);
   EXPECT_LT(resident_bytes() - before, 64 << 20) << "measuring touched the layers' memory";
+  // A CUDA LRN's backward also keeps a work buffer of its bottom's size (lrn_layer_cuda.cpp).
+  MemoryEstimate cuda = m;
+  add_cuda_scratch(cuda, DeviceKind::Cuda, 0, Precision::kFp32);
+  EXPECT_EQ(cuda.cuda_layer_scratch, lrn);
+  EXPECT_EQ(cuda.worker_bytes(0) - cuda.cudnn_scratch, m.worker_bytes(0) + lrn);
 }
 
 TEST_F(HugeNet, IsRefusedBeforeAnyAllocationNamingTheLargestParts) {

@@ -136,6 +136,8 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   m.activations = unique_top_bytes(net);
   for (int i = 0; i < net.num_layers(); ++i) {
     const std::string type = net.layer(i).type();
+    if (type == "LRN" && net.needs_backward(i))
+      m.lrn_backward_work += static_cast<int64_t>(net.bottoms(i)[0]->bytes());
     const bool convolution = type == "Convolution" || type == "Deconvolution";
     if (!convolution && type != "InnerProduct") continue;
     const Blob<float>& weights = *net.layer(i).params()[0];
@@ -168,6 +170,7 @@ void add_cuda_scratch(MemoryEstimate& m, DeviceKind kind, int64_t cudnn_workspac
   if (m.largest_convolution_weights > 0)
     m.cudnn_scratch = (cudnn_workspace_mb << 20) + m.largest_convolution_weights;
   if (is_16_bit(precision)) m.half_operands = m.largest_half_operands;
+  m.cuda_layer_scratch = m.lrn_backward_work;
 }
 
 int64_t MemoryEstimate::receive_bytes(int w) const {
@@ -177,7 +180,7 @@ int64_t MemoryEstimate::receive_bytes(int w) const {
 int64_t MemoryEstimate::worker_bytes(int w) const {
   const bool updates = sync != SyncKind::Ps0 || w == 0;  // ps0: worker 0 updates, then broadcasts
   return replica() + (updates ? history : 0) + (w == 0 ? test_net : 0) + receive_bytes(w) +
-         cudnn_scratch + half_operands;
+         cudnn_scratch + half_operands + cuda_layer_scratch;
 }
 
 int64_t MemoryEstimate::worker_peak(int w) const {
@@ -412,6 +415,7 @@ void check_memory_fits(const MemoryEstimate& m, DeviceKind kind, int gpus, int64
       {"accumulation sums", m.fold * n, "a lower --accumulate"},
       {"cuDNN scratch", m.cudnn_scratch * n, "a lower --cudnn-workspace-mb"},
       {"16-bit operand copies", m.half_operands * n, "lower --batch"},
+      {"CUDA layer scratch", m.cuda_layer_scratch * n, "lower --batch"},
       {"test net", m.test_net, "lower --test-batch"},
       {"ps0 receive buffers", receive, "--sync cgdp"},
       {"host sums", cuda || one_device ? 0 : m.pinned, "fewer --devices"},
