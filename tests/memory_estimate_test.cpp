@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cgdp/device/layer_precision.hpp"
+#include "cgdp/device/measuring_device.hpp"
+#include "cgdp/layers/lrn_layer.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/train/trainer.hpp"
 #include "support/run_command.hpp"
@@ -136,11 +138,44 @@ TEST(LayerScratch, IsCountedAndMeasuredWithoutCommittingIt) {
       256 * (96 * 27 * 27 + 256 * 13 * 13 + 256 * 6 * 6) * int64_t{sizeof(int32_t)};
   EXPECT_GE(m.scratch, lrn + argmax);
   EXPECT_LT(resident_bytes() - before, 64 << 20) << "measuring touched the layers' memory";
-  // A CUDA LRN's backward also keeps a work buffer of its bottom's size (lrn_layer_cuda.cpp).
+  // On CUDA cuDNN's LRN keeps no scale: a CUDA worker holds the rest, in both nets.
   MemoryEstimate cuda = m;
   add_cuda_scratch(cuda, DeviceKind::Cuda, 0, Precision::kFp32);
-  EXPECT_EQ(cuda.cuda_layer_scratch, lrn);
-  EXPECT_EQ(cuda.worker_bytes(0) - cuda.cudnn_scratch, m.worker_bytes(0) + lrn);
+  add_cuda_scratch(cuda, DeviceKind::Cuda, 0, Precision::kFp32);  // once only
+  const int64_t test_lrn = lrn / 256;                             // test batch 1
+  EXPECT_EQ(cuda.scratch, m.scratch - lrn);
+  EXPECT_EQ(cuda.test_net, m.test_net - test_lrn);
+  EXPECT_EQ(cuda.worker_bytes(0) - cuda.cudnn_scratch, m.worker_bytes(0) - lrn - test_lrn);
+}
+
+// An LRN that cuDNN does not compute (WITHIN_CHANNEL, or a window above its 16) keeps a scale on
+// CUDA too, and
+// a work buffer once its backward ran; the CPU half keeps both from the start.
+TEST(LayerScratch, AnLrnKeepsWhatItsDevicesKernelsNeed) {
+  const auto model = parse_model(R"(
+    layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 2 dim: 3 dim: 4 dim: 4 } } }
+    layer { name: "across" type: "LRN" bottom: "data" top: "a" }
+    layer { name: "wide" type: "LRN" bottom: "a" top: "b" lrn_param { local_size: 17 } }
+    layer { name: "within" type: "LRN" bottom: "a" top: "w" lrn_param { norm_region: WITHIN_CHANNEL } }
+  )",
+                                 "lrn.prototxt");
+  MeasuringDevice device;
+  Net<float> net(model, Phase::Test, device, 0, 1, "lrn.prototxt");
+  const int64_t bytes = 2 * 3 * 4 * 4 * int64_t{sizeof(float)};
+  const auto lrn = [&](const std::string& name) -> const LRNLayer<float>& {
+    for (int i = 0; i < net.num_layers(); ++i)
+      if (net.layer(i).name() == name) return dynamic_cast<const LRNLayer<float>&>(net.layer(i));
+    throw std::runtime_error("no layer " + name);
+  };
+  const auto &across = lrn("across"), &wide = lrn("wide"), &within = lrn("within");
+  EXPECT_TRUE(across.cuda_runs_cudnn());
+  EXPECT_FALSE(wide.cuda_runs_cudnn());
+  EXPECT_FALSE(within.cuda_runs_cudnn());
+  EXPECT_EQ(across.kept_bytes(DeviceKind::Cuda, true), 0);
+  EXPECT_EQ(wide.kept_bytes(DeviceKind::Cuda, false), bytes);
+  EXPECT_EQ(within.kept_bytes(DeviceKind::Cuda, true), 2 * bytes);
+  EXPECT_EQ(across.kept_bytes(DeviceKind::Cpu, false), bytes);
+  EXPECT_EQ(within.kept_bytes(DeviceKind::Cpu, false), 2 * bytes);
 }
 
 TEST_F(HugeNet, IsRefusedBeforeAnyAllocationNamingTheLargestParts) {

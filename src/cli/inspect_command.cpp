@@ -59,7 +59,6 @@ nlohmann::json memory_json(const MemoryEstimate& m) {
       {"layer_scratch", m.scratch},
       {"cudnn_scratch", m.cudnn_scratch},
       {"half_operands", m.half_operands},
-      {"cuda_layer_scratch", m.cuda_layer_scratch},
       {"test_net", m.test_net},
       {"worker_bytes", workers},
       {"worker_peak_bytes", peaks},
@@ -91,7 +90,6 @@ void print_memory(const MemoryEstimate& m) {
   row("layer scratch", m.scratch);
   if (m.cudnn_scratch > 0) row("cuDNN scratch", m.cudnn_scratch);
   if (m.half_operands > 0) row("16-bit operand copies", m.half_operands);
-  if (m.cuda_layer_scratch > 0) row("CUDA layer scratch (LRN)", m.cuda_layer_scratch);
   std::printf("  %-28s %12s  (test batch %lld)\n", "test net (worker 0)", format_bytes(m.test_net).c_str(),
               static_cast<long long>(m.test_batch));
   for (int w = 0; w < m.workers; ++w)

@@ -128,6 +128,24 @@ void LRNLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
 }
 
 template <typename T>
+bool LRNLayer<T>::cuda_runs_cudnn() const {
+  // cudnn.h's CUDNN_LRN_MIN_N, MAX_N, MIN_K and MIN_BETA (lrn_layer_cuda.cpp asserts them).
+  const proto::LRNParameter& p = this->param_.lrn_param();
+  return across_channels_ && p.local_size() >= 1 && p.local_size() <= 16 && p.k() >= 1e-5 &&
+         p.beta() >= 0.01;
+}
+
+template <typename T>
+int64_t LRNLayer<T>::kept_bytes(DeviceKind kind, bool backward) const {
+  int64_t count = 1;
+  for (const int64_t d : shape_) count *= d;
+  const int64_t bytes = count * static_cast<int64_t>(sizeof(T));
+  if (kind == DeviceKind::Cpu) return across_channels_ ? bytes : 2 * bytes;
+  if (cuda_runs_cudnn()) return 0;
+  return backward ? 2 * bytes : bytes;
+}
+
+template <typename T>
 void LRNLayer<T>::window_sum(const T* src, T* dst) const {
   const int64_t height = shape_[2], width = shape_[3];
   const int64_t planes = shape_[0] * shape_[1], plane = height * width, half = (size_ - 1) / 2;

@@ -17,12 +17,10 @@ struct LrnCuda final : LayerBackendState {
   DeviceBuffer work;
 };
 
-bool cudnn_applies(const proto::LRNParameter& p, bool in_place) {
-  return p.norm_region() == proto::LRNParameter::ACROSS_CHANNELS && !in_place &&
-         static_cast<int64_t>(p.local_size()) >= CUDNN_LRN_MIN_N &&
-         static_cast<int64_t>(p.local_size()) <= CUDNN_LRN_MAX_N &&
-         p.k() >= CUDNN_LRN_MIN_K && p.beta() >= CUDNN_LRN_MIN_BETA;
-}
+// LRNLayer::cuda_runs_cudnn states cuDNN's limits without cudnn.h.
+static_assert(CUDNN_LRN_MIN_N == 1 && CUDNN_LRN_MAX_N == 16, "cuda_runs_cudnn's window limits");
+static_assert(CUDNN_LRN_MIN_K == 1e-5 && CUDNN_LRN_MIN_BETA == 0.01,
+              "cuda_runs_cudnn's k and beta");
 
 template <typename T>
 void describe(const Layer<T>& layer, LrnCuda& s, const Shape& shape) {
@@ -40,7 +38,7 @@ void LRNLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom,
                                const BlobVec<T>& top) {
   Stream& stream = layer_stream(*this, ctx);
   auto& s = this->template backend_state<LrnCuda>();
-  if (cudnn_applies(this->param_.lrn_param(), top[0] == bottom[0])) {
+  if (this->cuda_runs_cudnn()) {
     describe(*this, s, shape_);
     const T one = 1, zero = 0;
     CUDNN_CHECK(cudnnLRNCrossChannelForward(cudnn_handle(stream), s.lrn.get(),
@@ -62,7 +60,7 @@ void LRNLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>& top,
   if (!propagate_down[0]) return;
   Stream& stream = layer_stream(*this, ctx);
   auto& s = this->template backend_state<LrnCuda>();
-  if (cudnn_applies(this->param_.lrn_param(), top[0] == bottom[0])) {
+  if (this->cuda_runs_cudnn()) {
     describe(*this, s, shape_);
     const T one = 1, zero = 0;
     CUDNN_CHECK(cudnnLRNCrossChannelBackward(

@@ -15,6 +15,7 @@
 #include "cgdp/device/devices.hpp"
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/device/measuring_device.hpp"
+#include "cgdp/layers/lrn_layer.hpp"
 #include "cgdp/layers/weight_slices.hpp"
 #include "cgdp/net/net.hpp"
 #include "cgdp/solver/host_history.hpp"
@@ -68,6 +69,18 @@ int64_t cgroup_room() {
   } catch (const std::exception&) {
     return -1;
   }
+}
+
+// What `net`'s LRNs keep on a CUDA device less what they keep on a CPU one.
+int64_t cuda_lrn_delta(const Net<float>& net) {
+  int64_t bytes = 0;
+  for (int i = 0; i < net.num_layers(); ++i)
+    if (const auto* lrn = dynamic_cast<const LRNLayer<float>*>(&net.layer(i))) {
+      const bool backward = net.phase() == Phase::Train && net.needs_backward(i);
+      bytes +=
+          lrn->kept_bytes(DeviceKind::Cuda, backward) - lrn->kept_bytes(DeviceKind::Cpu, backward);
+    }
+  return bytes;
 }
 
 struct Part {
@@ -136,8 +149,6 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   m.activations = unique_top_bytes(net);
   for (int i = 0; i < net.num_layers(); ++i) {
     const std::string type = net.layer(i).type();
-    if (type == "LRN" && net.needs_backward(i))
-      m.lrn_backward_work += static_cast<int64_t>(net.bottoms(i)[0]->bytes());
     const bool convolution = type == "Convolution" || type == "Deconvolution";
     if (!convolution && type != "InnerProduct") continue;
     const Blob<float>& weights = *net.layer(i).params()[0];
@@ -158,6 +169,8 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
                                   /*seed=*/1, test_model ? test_source : source);
   const int64_t lent = train_device.memory_stats().device_bytes - lender_before;
   m.test_net = test_device.memory_stats().device_bytes + lent;
+  m.cuda_lrn_delta = cuda_lrn_delta(net);
+  m.cuda_test_lrn_delta = cuda_lrn_delta(*test);
   m.test_peak = test_device.memory_stats().device_peak_bytes + lent;
   if (sync == SyncKind::Cgdp) m.pinned = (workers + 1) * m.gradients;  // receive per worker + sum
   m.pinned += workers * (m.offload_host + 2 * m.streamed);
@@ -170,7 +183,8 @@ void add_cuda_scratch(MemoryEstimate& m, DeviceKind kind, int64_t cudnn_workspac
   if (m.largest_convolution_weights > 0)
     m.cudnn_scratch = (cudnn_workspace_mb << 20) + m.largest_convolution_weights;
   if (is_16_bit(precision)) m.half_operands = m.largest_half_operands;
-  m.cuda_layer_scratch = m.lrn_backward_work;
+  m.scratch += std::exchange(m.cuda_lrn_delta, 0);
+  m.test_net += std::exchange(m.cuda_test_lrn_delta, 0);
 }
 
 int64_t MemoryEstimate::receive_bytes(int w) const {
@@ -180,7 +194,7 @@ int64_t MemoryEstimate::receive_bytes(int w) const {
 int64_t MemoryEstimate::worker_bytes(int w) const {
   const bool updates = sync != SyncKind::Ps0 || w == 0;  // ps0: worker 0 updates, then broadcasts
   return replica() + (updates ? history : 0) + (w == 0 ? test_net : 0) + receive_bytes(w) +
-         cudnn_scratch + half_operands + cuda_layer_scratch;
+         cudnn_scratch + half_operands;
 }
 
 int64_t MemoryEstimate::worker_peak(int w) const {
@@ -415,7 +429,6 @@ void check_memory_fits(const MemoryEstimate& m, DeviceKind kind, int gpus, int64
       {"accumulation sums", m.fold * n, "a lower --accumulate"},
       {"cuDNN scratch", m.cudnn_scratch * n, "a lower --cudnn-workspace-mb"},
       {"16-bit operand copies", m.half_operands * n, "lower --batch"},
-      {"CUDA layer scratch", m.cuda_layer_scratch * n, "lower --batch"},
       {"test net", m.test_net, "lower --test-batch"},
       {"ps0 receive buffers", receive, "--sync cgdp"},
       {"host sums", cuda || one_device ? 0 : m.pinned, "fewer --devices"},

@@ -18,6 +18,13 @@ class LRNLayer final : public Layer<T> {
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   // ACROSS_CHANNELS on the CPU reads and writes any channel block.
   bool handles_channel_block(bool top, int64_t block) const override;
+  // Whether the CUDA half runs cuDNN's LRN (ACROSS_CHANNELS within cuDNN's limits) rather than the
+  // kernels that compute it as the CPU does.
+  bool cuda_runs_cudnn() const;
+  // Bytes the layer keeps between calls on a device of `kind` (`backward`: once a backward ran):
+  // the CPU's scale (and WITHIN_CHANNEL's work buffer); on CUDA nothing under cuDNN, else the
+  // kernels' scale and, for backward, a work buffer (lrn_layer_cuda.cpp).
+  int64_t kept_bytes(DeviceKind kind, bool backward) const;
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;

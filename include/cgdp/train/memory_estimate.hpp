@@ -45,10 +45,9 @@ struct MemoryEstimate {
   // operands (half_operand_bytes), one per compute stream.
   int64_t half_operands = 0;
   int64_t largest_half_operands = 0;  // bytes; 0 when the net has no multiplying layer
-  // CUDA, set by add_cuda_scratch: what the CUDA halves of layers keep beyond their CPU halves'
-  // scratch, from `lrn_backward_work` (each LRN's backward keeps a buffer of its bottom's size).
-  int64_t cuda_layer_scratch = 0;
-  int64_t lrn_backward_work = 0;
+  // What the train net's and the test net's LRNs keep on CUDA less what their CPU halves keep
+  // (LRNLayer::kept_bytes): add_cuda_scratch moves them into `scratch` and `test_net`, once.
+  int64_t cuda_lrn_delta = 0, cuda_test_lrn_delta = 0;
   // The highest a net's device held while it was built and planned (each layer's own
   // parameters are there for a moment before they move to the flat buffer or are shared).
   int64_t train_peak = 0, test_peak = 0;
