@@ -40,7 +40,7 @@ __global__ void max_forward_kernel(const T* in, T* out, int32_t* argmax, PoolSha
       for (int64_t x = w.w0; x < w.w1; ++x)
         if (plane[h * s.width + x] > best) best = plane[h * s.width + x], at = h * s.width + x;
     out[index] = best;
-    argmax[index] = static_cast<int32_t>(at);
+    if (argmax) argmax[index] = static_cast<int32_t>(at);
   }
 }
 

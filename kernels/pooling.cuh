@@ -13,7 +13,8 @@ struct PoolShape {
   int64_t kernel_h = 0, kernel_w = 0, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
 };
 
-// out = the window's first maximum (row-major scan); argmax = its index h * width + w in the plane.
+// out = the window's first maximum (row-major scan); argmax = its index h * width + w in the plane
+// (nullptr: not kept, a forward-only net).
 template <typename T>
 void max_pool_forward(const T* in, T* out, int32_t* argmax, const PoolShape& s, cudaStream_t stream);
 // out = window sum / (window clipped to the padded input), as Caffe.

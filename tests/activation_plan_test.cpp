@@ -633,8 +633,9 @@ TEST(OffloadBudget, HistoryGoesToTheHostOnlyWhenActivationsAreNotEnough) {
 }
 
 // With a profile the cheaper plan wins even when the activations alone would fit: AlexNet at
-// batch 256 in 3.3 GiB on the H200's links offloads 567 MiB of activations each way, or stages
-// its 233 MiB of momentum once per step and offloads none, which costs less.
+// batch 256, in what it needs with its momentum staged from the host and every activation on the
+// device, offloads activations instead when it has no profile; with the H200's links, staging
+// its 233 MiB of momentum once per step and offloading none costs less.
 TEST(OffloadBudget, WithAProfileTheCheaperPlanWins) {
   const Profile profile =
       read_profile(cat(testing::source_dir(), "/docs/examples/profile_alexnet_h200.json"));
@@ -643,9 +644,14 @@ TEST(OffloadBudget, WithAProfileTheCheaperPlanWins) {
     return estimate_memory(model, "alexnet", 256, 256, 1, SyncKind::Cgdp, 1, nullptr, "",
                            activations);
   };
-  const int64_t budget = int64_t{53} << 26;  // 3,392 MiB
+  ActivationMemoryPlan planned;
+  planned.memory = ActivationMemory::Planned;
+  MemoryEstimate staged = estimate(planned);
+  put_history_on_host(staged);
+  const int64_t budget = needed_bytes(staged, DeviceKind::Cpu, 0, BudgetScope::Device);
   const FittedMemory plain = fit_offload(estimate, DeviceKind::Cpu, 0, budget, BudgetScope::Device);
   ASSERT_FALSE(plain.estimate.history_on_host());  // without a profile: activations first
+  ASSERT_GT(plain.estimate.offload_each_way, 0);
   ASSERT_LE(needed_bytes(plain.estimate, DeviceKind::Cpu, 0, BudgetScope::Device), budget);
   const FittedMemory chosen =
       fit_offload(estimate, DeviceKind::Cpu, 0, budget, BudgetScope::Device, &profile);

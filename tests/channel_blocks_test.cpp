@@ -57,14 +57,17 @@ struct PoolingRun {
   std::vector<float> top, bottom_diff;  // in NCHW, whatever the blobs' blocks
 };
 
-// One forward and backward of `pooling` on fixed inputs, with the bottom and top in these blocks.
-// Values are rounded to quarters so that windows hold ties: the first maximum must win.
-PoolingRun pool(const std::string& pooling, int64_t in_block, int64_t out_block) {
+// One forward and backward of `pooling` on fixed inputs, with the bottom and top in these blocks
+// (`forward_only`: a TEST net's layer, forward alone). Values are rounded to quarters so that
+// windows hold ties: the first maximum must win.
+PoolingRun pool(const std::string& pooling, int64_t in_block, int64_t out_block,
+                bool forward_only = false) {
   const Shape shape{3, 32, 13, 11};
   Blob<float> bottom(default_cpu_device(), shape), top(default_cpu_device());
   auto layer = create_layer<float>(
       parse_layer("name: 'pool' type: 'Pooling' pooling_param { " + pooling + " }"),
       default_cpu_device());
+  if (forward_only) layer->set_forward_only();
   Rng rng(1);
   layer->setup({&bottom}, {&top}, rng);
   std::mt19937 gen(5);
@@ -77,11 +80,12 @@ PoolingRun pool(const std::string& pooling, int64_t in_block, int64_t out_block)
   top.set_channel_block(out_block);
   reorder_channel_blocks(values.data(), 1, bottom.mutable_data(), in_block, bottom.shape());
   layer->forward({}, {&bottom}, {&top});
+  PoolingRun run{std::vector<float>(static_cast<size_t>(top.count())), {}};
+  reorder_channel_blocks(top.data(), out_block, run.top.data(), 1, top.shape());
+  if (forward_only) return run;
   reorder_channel_blocks(grad.data(), 1, top.mutable_diff(), out_block, top.shape());
   layer->backward({}, {&top}, {true}, {&bottom});
-  PoolingRun run{std::vector<float>(static_cast<size_t>(top.count())),
-                 std::vector<float>(static_cast<size_t>(bottom.count()))};
-  reorder_channel_blocks(top.data(), out_block, run.top.data(), 1, top.shape());
+  run.bottom_diff.resize(static_cast<size_t>(bottom.count()));
   reorder_channel_blocks(bottom.diff(), in_block, run.bottom_diff.data(), 1, bottom.shape());
   return run;
 }
@@ -98,6 +102,28 @@ TEST_P(PoolingBlocks, GiveThePlainPathsBits) {
   int routed = 0;  // a gradient that reached no input would make the equality weak
   for (float g : plain.bottom_diff) routed += g != 0.f;
   EXPECT_GT(routed, static_cast<int>(plain.bottom_diff.size()) / 8);
+}
+
+// Device bytes a pooling layer holds after its setup on a 3 x 32 x 13 x 11 bottom.
+int64_t pooling_bytes(const std::string& pooling, bool forward_only) {
+  CpuDevice device(0);
+  Blob<float> bottom(device, Shape{3, 32, 13, 11}), top(device);
+  auto layer = create_layer<float>(
+      parse_layer("name: 'pool' type: 'Pooling' pooling_param { " + pooling + " }"), device);
+  if (forward_only) layer->set_forward_only();
+  Rng rng(1);
+  layer->setup({&bottom}, {&top}, rng);
+  return device.memory_stats().device_bytes;
+}
+
+// A TEST net's pooling keeps no argmax (each thread drops its own) and pools the same.
+TEST_P(PoolingBlocks, ForwardOnlyPoolsTheSameKeepingNoArgmax) {
+  const auto& [pooling, blocks] = GetParam();
+  const PoolingRun plain = pool(pooling, 1, 1);
+  EXPECT_EQ(pool(pooling, blocks.first, blocks.second, true).top, plain.top);
+  const bool max = pooling.find("MAX") != std::string::npos;
+  EXPECT_EQ(pooling_bytes(pooling, false) - pooling_bytes(pooling, true),
+            max ? static_cast<int64_t>(plain.top.size() * sizeof(int32_t)) : 0);
 }
 
 using Blocks = std::pair<int64_t, int64_t>;  // the bottom's, the top's

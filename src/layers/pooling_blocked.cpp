@@ -76,6 +76,9 @@ void PoolingLayer<T>::forward_blocked(const Blob<T>& bottom, Blob<T>& top) {
 #endif
   tiles_.resize(static_cast<size_t>(threads * kMaxLanes * plane));
   tile_argmax_.resize(tiles_.size());
+  // Forward only (a TEST net) keeps no argmax: each thread drops one image's.
+  dropped_argmax_.resize(max_ && this->forward_only_ ? static_cast<size_t>(threads * out_image)
+                                                     : 0);
   // Lanes: channels that are neighbours in the blocked side's memory.
   const int64_t block = in_block > 1 ? in_block : out_block;
   const int lanes = block % 16 == 0 ? 16 : block % 8 == 0 ? 8 : 1;
@@ -89,7 +92,9 @@ void PoolingLayer<T>::forward_blocked(const Blob<T>& bottom, Blob<T>& top) {
 #endif
     const T* image = in + n * in_image;
     T* pooled = out + n * out_image;
-    int32_t* argmax = max_ ? argmax_data() + n * out_image : nullptr;
+    int32_t* argmax = !max_                 ? nullptr
+                      : this->forward_only_ ? dropped_argmax_.data() + t * out_image
+                                            : argmax_data() + n * out_image;
     T* tile = tiles_.data() + t * kMaxLanes * plane;
     int32_t* tile_argmax = tile_argmax_.data() + t * kMaxLanes * plane;
     auto run = [&]<int kLanes>() {

@@ -75,7 +75,8 @@ void PoolingLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
   top[0]->reshape({in.shape(0), in.shape(1), pooled_h_, pooled_w_});
   // The CUDA half keeps its argmax on the device (pooling_layer_cuda.cpp).
   const auto argmax_bytes = static_cast<size_t>(top[0]->count()) * sizeof(int32_t);
-  if (max_ && this->device().kind() == DeviceKind::Cpu && argmax_.bytes() < argmax_bytes)
+  if (max_ && !this->forward_only_ && this->device().kind() == DeviceKind::Cpu &&
+      argmax_.bytes() < argmax_bytes)
     argmax_ = DeviceBuffer(this->device(), argmax_bytes);
 }
 
@@ -225,12 +226,18 @@ void PoolingLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
   const int64_t in_plane = height_ * width_, out_plane = pooled_h_ * pooled_w_;
   const T* in = bottom[0]->data();
   T* out = top[0]->mutable_data();
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < planes; ++i) {
-    if (max_) {
-      max_plane(in + i * in_plane, out + i * out_plane, argmax_data() + i * out_plane);
-    } else {
-      average_plane(in + i * in_plane, out + i * out_plane);
+#pragma omp parallel
+  {
+    // Forward only (a TEST net) keeps no argmax: each thread drops one plane's.
+    std::vector<int32_t> dropped(max_ && this->forward_only_ ? static_cast<size_t>(out_plane) : 0);
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < planes; ++i) {
+      if (max_) {
+        int32_t* argmax = this->forward_only_ ? dropped.data() : argmax_data() + i * out_plane;
+        max_plane(in + i * in_plane, out + i * out_plane, argmax);
+      } else {
+        average_plane(in + i * in_plane, out + i * out_plane);
+      }
     }
   }
 }

@@ -26,7 +26,9 @@ void PoolingLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& bott
     return;
   }
   auto& s = this->template backend_state<PoolingCuda>();
-  int32_t* argmax = ensure_buffer<int32_t>(s.argmax, this->device(), stream, top[0]->count());
+  int32_t* argmax = this->forward_only_
+                        ? nullptr  // a TEST net: no backward reads it
+                        : ensure_buffer<int32_t>(s.argmax, this->device(), stream, top[0]->count());
   kernels::max_pool_forward(bottom[0]->data(), top[0]->mutable_data(), argmax, shape,
                             native_stream(stream));
 }

@@ -71,6 +71,7 @@ class PoolingLayer final : public Layer<T> {
   }
   std::vector<T> tiles_;  // forward_blocked's: 16 planes per thread
   std::vector<int32_t> tile_argmax_;
+  std::vector<int32_t> dropped_argmax_;  // forward_blocked's when forward only: an image per thread
 };
 
 }  // namespace cgdp
