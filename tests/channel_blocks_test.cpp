@@ -148,10 +148,12 @@ INSTANTIATE_TEST_SUITE_P(
 
 // One training forward and backward of a layer that needs one block on its bottom and top
 // (BatchNorm, Scale, LRN) with both in `block`: the top and bottom gradient in NCHW, then the
-// parameters' gradients and the state.
-std::vector<float> one_block_run(const std::string& layer_text, int64_t block, const Shape& shape) {
+// parameters' gradients and the state (`forward_only`: a TEST net's layer, the top alone).
+std::vector<float> one_block_run(const std::string& layer_text, int64_t block, const Shape& shape,
+                                 bool forward_only = false) {
   Blob<float> bottom(default_cpu_device(), shape), top(default_cpu_device());
   auto layer = create_layer<float>(parse_layer(layer_text), default_cpu_device());
+  if (forward_only) layer->set_forward_only();
   Rng rng(1);
   layer->setup({&bottom}, {&top}, rng);
   EXPECT_TRUE(layer->handles_channel_block(false, block));
@@ -164,6 +166,11 @@ std::vector<float> one_block_run(const std::string& layer_text, int64_t block, c
   top.set_channel_block(block);
   reorder_channel_blocks(values.data(), 1, bottom.mutable_data(), block, shape);
   layer->forward({.phase = Phase::Train}, {&bottom}, {&top});
+  if (forward_only) {
+    std::vector<float> out(values.size());
+    reorder_channel_blocks(top.data(), block, out.data(), 1, shape);
+    return out;
+  }
   reorder_channel_blocks(grad.data(), 1, top.mutable_diff(), block, shape);
   layer->backward({.phase = Phase::Train}, {&top}, {true}, {&bottom});
   std::vector<float> out(2 * values.size());
@@ -184,6 +191,28 @@ TEST_P(OneBlockLayers, GiveThePlainPathsBits) {
   const Shape shape = lrn ? Shape{2, 48, 17, 17} : Shape{3, 48, 5, 7};
   const std::vector<float> plain = one_block_run(layer, 1, shape);
   EXPECT_EQ(one_block_run(layer, block, shape), plain);
+}
+
+// A TEST net's LRN across channels keeps no scale (each tile's is used where it is computed) and
+// gives the training forward's top, plain and in blocks.
+TEST(ChannelBlocks, ForwardOnlyLrnKeepsNoScaleAndGivesTheSameTop) {
+  const std::string text =
+      "name: 'norm' type: 'LRN' lrn_param { local_size: 5 alpha: 0.3 beta: 0.75 k: 2 }";
+  const Shape shape{2, 48, 17, 17};
+  const std::vector<float> trained = one_block_run(text, 1, shape);
+  const std::vector<float> top(trained.begin(), trained.begin() + count_of(shape));
+  for (const int64_t block : {1, 16, 48})
+    EXPECT_EQ(one_block_run(text, block, shape, true), top) << "block " << block;
+  const auto setup_bytes = [&](bool forward_only) {
+    CpuDevice device(0);
+    Blob<float> bottom(device, shape), out(device);
+    auto layer = create_layer<float>(parse_layer(text), device);
+    if (forward_only) layer->set_forward_only();
+    Rng rng(1);
+    layer->setup({&bottom}, {&out}, rng);
+    return device.memory_stats().device_bytes;
+  };
+  EXPECT_EQ(setup_bytes(false) - setup_bytes(true), count_of(shape) * int64_t{sizeof(float)});
 }
 
 INSTANTIATE_TEST_SUITE_P(

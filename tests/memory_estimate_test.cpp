@@ -138,19 +138,18 @@ TEST(LayerScratch, IsCountedAndMeasuredWithoutCommittingIt) {
       256 * (96 * 27 * 27 + 256 * 13 * 13 + 256 * 6 * 6) * int64_t{sizeof(int32_t)};
   EXPECT_GE(m.scratch, lrn + argmax);
   EXPECT_LT(resident_bytes() - before, 64 << 20) << "measuring touched the layers' memory";
-  // On CUDA cuDNN's LRN keeps no scale: a CUDA worker holds the rest, in both nets.
+  // On CUDA cuDNN's LRN keeps no scale; a test net's keeps none on either (forward only).
   MemoryEstimate cuda = m;
   add_cuda_scratch(cuda, DeviceKind::Cuda, 0, Precision::kFp32);
   add_cuda_scratch(cuda, DeviceKind::Cuda, 0, Precision::kFp32);  // once only
-  const int64_t test_lrn = lrn / 256;                             // test batch 1
   EXPECT_EQ(cuda.scratch, m.scratch - lrn);
-  EXPECT_EQ(cuda.test_net, m.test_net - test_lrn);
-  EXPECT_EQ(cuda.worker_bytes(0) - cuda.cudnn_scratch, m.worker_bytes(0) - lrn - test_lrn);
+  EXPECT_EQ(cuda.test_net, m.test_net);
+  EXPECT_EQ(cuda.worker_bytes(0) - cuda.cudnn_scratch, m.worker_bytes(0) - lrn);
 }
 
 // An LRN that cuDNN does not compute (WITHIN_CHANNEL, or a window above its 16) keeps a scale on
-// CUDA too, and
-// a work buffer once its backward ran; the CPU half keeps both from the start.
+// CUDA too, and a work buffer once its backward ran; the CPU half keeps both from the start, but
+// across channels in a TEST net none.
 TEST(LayerScratch, AnLrnKeepsWhatItsDevicesKernelsNeed) {
   const auto model = parse_model(R"(
     layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 2 dim: 3 dim: 4 dim: 4 } } }
@@ -160,14 +159,15 @@ TEST(LayerScratch, AnLrnKeepsWhatItsDevicesKernelsNeed) {
   )",
                                  "lrn.prototxt");
   MeasuringDevice device;
-  Net<float> net(model, Phase::Test, device, 0, 1, "lrn.prototxt");
+  Net<float> net(model, Phase::Train, device, 0, 1, "lrn.prototxt");
+  Net<float> test(model, Phase::Test, device, 0, 1, "lrn.prototxt");
   const int64_t bytes = 2 * 3 * 4 * 4 * int64_t{sizeof(float)};
-  const auto lrn = [&](const std::string& name) -> const LRNLayer<float>& {
-    for (int i = 0; i < net.num_layers(); ++i)
-      if (net.layer(i).name() == name) return dynamic_cast<const LRNLayer<float>&>(net.layer(i));
+  const auto lrn = [](const Net<float>& in, const std::string& name) -> const LRNLayer<float>& {
+    for (int i = 0; i < in.num_layers(); ++i)
+      if (in.layer(i).name() == name) return dynamic_cast<const LRNLayer<float>&>(in.layer(i));
     throw std::runtime_error("no layer " + name);
   };
-  const auto &across = lrn("across"), &wide = lrn("wide"), &within = lrn("within");
+  const auto &across = lrn(net, "across"), &wide = lrn(net, "wide"), &within = lrn(net, "within");
   EXPECT_TRUE(across.cuda_runs_cudnn());
   EXPECT_FALSE(wide.cuda_runs_cudnn());
   EXPECT_FALSE(within.cuda_runs_cudnn());
@@ -176,6 +176,8 @@ TEST(LayerScratch, AnLrnKeepsWhatItsDevicesKernelsNeed) {
   EXPECT_EQ(within.kept_bytes(DeviceKind::Cuda, true), 2 * bytes);
   EXPECT_EQ(across.kept_bytes(DeviceKind::Cpu, false), bytes);
   EXPECT_EQ(within.kept_bytes(DeviceKind::Cpu, false), 2 * bytes);
+  EXPECT_EQ(lrn(test, "across").kept_bytes(DeviceKind::Cpu, false), 0);
+  EXPECT_EQ(lrn(test, "within").kept_bytes(DeviceKind::Cpu, false), 2 * bytes);
 }
 
 TEST_F(HugeNet, IsRefusedBeforeAnyAllocationNamingTheLargestParts) {

@@ -123,7 +123,8 @@ void LRNLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
   shape_ = bottom[0]->shape();
   top[0]->reshape(shape_);
   if (this->device().kind() != DeviceKind::Cpu) return;  // the CUDA half keeps its own scratch
-  scale_.reshape(shape_);
+  // Forward only (a TEST net), ACROSS_CHANNELS computes each tile's scale where it uses it.
+  scale_.reshape(this->forward_only_ && across_channels_ ? Shape{0} : shape_);
   work_.reshape(across_channels_ ? Shape{0} : shape_);
 }
 
@@ -140,7 +141,8 @@ int64_t LRNLayer<T>::kept_bytes(DeviceKind kind, bool backward) const {
   int64_t count = 1;
   for (const int64_t d : shape_) count *= d;
   const int64_t bytes = count * static_cast<int64_t>(sizeof(T));
-  if (kind == DeviceKind::Cpu) return across_channels_ ? bytes : 2 * bytes;
+  if (kind == DeviceKind::Cpu)
+    return !across_channels_ ? 2 * bytes : this->forward_only_ ? 0 : bytes;
   if (cuda_runs_cudnn()) return 0;
   return backward ? 2 * bytes : bytes;
 }
@@ -173,6 +175,7 @@ void LRNLayer<T>::forward_across(const T* in, T* out) {
 #pragma omp parallel
   {
     std::vector<T> squares(static_cast<size_t>(channels * kTile));
+    std::vector<T> row(this->forward_only_ ? static_cast<size_t>(kTile) : 0);  // kept: none
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < shape_[0] * tiles; ++t) {
       const int64_t j0 = (t % tiles) * kTile, width = std::min(kTile, plane - j0);
@@ -182,7 +185,7 @@ void LRNLayer<T>::forward_across(const T* in, T* out) {
         for (int64_t j = 0; j < width; ++j)
           squares[c * kTile + j] = in[base + c * plane + j] * in[base + c * plane + j];
       for (int64_t c = 0; c < channels; ++c) {
-        T* scale = scale_.mutable_data() + base + c * plane;
+        T* scale = this->forward_only_ ? row.data() : scale_.mutable_data() + base + c * plane;
         channel_window(squares.data(), std::max<int64_t>(c - half, 0),
                        std::min(c + half, channels - 1), width, scale);
 #pragma omp simd
@@ -231,8 +234,10 @@ void LRNLayer<T>::forward_blocked(const T* in, T* out, int64_t block) {
   const int64_t channels = shape_[1];
   const auto square = [in](int64_t e) { return in[e] * in[e]; };
   const auto normalise = [&](auto run, int64_t positions, const T* window) {
+    thread_local std::vector<T> kept_none;  // forward only: a run's scale, where it is used
+    if (this->forward_only_) kept_none.resize(static_cast<size_t>(positions * block));
     for (int64_t c0 = 0; c0 < channels; c0 += block) {
-      T* scale = scale_.mutable_data() + run(c0);
+      T* scale = this->forward_only_ ? kept_none.data() : scale_.mutable_data() + run(c0);
       for (int64_t r = 0; r < positions; ++r)
 #pragma omp simd
         for (int64_t b = 0; b < block; ++b)
