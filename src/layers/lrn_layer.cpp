@@ -138,9 +138,7 @@ bool LRNLayer<T>::cuda_runs_cudnn() const {
 
 template <typename T>
 int64_t LRNLayer<T>::kept_bytes(DeviceKind kind, bool backward) const {
-  int64_t count = 1;
-  for (const int64_t d : shape_) count *= d;
-  const int64_t bytes = count * static_cast<int64_t>(sizeof(T));
+  const int64_t bytes = count_of(shape_) * static_cast<int64_t>(sizeof(T));
   if (kind == DeviceKind::Cpu)
     return !across_channels_ ? 2 * bytes : this->forward_only_ ? 0 : bytes;
   if (cuda_runs_cudnn()) return 0;
@@ -175,7 +173,8 @@ void LRNLayer<T>::forward_across(const T* in, T* out) {
 #pragma omp parallel
   {
     std::vector<T> squares(static_cast<size_t>(channels * kTile));
-    std::vector<T> row(this->forward_only_ ? static_cast<size_t>(kTile) : 0);  // kept: none
+    // Forward only: one row of the scale at a time, used where it is computed.
+    std::vector<T> row(this->forward_only_ ? static_cast<size_t>(kTile) : 0);
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < shape_[0] * tiles; ++t) {
       const int64_t j0 = (t % tiles) * kTile, width = std::min(kTile, plane - j0);
