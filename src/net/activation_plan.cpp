@@ -53,16 +53,21 @@ int busiest_step(const ActivationPlan& plan) {
   return best;
 }
 
-// The unit still on the device that could be away at `step` with the most bytes to move there
-// (a packed one's 16-bit copy); nullptr if none.
-PlannedActivation* offload_candidate(ActivationPlan& plan, int step) {
-  PlannedActivation* best = nullptr;
-  for (PlannedActivation& a : plan.activations)
-    if (!a.offloaded && plan.can_offload(a) && a.last_forward + ActivationPlan::kLag < step &&
-        step < plan.fetch_step(a) &&
-        (!best || ActivationPlan::moved_bytes(a) > ActivationPlan::moved_bytes(*best)))
-      best = &a;
-  return best;
+// The unit still on the device that could be away at `step` to bring it down by `excess` bytes:
+// the smallest that is enough alone, else the one with the most bytes to move (a packed one's
+// 16-bit copy); nullptr if none. Always the largest moved more than a slightly larger budget
+// needed, so that more memory could mean more copies.
+PlannedActivation* offload_candidate(ActivationPlan& plan, int step, int64_t excess) {
+  PlannedActivation *largest = nullptr, *enough = nullptr;
+  for (PlannedActivation& a : plan.activations) {
+    if (a.offloaded || !plan.can_offload(a) || a.last_forward + ActivationPlan::kLag >= step ||
+        step >= plan.fetch_step(a))
+      continue;
+    const int64_t bytes = ActivationPlan::moved_bytes(a);
+    if (!largest || bytes > ActivationPlan::moved_bytes(*largest)) largest = &a;
+    if (bytes >= excess && (!enough || bytes < ActivationPlan::moved_bytes(*enough))) enough = &a;
+  }
+  return enough ? enough : largest;
 }
 
 int64_t place(ActivationPlan& plan) {
@@ -83,6 +88,22 @@ int64_t live_peak(const ActivationPlan& plan) {
   std::vector<const Occupant*> pointers;
   for (const Occupant& o : occupants) pointers.push_back(&o);
   return peak_live_bytes(pointers);
+}
+
+// A unit moved early can be made unnecessary by units moved after it: each comes back to the
+// device, the most bytes first, when the arena still fits `limit` without it.
+void keep_what_fits(ActivationPlan& plan, int64_t limit) {
+  std::vector<PlannedActivation*> units;
+  for (PlannedActivation& a : plan.activations)
+    if (a.offloaded) units.push_back(&a);
+  std::stable_sort(units.begin(), units.end(), [](auto* a, auto* b) {
+    return ActivationPlan::moved_bytes(*a) > ActivationPlan::moved_bytes(*b);
+  });
+  for (PlannedActivation* a : units) {
+    a->offloaded = false;
+    if (place(plan) > limit) a->offloaded = true;
+  }
+  place(plan);
 }
 
 // Moves each copy back (those needed first in backward first) to the earliest step at which the
@@ -193,16 +214,18 @@ ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations,
   for (PlannedActivation& a : plan.activations) a.packed = plan.can_pack(a);
   // Cheap bound first: while the bytes alive at the busiest step exceed the limit, no placement
   // fits.
-  while (live_peak(plan) > limit) {
-    PlannedActivation* a = offload_candidate(plan, busiest_step(plan));
+  for (int64_t peak; (peak = live_peak(plan)) > limit;) {
+    PlannedActivation* a = offload_candidate(plan, busiest_step(plan), peak - limit);
     if (!a) break;
     a->offloaded = true;
   }
-  while (place(plan) > limit) {  // first fit leaves gaps: free the step where it stands highest
-    PlannedActivation* a = offload_candidate(plan, fullest_step(plan).first);
+  for (int64_t top;
+       (top = place(plan)) > limit;) {  // first fit leaves gaps: free where it's highest
+    PlannedActivation* a = offload_candidate(plan, fullest_step(plan).first, top - limit);
     if (!a) break;
     a->offloaded = true;
   }
+  keep_what_fits(plan, std::max(limit, plan.arena_bytes));
   hoist_fetches(plan, std::max(limit, plan.arena_bytes));
   for (PlannedActivation& a : plan.activations)
     if (a.offloaded) {
