@@ -11,12 +11,16 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cgdp/device/conv_algorithm_table.hpp"
+#include "cgdp/device/cuda_options.hpp"
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/device/measuring_device.hpp"
+#include "cgdp/io/file.hpp"
 #include "cgdp/layers/lrn_layer.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/train/trainer.hpp"
 #include "support/run_command.hpp"
+#include "support/temp_dir.hpp"
 #include "support/test_paths.hpp"
 
 namespace cgdp {
@@ -209,6 +213,61 @@ TEST(MemoryBudget, CudnnScratchIsCountedOnEveryWorker) {
     EXPECT_NE(std::string(e.what()).find("a lower --cudnn-workspace-mb"), std::string::npos)
         << e.what();
   }
+}
+
+// With cuDNN's choices stored for every convolution pass (train --cudnn-algorithms), no search
+// runs: a CUDA worker holds only the scratch those algorithms need, not the cap. A pass missing,
+// another GPU model, or other settings (the key holds them), and the cap counts again.
+TEST(MemoryBudget, StoredCudnnChoicesCountOnlyTheScratchTheyNeed) {
+  const proto::NetParameter model = load_model(find_model_file("fashion_cnn"));
+  set_cuda_options({});
+  const MemoryEstimate m = estimate_memory(model, "fashion_cnn", 4, 6, 1, SyncKind::Local);
+  // Train: conv1 forward and weight gradient (it reads the data: no input gradient), conv2 all
+  // three; test, batch 6: both forwards.
+  ASSERT_EQ(m.cudnn_passes.size(), 7u);
+  EXPECT_EQ(
+      std::count_if(m.cudnn_passes.begin(), m.cudnn_passes.end(),
+                    [](const ConvPassProblem& p) { return p.pass == ConvPass::BackwardData; }),
+      1);
+  // conv1's key as stored files hold it (element size, input, outputs, kernel, pad, stride,
+  // dilation, group, TF32, deterministic, cap, channels last): a change orphans every file.
+  EXPECT_EQ(m.cudnn_passes[0].problem, (std::vector<int64_t>{4, 4, 1, 28, 28, 32, 5, 5, 2, 2, 1, 1,
+                                                             1, 1, 1, 0, 1, 1 << 30, 0}));
+  const auto table = [&](size_t passes) {
+    auto choices = std::make_unique<ConvAlgorithmTable>();
+    for (size_t k = 0; k < passes; ++k)
+      choices->find_or_search(
+          {"GPU A", static_cast<int>(m.cudnn_passes[k].pass), m.cudnn_passes[k].problem}, [&] {
+            return ConvChoice{1, static_cast<int64_t>(k + 1) << 20, 0};
+          });
+    return choices;
+  };
+  const auto scratch = [&](const ConvAlgorithmTable& choices, const std::string& gpu) {
+    MemoryEstimate e = m;
+    add_cuda_scratch(e, DeviceKind::Cuda, 1024, Precision::kFp32, &choices, gpu);
+    return std::pair{e.cudnn_scratch, e.cudnn_scratch_stored};
+  };
+  const auto all = table(7), fewer = table(6);
+  const std::pair cap{(int64_t{1024} << 20) + 64 * 32 * 5 * 5 * 4, false};
+  EXPECT_EQ(scratch(*all, "GPU A"), std::pair(int64_t{7} << 20, true));
+  EXPECT_EQ(scratch(*all, ""), std::pair(int64_t{7} << 20, true));  // inspect: any GPU model
+  EXPECT_EQ(scratch(*all, "GPU B"), cap);
+  EXPECT_EQ(scratch(*fewer, "GPU A"), cap);
+  // inspect reads a stored file, and keys it by its --tf32 as train does.
+  const testing::TempDir dir;
+  const fs::path file = dir / "cudnn.txt";
+  write_file_atomically(file, all->to_text());
+  const std::string inspect =
+      cat(testing::binary_dir(), "/cgdp inspect --model fashion_cnn --memory --batch 4 ",
+          "--test-batch 6 --json --device-kind cuda --cudnn-algorithms ", file.string(), " 2>&1");
+  const testing::CommandResult stored = testing::run_command(inspect);
+  ASSERT_EQ(stored.exit_code, 0) << stored.output;
+  const nlohmann::json j = nlohmann::json::parse(stored.output);
+  EXPECT_EQ(j["cudnn_scratch"], int64_t{7} << 20);
+  EXPECT_EQ(j["cudnn_scratch_from_stored_choices"], true);
+  const testing::CommandResult tf32 = testing::run_command(inspect + " --tf32");
+  ASSERT_EQ(tf32.exit_code, 0) << tf32.output;
+  EXPECT_EQ(nlohmann::json::parse(tf32.output)["cudnn_scratch"], cap.first);
 }
 
 // In bf16/fp16 on CUDA each worker's stream also holds the 16-bit copies of the largest

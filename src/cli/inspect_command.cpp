@@ -6,6 +6,8 @@
 
 #include "cgdp/cost/profile.hpp"
 #include "cgdp/device/cpu_device.hpp"
+#include "cgdp/device/cuda_options.hpp"
+#include "cgdp/io/file.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
 #include "cgdp/solver/update_rule.hpp"
@@ -38,6 +40,10 @@ struct InspectOptions {
   std::string pack_activations = "auto";
   std::string solver_type = "SGD";  // its histories: one, or two (AdaDelta, Adam)
   int64_t cudnn_workspace_mb = TrainConfig{}.cudnn_workspace_mb;
+  // cuDNN's stored choices (train --cudnn-algorithms), keyed by the settings below as well.
+  std::string cudnn_algorithms;
+  bool tf32 = false;
+  bool nondeterministic = false;
 };
 
 nlohmann::json memory_json(const MemoryEstimate& m) {
@@ -58,6 +64,7 @@ nlohmann::json memory_json(const MemoryEstimate& m) {
       {"activations", m.activations},
       {"layer_scratch", m.scratch},
       {"cudnn_scratch", m.cudnn_scratch},
+      {"cudnn_scratch_from_stored_choices", m.cudnn_scratch_stored},
       {"half_operands", m.half_operands},
       {"test_net", m.test_net},
       {"worker_bytes", workers},
@@ -88,7 +95,9 @@ void print_memory(const MemoryEstimate& m) {
   row(m.history_on_host() ? "momentum's device stage" : "momentum (updating workers)", m.history);
   row("activations", m.activations);
   row("layer scratch", m.scratch);
-  if (m.cudnn_scratch > 0) row("cuDNN scratch", m.cudnn_scratch);
+  if (m.cudnn_scratch > 0 || m.cudnn_scratch_stored)
+    row(m.cudnn_scratch_stored ? "cuDNN scratch (stored choices)" : "cuDNN scratch",
+        m.cudnn_scratch);
   if (m.half_operands > 0) row("16-bit operand copies", m.half_operands);
   std::printf("  %-28s %12s  (test batch %lld)\n", "test net (worker 0)", format_bytes(m.test_net).c_str(),
               static_cast<long long>(m.test_batch));
@@ -183,6 +192,15 @@ Runner add_inspect_command(CLI::App& app) {
   cmd->add_option("--cudnn-workspace-mb", opt->cudnn_workspace_mb,
                   "With --memory --device-kind cuda: cuDNN's scratch cap, as train's")
       ->check(kNonNegative);
+  cmd->add_option("--cudnn-algorithms", opt->cudnn_algorithms,
+                  "With --memory --device-kind cuda: cuDNN's choices a run stored (train "
+                  "--cudnn-algorithms): when they hold every convolution pass, no search runs and "
+                  "cuDNN's scratch is what they need")
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--tf32", opt->tf32,
+                "With --cudnn-algorithms: as train's (the choices are keyed by it)");
+  cmd->add_flag("--nondeterministic", opt->nondeterministic,
+                "With --cudnn-algorithms: as train's (the choices are keyed by it)");
   cmd->add_option("--profile", opt->profile,
                   "With --device-memory-gb: a profile (cgdp profile) to predict what the plan's "
                   "copies cost a pass")
@@ -220,11 +238,18 @@ Runner add_inspect_command(CLI::App& app) {
       solver.set_type(opt->solver_type);
       const int histories = make_solver_settings(solver, "--solver-type").histories();
       const ScopedLayerPrecision layers_in(precision);  // the nets built below pack in 16 bits
+      // As train sets them: stored choices are keyed by them.
+      set_cuda_options(
+          {opt->tf32, static_cast<size_t>(opt->cudnn_workspace_mb) << 20, !opt->nondeterministic});
+      ConvAlgorithmTable choices;
+      if (!opt->cudnn_algorithms.empty())
+        choices.merge_text(read_file(opt->cudnn_algorithms), opt->cudnn_algorithms);
       const auto estimate = [&](ActivationMemoryPlan activations) {
         activations.pack = packs_to_fit(opt->pack_activations);
         MemoryEstimate m = estimate_memory(param, path, opt->batch, test_batch, opt->devices, sync,
                                            histories, nullptr, "", activations);
-        add_cuda_scratch(m, kind, opt->cudnn_workspace_mb, precision);
+        add_cuda_scratch(m, kind, opt->cudnn_workspace_mb, precision,
+                         opt->cudnn_algorithms.empty() ? nullptr : &choices);
         return m;
       };
       MemoryEstimate m = estimate(

@@ -12,11 +12,10 @@
 #include <vector>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/device/conv_algorithm_table.hpp"
 #include "cgdp/device/cuda_options.hpp"
 
 namespace cgdp {
-
-enum class ConvPass { Forward, BackwardData, BackwardFilter };
 
 struct ConvAlgorithm {
   int algo = 0;            // a cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t

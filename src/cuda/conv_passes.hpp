@@ -61,10 +61,9 @@ cudnnDataType_t conv_operand_type(ConvOperands operands) {
                                          : cudnn_data_type<T>();
 }
 
-// Records what the descriptors now describe and forgets the algorithms chosen for the old ones.
-// 16-bit problems are keyed apart from fp32 ones (and bf16 from fp16) by the precision's number.
+// Records what the descriptors now describe (`problem`: the layer's cudnn_problem) and forgets the
+// algorithms chosen for the old ones.
 inline void described(ConvCuda& s, const Shape& bottom, std::vector<int64_t> problem) {
-  if (s.half()) problem.push_back(static_cast<int64_t>(layer_precision()));
   s.problem = std::move(problem);
   s.forward.reset();
   s.backward_data.reset();

@@ -18,12 +18,6 @@
 
 namespace cgdp {
 
-// Whether a layer of T multiplies in 16 bits: float layers under a 16-bit layer_precision().
-template <typename T>
-bool multiplies_in_half() {
-  return std::is_same_v<T, float> && is_16_bit(layer_precision());
-}
-
 kernels::Half16 half16(Precision precision);
 cudnnDataType_t cudnn_half_type(Precision precision);
 cudaDataType_t cuda_half_type(Precision precision);

@@ -1,6 +1,7 @@
 // The process's convolution choices and their text form for checkpoints.
 #include "cgdp/device/conv_algorithm_table.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include "cgdp/core/error.hpp"
@@ -42,6 +43,38 @@ ConvChoice ConvAlgorithmTable::find_or_search(const ConvChoiceKey& key,
   const ConvChoice choice = search();
   choices_.emplace(key, choice);
   return choice;
+}
+
+std::optional<ConvChoice> ConvAlgorithmTable::find(const ConvChoiceKey& key) const {
+  const std::lock_guard lock(mutex_);
+  if (auto it = choices_.find(key); it != choices_.end()) return it->second;
+  return std::nullopt;
+}
+
+std::optional<int64_t> ConvAlgorithmTable::stored_scratch(
+    const std::vector<ConvPassProblem>& passes, const std::string& gpu) const {
+  std::vector<std::string> gpus{gpu};
+  if (gpu.empty()) {
+    const std::lock_guard lock(mutex_);
+    gpus.clear();
+    for (const auto& [key, choice] : choices_)
+      if (gpus.empty() || gpus.back() != key.gpu) gpus.push_back(key.gpu);  // the map sorts by gpu
+  }
+  std::optional<int64_t> most;
+  for (const std::string& g : gpus) {
+    int64_t scratch = 0;
+    bool all = true;
+    for (const ConvPassProblem& p : passes) {
+      const std::optional<ConvChoice> c = find({g, static_cast<int>(p.pass), p.problem});
+      if (!c) {
+        all = false;
+        break;
+      }
+      scratch = std::max(scratch, c->workspace);
+    }
+    if (all) most = std::max(most.value_or(0), scratch);
+  }
+  return most;
 }
 
 std::string ConvAlgorithmTable::to_text() const {

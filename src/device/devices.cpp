@@ -12,6 +12,7 @@ std::unique_ptr<Device> make_cuda_device(int index, int numa_node);  // src/cuda
 const CudaProbe& probe_cuda();
 int count_cuda_devices();
 int64_t cuda_free_memory_bytes();
+std::string gpu_model(int device);  // src/cuda/conv_algorithms.cpp
 static std::string why_no_cuda() { return why_no_gpu(probe_cuda()); }
 #else
 static std::unique_ptr<Device> make_cuda_device(int index, int) {
@@ -19,6 +20,9 @@ static std::unique_ptr<Device> make_cuda_device(int index, int) {
 }
 static int count_cuda_devices() { return 0; }
 static int64_t cuda_free_memory_bytes() { return 0; }
+static std::string gpu_model(int) {
+  return "";
+}
 static std::string why_no_cuda() { return "this cgdp was built without CUDA"; }
 #endif
 
@@ -31,6 +35,10 @@ int cuda_device_count() { return count_cuda_devices(); }
 std::string cuda_unavailable_reason() { return why_no_cuda(); }
 
 int64_t cuda_free_memory() { return cuda_free_memory_bytes(); }
+
+std::string cuda_gpu_model(int index) {
+  return gpu_model(index);
+}
 
 std::unique_ptr<Device> make_device(DeviceKind kind, int index, int host_numa_node) {
   if (kind == DeviceKind::Cpu) return std::make_unique<CpuDevice>(index);

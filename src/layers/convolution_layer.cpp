@@ -11,6 +11,7 @@
 #include <span>
 #include <type_traits>
 
+#include "cgdp/device/cuda_options.hpp"
 #include "cgdp/layers/blas.hpp"
 #include "cgdp/layers/filler.hpp"
 #include "cgdp/layers/relu_layer.hpp"
@@ -118,6 +119,45 @@ template <typename T>
 bool ConvolutionLayer<T>::cuda_channels_last() const {
   return std::is_same_v<T, float> && is_16_bit(layer_precision()) && channel_blocks_enabled() &&
          geometry_.channels / group_ % 8 == 0 && group_out_channels() % 8 == 0;
+}
+
+template <typename T>
+std::vector<int64_t> ConvolutionLayer<T>::cudnn_problem(const Shape& in, const Shape&) const {
+  const ConvGeometry& g = geometry_;
+  const CudaOptions& o = cuda_options();
+  std::vector<int64_t> problem{static_cast<int64_t>(sizeof(T)),
+                               in[0],
+                               in[1],
+                               in[2],
+                               in[3],
+                               num_output_,
+                               g.kernel_h,
+                               g.kernel_w,
+                               g.pad_h,
+                               g.pad_w,
+                               g.stride_h,
+                               g.stride_w,
+                               g.dilation_h,
+                               g.dilation_w,
+                               group_,
+                               o.tf32,
+                               o.deterministic,
+                               static_cast<int64_t>(o.workspace_limit_bytes),
+                               int64_t{cuda_channels_last()}};
+  // 16-bit problems apart from fp32 ones, and bf16 from fp16.
+  if (multiplies_in_half<T>()) problem.push_back(static_cast<int64_t>(layer_precision()));
+  return problem;
+}
+
+template <typename T>
+std::vector<ConvPassProblem> ConvolutionLayer<T>::cudnn_passes(const Shape& bottom,
+                                                               const Shape& top, bool backward,
+                                                               bool input_gradient) const {
+  const std::vector<int64_t> problem = cudnn_problem(bottom, top);
+  std::vector<ConvPassProblem> passes{{ConvPass::Forward, problem}};
+  if (backward) passes.push_back({ConvPass::BackwardFilter, problem});
+  if (backward && input_gradient) passes.push_back({ConvPass::BackwardData, problem});
+  return passes;
 }
 
 template <typename T>

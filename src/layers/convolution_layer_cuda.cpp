@@ -45,12 +45,7 @@ LayerBackendState& ConvolutionLayer<T>::cuda_state(const Blob<T>& bottom, const 
   if (Shape(dims, dims + 4) != out)
     this->fail(cat("cuDNN computes the output shape ", shape_string(Shape(dims, dims + 4)),
                    ", the layer ", shape_string(out)));
-  const CudaOptions& options = cuda_options();
-  described(s, in,
-            {static_cast<int64_t>(sizeof(T)), in[0], in[1], in[2], in[3], num_output_, g.kernel_h,
-             g.kernel_w, g.pad_h, g.pad_w, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w,
-             group_, options.tf32, options.deterministic,
-             static_cast<int64_t>(options.workspace_limit_bytes), int64_t{last}});
+  described(s, in, cudnn_problem(in, out));
   return s;
 }
 

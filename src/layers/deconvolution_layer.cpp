@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "cgdp/device/cuda_options.hpp"
+#include "cgdp/device/layer_precision.hpp"
 #include "cgdp/layers/blas.hpp"
 #include "cgdp/layers/filler.hpp"
 #include "cgdp/layers/spatial_param.hpp"
@@ -102,6 +104,30 @@ void DeconvolutionLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& to
                    dx + gr * in_group * in_pixels_);
     }
   }
+}
+
+template <typename T>
+std::vector<int64_t> DeconvolutionLayer<T>::cudnn_problem(const Shape& in, const Shape& out) const {
+  const ConvGeometry& g = output_geometry_;
+  const CudaOptions& o = cuda_options();
+  // The -1 keeps Deconvolution's problems apart from a Convolution's of the same numbers.
+  std::vector<int64_t> problem{-1, static_cast<int64_t>(sizeof(T)), in[0], in[1], in[2], in[3]};
+  problem.insert(problem.end(), {out[1], out[2], out[3], g.kernel_h, g.kernel_w, g.pad_h, g.pad_w,
+                                 g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, group_, o.tf32,
+                                 o.deterministic, static_cast<int64_t>(o.workspace_limit_bytes)});
+  if (multiplies_in_half<T>()) problem.push_back(static_cast<int64_t>(layer_precision()));
+  return problem;
+}
+
+template <typename T>
+std::vector<ConvPassProblem> DeconvolutionLayer<T>::cudnn_passes(const Shape& bottom,
+                                                                 const Shape& top, bool backward,
+                                                                 bool input_gradient) const {
+  const std::vector<int64_t> problem = cudnn_problem(bottom, top);
+  std::vector<ConvPassProblem> passes{{ConvPass::BackwardData, problem}};
+  if (backward) passes.push_back({ConvPass::BackwardFilter, problem});
+  if (backward && input_gradient) passes.push_back({ConvPass::Forward, problem});
+  return passes;
 }
 
 template class DeconvolutionLayer<float>;

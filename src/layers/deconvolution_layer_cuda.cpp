@@ -12,8 +12,8 @@ namespace cgdp {
 namespace {
 
 template <typename T>
-ConvCuda& deconv_state(Layer<T>& layer, ConvCuda& s, const Blob<T>& bottom, const Blob<T>& top,
-                       const ConvGeometry& g, int64_t group) {
+ConvCuda& deconv_state(DeconvolutionLayer<T>& layer, ConvCuda& s, const Blob<T>& bottom,
+                       const Blob<T>& top, const ConvGeometry& g, int64_t group) {
   if (s.describes(bottom.shape())) return s;
   const Shape& in = bottom.shape();
   const Shape& out = top.shape();
@@ -32,30 +32,7 @@ ConvCuda& deconv_state(Layer<T>& layer, ConvCuda& s, const Blob<T>& bottom, cons
                                               i(g.stride_w), i(g.dilation_h), i(g.dilation_w),
                                               CUDNN_CROSS_CORRELATION, cudnn_data_type<T>()));
   CUDNN_CHECK(cudnnSetConvolutionGroupCount(s.conv.get(), i(group)));
-  // A marker keeps Deconvolution's problems apart from a Convolution's of the same numbers.
-  const CudaOptions& options = cuda_options();
-  described(s, in,
-            {-1,
-             static_cast<int64_t>(sizeof(T)),
-             in[0],
-             in[1],
-             in[2],
-             in[3],
-             out[1],
-             out[2],
-             out[3],
-             g.kernel_h,
-             g.kernel_w,
-             g.pad_h,
-             g.pad_w,
-             g.stride_h,
-             g.stride_w,
-             g.dilation_h,
-             g.dilation_w,
-             group,
-             options.tf32,
-             options.deterministic,
-             static_cast<int64_t>(options.workspace_limit_bytes)});
+  described(s, in, layer.cudnn_problem(in, out));
   return s;
 }
 

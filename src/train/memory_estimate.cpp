@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -15,6 +16,8 @@
 #include "cgdp/device/devices.hpp"
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/device/measuring_device.hpp"
+#include "cgdp/layers/convolution_layer.hpp"
+#include "cgdp/layers/deconvolution_layer.hpp"
 #include "cgdp/layers/lrn_layer.hpp"
 #include "cgdp/layers/weight_slices.hpp"
 #include "cgdp/net/net.hpp"
@@ -81,6 +84,22 @@ int64_t cuda_lrn_delta(const Net<float>& net) {
           lrn->kept_bytes(DeviceKind::Cuda, backward) - lrn->kept_bytes(DeviceKind::Cpu, backward);
     }
   return bytes;
+}
+
+// The cuDNN passes a net's convolutions run, keyed as their stored choices are: forward only in a
+// test net, and in a train net each backward the net runs.
+void add_cudnn_passes(const Net<float>& net, std::vector<ConvPassProblem>& passes) {
+  for (int i = 0; i < net.num_layers(); ++i) {
+    const Shape& in = net.bottoms(i).empty() ? Shape{} : net.bottoms(i)[0]->shape();
+    const bool backward = net.phase() == Phase::Train && net.needs_backward(i);
+    const bool input_gradient = backward && net.propagate_down(i)[0];
+    std::vector<ConvPassProblem> more;
+    if (const auto* c = dynamic_cast<const ConvolutionLayer<float>*>(&net.layer(i)))
+      more = c->cudnn_passes(in, net.tops(i)[0]->shape(), backward, input_gradient);
+    else if (const auto* d = dynamic_cast<const DeconvolutionLayer<float>*>(&net.layer(i)))
+      more = d->cudnn_passes(in, net.tops(i)[0]->shape(), backward, input_gradient);
+    passes.insert(passes.end(), more.begin(), more.end());
+  }
 }
 
 struct Part {
@@ -171,6 +190,8 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   m.test_net = test_device.memory_stats().device_bytes + lent;
   m.cuda_lrn_delta = cuda_lrn_delta(net);
   m.cuda_test_lrn_delta = cuda_lrn_delta(*test);
+  add_cudnn_passes(net, m.cudnn_passes);
+  add_cudnn_passes(*test, m.cudnn_passes);
   m.test_peak = test_device.memory_stats().device_peak_bytes + lent;
   if (sync == SyncKind::Cgdp) m.pinned = (workers + 1) * m.gradients;  // receive per worker + sum
   m.pinned += workers * (m.offload_host + 2 * m.streamed);
@@ -178,9 +199,15 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
 }
 
 void add_cuda_scratch(MemoryEstimate& m, DeviceKind kind, int64_t cudnn_workspace_mb,
-                      Precision precision) {
+                      Precision precision, const ConvAlgorithmTable* choices,
+                      const std::string& gpu) {
   if (kind != DeviceKind::Cuda) return;
-  if (m.largest_convolution_weights > 0)
+  const std::optional<int64_t> stored =
+      choices ? choices->stored_scratch(m.cudnn_passes, gpu) : std::nullopt;
+  m.cudnn_scratch_stored = m.largest_convolution_weights > 0 && stored.has_value();
+  if (m.cudnn_scratch_stored)
+    m.cudnn_scratch = *stored;  // no search runs: the scratch is what the chosen algorithms use
+  else if (m.largest_convolution_weights > 0)
     m.cudnn_scratch = (cudnn_workspace_mb << 20) + m.largest_convolution_weights;
   if (is_16_bit(precision)) m.half_operands = m.largest_half_operands;
   m.scratch += std::exchange(m.cuda_lrn_delta, 0);

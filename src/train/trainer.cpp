@@ -21,6 +21,7 @@
 #include "cgdp/cost/fc_exchange.hpp"
 #include "cgdp/cost/profile_match.hpp"
 #include "cgdp/data/open_dataset.hpp"
+#include "cgdp/device/conv_algorithm_table.hpp"
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/device/cuda_options.hpp"
 #include "cgdp/device/devices.hpp"
@@ -236,6 +237,7 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   if (config.gemm_convolutions) use_gemm_convolutions(model_);
   per_worker_batch_ = per_worker_batch(config, declared_batch_size(model_, Phase::Train));
   test_batch_ = test_batch_size(feeds_, config.test_batch, per_worker_batch_);
+  load_cudnn_algorithms();  // before the estimate: stored choices need no search's scratch
   check_memory(sync, device_kind);
   workers_ = make_workers(config.devices, device_kind, model_, per_worker_batch_, config.seed,
                           model_path_, config.accumulate, activation_memory_);
@@ -281,7 +283,6 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   // Caffe's solver counts iterations in 32 bits (max_iter, poly's horizon).
   fit_int32(max_iterations_, config.iterations > 0 ? "--iterations" : "iterations of --epochs");
   make_scheme(sync, profile ? &*profile : nullptr);
-  load_cudnn_algorithms();
   start_loss_scale(layer_precision());
   if (!config.resume_path.empty()) resume(config.resume_path);  // its choices win over the file's
   if (cluster_) agree_with_other_hosts();
@@ -337,6 +338,7 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
                           ": ", cuda_unavailable_reason()));
   if (config_.offload != "auto" && config_.offload != "off")
     throw UsageError(cat("--offload must be auto or off, not '", config_.offload, "'"));
+  const ConvAlgorithmTable* choices = stored_cudnn_choices(kind);
   const bool pack_now = packs_from_the_start(config_.pack_activations, kind);
   const bool pack = packs_to_fit(config_.pack_activations);
   const auto estimate = [&](ActivationMemoryPlan activations) {
@@ -349,7 +351,8 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
     m.fold = config_.accumulate > 1
                  ? std::bit_width(static_cast<unsigned>(config_.accumulate - 1)) * m.gradients
                  : 0;
-    add_cuda_scratch(m, kind, config_.cudnn_workspace_mb, layer_precision());
+    add_cuda_scratch(m, kind, config_.cudnn_workspace_mb, layer_precision(), choices,
+                     choices ? cuda_gpu_model(0) : "");
     return m;
   };
   activation_memory_ = default_activation_memory(layer_precision(), pack_now);
@@ -383,6 +386,17 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
   }
   if (offload_note_.empty() && memory_.packed > 0) offload_note_ = describe_offload(memory_);
   check_memory_fits(memory_, kind, gpus, budget, budget_is, scope);
+}
+
+// cuDNN's choices that the workers will find instead of searching (--cudnn-algorithms, or this
+// process's searches), when every GPU in use is of one model. A resume brings its checkpoint's
+// later, which may ask for more scratch: then, and on other GPUs, the searches' cap counts.
+const ConvAlgorithmTable* Trainer::stored_cudnn_choices(DeviceKind kind) const {
+  if (kind != DeviceKind::Cuda || !config_.resume_path.empty()) return nullptr;
+  const int used = std::min(config_.devices, cuda_device_count());
+  for (int g = 1; g < used; ++g)
+    if (cuda_gpu_model(g) != cuda_gpu_model(0)) return nullptr;
+  return &ConvAlgorithmTable::process();
 }
 
 void Trainer::inject_fault(int worker, int64_t after_copies) {

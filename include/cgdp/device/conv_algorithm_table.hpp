@@ -10,11 +10,23 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace cgdp {
+
+// cuDNN's three convolution passes, each with its own algorithms.
+enum class ConvPass { Forward, BackwardData, BackwardFilter };
+
+// A pass a layer runs and the problem its choice is keyed by (less the GPU): what the memory
+// estimate looks up to count the scratch that stored choices need
+// (ConvolutionLayer::cudnn_problem).
+struct ConvPassProblem {
+  ConvPass pass = ConvPass::Forward;
+  std::vector<int64_t> problem;
+};
 
 struct ConvChoiceKey {
   std::string gpu;               // e.g. "NVIDIA H100 80GB HBM3 sm_90 cuDNN 91002"
@@ -46,6 +58,13 @@ class ConvAlgorithmTable {
   // expected, and then adds nothing.
   void merge_text(std::string_view text, const std::string& source);
 
+  // The stored choice for `key`, if any; never searches.
+  std::optional<ConvChoice> find(const ConvChoiceKey& key) const;
+  // The most scratch the choices for every one of `passes` need on GPU model `gpu`, or on any GPU
+  // model in the table when `gpu` is empty (the most of those that have them all); nullopt when
+  // one is missing, so that a search (within the cap) would run.
+  std::optional<int64_t> stored_scratch(const std::vector<ConvPassProblem>& passes,
+                                        const std::string& gpu) const;
   size_t size() const;
   void clear();
 

@@ -26,6 +26,10 @@ std::string cuda_unavailable_reason();
 // The least free memory of any GPU (cudaMemGetInfo), in bytes; 0 without GPUs.
 int64_t cuda_free_memory();
 
+// What cuDNN's stored choices for GPU `index` are keyed by ("<name> sm_<major><minor> cuDNN
+// <version>", ConvChoiceKey::gpu); empty in a build without CUDA.
+std::string cuda_gpu_model(int index);
+
 // A CPU device (any index) or CUDA GPU `index`; throws DeviceError if that GPU is absent.
 // `host_numa_node` >= 0 binds a GPU's pinned host memory to that NUMA node (the GPU's own, from
 // Topology); -1 leaves the placement to the OS. CPU devices ignore it.

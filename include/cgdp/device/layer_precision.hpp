@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace cgdp {
 
@@ -14,6 +15,12 @@ Precision layer_precision();
 void set_layer_precision(Precision precision);
 inline bool is_16_bit(Precision p) {
   return p != Precision::kFp32;
+}
+
+// Whether a layer of T multiplies in 16 bits: float layers under a 16-bit layer_precision().
+template <typename T>
+bool multiplies_in_half() {
+  return std::is_same_v<T, float> && is_16_bit(layer_precision());
 }
 
 // Sets layer_precision() for a scope (a command that estimates a run in another precision).

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "cgdp/device/conv_algorithm_table.hpp"
 #include "cgdp/layers/im2col.hpp"
 #include "cgdp/layers/layer.hpp"
 
@@ -55,6 +56,14 @@ class ConvolutionLayer final : public Layer<T> {
   // each group's input and output channels come in the 8s that its NHWC tensor-core kernels read
   // (16 bytes), unless `--layout nchw` (channel_blocks_enabled) keeps NCHW.
   bool cuda_channels_last() const;
+  // What cuDNN's choices for this layer are keyed by (ConvChoiceKey::problem) for these shapes
+  // under the current cuda_options() and layer_precision(): the CUDA half searches under it, and
+  // the memory estimate looks stored choices up by it.
+  std::vector<int64_t> cudnn_problem(const Shape& bottom, const Shape& top) const;
+  // The passes the CUDA half runs: forward; in a backward the weight gradient, and the input's
+  // when it propagates down (`input_gradient`).
+  std::vector<ConvPassProblem> cudnn_passes(const Shape& bottom, const Shape& top, bool backward,
+                                            bool input_gradient) const;
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "cgdp/device/conv_algorithm_table.hpp"
 #include "cgdp/layers/im2col.hpp"
 #include "cgdp/layers/layer.hpp"
 
@@ -26,6 +27,11 @@ class DeconvolutionLayer final : public Layer<T> {
                                    const BlobVec<T>&) const override {
     return true;
   }
+  // As ConvolutionLayer's: the key of cuDNN's choices, and the passes (forward is the transposed
+  // convolution's backward-data pass, the input gradient its forward pass).
+  std::vector<int64_t> cudnn_problem(const Shape& bottom, const Shape& top) const;
+  std::vector<ConvPassProblem> cudnn_passes(const Shape& bottom, const Shape& top, bool backward,
+                                            bool input_gradient) const;
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;

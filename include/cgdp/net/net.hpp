@@ -65,6 +65,8 @@ class Net {
   const BlobVec<T>& tops(int i) const { return tops_[i]; }
   const std::vector<std::string>& top_names(int i) const { return top_names_[i]; }
   bool needs_backward(int i) const { return needs_backward_[i]; }
+  // Whether layer i's backward computes the gradient of each of its bottoms.
+  const std::vector<bool>& propagate_down(int i) const { return propagate_down_[i]; }
   // Layer i is an in-place ReLU that the layer before it runs (Layer::absorb_relu; CPU only):
   // forward_layer(i) and backward_layer(i) do nothing.
   bool absorbed(int i) const { return absorbed_[i]; }

@@ -10,6 +10,7 @@
 
 #include "cgdp.pb.h"
 #include "cgdp/cost/offload_cost.hpp"
+#include "cgdp/device/conv_algorithm_table.hpp"
 #include "cgdp/device/device.hpp"
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/net/activation_plan.hpp"
@@ -41,6 +42,10 @@ struct MemoryEstimate {
   // included, at most --cudnn-workspace-mb) and the filter gradient a search writes beside it.
   int64_t cudnn_scratch = 0;
   int64_t largest_convolution_weights = 0;  // bytes; 0 when the net has no convolution
+  // The cuDNN passes of the train and test nets' convolutions, as their choices are keyed; and
+  // whether stored choices held every one, so that cudnn_scratch is only what those need.
+  std::vector<ConvPassProblem> cudnn_passes;
+  bool cudnn_scratch_stored = false;
   // CUDA in bf16/fp16, set by the trainer: the 16-bit copies of the largest multiplying layer's
   // operands (half_operand_bytes), one per compute stream.
   int64_t half_operands = 0;
@@ -98,9 +103,12 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
 
 // What a CUDA worker holds besides its nets (train and inspect count it alike): cuDNN's scratch
 // of `cudnn_workspace_mb` with a search's filter gradient, and in bf16/fp16 the 16-bit operand
-// copies. Nothing on other backends.
+// copies. Nothing on other backends. When `choices` (--cudnn-algorithms) hold every pass of the
+// nets' convolutions for GPU model `gpu` (any model in them, when empty), no search runs and the
+// scratch is the most those algorithms need. Call with cuda_options() set as the run's.
 void add_cuda_scratch(MemoryEstimate& m, DeviceKind kind, int64_t cudnn_workspace_mb,
-                      Precision precision);
+                      Precision precision, const ConvAlgorithmTable* choices = nullptr,
+                      const std::string& gpu = "");
 
 // "1.5 GiB", "310.2 MiB", "12 KiB"
 std::string format_bytes(int64_t bytes);

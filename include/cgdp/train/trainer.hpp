@@ -112,6 +112,7 @@ class Trainer {
   // table back to the file at the end (rank 0; returns the line to print, or "").
   void load_cudnn_algorithms();
   std::string save_cudnn_algorithms() const;
+  const ConvAlgorithmTable* stored_cudnn_choices(DeviceKind kind) const;
   void issue_micro_batch(Worker& w, const Batch& batch, int micro, int64_t it);
   Profile chunk_profile(const TrainConfig& config, const ChunkProfileSource& measure);
   // Per param layer: whether its weight travels as sufficient factors (--fc-exchange).
