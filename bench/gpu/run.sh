@@ -415,10 +415,12 @@ amp() {
   for c in "${configs[@]}"; do
     local model=${c%%:*} batch=${c##*:} size=224
     [[ $model == alexnet ]] && size=227
-    # bf16_kept: bf16 with every activation kept in fp32 (--pack-activations off), the packs' cost;
-    # bf16_nchw: cuDNN's operands in NCHW (--layout nchw), what channels last buys.
-    for p in fp32 bf16 bf16_kept bf16_nchw; do
-      local packs=auto layout=fastest
+    # bf16_stored: bf16 again with the choices bf16 stored (no search: its peak holds only the
+    # chosen algorithms' scratch); bf16_kept: every activation kept in fp32 (--pack-activations
+    # off), the packs' cost; bf16_nchw: cuDNN's operands in NCHW (--layout nchw).
+    for p in fp32 bf16 bf16_stored bf16_kept bf16_nchw; do
+      local packs=auto layout=fastest choices=$p
+      [[ $p == bf16_stored ]] && choices=bf16
       [[ $p == bf16_kept ]] && packs=off
       [[ $p == bf16_nchw ]] && layout=nchw
       timeout 200 "$bin/cgdp" train --model "models/$model.prototxt" --data synthetic \
@@ -426,7 +428,7 @@ amp() {
         --test-interval -1 --test-batch "$batch" --test-samples "$batch" --display "$its" --plain \
         --phase-table --tf32 --nondeterministic --loader-threads 8 --lr 0.001 \
         --precision "${p%_*}" --pack-activations "$packs" --layout "$layout" \
-        --cudnn-algorithms "$logs/cudnn_${model}_b${batch}_$p.txt" \
+        --cudnn-algorithms "$logs/cudnn_${model}_b${batch}_$choices.txt" \
         >"$logs/${model}_b${batch}_$p.log" 2>&1 || echo "cgdp: error: exit $?" >>"$logs/${model}_b${batch}_$p.log"
     done
     timeout 200 python3 bench/gpu/torch_peer.py --model "$model" --batch "$batch" --size "$size" \

@@ -40,7 +40,9 @@ def cgdp_run(path):
         m = re.match(r"\s+(.+?)\s+(-?[0-9.]+)$", line)
         if m and m.group(1) in PHASES:
             run[PHASES[m.group(1)]] = float(m.group(2))
-    mem = re.findall(r"worker \d+ ([0-9.]+) MiB device", text)
+    # Each worker's device memory at its peak (searches included), else (older logs) at the end.
+    mem = re.findall(r"worker \d+ [0-9.]+ MiB device \(peak ([0-9.]+)\)", text) or \
+        re.findall(r"worker \d+ ([0-9.]+) MiB device", text)
     if mem:
         run["mib"] = sum(map(float, mem)) / len(mem)
     factors = re.search(r"fully-connected exchange: (.*?) as factors", text)

@@ -883,7 +883,8 @@ std::string Trainer::memory_report() const {
   std::string out = cat("memory (", to_string(scheme_->kind()), "):");
   for (const Worker& w : workers_) {
     const MemoryStats m = w.device->memory_stats();
-    out += cat(" worker ", w.index, " ", m.device_bytes / 1048576.0, " MiB device");
+    out += cat(" worker ", w.index, " ", m.device_bytes / 1048576.0, " MiB device (peak ",
+               m.device_peak_bytes / 1048576.0, ")");
   }
   return out + cat("; host aggregator ", scheme_->host_bytes() / 1048576.0, " MiB pinned");
 }
