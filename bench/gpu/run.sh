@@ -431,7 +431,10 @@ amp() {
         --cudnn-algorithms "$logs/cudnn_${model}_b${batch}_$choices.txt" \
         >"$logs/${model}_b${batch}_$p.log" 2>&1 || echo "cgdp: error: exit $?" >>"$logs/${model}_b${batch}_$p.log"
     done
-    timeout 200 python3 bench/gpu/torch_peer.py --model "$model" --batch "$batch" --size "$size" \
+    # AlexNet's peer is Caffe's AlexNet in torch.nn (LRN, groups), as the issue asks.
+    local peer=$model
+    [[ $model == alexnet ]] && peer=caffe_alexnet
+    timeout 200 python3 bench/gpu/torch_peer.py --model "$peer" --batch "$batch" --size "$size" \
       --iterations "$its" --warmup 3 --amp >"$logs/${model}_b${batch}_amp.json" \
       2>"$logs/${model}_b${batch}_amp.err" || rm -f "$logs/${model}_b${batch}_amp.json"
   done

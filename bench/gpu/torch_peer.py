@@ -5,19 +5,25 @@ synthetic data already on the GPU, fp32 with cudnn.benchmark on and PyTorch's de
 (momentum 0.9, weight decay 5e-4). Times the iterations after the warm-up with CUDA events and
 prints one JSON line. --amp: autocast bf16 and channels_last, as a PyTorch user runs on a tensor-core
 GPU (the loss and the SGD step stay fp32). Usage: torch_peer.py --model resnet152 --batch 16
-[--size 224] [--amp]
+[--size 224] [--amp] (--model caffe_alexnet: Caffe's AlexNet, 1000 classes, --size 227)
 Set-up: the GPU machine (its own CUDA, PyTorch and torchvision)."""
 import argparse
 import json
+import os
 import sys
 
 import torch
 import torchvision
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from memory_peer import caffe_alexnet  # noqa: E402  (Caffe's AlexNet in torch.nn)
+
 # cgdp's model name -> torchvision's constructor and the extra arguments that match cgdp's net
-# (GoogLeNet without the auxiliary heads, as models/googlenet.prototxt).
+# (GoogLeNet without the auxiliary heads, as models/googlenet.prototxt); caffe_alexnet is
+# models/alexnet.prototxt itself (LRN, grouped convolutions), issue 36's AMP peer for AlexNet.
 MODELS = {
     "alexnet": ("alexnet", {}),
+    "caffe_alexnet": (None, {}),
     "googlenet": ("googlenet", {"aux_logits": False, "init_weights": False}),
     "vgg16": ("vgg16", {}),
     "resnet152": ("resnet152", {}),
@@ -40,7 +46,8 @@ def main():
 
     torch.backends.cudnn.benchmark = True  # cuDNN's algorithm search, as cgdp's
     name, extra = MODELS[args.model]
-    model = getattr(torchvision.models, name)(weights=None, num_classes=args.classes, **extra)
+    model = (caffe_alexnet(torch) if name is None else
+             getattr(torchvision.models, name)(weights=None, num_classes=args.classes, **extra))
     model = model.cuda().train()
     images = torch.randn(args.batch, 3, args.size, args.size, device="cuda")
     if args.amp:
