@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -136,7 +137,11 @@ TEST(ActivationPlan, MovesAboutWhatTheArenaIsOverAndLessWithMore) {
   MeasuringDevice device;  // counts, commits nothing
   Net<float> net(model, Phase::Train, device, 256, 1, "alexnet", ActivationMemory::Planned);
   net.plan_activations();
-  const ActivationPlan& whole = net.activation_plan();
+  // Its units as a plan that keeps the LRNs' outputs: recomputed, they leave the fullest step
+  // (norm1's backward) nothing to move.
+  ActivationPlan whole = net.activation_plan();
+  for (PlannedActivation& a : whole.activations) a.recomputable = false;
+  whole = plan_activation_arena(whole.activations, whole.steps, kNoArenaLimit, whole.gradients);
   int64_t largest = 0;
   for (const PlannedActivation& a : whole.activations) largest = std::max(largest, a.bytes);
   int64_t before = std::numeric_limits<int64_t>::max();
@@ -284,6 +289,44 @@ TEST(ActivationPlan, PackedUnitsWaitInHalfTheBytes) {
   EXPECT_GT(packed_offloaded, 0);
   EXPECT_EQ(tight.bytes_each_way(), moved);
   EXPECT_EQ(tight.host_bytes, moved);  // 512 and 1024 are already aligned
+}
+
+// A unit its producer recomputes for its backward (LRN's output) takes no bytes between its last
+// forward use and that backward, is never packed or moved to the host, and its recompute is a
+// write that an earlier unit's copy out in the same bytes must wait for.
+TEST(ActivationPlan, ARecomputedUnitTakesNoBytesBetweenItsPasses) {
+  const int n = 12;
+  std::vector<PlannedActivation> units = chain(n, 1024);
+  for (PlannedActivation& a : units) a.packable = true;
+  units[2].recomputable = true;
+  const ActivationPlan kept_plan = plan_activation_arena(chain(n, 1024), 2 * n);
+  const ActivationPlan plan = plan_activation_arena(units, 2 * n);
+  expect_disjoint(plan);
+  EXPECT_TRUE(plan.activations[2].recomputed);
+  EXPECT_FALSE(plan.activations[2].packed);
+  EXPECT_EQ(plan.recomputed_count(), 1);
+  EXPECT_EQ(plan.recomputed_bytes(), 1024);
+  const std::vector<LiveRange> live = plan.live(plan.activations[2]);
+  ASSERT_EQ(live.size(), 2u);
+  EXPECT_EQ(live[0].last, units[2].last_forward);
+  EXPECT_EQ(live[1].first, units[2].first_backward);
+  EXPECT_LT(plan.arena_bytes, kept_plan.arena_bytes);
+  // Tight: others go to the host, the recomputed one never does.
+  const ActivationPlan tight = plan_activation_arena(units, 2 * n, 4 * 1024);
+  expect_disjoint(tight);
+  EXPECT_GT(tight.offloaded_count(), 0);
+  EXPECT_FALSE(tight.activations[2].offloaded);
+  for (const PlannedActivation& a : tight.activations) {
+    if (!a.offloaded) continue;
+    const CopyOutWaiters waiters = copy_out_waiters(tight, a);
+    const PlannedActivation& r = tight.activations[2];
+    if (bytes_overlap(ActivationPlan::moved_offset(a), ActivationPlan::moved_bytes(a), r.offset,
+                      r.bytes) &&
+        r.first_backward > a.last_forward + ActivationPlan::kLag)
+      EXPECT_NE(std::find(waiters.write_steps.begin(), waiters.write_steps.end(), r.first_backward),
+                waiters.write_steps.end())
+          << a.name << "'s copy out and the recompute of " << r.name;
+  }
 }
 
 // fashion_cnn in bf16: its input and the convolutions', pools' and first inner product's outputs
@@ -475,6 +518,77 @@ void expect_packing_changes_no_bit(TrainConfig c) {
   EXPECT_LE(device_peak(t, cuda), budget);
   const std::vector<float> got = parameters(t);
   EXPECT_EQ(0, std::memcmp(got.data(), fp32_kept.data(), got.size() * sizeof(float)));
+}
+
+// A small AlexNet: LRN after an in-place ReLU, max pooling after it (whose backward reads only
+// its argmax), so the LRN's own backward is the only reader of its output. conv2's output is
+// twice conv1's: the arena's fullest step, norm2's backward, no longer holds norm1.
+const char* kLrnNet = R"(name: "LrnNet"
+layer { name: "data" type: "Input" top: "data" top: "label"
+  input_param { shape { dim: 4 dim: 3 dim: 20 dim: 20 } shape { dim: 4 } } }
+layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+  convolution_param { num_output: 8 kernel_size: 3 weight_filler { type: "xavier" } } }
+layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
+layer { name: "norm1" type: "LRN" bottom: "conv1" top: "norm1" lrn_param { local_size: 5 } }
+layer { name: "pool1" type: "Pooling" bottom: "norm1" top: "pool1"
+  pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+layer { name: "conv2" type: "Convolution" bottom: "pool1" top: "conv2"
+  convolution_param { num_output: 64 kernel_size: 3 pad: 1 weight_filler { type: "xavier" } } }
+layer { name: "relu2" type: "ReLU" bottom: "conv2" top: "conv2" }
+layer { name: "norm2" type: "LRN" bottom: "conv2" top: "norm2"
+  lrn_param { local_size: 3 norm_region: WITHIN_CHANNEL } }
+layer { name: "pool2" type: "Pooling" bottom: "norm2" top: "pool2"
+  pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+layer { name: "fc" type: "InnerProduct" bottom: "pool2" top: "fc"
+  inner_product_param { num_output: 10 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc" bottom: "label" top: "loss" }
+layer { name: "accuracy" type: "Accuracy" bottom: "fc" bottom: "label" top: "accuracy"
+  include { phase: TEST } }
+)";
+
+// Recomputing changes no bit: the LRNs' outputs, not kept between forward and backward in a
+// planned net, come back bit for bit, so the small AlexNet trains (bf16, packs on) to the
+// parameters of the run that keeps every activation (packs off), in a smaller arena.
+void expect_recomputing_changes_no_bit(const std::string& device_kind) {
+  testing::TempDir dir;
+  TrainConfig c = resnet_run();
+  c.model = (dir / "lrn_net.prototxt").string();
+  std::ofstream(c.model) << kLrnNet;
+  c.device_kind = device_kind;
+  c.precision = "bf16";
+  c.cudnn_workspace_mb = 1;
+  c.test_batch = c.test_samples = 4;
+  FILE* sink = std::fopen("/dev/null", "w");
+  std::vector<float> kept;
+  {
+    c.pack_activations = "off";
+    Trainer t(c, sink);
+    t.run();
+    EXPECT_FALSE(t.net().activations_planned());
+    kept = parameters(t);
+  }
+  c.pack_activations = "on";
+  Trainer t(c, sink);
+  t.run();
+  std::fclose(sink);
+  const ActivationPlan& plan = t.net().activation_plan();
+  EXPECT_EQ(plan.recomputed_count(), 2);  // norm1, norm2
+  std::vector<PlannedActivation> units = plan.activations;
+  for (PlannedActivation& a : units) a.recomputable = false;
+  EXPECT_LT(plan.arena_bytes,
+            plan_activation_arena(units, plan.steps, kNoArenaLimit, plan.gradients).arena_bytes);
+  const std::vector<float> got = parameters(t);
+  ASSERT_EQ(got.size(), kept.size());
+  EXPECT_EQ(0, std::memcmp(got.data(), kept.data(), got.size() * sizeof(float)));
+}
+
+TEST(Recompute, ChangesNoBitAndHoldsLess) {
+  expect_recomputing_changes_no_bit("cpu");
+}
+
+TEST(RecomputeOnCuda, ChangesNoBitAndHoldsLess) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
+  expect_recomputing_changes_no_bit("cuda");
 }
 
 class Packing : public ::testing::TestWithParam<const char*> {};
@@ -675,17 +789,48 @@ TEST(OffloadBudget, HistoryGoesToTheHostOnlyWhenActivationsAreNotEnough) {
   EXPECT_FALSE(in_ram.estimate.history_on_host());
 }
 
-// With a profile the cheaper plan wins even when the activations alone would fit: AlexNet at
-// batch 256, in what it needs with its momentum staged from the host and every activation on the
-// device, offloads activations instead when it has no profile; with the H200's links, staging
-// its 233 MiB of momentum once per step and offloading none costs less.
+// Four convolutions whose outputs wait for backward, then a small fully-connected head: the
+// momentum is smaller than any activation.
+const char* kConvChainNet = R"(name: "ConvChain"
+layer { name: "data" type: "Input" top: "data" top: "label"
+  input_param { shape { dim: 64 dim: 3 dim: 24 dim: 24 } shape { dim: 64 } } }
+layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+  convolution_param { num_output: 16 kernel_size: 3 pad: 1 weight_filler { type: "xavier" } } }
+layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
+layer { name: "conv2" type: "Convolution" bottom: "conv1" top: "conv2"
+  convolution_param { num_output: 16 kernel_size: 3 pad: 1 weight_filler { type: "xavier" } } }
+layer { name: "relu2" type: "ReLU" bottom: "conv2" top: "conv2" }
+layer { name: "conv3" type: "Convolution" bottom: "conv2" top: "conv3"
+  convolution_param { num_output: 16 kernel_size: 3 pad: 1 weight_filler { type: "xavier" } } }
+layer { name: "relu3" type: "ReLU" bottom: "conv3" top: "conv3" }
+layer { name: "conv4" type: "Convolution" bottom: "conv3" top: "conv4"
+  convolution_param { num_output: 16 kernel_size: 3 pad: 1 weight_filler { type: "xavier" } } }
+layer { name: "relu4" type: "ReLU" bottom: "conv4" top: "conv4" }
+layer { name: "fc5" type: "InnerProduct" bottom: "conv4" top: "fc5"
+  inner_product_param { num_output: 4 weight_filler { type: "xavier" } } }
+layer { name: "fc6" type: "InnerProduct" bottom: "fc5" top: "fc6"
+  inner_product_param { num_output: 10 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "fc6" bottom: "label" top: "loss" }
+)";
+
+// With a profile the cheaper plan wins even when the activations alone would fit: the chain
+// above, in what it needs with its momentum (173 KiB) staged from the host and every activation
+// on the device, offloads an activation (its input, 432 KiB) instead when it has no profile; with
+// layers of 5 us and links of 1 GB/s, behind which no copy hides, staging the momentum costs less.
 TEST(OffloadBudget, WithAProfileTheCheaperPlanWins) {
-  const Profile profile =
+  Profile profile =
       read_profile(cat(testing::source_dir(), "/docs/examples/profile_alexnet_h200.json"));
-  const proto::NetParameter model = load_model(find_model_file("alexnet"));
+  profile.d2h = profile.h2d = {1, 1};  // 1 GB/s, 1 us a copy
+  profile.layers.clear();
+  for (const char* name : {"conv1", "relu1", "conv2", "relu2", "conv3", "relu3", "conv4", "relu4",
+                           "fc5", "fc6", "loss"})
+    profile.layers.push_back({name, "", 5, 5, 0});
+  testing::TempDir dir;
+  const std::string path = (dir / "chain.prototxt").string();
+  std::ofstream(path) << kConvChainNet;
+  const proto::NetParameter model = load_model(path);
   const auto estimate = [&](const ActivationMemoryPlan& activations) {
-    return estimate_memory(model, "alexnet", 256, 256, 1, SyncKind::Cgdp, 1, nullptr, "",
-                           activations);
+    return estimate_memory(model, path, 64, 64, 1, SyncKind::Cgdp, 1, nullptr, "", activations);
   };
   ActivationMemoryPlan planned;
   planned.memory = ActivationMemory::Planned;

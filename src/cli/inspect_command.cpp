@@ -276,9 +276,10 @@ Runner add_inspect_command(CLI::App& app) {
           const OffloadPassCost cost = predict_offload(m, *profile);
           std::fprintf(opt->json ? stderr : stdout,
                        "predicted pass: %.1f ms, %.1f ms without the copies, %.1f ms staging the "
-                       "history at the step, %.1f ms streaming weights (%+.1f%%), from %s\n",
+                       "history at the step, %.1f ms streaming weights%s (%+.1f%%), from %s\n",
                        cost.pass_us / 1e3, cost.compute_us / 1e3, cost.history_us / 1e3,
-                       cost.streamed_us / 1e3, 100 * cost.slowdown(), opt->profile.c_str());
+                       cost.streamed_us / 1e3, recompute_text(cost).c_str(), 100 * cost.slowdown(),
+                       opt->profile.c_str());
         }
         if (need > budget) return 1;
       }

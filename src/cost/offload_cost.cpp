@@ -3,6 +3,7 @@
 #include "cgdp/cost/offload_cost.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 
 namespace cgdp {
@@ -23,6 +24,14 @@ double history_staging_us(int64_t bytes, int64_t piece_bytes, const LinkCost& in
   const double in_all = copy_us(in, bytes) + static_cast<double>(pieces - 1) * in.latency_us;
   const double out_all = copy_us(out, bytes) + static_cast<double>(pieces - 1) * out.latency_us;
   return std::max(in_all + copy_us(out, piece_bytes), copy_us(in, piece_bytes) + out_all);
+}
+
+std::string recompute_text(const OffloadPassCost& cost) {
+  if (cost.recompute_us <= 0) return "";
+  char text[64];
+  std::snprintf(text, sizeof text, ", %.1f ms computing again for backward",
+                cost.recompute_us / 1e3);
+  return text;
 }
 
 double streamed_weights_us(int64_t bytes, const LinkCost& in, const LinkCost& out, int narrowings) {

@@ -116,6 +116,11 @@ void Net<T>::plan_activations(int64_t limit, Net* lender, bool pack) {
     a->last_backward = std::max(a->last_backward, step);
   };
   const bool runs_backward = phase_ == Phase::Train;  // a TEST net only runs forward
+  // Per unit: the layers that write it (hold it as a top) and those whose backward reads it.
+  std::map<size_t, std::set<int>> writers, backward_readers;
+  const auto index_of = [&](const PlannedActivation* a) {
+    return static_cast<size_t>(a - units.data());
+  };
   std::set<const Blob<T>*> consumed;
   for (const BlobVec<T>& b : bottoms_) consumed.insert(b.begin(), b.end());
   for (int i = 0; i < layers; ++i) {
@@ -129,9 +134,11 @@ void Net<T>::plan_activations(int64_t limit, Net* lender, bool pack) {
         if (!a) continue;
         // The input's values are copied in before the first layer runs.
         touch_forward(a, layers_[i]->is_input() ? 0 : i);
+        if (blobs == &tops_[i]) writers[index_of(a)].insert(i);
         if (runs_backward && needs_backward_[i] &&
             layers_[i]->backward_reads(*b, bottoms_[i], tops_[i])) {
           read_backward(a, reader);
+          backward_readers[index_of(a)].insert(i);
           a->packable &= layers_[i]->backward_exact_from_16_bits(*b, bottoms_[i], tops_[i]);
         }
         if (blobs == &tops_[i] && (loss_weights_[i][j] != 0.f || !consumed.count(b)))
@@ -154,6 +161,20 @@ void Net<T>::plan_activations(int64_t limit, Net* lender, bool pack) {
       }
     }
   }
+  // A top its own layer recomputes for its backward, the only one that reads it then: not kept.
+  std::vector<int> recomputed_unit(static_cast<size_t>(layers), -1);
+  for (int i = 0; runs_backward && i < layers; ++i) {
+    if (!layers_[i]->recomputes_top() || tops_[i].empty() || bottoms_[i].empty() ||
+        tops_[i][0] == bottoms_[i][0] || absorbed_[i])
+      continue;
+    const auto it = unit_of.find(tops_[i][0]->data_owner());
+    if (it == unit_of.end()) continue;
+    const std::set<int> only{i};
+    if (writers[it->second] == only && backward_readers[it->second] == only) {
+      units[it->second].recomputable = true;
+      recomputed_unit[i] = static_cast<int>(it->second);
+    }
+  }
   // A train net's gradients move into the arena: the old memory goes first, as the arena's.
   std::vector<PlannedGradient> gradients;
   if (runs_backward) {
@@ -166,6 +187,10 @@ void Net<T>::plan_activations(int64_t limit, Net* lender, bool pack) {
   activation_plan_ =
       plan_activation_arena(std::move(units), 2 * layers, limit, std::move(gradients));
   arena_owners_ = std::move(owners);
+  recomputes_top_.assign(static_cast<size_t>(layers), false);
+  for (int i = 0; i < layers; ++i)
+    recomputes_top_[i] =
+        recomputed_unit[i] >= 0 && activation_plan_.activations[recomputed_unit[i]].recomputed;
   arena_borrowed_ = lender != nullptr && activation_plan_.host_bytes == 0;
   if (arena_borrowed_) {
     CGDP_ASSERT(arena_gradients_.empty() && (!lender_ || lender_ == lender));

@@ -139,10 +139,27 @@ std::vector<LiveRange> ActivationPlan::pack_live(const PlannedActivation& a) con
 }
 
 std::vector<LiveRange> ActivationPlan::live(const PlannedActivation& a) const {
-  if (a.packed) return {{a.produced, a.last_forward}, {a.first_backward, a.last_backward}};
+  if (a.packed || a.recomputed)
+    return {{a.produced, a.last_forward}, {a.first_backward, a.last_backward}};
   if (a.offloaded) return {{a.produced, a.last_forward + kLag}, {fetch_step(a), a.last_backward}};
   const int last = a.kept_to_end ? steps - 1 : std::max(a.last_forward, a.last_backward);
   return {{a.produced, last}};
+}
+
+bool ActivationPlan::can_recompute(const PlannedActivation& a) const {
+  return a.recomputable && !a.kept_to_end && a.first_backward > a.last_forward + 1;
+}
+
+int ActivationPlan::recomputed_count() const {
+  return static_cast<int>(std::count_if(activations.begin(), activations.end(),
+                                        [](const PlannedActivation& a) { return a.recomputed; }));
+}
+
+int64_t ActivationPlan::recomputed_bytes() const {
+  int64_t bytes = 0;
+  for (const PlannedActivation& a : activations)
+    if (a.recomputed) bytes += a.bytes;
+  return bytes;
 }
 
 bool ActivationPlan::can_pack(const PlannedActivation& a) const {
@@ -162,7 +179,8 @@ int64_t ActivationPlan::packed_bytes() const {
 }
 
 bool ActivationPlan::can_offload(const PlannedActivation& a) const {
-  return !a.kept_to_end && a.first_backward >= 0 && fetch_step(a) > a.last_forward + kLag + 1;
+  return !a.recomputed && !a.kept_to_end && a.first_backward >= 0 &&
+         fetch_step(a) > a.last_forward + kLag + 1;
 }
 
 int ActivationPlan::offloaded_count() const {
@@ -193,7 +211,7 @@ CopyOutWaiters copy_out_waiters(const ActivationPlan& plan, const PlannedActivat
       writes(b.last_forward);  // its 16-bit copy is written there
     if (bytes_overlap(offset, bytes, b.offset, b.bytes)) {
       writes(b.produced);
-      if (b.packed) writes(b.first_backward);  // widened back there
+      if (b.packed || b.recomputed) writes(b.first_backward);  // widened or recomputed there
     }
     if (b.offloaded && plan.fetch_step(b) > freed &&
         bytes_overlap(offset, bytes, ActivationPlan::moved_offset(b),
@@ -211,7 +229,10 @@ ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations,
   plan.steps = steps;
   plan.activations = std::move(activations);
   plan.gradients = std::move(gradients);
-  for (PlannedActivation& a : plan.activations) a.packed = plan.can_pack(a);
+  for (PlannedActivation& a : plan.activations) {
+    a.recomputed = plan.can_recompute(a);
+    a.packed = !a.recomputed && plan.can_pack(a);
+  }
   // Cheap bound first: while the bytes alive at the busiest step exceed the limit, no placement
   // fits.
   for (int64_t peak; (peak = live_peak(plan)) > limit;) {

@@ -151,7 +151,11 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
         copy.steps_after_out = waiters.write_steps;
         for (int b : waiters.fetched) copy.fetches_after_out.push_back(copy_of[b]);
       }
-    for (int i = 0; i < net.num_layers(); ++i) m.layer_names.push_back(net.layer(i).name());
+    for (int i = 0; i < net.num_layers(); ++i) {
+      m.layer_names.push_back(net.layer(i).name());
+      if (net.recomputes_top(i)) m.recomputed_layers.push_back(net.layer(i).name());
+    }
+    m.recomputed_bytes = plan.recomputed_bytes();
   }
   m.sync = sync;
   m.learnable = net.learnable_count();
@@ -392,6 +396,11 @@ OffloadPassCost predict_offload(const MemoryEstimate& m, const Profile& profile)
   OffloadPassCost cost =
       predict_offload_pass(step_us, m.offload_copies, profile.d2h, profile.h2d,
                            cpu_copy_share(profile.contention_factor, profile.shared_cores));
+  // Their forward again, before backward (a profile measured on a planned net, a 16-bit CUDA run,
+  // already holds it in backward_us: then counted twice, a normalisation's forward).
+  for (const std::string& name : m.recomputed_layers)
+    if (const auto it = by_name.find(name); it != by_name.end())
+      cost.recompute_us += it->second->forward_us;
   if (m.history_on_host())  // the stage holds two pieces
     cost.history_us = history_staging_us(m.history_host, m.history / 2, profile.h2d, profile.d2h);
   // bf16: the stage narrows the forward's slices and the input gradient's again
@@ -408,6 +417,13 @@ std::string describe_offload(const MemoryEstimate& m) {
     text += cat("; ", m.packed, " of ", m.planned_units,
                 " wait in 16 bits between forward and backward (", format_bytes(m.packed_bytes),
                 " of values in half of that)");
+  if (!m.recomputed_layers.empty()) {
+    std::string layers;
+    for (const std::string& name : m.recomputed_layers)
+      layers += cat(layers.empty() ? "" : ", ", name);
+    text += cat("; the outputs of ", layers, " (", format_bytes(m.recomputed_bytes),
+                ") are computed again for backward instead of kept");
+  }
   if (m.offloaded > 0 || m.packed == 0)
     text += cat("; ", m.offloaded, " of ", m.planned_units,
                 " wait in pinned host memory between forward and backward (",

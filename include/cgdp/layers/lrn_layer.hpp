@@ -25,6 +25,8 @@ class LRNLayer final : public Layer<T> {
   // the CPU's scale (and WITHIN_CHANNEL's work buffer); on CUDA nothing under cuDNN, else the
   // kernels' scale and, for backward, a work buffer (lrn_layer_cuda.cpp).
   int64_t kept_bytes(DeviceKind kind, bool backward) const;
+  // Its forward is a few flops per element, its top as large as its input: recomputed, not kept.
+  bool recomputes_top() const override { return true; }
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;

@@ -2,9 +2,10 @@
 // of one device buffer only while some layer still needs them, and when the device's budget asks
 // for it the largest ones wait in pinned host memory between their last forward use and their
 // first backward use. Every iteration touches them in the same order, so the whole schedule is
-// known before the first one. In a 16-bit run (--precision bf16|fp16) the activations whose every
-// backward reader rounds them to 16 bits anyway, or reads only their sign, wait in the arena as
-// 16-bit copies instead (packed): half the bytes, the same results.
+// known before the first one. What a cheap layer can compute again (LRN's output) is not kept at
+// all between its forward and its backward. In a 16-bit run (--precision bf16|fp16) the activations
+// whose every backward reader rounds them to 16 bits anyway, or reads only their sign, wait in the
+// arena as 16-bit copies instead (packed): half the bytes, the same results.
 //
 // Steps: layer i's forward is step i, its backward step 2L-1-i (L layers).
 #pragma once
@@ -46,10 +47,15 @@ struct PlannedActivation {
   // Set by the net: a 16-bit run, and every backward reader gets the same bits from a 16-bit copy
   // (Layer::backward_exact_from_16_bits).
   bool packable = false;
+  // Set by the net: its producer's forward can run again right before the producer's backward, its
+  // only backward reader (Layer::recomputes_top), and nothing else writes it.
+  bool recomputable = false;
   // Set by plan_activation_arena.
   bool packed =
       false;  // a 16-bit copy holds it from its last forward use to its first backward one
   int64_t pack_offset = 0;  // the copy's place in the arena, when packed
+  // Freed after its last forward use and computed again at its first backward step: no copy.
+  bool recomputed = false;
   bool offloaded = false;
   int fetch = -1;           // when offloaded: the step its copy back is issued
   int64_t offset = 0;       // in the arena
@@ -95,6 +101,10 @@ struct ActivationPlan {
   static int64_t moved_bytes(const PlannedActivation& a) {
     return a.packed ? pack_bytes(a) : a.bytes;
   }
+  // Whether recomputing it would free its bytes for at least one step.
+  bool can_recompute(const PlannedActivation& a) const;
+  int recomputed_count() const;
+  int64_t recomputed_bytes() const;
   // Whether a 16-bit copy would free its bytes for at least one step.
   bool can_pack(const PlannedActivation& a) const;
   int packed_count() const;
@@ -121,8 +131,9 @@ struct CopyOutWaiters {
 };
 CopyOutWaiters copy_out_waiters(const ActivationPlan& plan, const PlannedActivation& a);
 
-// Places `activations` (offsets, packed and offloaded flags) and `gradients` (offsets) so that the
-// arena needs at most `limit` bytes: every packable unit packed, then by liveness alone, then
+// Places `activations` (offsets, recomputed, packed and offloaded flags) and `gradients` (offsets)
+// so that the arena needs at most `limit` bytes: every recomputable unit recomputed and every other
+// packable one packed, then by liveness alone, then
 // moving (a packed unit's 16-bit copy, or the values) to the host, one at a time, a unit that is
 // away from the device at the step where the arena is fullest (the smallest that is enough there,
 // else the largest); then each moved unit comes back to the device, the largest first, if the

@@ -65,6 +65,9 @@ struct MemoryEstimate {
   int offloaded = 0, planned_units = 0;
   int packed = 0;                           // units that wait in 16 bits (a 16-bit run)
   int64_t packed_bytes = 0;                 // their values' fp32 size (half of it is saved)
+  // Units computed again for backward instead of kept (Layer::recomputes_top), and their layers.
+  int64_t recomputed_bytes = 0;
+  std::vector<std::string> recomputed_layers;
   std::vector<OffloadCopy> offload_copies;  // one per offloaded activation
   std::vector<std::string> layer_names;     // the train net's, in order (the steps' layers)
   int workers = 1;
