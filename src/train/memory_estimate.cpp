@@ -90,14 +90,16 @@ int64_t cuda_lrn_delta(const Net<float>& net) {
 // test net, and in a train net each backward the net runs.
 void add_cudnn_passes(const Net<float>& net, std::vector<ConvPassProblem>& passes) {
   for (int i = 0; i < net.num_layers(); ++i) {
-    const Shape& in = net.bottoms(i).empty() ? Shape{} : net.bottoms(i)[0]->shape();
+    const auto* c = dynamic_cast<const ConvolutionLayer<float>*>(&net.layer(i));
+    const auto* d = dynamic_cast<const DeconvolutionLayer<float>*>(&net.layer(i));
+    if (!c && !d) continue;
+    const Shape& in = net.bottoms(i)[0]->shape();
+    const Shape& out = net.tops(i)[0]->shape();
     const bool backward = net.phase() == Phase::Train && net.needs_backward(i);
     const bool input_gradient = backward && net.propagate_down(i)[0];
-    std::vector<ConvPassProblem> more;
-    if (const auto* c = dynamic_cast<const ConvolutionLayer<float>*>(&net.layer(i)))
-      more = c->cudnn_passes(in, net.tops(i)[0]->shape(), backward, input_gradient);
-    else if (const auto* d = dynamic_cast<const DeconvolutionLayer<float>*>(&net.layer(i)))
-      more = d->cudnn_passes(in, net.tops(i)[0]->shape(), backward, input_gradient);
+    const std::vector<ConvPassProblem> more =
+        c ? c->cudnn_passes(in, out, backward, input_gradient)
+          : d->cudnn_passes(in, out, backward, input_gradient);
     passes.insert(passes.end(), more.begin(), more.end());
   }
 }
