@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -129,9 +130,11 @@ TEST(ActivationPlan, MovesTheSmallestUnitThatIsEnough) {
 }
 
 // A plan moves about what the arena is over, never more with more memory: over limits from a
-// twentieth of AlexNet's arena to all of it, each plan that fits moves at most the excess plus one
-// unit (first fit's gaps), and no more than the plan before it with less. (Moving the largest unit
-// at the fullest step, always, moved five units, 1,082 MiB, for an excess of 206 MiB.)
+// twentieth of AlexNet's arena to all of it, each plan that fits moves at most the excess plus two
+// units (first fit's gaps: at 80% of the arena, where 325 MiB are over, the least any set of units
+// moves, tried one by one, is the plan's 718 MiB), and no more than the plan before it with less.
+// (Moving the largest unit at the fullest step, always, moved five units, 1,082 MiB, for an excess
+// of 206 MiB.)
 TEST(ActivationPlan, MovesAboutWhatTheArenaIsOverAndLessWithMore) {
   const proto::NetParameter model = load_model(find_model_file("alexnet"));
   MeasuringDevice device;  // counts, commits nothing
@@ -142,8 +145,10 @@ TEST(ActivationPlan, MovesAboutWhatTheArenaIsOverAndLessWithMore) {
   ActivationPlan whole = net.activation_plan();
   for (PlannedActivation& a : whole.activations) a.recomputable = false;
   whole = plan_activation_arena(whole.activations, whole.steps, kNoArenaLimit, whole.gradients);
-  int64_t largest = 0;
-  for (const PlannedActivation& a : whole.activations) largest = std::max(largest, a.bytes);
+  std::vector<int64_t> sizes;
+  for (const PlannedActivation& a : whole.activations) sizes.push_back(a.bytes);
+  std::sort(sizes.rbegin(), sizes.rend());
+  const int64_t two_largest = sizes[0] + sizes[1];
   int64_t before = std::numeric_limits<int64_t>::max();
   int moving = 0;
   for (int k = 10; k <= 200; ++k) {
@@ -152,7 +157,7 @@ TEST(ActivationPlan, MovesAboutWhatTheArenaIsOverAndLessWithMore) {
         plan_activation_arena(whole.activations, whole.steps, limit, whole.gradients);
     if (plan.arena_bytes > limit) continue;
     expect_disjoint(plan);
-    EXPECT_LE(plan.bytes_each_way(), whole.arena_bytes - limit + largest) << "limit " << limit;
+    EXPECT_LE(plan.bytes_each_way(), whole.arena_bytes - limit + two_largest) << "limit " << limit;
     EXPECT_LE(plan.bytes_each_way(), before) << "limit " << limit;
     before = plan.bytes_each_way();
     moving += plan.offloaded_count() > 0;
@@ -227,6 +232,35 @@ TEST(ActivationPlan, ANetsArenaIsSmallerThanItsActivations) {
   EXPECT_LT(plan.arena_bytes, sum);
   EXPECT_LT(planned_device.memory_stats().device_bytes, owned_device.memory_stats().device_bytes);
   expect_disjoint(plan);
+}
+
+// Max pooling's argmax takes bytes of a train net's arena from the pooling's forward to its
+// backward alone (fashion_cnn: pool1 and pool2), never packed; a test net keeps none.
+TEST(ActivationPlan, MaxPoolingsArgmaxLivesInTheArenaUntilItsBackward) {
+  const proto::NetParameter model = load_model(find_model_file("fashion_cnn"));
+  const ScopedLayerPrecision layers_in(Precision::kBf16);
+  MeasuringDevice device;
+  Net<float> net(model, Phase::Train, device, 8, 1, "fashion_cnn", ActivationMemory::Planned);
+  net.plan_activations();
+  const ActivationPlan& plan = net.activation_plan();
+  std::set<std::string> kept;
+  for (const PlannedActivation& a : plan.activations) {
+    if (!a.name.ends_with(" (indices)")) continue;
+    kept.insert(a.name);
+    int i = 0;
+    while (i < net.num_layers() && net.layer(i).name() != a.name.substr(0, a.name.size() - 10)) ++i;
+    ASSERT_LT(i, net.num_layers()) << a.name;
+    EXPECT_EQ(net.layer(i).type(), std::string("Pooling"));
+    EXPECT_EQ(std::pair(a.produced, a.last_forward), std::pair(i, i)) << a.name;
+    EXPECT_EQ(std::pair(a.first_backward, a.last_backward),
+              std::pair(plan.steps - 1 - i, plan.steps - 1 - i))
+        << a.name;
+    EXPECT_FALSE(a.packed) << a.name;
+    EXPECT_EQ(net.layer(i).kept_indices()->data(), a.device_ptr) << a.name;
+  }
+  EXPECT_EQ(kept, (std::set<std::string>{"pool1 (indices)", "pool2 (indices)"}));
+  Net<float> test(model, Phase::Test, device, 8, 1);
+  for (int i = 0; i < test.num_layers(); ++i) EXPECT_EQ(test.layer(i).kept_indices(), nullptr);
 }
 
 // A train net plans its activations' gradients in the values' arena: no buffer of their own, and
@@ -348,6 +382,41 @@ TEST(ActivationPlan, ANetPacksWhatItsReadersRoundAnyway) {
             (std::set<std::string>{"data", "conv1", "pool1", "conv2", "pool2", "ip1"}));
   EXPECT_EQ(packed_units(Precision::kFp16), packed_units(Precision::kBf16));
   EXPECT_TRUE(packed_units(Precision::kFp32).empty());
+}
+
+// resnet_small in bf16: exact packs leave BatchNorm's normalised values in fp32; rounding packs
+// (the default) hold each of them in 16 bits too, marked as rounding, and change nothing else.
+TEST(ActivationPlan, RoundingPacksAlsoHoldBatchNormsKeptValuesIn16Bits) {
+  const proto::NetParameter model = load_model(find_model_file("resnet_small"));
+  struct Packed {
+    std::set<std::string> names, rounded;
+    int64_t arena = 0;
+  };
+  const auto plan = [&](Packing packing) {
+    const ScopedLayerPrecision layers_in(Precision::kBf16);
+    MeasuringDevice device;
+    Net<float> net(model, Phase::Train, device, 4, 1, "resnet_small", ActivationMemory::Planned);
+    net.plan_activations(kNoArenaLimit, nullptr, packing);
+    Packed p;
+    for (const PlannedActivation& a : net.activation_plan().activations) {
+      if (a.packed) p.names.insert(a.name);
+      if (a.packed && a.rounds) p.rounded.insert(a.name);
+    }
+    p.arena = net.activation_plan().arena_bytes;
+    return p;
+  };
+  std::set<std::string> batch_norms;
+  for (const auto& layer : model.layer())
+    if (layer.type() == "BatchNorm") batch_norms.insert(cat(layer.name(), " (kept)"));
+  ASSERT_FALSE(batch_norms.empty());
+  const Packed exact = plan(Packing::Exact), rounding = plan(Packing::Rounding);
+  EXPECT_TRUE(exact.rounded.empty());
+  EXPECT_EQ(rounding.rounded, batch_norms);
+  std::set<std::string> both = exact.names;
+  both.insert(batch_norms.begin(), batch_norms.end());
+  EXPECT_EQ(rounding.names, both);
+  EXPECT_LT(rounding.arena, exact.arena);
+  EXPECT_TRUE(plan(Packing::None).names.empty());
 }
 
 TrainConfig resnet_run() {
@@ -472,7 +541,7 @@ TEST(OffloadOnCuda, TrainsBitForBitWithinTheBudget) {
 
 INSTANTIATE_TEST_SUITE_P(Schemes, Offload, ::testing::Values("cgdp", "ps0"));
 
-// Packing moves bytes, never changes them: resnet_small in 16 bits (BatchNorm's kept values stay
+// Exact packs move bytes, never change them: resnet_small in 16 bits (BatchNorm's kept values stay
 // fp32, most of the rest waits in 16 bits) trains to the very same bits with packs as with every
 // activation in fp32 memory of its own, on less memory; and again within 80% of that, with fp32
 // values and 16-bit copies offloaded beside the packs (whose writes wait for those copies out).
@@ -490,7 +559,7 @@ void expect_packing_changes_no_bit(TrainConfig c) {
     fp32_kept = parameters(t);
     fp32_peak = device_peak(t, cuda);
   }
-  c.pack_activations = "on";
+  c.pack_activations = "exact";
   int64_t packed_peak = 0;
   {
     Trainer t(c, sink);
@@ -591,12 +660,50 @@ TEST(RecomputeOnCuda, ChangesNoBitAndHoldsLess) {
   expect_recomputing_changes_no_bit("cuda");
 }
 
-class Packing : public ::testing::TestWithParam<const char*> {};
+class ExactPacking : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(Packing, ChangesNoBitAndHoldsLess) {
+TEST_P(ExactPacking, ChangesNoBitAndHoldsLess) {
   TrainConfig c = resnet_run();
   c.precision = GetParam();
   expect_packing_changes_no_bit(c);
+}
+
+// Rounding packs (--pack-activations on, BatchNorm's kept values in 16 bits too) hold less than
+// exact ones and train resnet_small to parameters whose distance from the exact run's is less than
+// bf16's rounding of how far training moved them (the layer's own bound: BatchNormFrom16Bits).
+TEST_P(ExactPacking, RoundingHoldsLessAndMovesTheUpdateLittle) {
+  TrainConfig c = resnet_run();
+  c.precision = GetParam();
+  c.test_batch = c.test_samples = 4;
+  FILE* sink = std::fopen("/dev/null", "w");
+  struct Run {
+    std::vector<float> before, after;
+    int64_t peak = 0;
+    int packed = 0;
+  };
+  const auto train = [&](const char* mode) {
+    c.pack_activations = mode;
+    Trainer t(c, sink);
+    Run r;
+    r.before = parameters(t);
+    t.run();
+    r.after = parameters(t);
+    r.peak = device_peak(t, false);
+    r.packed = t.net().activation_plan().packed_count();
+    return r;
+  };
+  const Run exact = train("exact"), rounding = train("on");
+  std::fclose(sink);
+  EXPECT_GT(rounding.packed, exact.packed);
+  EXPECT_LT(rounding.peak, exact.peak);
+  ASSERT_EQ(rounding.after.size(), exact.after.size());
+  double moved = 0, apart = 0;
+  for (size_t i = 0; i < exact.after.size(); ++i) {
+    moved += std::pow(static_cast<double>(exact.after[i]) - exact.before[i], 2);
+    apart += std::pow(static_cast<double>(rounding.after[i]) - exact.after[i], 2);
+  }
+  EXPECT_GT(apart, 0);
+  EXPECT_LT(std::sqrt(apart / moved), 0x1p-8);  // bf16's rounding (measured: 3e-5; fp16: 3e-6)
 }
 
 // The same on a GPU, where the packs are narrowed and widened by kernels on the compute stream.
@@ -614,7 +721,7 @@ TEST(PackingOnCuda, ChangesNoBitAndHoldsLess) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Precisions, Packing, ::testing::Values("bf16", "fp16"));
+INSTANTIATE_TEST_SUITE_P(Precisions, ExactPacking, ::testing::Values("bf16", "fp16"));
 
 // The solver's history is needed only at the step: when the activations alone cannot bring a run
 // within its budget, it waits in pinned host memory and comes through the device in pieces. Adam

@@ -354,6 +354,31 @@ TEST(MemoryBudget, InspectCountsWhatACudaWorkerHoldsBesidesItsNets) {
             field(cuda.output, "cudnn_scratch") + field(cuda.output, "half_operands"));
 }
 
+// --pack-activations: auto rounds BatchNorm's kept values on a CUDA worker, which packs from the
+// start, and packs only exactly on a CPU worker, which packs only to fit its budget: there a run
+// that needs the budget trains the bits of one that does not.
+TEST(MemoryBudget, PackModesSayWhatWaitsIn16BitsAndFromWhen) {
+  for (const DeviceKind kind : {DeviceKind::Cpu, DeviceKind::Cuda}) {
+    SCOPED_TRACE(kind == DeviceKind::Cpu ? "cpu" : "cuda");
+    EXPECT_EQ(packing_of("on", kind), Packing::Rounding);
+    EXPECT_EQ(packing_of("exact", kind), Packing::Exact);
+    EXPECT_EQ(packing_of("off", kind), Packing::None);
+    EXPECT_TRUE(packs_from_the_start("on", kind));
+    EXPECT_TRUE(packs_from_the_start("exact", kind));
+    EXPECT_FALSE(packs_from_the_start("off", kind));
+  }
+  EXPECT_EQ(packing_of("auto", DeviceKind::Cuda), Packing::Rounding);
+  EXPECT_EQ(packing_of("auto", DeviceKind::Cpu), Packing::Exact);
+  EXPECT_TRUE(packs_from_the_start("auto", DeviceKind::Cuda));
+  EXPECT_FALSE(packs_from_the_start("auto", DeviceKind::Cpu));
+  try {
+    packing_of("rounded", DeviceKind::Cpu);
+    ADD_FAILURE() << "an unknown mode was taken";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "--pack-activations must be auto, on, exact or off, not 'rounded'");
+  }
+}
+
 // In bf16 `inspect --memory` plans the activations and counts the packed ones in 16 bits, as train
 // does: by default on a CUDA worker, not on a CPU one; --pack-activations on and off choose.
 TEST(MemoryBudget, InspectCountsPackedActivations) {
@@ -376,7 +401,7 @@ TEST(MemoryBudget, InspectCountsPackedActivations) {
   EXPECT_LT(on.at("total").get<int64_t>(), cpu.at("total").get<int64_t>());
   EXPECT_EQ(cuda.at("offload").at("packed").get<int>(), 6) << cuda;
   EXPECT_TRUE(cuda_off.at("offload").is_null()) << cuda_off;
-  EXPECT_NE(text.find("6 of 9 wait in 16 bits between forward and backward"), std::string::npos)
+  EXPECT_NE(text.find("6 of 11 wait in 16 bits between forward and backward"), std::string::npos)
       << text;
 }
 

@@ -270,6 +270,62 @@ INSTANTIATE_TEST_SUITE_P(
                  std::get<2>(info.param) ? "_fastest" : "_nchw");
     });
 
+// BatchNorm's normalised values may wait in 16 bits (Packing::Rounding): its backward from them
+// rounded stays within what that rounding can change. dx = (dy - mean(dy) - y mean(dy y)) / std,
+// and rounding each y by at most u moves y mean(dy y) by at most (2u + u^2) |y| mean|dy y|; the
+// data gradient as a whole moves by less than 2u (norm-wise). Channels of 288 values.
+class BatchNormFrom16Bits : public ::testing::TestWithParam<Precision> {};
+
+TEST_P(BatchNormFrom16Bits, BackwardMovesByNoMoreThanTheRoundingOfItsKeptValues) {
+  const Precision precision = GetParam();
+  const double u = unit_roundoff(precision);
+  const Shape shape{8, 4, 6, 6};
+  const int64_t channels = 4, spatial = 36, m = 8 * spatial;
+  std::vector<float> x, y;  // the input and the normalised values, as forward left them
+  const auto data_gradient = [&](bool round_kept) {
+    Case<float> h("type: 'BatchNorm'", {shape}, 1);  // the same input every run
+    h.setup();
+    h.forward();
+    Blob<float>& kept = *h.layer->mutable_kept_top();
+    x = to_host(*h.bottom[0]);
+    y = to_host(kept);
+    if (round_kept) round_to_precision(precision, kept.data(), kept.mutable_data(), kept.count());
+    upload(*h.top[0], output_gradient(h.top[0]->count(), false), true);
+    h.layer->backward({}, h.top, {true}, h.bottom);
+    return to_host(*h.bottom[0], true);
+  };
+  const std::vector<float> want = data_gradient(false), got = data_gradient(true);
+  const std::vector<float> dy = output_gradient(static_cast<int64_t>(y.size()), false);
+  const auto channel = [&](size_t i) { return static_cast<int64_t>(i) / spatial % channels; };
+  std::vector<double> mean(channels), var(channels), mean_dy(channels), mean_dy_y(channels);
+  for (size_t i = 0; i < x.size(); ++i) {
+    mean[channel(i)] += x[i] / static_cast<double>(m);
+    mean_dy[channel(i)] += dy[i] / static_cast<double>(m);
+    mean_dy_y[channel(i)] += std::abs(dy[i] * static_cast<double>(y[i])) / m;
+  }
+  for (size_t i = 0; i < x.size(); ++i)
+    var[channel(i)] += (x[i] - mean[channel(i)]) * (x[i] - mean[channel(i)]) / m;
+  double error_norm = 0, norm = 0, largest = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const int64_t c = channel(i);
+    const double inv_std = 1 / std::sqrt(var[c] + 1e-5);
+    const double y_term = std::abs(static_cast<double>(y[i])) * mean_dy_y[c];
+    const double bound = inv_std * ((2 * u + u * u) * y_term +
+                                    0x1p-22 * (std::abs(dy[i]) + std::abs(mean_dy[c]) + y_term));
+    const double error = std::abs(static_cast<double>(got[i]) - want[i]);
+    ASSERT_LE(error, bound) << "element " << i;
+    error_norm += error * error;
+    norm += static_cast<double>(want[i]) * want[i];
+    largest = std::max(largest, error);
+  }
+  EXPECT_GT(largest, 0) << "rounding the kept values changed no gradient";
+  EXPECT_LT(std::sqrt(error_norm / norm), 2 * u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, BatchNormFrom16Bits,
+                         ::testing::Values(Precision::kBf16, Precision::kFp16),
+                         [](const auto& info) { return to_string(info.param); });
+
 // Which convolutions hand cuDNN their 16-bit operands channels last follows from the layer's
 // shape and the run's settings alone, so it is checked here, GPU or not.
 TEST(CudaChannelsLast, WhereEachGroupsChannelsComeInEightsIn16BitsUnlessNchw) {

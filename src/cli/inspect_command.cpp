@@ -76,6 +76,7 @@ nlohmann::json memory_json(const MemoryEstimate& m) {
                                              {"offloaded", m.offloaded},
                                              {"packed", m.packed},
                                              {"packed_bytes", m.packed_bytes},
+                                             {"rounded_bytes", m.rounded_bytes},
                                              {"host_bytes_per_worker", m.offload_host},
                                              {"history_host_bytes_per_worker", m.history_host},
                                              {"streamed_weights", m.streamed_layers},
@@ -186,8 +187,8 @@ Runner add_inspect_command(CLI::App& app) {
                   "With --memory: the solver, as train's (AdaDelta and Adam keep two histories)")
       ->capture_default_str();
   cmd->add_option("--pack-activations", opt->pack_activations,
-                  "With --memory --precision bf16/fp16: auto, on or off, as train's")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
+                  "With --memory --precision bf16/fp16: auto, on, exact or off, as train's")
+      ->check(CLI::IsMember({"auto", "on", "exact", "off"}))
       ->capture_default_str();
   cmd->add_option("--cudnn-workspace-mb", opt->cudnn_workspace_mb,
                   "With --memory --device-kind cuda: cuDNN's scratch cap, as train's")
@@ -245,15 +246,15 @@ Runner add_inspect_command(CLI::App& app) {
       if (!opt->cudnn_algorithms.empty())
         choices.merge_text(read_file(opt->cudnn_algorithms), opt->cudnn_algorithms);
       const auto estimate = [&](ActivationMemoryPlan activations) {
-        activations.pack = packs_to_fit(opt->pack_activations);
+        activations.pack = packing_of(opt->pack_activations, kind);
         MemoryEstimate m = estimate_memory(param, path, opt->batch, test_batch, opt->devices, sync,
                                            histories, nullptr, "", activations);
         add_cuda_scratch(m, kind, opt->cudnn_workspace_mb, precision,
                          opt->cudnn_algorithms.empty() ? nullptr : &choices);
         return m;
       };
-      MemoryEstimate m = estimate(
-          default_activation_memory(precision, packs_from_the_start(opt->pack_activations, kind)));
+      MemoryEstimate m =
+          estimate(default_activation_memory(precision, opt->pack_activations, kind));
       const int64_t budget = static_cast<int64_t>(opt->device_memory_gb * (1LL << 30));
       // As train plans it under --device-memory-gb.
       std::optional<Profile> profile;  // as train's --profile: the cheaper plan, and its cost

@@ -120,14 +120,13 @@ std::optional<OffloadPrediction> predict_offload_plan(const Prediction& p, const
   const int histories = make_solver_settings(solver, "--solver-type").histories();
   const ScopedLayerPrecision layers_in(precision);  // as the profiled run's layers
   const auto estimate = [&](ActivationMemoryPlan activations) {
-    activations.pack = packs_to_fit("auto");
+    activations.pack = packing_of("auto", kind);
     MemoryEstimate m = estimate_memory(model, path, batch, batch, p.inputs.devices, SyncKind::Cgdp,
                                        histories, nullptr, "", activations);
     add_cuda_scratch(m, kind, TrainConfig{}.cudnn_workspace_mb, precision);
     return m;
   };
-  const MemoryEstimate as_is =
-      estimate(default_activation_memory(precision, packs_from_the_start("auto", kind)));
+  const MemoryEstimate as_is = estimate(default_activation_memory(precision, "auto", kind));
   if (needed_bytes(as_is, kind, gpus, BudgetScope::Device) <= budget) return std::nullopt;
   OffloadPrediction o;
   o.memory = fit_offload(estimate, kind, gpus, budget, BudgetScope::Device, &p.profile).estimate;

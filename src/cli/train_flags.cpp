@@ -144,11 +144,13 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
       ->capture_default_str();
   cmd->add_option(
          "--pack-activations", c.pack_activations,
-         "With --precision bf16/fp16, on: the activations whose backward readers round "
+         "With --precision bf16/fp16, exact: the activations whose backward readers round "
          "them to 16 bits anyway (or read only their sign) wait in 16 bits between forward "
-         "and backward: half their memory, the same results; off: in fp32; auto: on for cuda, "
-         "and for cpu when the run does not fit its memory (the passes take the layers' cores)")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
+         "and backward: half their memory, the same results; on: BatchNorm's normalised values "
+         "too, rounded (gradients within 16-bit rounding, as PyTorch's AMP); off: all in fp32; "
+         "auto: on for cuda, and exact for cpu when the run does not fit its memory (the passes "
+         "take the layers' cores)")
+      ->check(CLI::IsMember({"auto", "on", "exact", "off"}))
       ->capture_default_str();
   cmd->add_option("--device-kind", c.device_kind, "cpu, or cuda (workers share GPUs round-robin)")
       ->capture_default_str();

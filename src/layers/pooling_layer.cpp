@@ -73,11 +73,7 @@ void PoolingLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
     if ((pooled_w_ - 1) * stride_w_ >= width_ + pad_w_) --pooled_w_;
   }
   top[0]->reshape({in.shape(0), in.shape(1), pooled_h_, pooled_w_});
-  // The CUDA half keeps its argmax on the device (pooling_layer_cuda.cpp).
-  const auto argmax_bytes = static_cast<size_t>(top[0]->count()) * sizeof(int32_t);
-  if (max_ && !this->forward_only_ && this->device().kind() == DeviceKind::Cpu &&
-      argmax_.bytes() < argmax_bytes)
-    argmax_ = DeviceBuffer(this->device(), argmax_bytes);
+  if (max_ && !this->forward_only_) argmax_.reshape({top[0]->count()});
 }
 
 template <typename T>

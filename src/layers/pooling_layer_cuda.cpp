@@ -7,14 +7,6 @@
 
 namespace cgdp {
 
-namespace {
-
-struct PoolingCuda final : LayerBackendState {
-  DeviceBuffer argmax;  // MAX: int32 index in its plane of each output's maximum
-};
-
-}  // namespace
-
 template <typename T>
 void PoolingLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom,
                                    const BlobVec<T>& top) {
@@ -25,10 +17,8 @@ void PoolingLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& bott
     kernels::ave_pool_forward(bottom[0]->data(), top[0]->mutable_data(), shape, native_stream(stream));
     return;
   }
-  auto& s = this->template backend_state<PoolingCuda>();
-  int32_t* argmax = this->forward_only_
-                        ? nullptr  // a TEST net: no backward reads it
-                        : ensure_buffer<int32_t>(s.argmax, this->device(), stream, top[0]->count());
+  // MAX: the int32 index in its plane of each output's maximum; a TEST net keeps none.
+  int32_t* argmax = this->forward_only_ ? nullptr : argmax_data();
   kernels::max_pool_forward(bottom[0]->data(), top[0]->mutable_data(), argmax, shape,
                             native_stream(stream));
 }
@@ -45,9 +35,8 @@ void PoolingLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>& top
     kernels::ave_pool_backward(top[0]->diff(), bottom[0]->mutable_diff(), shape, native_stream(stream));
     return;
   }
-  auto& s = this->template backend_state<PoolingCuda>();
-  kernels::max_pool_backward(top[0]->diff(), static_cast<const int32_t*>(s.argmax.get()),
-                             bottom[0]->mutable_diff(), shape, native_stream(stream));
+  kernels::max_pool_backward(top[0]->diff(), argmax_data(), bottom[0]->mutable_diff(), shape,
+                             native_stream(stream));
 }
 
 CGDP_INSTANTIATE_CUDA_LAYER(PoolingLayer)

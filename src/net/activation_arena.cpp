@@ -82,9 +82,10 @@ std::vector<PlannedGradient> Net<T>::planned_gradients() {
 }
 
 template <typename T>
-void Net<T>::plan_activations(int64_t limit, Net* lender, bool pack) {
+void Net<T>::plan_activations(int64_t limit, Net* lender, Packing packing) {
   CGDP_ASSERT(memory_ == ActivationMemory::Planned);
-  const bool sixteen = pack && std::is_same_v<T, float> && is_16_bit(layer_precision());
+  const bool sixteen =
+      packing != Packing::None && std::is_same_v<T, float> && is_16_bit(layer_precision());
   const int layers = num_layers();
   const auto backward_step = [layers](int layer) { return 2 * layers - 1 - layer; };
   std::map<Blob<T>*, size_t> unit_of;  // owner of the values -> index in `units`
@@ -144,10 +145,17 @@ void Net<T>::plan_activations(int64_t limit, Net* lender, bool pack) {
         if (blobs == &tops_[i] && (loss_weights_[i][j] != 0.f || !consumed.count(b)))
           a->kept_to_end = true;
       }
+    if (Blob<T>* kept = layers_[i]->mutable_kept_indices())
+      if (PlannedActivation* a = unit(kept, cat(layers_[i]->name(), " (indices)"))) {
+        a->packable = false;  // not values
+        touch_forward(a, i);
+        if (runs_backward && needs_backward_[i]) read_backward(a, backward_step(i));
+      }
     if (Blob<T>* kept = layers_[i]->mutable_kept_top()) {
       PlannedActivation* a = unit(kept, cat(layers_[i]->name(), " (kept)"));
       if (!a) continue;
-      a->packable = false;  // statistics-normalised values: no reader rounds them
+      a->rounds = a->packable =
+          sixteen && packing == Packing::Rounding && layers_[i]->kept_top_may_round();
       touch_forward(a, i);
       if (runs_backward && needs_backward_[i]) read_backward(a, backward_step(i));
       // A layer in place after it may read it (share_kept_input).
@@ -214,7 +222,7 @@ template void Net<double>::bind_arena();
 template std::vector<PlannedGradient> Net<float>::planned_gradients();
 template std::vector<PlannedGradient> Net<double>::planned_gradients();
 template void Net<double>::reserve_idle_bytes(int64_t);
-template void Net<float>::plan_activations(int64_t, Net<float>*, bool);
-template void Net<double>::plan_activations(int64_t, Net<double>*, bool);
+template void Net<float>::plan_activations(int64_t, Net<float>*, Packing);
+template void Net<double>::plan_activations(int64_t, Net<double>*, Packing);
 
 }  // namespace cgdp

@@ -178,6 +178,13 @@ int64_t ActivationPlan::packed_bytes() const {
   return bytes;
 }
 
+int64_t ActivationPlan::rounded_bytes() const {
+  int64_t bytes = 0;
+  for (const PlannedActivation& a : activations)
+    if (a.packed && a.rounds) bytes += a.bytes;
+  return bytes;
+}
+
 bool ActivationPlan::can_offload(const PlannedActivation& a) const {
   return !a.recomputed && !a.kept_to_end && a.first_backward >= 0 &&
          fetch_step(a) > a.last_forward + kLag + 1;

@@ -71,9 +71,9 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
     const int i = num_layers() - 1;
     if (phase_ != Phase::Train) layers_[i]->set_forward_only();
     layers_[i]->defer_param_gradients();  // gather_params or share_params_from binds them
-    if (Blob<T>* kept = layers_[i]->mutable_kept_top();
-        kept && memory_ == ActivationMemory::Planned)
-      kept->defer_memory();
+    if (memory_ == ActivationMemory::Planned)
+      for (Blob<T>* kept : {layers_[i]->mutable_kept_top(), layers_[i]->mutable_kept_indices()})
+        if (kept) kept->defer_memory();
     share_kept_input(i);
     if (auto* split = dynamic_cast<SplitLayer<T>*>(layers_[i].get()); split && !written_in_place_after(lp, i, last_in_place))
       split->share_bottom_data();

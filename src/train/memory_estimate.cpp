@@ -134,6 +134,7 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
     m.offloaded = plan.offloaded_count();
     m.packed = plan.packed_count();
     m.packed_bytes = plan.packed_bytes();
+    m.rounded_bytes = plan.rounded_bytes();
     m.planned_units = static_cast<int>(plan.activations.size());
     std::vector<int> copy_of(plan.activations.size(), -1);
     for (size_t i = 0; i < plan.activations.size(); ++i)
@@ -281,15 +282,25 @@ int64_t needed_bytes(const MemoryEstimate& m, DeviceKind kind, int gpus, BudgetS
 }
 
 bool packs_from_the_start(const std::string& mode, DeviceKind kind) {
-  if (mode != "auto" && mode != "on" && mode != "off")
-    throw UsageError(cat("--pack-activations must be auto, on or off, not '", mode, "'"));
-  return mode == "on" || (mode == "auto" && kind == DeviceKind::Cuda);
+  return packing_of(mode, kind) != Packing::None && (mode != "auto" || kind == DeviceKind::Cuda);
 }
 
-ActivationMemoryPlan default_activation_memory(Precision precision, bool pack) {
+Packing packing_of(const std::string& mode, DeviceKind kind) {
+  if (mode == "off") return Packing::None;
+  if (mode == "exact") return Packing::Exact;
+  if (mode == "on") return Packing::Rounding;
+  // A CPU run packs only to fit its budget: with the same bits as one that fits.
+  if (mode == "auto") return kind == DeviceKind::Cuda ? Packing::Rounding : Packing::Exact;
+  throw UsageError(cat("--pack-activations must be auto, on, exact or off, not '", mode, "'"));
+}
+
+ActivationMemoryPlan default_activation_memory(Precision precision, const std::string& pack_mode,
+                                               DeviceKind kind) {
   ActivationMemoryPlan plan;
-  plan.memory = is_16_bit(precision) && pack ? ActivationMemory::Planned : ActivationMemory::Owned;
-  plan.pack = pack;
+  plan.pack = packing_of(pack_mode, kind);
+  plan.memory = is_16_bit(precision) && packs_from_the_start(pack_mode, kind)
+                    ? ActivationMemory::Planned
+                    : ActivationMemory::Owned;
   return plan;
 }
 
@@ -416,9 +427,13 @@ std::string describe_offload(const MemoryEstimate& m) {
   std::string text =
       cat("activations planned by liveness in a ", format_bytes(m.arena), " arena per worker");
   if (m.packed > 0)
-    text += cat("; ", m.packed, " of ", m.planned_units,
-                " wait in 16 bits between forward and backward (", format_bytes(m.packed_bytes),
-                " of values in half of that)");
+    text += cat(
+        "; ", m.packed, " of ", m.planned_units, " wait in 16 bits between forward and backward (",
+        format_bytes(m.packed_bytes), " of values in half of that",
+        m.rounded_bytes > 0 ? cat("; the normalised values kept for backward, ",
+                                  format_bytes(m.rounded_bytes), " of them, come back rounded")
+                            : std::string(),
+        ")");
   if (!m.recomputed_layers.empty()) {
     std::string layers;
     for (const std::string& name : m.recomputed_layers)

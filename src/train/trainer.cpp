@@ -339,8 +339,7 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
   if (config_.offload != "auto" && config_.offload != "off")
     throw UsageError(cat("--offload must be auto or off, not '", config_.offload, "'"));
   const ConvAlgorithmTable* choices = stored_cudnn_choices(kind);
-  const bool pack_now = packs_from_the_start(config_.pack_activations, kind);
-  const bool pack = packs_to_fit(config_.pack_activations);
+  const Packing pack = packing_of(config_.pack_activations, kind);
   const auto estimate = [&](ActivationMemoryPlan activations) {
     activations.pack = pack;
     MemoryEstimate m = estimate_memory(
@@ -355,7 +354,7 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
                      choices ? cuda_gpu_model(0) : "");
     return m;
   };
-  activation_memory_ = default_activation_memory(layer_precision(), pack_now);
+  activation_memory_ = default_activation_memory(layer_precision(), config_.pack_activations, kind);
   memory_ = estimate(activation_memory_);
   if (config_.device_memory_gb < 0)
     throw UsageError(cat("--device-memory-gb must be > 0, got ", config_.device_memory_gb));

@@ -109,6 +109,15 @@ class Layer {
   virtual const Blob<T>* kept_top() const { return nullptr; }
   // The same blob, for the net to say where its values live (the activation arena).
   Blob<T>* mutable_kept_top() { return const_cast<Blob<T>*>(kept_top()); }
+  // A blob of indices (not values: never packed) this layer writes in its forward for its backward
+  // alone (max pooling's argmax), whose bytes a planned net places in its activation arena as it
+  // does a top's values; nullptr if none (always when forward only).
+  virtual const Blob<T>* kept_indices() const { return nullptr; }
+  Blob<T>* mutable_kept_indices() { return const_cast<Blob<T>*>(kept_indices()); }
+  // Whether kept_top()'s values may wait in 16 bits between forward and backward and come back
+  // rounded (Packing::Rounding): values of order one that backward only weighs against fp32 sums,
+  // so the gradients move by about the 16-bit rounding, as under PyTorch's AMP. No by default.
+  virtual bool kept_top_may_round() const { return false; }
   // Offers a layer that runs in place the blob `kept` (kept_top() of the layer before it), which
   // holds its input until its backward, to read instead of a copy of its own (Scale takes it).
   virtual void use_kept_input(const Blob<T>* kept) {}

@@ -1,5 +1,6 @@
 // Pooling: MAX or AVE over 2-D windows of N x C x H x W blobs, with Caffe's output-shape rule
-// (rounding up) and Caffe's AVE divisor; MAX remembers each output's argmax for backward.
+// (rounding up) and Caffe's AVE divisor; MAX remembers each output's argmax for backward (in the
+// activation arena when the net plans one: kept_indices).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,8 @@ class PoolingLayer final : public Layer<T> {
   // On the CPU, any block of its channels on either side (pooling_blocked.cpp).
   bool blocks_each_blob() const override { return true; }
   bool handles_channel_block(bool top, int64_t block) const override;
+  // MAX's argmax (AVE's stays empty, so the net plans no bytes for it).
+  const Blob<T>* kept_indices() const override { return this->forward_only_ ? nullptr : &argmax_; }
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
@@ -64,10 +67,15 @@ class PoolingLayer final : public Layer<T> {
   // MAX: where each output's maximum is. With a plain bottom, in NCHW order (whatever the top's
   // layout), the index (h * W + w) in its plane; with a blocked bottom, in the top's layout, the
   // offset in its image.
-  // Device memory (the layer's scratch): kept from forward for backward.
-  DeviceBuffer argmax_;
-  int32_t* argmax_data() const {
-    return static_cast<int32_t*>(argmax_.get());
+  // Kept from forward for backward, on either backend: int32 indices in the bytes of a blob (one
+  // element each, as wide as an int32 or wider) that the net's arena can hold.
+  Blob<T> argmax_{this->device(), Shape{0}, Diff::None};
+  static_assert(sizeof(T) >= sizeof(int32_t));
+  int32_t* argmax_data() {
+    return reinterpret_cast<int32_t*>(argmax_.mutable_data());
+  }
+  const int32_t* argmax_data() const {
+    return reinterpret_cast<const int32_t*>(argmax_.data());
   }
   std::vector<T> tiles_;  // forward_blocked's: 16 planes per thread
   std::vector<int32_t> tile_argmax_;

@@ -1,11 +1,13 @@
 // The activation arena (GeePS's memory manager, on a plan): every activation's values take bytes
 // of one device buffer only while some layer still needs them, and when the device's budget asks
 // for it the largest ones wait in pinned host memory between their last forward use and their
-// first backward use. Every iteration touches them in the same order, so the whole schedule is
-// known before the first one. What a cheap layer can compute again (LRN's output) is not kept at
-// all between its forward and its backward. In a 16-bit run (--precision bf16|fp16) the activations
-// whose every backward reader rounds them to 16 bits anyway, or reads only their sign, wait in the
-// arena as 16-bit copies instead (packed): half the bytes, the same results.
+// first backward use; so do the indices a layer keeps for its backward (max pooling's argmax).
+// Every iteration touches them in the same order, so the whole schedule is known before the first
+// one. What a cheap layer can compute again (LRN's output) is not kept at all between its forward
+// and its backward. In a 16-bit run (--precision bf16|fp16) the activations whose every backward
+// reader rounds them to 16 bits anyway, or reads only their sign, wait in the arena as 16-bit
+// copies instead (packed): half the bytes, the same results; and unless the run asks for exact
+// packs, so do the normalised values BatchNorm keeps, rounded.
 //
 // Steps: layer i's forward is step i, its backward step 2L-1-i (L layers).
 #pragma once
@@ -25,11 +27,20 @@ enum class ActivationMemory { Owned, Planned };
 
 inline constexpr int64_t kNoArenaLimit = std::numeric_limits<int64_t>::max();
 
+// What waits in 16 bits between forward and backward in a 16-bit run (--pack-activations).
+enum class Packing {
+  None,   // nothing: every activation in fp32
+  Exact,  // what every backward reader rounds to 16 bits anyway, or reads the sign of: same bits
+  // That, and the normalised values a layer keeps for its backward, rounded
+  // (Layer::kept_top_may_round): as PyTorch's AMP keeps BatchNorm's input in 16 bits.
+  Rounding,
+};
+
 // What a run asks of its nets: owned, or planned in an arena of at most `arena_limit` bytes.
 struct ActivationMemoryPlan {
   ActivationMemory memory = ActivationMemory::Owned;
   int64_t arena_limit = kNoArenaLimit;
-  bool pack = true;  // in a 16-bit run, values backward reads exactly from 16 bits wait in 16 bits
+  Packing pack = Packing::Rounding;  // in a 16-bit run
   // Layers whose weight waits in pinned host memory and passes through the device in slices
   // (Net's streamed weights): the last resort of a run that does not fit (fit_offload).
   std::vector<std::string> streamed_weights;
@@ -37,7 +48,8 @@ struct ActivationMemoryPlan {
 
 // One storage unit: a blob's values with the blobs that alias them (in place, Split, Eltwise).
 struct PlannedActivation {
-  std::string name;  // "conv1", or "bn1 (kept)" for what a layer keeps for its backward
+  // "conv1", or for what a layer keeps for its backward "bn1 (kept)", "pool1 (indices)"
+  std::string name;
   int64_t bytes = 0;
   int produced = 0;          // first step that writes it
   int last_forward = 0;      // last forward step that touches it
@@ -45,8 +57,10 @@ struct PlannedActivation {
   int last_backward = -1;    // last one
   bool kept_to_end = false;  // an output read after the pass (loss, accuracy): never freed
   // Set by the net: a 16-bit run, and every backward reader gets the same bits from a 16-bit copy
-  // (Layer::backward_exact_from_16_bits).
+  // (Layer::backward_exact_from_16_bits), or (Packing::Rounding) it is values a layer keeps that
+  // may come back rounded (`rounds`).
   bool packable = false;
+  bool rounds = false;
   // Set by the net: its producer's forward can run again right before the producer's backward, its
   // only backward reader (Layer::recomputes_top), and nothing else writes it.
   bool recomputable = false;
@@ -109,6 +123,7 @@ struct ActivationPlan {
   bool can_pack(const PlannedActivation& a) const;
   int packed_count() const;
   int64_t packed_bytes() const;  // the values that wait in 16 bits (their fp32 size)
+  int64_t rounded_bytes() const;  // those of them that come back rounded (their fp32 size)
   // Whether waiting on the host would free its bytes for at least one step.
   bool can_offload(const PlannedActivation& a) const;
   // Step at which a copy back is issued (its second live range begins): as early as the arena

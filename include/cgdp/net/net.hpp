@@ -147,9 +147,10 @@ class Net {
   // `lender`: a net whose idle memory holds the arena instead (a test net borrows the train net's:
   // it runs between the train net's passes, on the same stream), grown to fit it when needed;
   // it must plan no more after that (it may lend to more nets). Not with values on the host.
-  // `pack`: in a 16-bit layer_precision(), keep what backward reads exactly from 16 bits as 16-bit
-  // copies between the passes (float nets; the copies are the worker's to issue too).
-  void plan_activations(int64_t limit = kNoArenaLimit, Net* lender = nullptr, bool pack = true);
+  // `packing`: in a 16-bit layer_precision(), what waits as 16-bit copies between the passes
+  // (float nets; the copies are the worker's to issue too).
+  void plan_activations(int64_t limit = kNoArenaLimit, Net* lender = nullptr,
+                        Packing packing = Packing::Rounding);
   // Whether the arena is another net's idle memory (plan_activations' `lender`).
   bool arena_borrowed() const { return arena_borrowed_; }
   // The plan (empty for ActivationMemory::Owned). Its activations' copies are the worker's to

@@ -65,6 +65,7 @@ struct MemoryEstimate {
   int offloaded = 0, planned_units = 0;
   int packed = 0;                           // units that wait in 16 bits (a 16-bit run)
   int64_t packed_bytes = 0;                 // their values' fp32 size (half of it is saved)
+  int64_t rounded_bytes = 0;                // of those, what comes back rounded (Packing::Rounding)
   // Units computed again for backward instead of kept (Layer::recomputes_top), and their layers.
   int64_t recomputed_bytes = 0;
   std::vector<std::string> recomputed_layers;
@@ -127,17 +128,19 @@ enum class BudgetScope { Device, WholeRun };
 // Bytes the run needs within `scope` (on CUDA: the fullest GPU).
 int64_t needed_bytes(const MemoryEstimate& m, DeviceKind kind, int gpus, BudgetScope scope);
 
-// --pack-activations: "on", "off", or "auto": on for CUDA workers (device memory is what is short,
-// and the kernels run at its bandwidth), and on CPU workers only to fit a budget (there the
-// passes take the layers' cores). Throws UsageError for anything else.
+// --pack-activations: "on", "exact", "off", or "auto": as on for CUDA workers (device memory is
+// what is short, and the kernels run at its bandwidth), and as exact for CPU workers, only to fit
+// a budget (there the passes take the layers' cores). Throws UsageError for anything else.
 bool packs_from_the_start(const std::string& mode, DeviceKind kind);
-inline bool packs_to_fit(const std::string& mode) {
-  return mode != "off";
-}
+// What the mode packs on workers of `kind` when the run packs.
+Packing packing_of(const std::string& mode, DeviceKind kind);
 
 // How a run's activations take memory before any budget asks: planned by liveness in a 16-bit
 // run that packs (activation_plan.hpp: the packs live in the arena); else each in its own memory.
-ActivationMemoryPlan default_activation_memory(Precision precision, bool pack = true);
+// `pack_mode`: --pack-activations, for workers of `kind`.
+ActivationMemoryPlan default_activation_memory(Precision precision,
+                                               const std::string& pack_mode = "on",
+                                               DeviceKind kind = DeviceKind::Cuda);
 
 // A run's memory once its activations are planned to fit.
 struct FittedMemory {

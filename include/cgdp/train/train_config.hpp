@@ -101,8 +101,9 @@ struct TrainConfig {
   // some to pinned host memory (net/activation_plan.hpp); "off": it is refused.
   std::string offload = "auto";
   // In bf16/fp16: activations whose every backward reader rounds them to 16 bits anyway (or reads
-  // their sign) wait in 16 bits between forward and backward ("on"), or in fp32 ("off"); "auto":
-  // on CUDA workers, and on CPU workers when the run does not fit (packs_from_the_start).
+  // their sign) wait in 16 bits between forward and backward ("exact"); so do BatchNorm's kept
+  // normalised values, rounded ("on"); or all wait in fp32 ("off"); "auto": as on for CUDA
+  // workers, and as exact for CPU workers when the run does not fit (packs_from_the_start).
   std::string pack_activations = "auto";
   // CUDA libraries (cuda_options.hpp): TF32 in convolutions, cuDNN's scratch cap, and whether
   // cuDNN may pick non-deterministic algorithms.
