@@ -13,34 +13,45 @@ int64_t aligned(int64_t bytes) {
   return (bytes + kAlignBytes - 1) / kAlignBytes * kAlignBytes;
 }
 
-// What takes arena bytes: every unit's values, then the packed units' 16-bit copies, then the
-// gradients (in that order, so that occupant k < plan.activations.size() is unit k).
+// Half steps (activation_plan.hpp): a range of whole steps holds both halves of each.
+std::vector<LiveRange> in_halves(std::vector<LiveRange> live) {
+  for (LiveRange& r : live) r = {2 * r.first, 2 * r.last + 1};
+  return live;
+}
+
+// What takes arena bytes, in half steps: every unit's values, then the packed units' 16-bit
+// copies (dead once widened, in their last step's first half), then the gradients (first written
+// by their first step's compute, in its second half); in that order, so that occupant
+// k < plan.activations.size() is unit k.
 std::vector<Occupant> occupants_of(const ActivationPlan& plan) {
   std::vector<Occupant> occupants;
   occupants.reserve(plan.activations.size() + plan.gradients.size());
   for (const PlannedActivation& a : plan.activations)
-    occupants.push_back({plan.live(a), a.bytes, a.offset});
+    occupants.push_back({in_halves(plan.live(a)), a.bytes, a.offset});
   for (const PlannedActivation& a : plan.activations)
-    if (a.packed)
-      occupants.push_back({plan.pack_live(a), ActivationPlan::pack_bytes(a), a.pack_offset});
+    if (a.packed) {
+      std::vector<LiveRange> live = in_halves(plan.pack_live(a));
+      live.back().last = 2 * a.first_backward;
+      occupants.push_back({std::move(live), ActivationPlan::pack_bytes(a), a.pack_offset});
+    }
   for (const PlannedGradient& g : plan.gradients)
-    occupants.push_back({{g.live}, g.bytes, g.offset});
+    occupants.push_back({{{2 * g.live.first + 1, 2 * g.live.last + 1}}, g.bytes, g.offset});
   return occupants;
 }
 
 // The step at which the placed arena reaches highest, and how high.
 std::pair<int, int64_t> fullest_step(const ActivationPlan& plan) {
-  std::vector<int64_t> top(static_cast<size_t>(plan.steps), 0);
+  std::vector<int64_t> top(static_cast<size_t>(2 * plan.steps), 0);
   for (const Occupant& o : occupants_of(plan))
     for (const LiveRange& r : o.live)
       for (int s = r.first; s <= r.last; ++s) top[s] = std::max(top[s], o.offset + o.bytes);
   const auto it = std::max_element(top.begin(), top.end());
-  return {static_cast<int>(it - top.begin()), *it};
+  return {static_cast<int>(it - top.begin()) / 2, *it};
 }
 
-// The step with the most bytes alive.
+// The step with the most bytes alive (in either half).
 int busiest_step(const ActivationPlan& plan) {
-  std::vector<int64_t> alive(static_cast<size_t>(plan.steps) + 1, 0);
+  std::vector<int64_t> alive(static_cast<size_t>(2 * plan.steps) + 1, 0);
   for (const Occupant& o : occupants_of(plan))
     for (const LiveRange& r : o.live) {
       alive[r.first] += o.bytes;
@@ -48,8 +59,8 @@ int busiest_step(const ActivationPlan& plan) {
     }
   int best = 0;
   int64_t running = 0, most = -1;
-  for (int s = 0; s < plan.steps; ++s)
-    if ((running += alive[s]) > most) most = running, best = s;
+  for (int s = 0; s < 2 * plan.steps; ++s)
+    if ((running += alive[s]) > most) most = running, best = s / 2;
   return best;
 }
 

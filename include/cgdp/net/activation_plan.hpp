@@ -9,7 +9,9 @@
 // copies instead (packed): half the bytes, the same results; and unless the run asks for exact
 // packs, so do the normalised values BatchNorm keeps, rounded.
 //
-// Steps: layer i's forward is step i, its backward step 2L-1-i (L layers).
+// Steps: layer i's forward is step i, its backward step 2L-1-i (L layers). The arena is placed in
+// half steps: a step first widens the packs its backward reads, then computes, so a 16-bit copy
+// widened at a step and a gradient that step's compute first writes may share bytes.
 #pragma once
 
 #include <cstdint>
