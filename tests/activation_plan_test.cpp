@@ -148,11 +148,10 @@ TEST(ActivationPlan, MovesTheSmallestUnitThatIsEnough) {
 }
 
 // A plan moves about what the arena is over, never more with more memory: over limits from a
-// twentieth of AlexNet's arena to all of it, each plan that fits moves at most the excess plus two
-// units (first fit's gaps: at 80% of the arena, where 325 MiB are over, the least any set of units
-// moves, tried one by one, is the plan's 718 MiB), and no more than the plan before it with less.
-// (Moving the largest unit at the fullest step, always, moved five units, 1,082 MiB, for an excess
-// of 206 MiB.)
+// twentieth of AlexNet's arena to all of it, each plan that fits moves at most the excess plus one
+// unit (first fit's gaps), and no more than the plan before it with less. (Moving the largest unit
+// at the fullest step, always, moved five units, 1,082 MiB, for an excess of 206 MiB; the smallest
+// single unit that was enough, with max pooling's argmax in the arena, 718 MiB for 325.)
 TEST(ActivationPlan, MovesAboutWhatTheArenaIsOverAndLessWithMore) {
   const proto::NetParameter model = load_model(find_model_file("alexnet"));
   MeasuringDevice device;  // counts, commits nothing
@@ -163,10 +162,8 @@ TEST(ActivationPlan, MovesAboutWhatTheArenaIsOverAndLessWithMore) {
   ActivationPlan whole = net.activation_plan();
   for (PlannedActivation& a : whole.activations) a.recomputable = false;
   whole = plan_activation_arena(whole.activations, whole.steps, kNoArenaLimit, whole.gradients);
-  std::vector<int64_t> sizes;
-  for (const PlannedActivation& a : whole.activations) sizes.push_back(a.bytes);
-  std::sort(sizes.rbegin(), sizes.rend());
-  const int64_t two_largest = sizes[0] + sizes[1];
+  int64_t largest = 0;
+  for (const PlannedActivation& a : whole.activations) largest = std::max(largest, a.bytes);
   int64_t before = std::numeric_limits<int64_t>::max();
   int moving = 0;
   for (int k = 10; k <= 200; ++k) {
@@ -175,7 +172,7 @@ TEST(ActivationPlan, MovesAboutWhatTheArenaIsOverAndLessWithMore) {
         plan_activation_arena(whole.activations, whole.steps, limit, whole.gradients);
     if (plan.arena_bytes > limit) continue;
     expect_disjoint(plan);
-    EXPECT_LE(plan.bytes_each_way(), whole.arena_bytes - limit + two_largest) << "limit " << limit;
+    EXPECT_LE(plan.bytes_each_way(), whole.arena_bytes - limit + largest) << "limit " << limit;
     EXPECT_LE(plan.bytes_each_way(), before) << "limit " << limit;
     before = plan.bytes_each_way();
     moving += plan.offloaded_count() > 0;
@@ -234,6 +231,23 @@ TEST(ActivationPlan, PlacementKeepsLiveBuffersApart) {
       EXPECT_FALSE(occupants[i].overlaps_in_time(occupants[j]) &&
                    occupants[i].overlaps_in_space(occupants[j]));
   }
+}
+
+// Largest first leaves a gap here (10 bytes where 9 are alive at step 4); placing what holds the
+// most bytes x steps first does not, and the placement keeps the better of its orders.
+TEST(ActivationPlan, PlacementKeepsTheBestOfItsOrders) {
+  std::vector<Occupant> occupants = {
+      {{{5, 5}}, 4, 0}, {{{2, 3}}, 1, 0}, {{{4, 4}}, 3, 0}, {{{2, 5}}, 3, 0}, {{{1, 4}}, 3, 0}};
+  std::vector<Occupant*> pointers;
+  for (Occupant& o : occupants) pointers.push_back(&o);
+  std::vector<const Occupant*> view(pointers.begin(), pointers.end());
+  ASSERT_EQ(peak_live_bytes(view), 9);
+  EXPECT_EQ(place_by_liveness(pointers, 1), 9);
+  for (size_t i = 0; i < occupants.size(); ++i)
+    for (size_t j = i + 1; j < occupants.size(); ++j)
+      EXPECT_FALSE(occupants[i].overlaps_in_time(occupants[j]) &&
+                   occupants[i].overlaps_in_space(occupants[j]))
+          << i << " and " << j;
 }
 
 TEST(ActivationPlan, ANetsArenaIsSmallerThanItsActivations) {
@@ -580,7 +594,7 @@ INSTANTIATE_TEST_SUITE_P(Schemes, Offload, ::testing::Values("cgdp", "ps0"));
 
 // Exact packs move bytes, never change them: resnet_small in 16 bits (BatchNorm's kept values stay
 // fp32, most of the rest waits in 16 bits) trains to the very same bits with packs as with every
-// activation in fp32 memory of its own, on less memory; and again within 80% of that, with fp32
+// activation in fp32 memory of its own, on less memory; and again within 75% of that, with fp32
 // values and 16-bit copies offloaded beside the packs (whose writes wait for those copies out).
 void expect_packing_changes_no_bit(TrainConfig c) {
   FILE* sink = std::fopen("/dev/null", "w");
@@ -610,7 +624,7 @@ void expect_packing_changes_no_bit(TrainConfig c) {
     ASSERT_EQ(got.size(), fp32_kept.size());
     EXPECT_EQ(0, std::memcmp(got.data(), fp32_kept.data(), got.size() * sizeof(float)));
   }
-  const int64_t budget = packed_peak * 4 / 5;
+  const int64_t budget = packed_peak * 3 / 4;
   c.device_memory_gb = static_cast<double>(budget) / (1LL << 30);
   Trainer t(c, sink);
   t.run();

@@ -64,21 +64,32 @@ int busiest_step(const ActivationPlan& plan) {
   return best;
 }
 
-// The unit still on the device that could be away at `step` to bring it down by `excess` bytes:
-// the smallest that is enough alone, else the one with the most bytes to move (a packed one's
-// 16-bit copy); nullptr if none. Always the largest moved more than a slightly larger budget
-// needed, so that more memory could mean more copies.
-PlannedActivation* offload_candidate(ActivationPlan& plan, int step, int64_t excess) {
-  PlannedActivation *largest = nullptr, *enough = nullptr;
-  for (PlannedActivation& a : plan.activations) {
-    if (a.offloaded || !plan.can_offload(a) || a.last_forward + ActivationPlan::kLag >= step ||
-        step >= plan.fetch_step(a))
-      continue;
-    const int64_t bytes = ActivationPlan::moved_bytes(a);
-    if (!largest || bytes > ActivationPlan::moved_bytes(*largest)) largest = &a;
-    if (bytes >= excess && (!enough || bytes < ActivationPlan::moved_bytes(*enough))) enough = &a;
+// The units still on the device that could be away at `step` to bring it down by `excess` bytes:
+// the one, or the two, with the fewest bytes to move (a packed one's 16-bit copy) that are enough
+// together, else the one with the most; none if none could. Always the largest moved more than a
+// slightly larger budget needed, so that more memory could mean more copies.
+std::vector<PlannedActivation*> offload_candidates(ActivationPlan& plan, int step, int64_t excess) {
+  std::vector<PlannedActivation*> away;
+  for (PlannedActivation& a : plan.activations)
+    if (!a.offloaded && plan.can_offload(a) && a.last_forward + ActivationPlan::kLag < step &&
+        step < plan.fetch_step(a))
+      away.push_back(&a);
+  const auto bytes = [](const PlannedActivation* a) { return ActivationPlan::moved_bytes(*a); };
+  std::vector<PlannedActivation*> best;
+  int64_t best_bytes = 0;
+  const auto consider = [&](std::vector<PlannedActivation*> units, int64_t total) {
+    if (total >= excess && (best.empty() || total < best_bytes))
+      best = std::move(units), best_bytes = total;
+  };
+  for (size_t i = 0; i < away.size(); ++i) {
+    consider({away[i]}, bytes(away[i]));
+    for (size_t j = i + 1; j < away.size(); ++j)
+      consider({away[i], away[j]}, bytes(away[i]) + bytes(away[j]));
   }
-  return enough ? enough : largest;
+  if (best.empty() && !away.empty())
+    best = {*std::max_element(away.begin(), away.end(),
+                              [&](auto* a, auto* b) { return bytes(a) < bytes(b); })};
+  return best;
 }
 
 int64_t place(ActivationPlan& plan) {
@@ -254,15 +265,17 @@ ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations,
   // Cheap bound first: while the bytes alive at the busiest step exceed the limit, no placement
   // fits.
   for (int64_t peak; (peak = live_peak(plan)) > limit;) {
-    PlannedActivation* a = offload_candidate(plan, busiest_step(plan), peak - limit);
-    if (!a) break;
-    a->offloaded = true;
+    const std::vector<PlannedActivation*> units =
+        offload_candidates(plan, busiest_step(plan), peak - limit);
+    if (units.empty()) break;
+    for (PlannedActivation* a : units) a->offloaded = true;
   }
   for (int64_t top;
        (top = place(plan)) > limit;) {  // first fit leaves gaps: free where it's highest
-    PlannedActivation* a = offload_candidate(plan, fullest_step(plan).first, top - limit);
-    if (!a) break;
-    a->offloaded = true;
+    const std::vector<PlannedActivation*> units =
+        offload_candidates(plan, fullest_step(plan).first, top - limit);
+    if (units.empty()) break;
+    for (PlannedActivation* a : units) a->offloaded = true;
   }
   keep_what_fits(plan, std::max(limit, plan.arena_bytes));
   hoist_fetches(plan, std::max(limit, plan.arena_bytes));

@@ -151,13 +151,13 @@ CopyOutWaiters copy_out_waiters(const ActivationPlan& plan, const PlannedActivat
 // Places `activations` (offsets, recomputed, packed and offloaded flags) and `gradients` (offsets)
 // so that the arena needs at most `limit` bytes: every recomputable unit recomputed and every other
 // packable one packed, then by liveness alone, then
-// moving (a packed unit's 16-bit copy, or the values) to the host, one at a time, a unit that is
-// away from the device at the step where the arena is fullest (the smallest that is enough there,
-// else the largest); then each moved unit comes back to the device, the largest first, if the
-// arena still fits without moving it; then each copy back moves as early as the arena still fits,
-// so that the copies stream while backward runs instead of each waiting for its turn. Returns the
-// plan; its arena_bytes exceeds `limit` when even every unit that can wait on the host does not
-// make it fit.
+// moving (a packed unit's 16-bit copy, or the values) to the host units that are away from the
+// device at the step where the arena is fullest (the one or two with the fewest bytes that are
+// enough there, else the largest); then each moved unit comes back to the device, the largest
+// first, if the arena still fits without moving it; then each copy back moves as early as the arena
+// still fits, so that the copies stream while backward runs instead of each waiting for its turn.
+// Returns the plan; its arena_bytes exceeds `limit` when even every unit that can wait on the host
+// does not make it fit.
 ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations, int steps,
                                      int64_t limit = std::numeric_limits<int64_t>::max(),
                                      std::vector<PlannedGradient> gradients = {});

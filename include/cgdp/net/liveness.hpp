@@ -29,8 +29,9 @@ struct Occupant {
 };
 
 // Sets every occupant's offset (multiples of `align` bytes) so that occupants alive at the same
-// step never share a byte: largest first, each at the lowest offset that fits (first fit), as
-// offset planners do. Returns the arena's size.
+// step never share a byte: each at the lowest offset that fits (first fit), as offset planners do,
+// in the best of a few orders (largest first, or most bytes x steps first). Returns the arena's
+// size.
 int64_t place_by_liveness(std::vector<Occupant*> occupants, int64_t align);
 
 // The most bytes alive at any one step: no placement can do with less.
