@@ -1,5 +1,6 @@
 // LRN kernels: per element, the window sum in the CPU layer's order (channels ascending; or rows
 // of the square, each summed left to right, added top to bottom).
+#include "cgdp/layers/lrn_column.hpp"
 #include "launch.cuh"
 #include "lrn.cuh"
 
@@ -48,8 +49,21 @@ __global__ void output_kernel(const T* x, const T* scale, T* y, int64_t n, T bet
 }
 
 template <typename T>
-__global__ void work_kernel(const T* y, const T* scale, const T* dy, T* work, int64_t n) {
-  CGDP_KERNEL_LOOP(i, n) { work[i] = dy[i] * y[i] / scale[i]; }
+__global__ void work_kernel(const T* x, const T* scale, const T* dy, T* work, int64_t n, T beta) {
+  CGDP_KERNEL_LOOP(i, n) {
+    work[i] = dy[i] * (x[i] * power(scale[i], -beta)) / scale[i];
+  }
+}
+
+template <typename T>
+__global__ void across_backward_kernel(const T* x, const T* dy, T* dx, LrnShape s, int64_t columns,
+                                       T alpha_over_n, T k, T beta) {
+  const int64_t plane = s.height * s.width;
+  CGDP_KERNEL_LOOP(column, columns) {
+    const int64_t at = column / plane * s.channels * plane + column % plane;
+    lrn::across_backward_column(x + at, dy + at, dx + at, plane, static_cast<int>(s.channels),
+                                static_cast<int>(s.size), alpha_over_n, k, beta);
+  }
 }
 
 template <typename T>
@@ -77,14 +91,24 @@ void lrn_forward(const T* x, T* scale, T* y, const LrnShape& s, T alpha_over_n, 
 }
 
 template <typename T>
-void lrn_backward(const T* x, const T* y, const T* scale, const T* dy, T* work, T* dx,
-                  const LrnShape& s, T alpha_over_n, T beta, cudaStream_t stream) {
+void lrn_backward(const T* x, const T* scale, const T* dy, T* work, T* dx, const LrnShape& s,
+                  T alpha_over_n, T beta, cudaStream_t stream) {
   const int64_t n = count(s);
   if (n <= 0) return;
-  work_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, scale, dy, work, n);
+  work_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, scale, dy, work, n, beta);
   CUDA_CHECK_LAUNCH();
   const T factor = 2 * alpha_over_n * beta;
   diff_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, scale, dy, work, dx, s, n, factor, beta);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void lrn_across_backward(const T* x, const T* dy, T* dx, const LrnShape& s, T alpha_over_n, T k,
+                         T beta, cudaStream_t stream) {
+  const int64_t columns = s.num * s.height * s.width;
+  if (count(s) <= 0) return;
+  across_backward_kernel<<<blocks_for(columns), kThreads, 0, stream>>>(x, dy, dx, s, columns,
+                                                                       alpha_over_n, k, beta);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -92,9 +116,13 @@ template void lrn_forward<float>(const float*, float*, float*, const LrnShape&, 
                                  cudaStream_t);
 template void lrn_forward<double>(const double*, double*, double*, const LrnShape&, double, double,
                                   double, cudaStream_t);
-template void lrn_backward<float>(const float*, const float*, const float*, const float*, float*,
-                                  float*, const LrnShape&, float, float, cudaStream_t);
-template void lrn_backward<double>(const double*, const double*, const double*, const double*,
-                                   double*, double*, const LrnShape&, double, double, cudaStream_t);
+template void lrn_backward<float>(const float*, const float*, const float*, float*, float*,
+                                  const LrnShape&, float, float, cudaStream_t);
+template void lrn_backward<double>(const double*, const double*, const double*, double*, double*,
+                                   const LrnShape&, double, double, cudaStream_t);
+template void lrn_across_backward<float>(const float*, const float*, float*, const LrnShape&, float,
+                                         float, float, cudaStream_t);
+template void lrn_across_backward<double>(const double*, const double*, double*, const LrnShape&,
+                                          double, double, double, cudaStream_t);
 
 }  // namespace cgdp::kernels

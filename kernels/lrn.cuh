@@ -1,5 +1,5 @@
 // Launchers for LRN as the CPU layer computes it (WITHIN_CHANNEL, and ACROSS_CHANNELS where
-// cuDNN's LRN does not apply).
+// cuDNN's LRN does not apply), and ACROSS_CHANNELS' backward after cuDNN's forward.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -18,9 +18,15 @@ struct LrnShape {
 template <typename T>
 void lrn_forward(const T* x, T* scale, T* y, const LrnShape& s, T alpha_over_n, T k, T beta,
                  cudaStream_t stream);
-// work = dy * y / scale; dx = dy * scale^-beta - 2 * alpha_over_n * beta * x * (window sum of work).
+// y = x * scale^-beta again; work = dy * y / scale;
+// dx = dy * scale^-beta - 2 * alpha_over_n * beta * x * (window sum of work).
 template <typename T>
-void lrn_backward(const T* x, const T* y, const T* scale, const T* dy, T* work, T* dx,
-                  const LrnShape& s, T alpha_over_n, T beta, cudaStream_t stream);
+void lrn_backward(const T* x, const T* scale, const T* dy, T* work, T* dx, const LrnShape& s,
+                  T alpha_over_n, T beta, cudaStream_t stream);
+// ACROSS_CHANNELS (s.size at most lrn::kMaxColumnWindow) from x and dy alone, one column of
+// channels per thread (layers/lrn_column.hpp): after cuDNN's forward, which keeps no scale.
+template <typename T>
+void lrn_across_backward(const T* x, const T* dy, T* dx, const LrnShape& s, T alpha_over_n, T k,
+                         T beta, cudaStream_t stream);
 
 }  // namespace cgdp::kernels

@@ -17,6 +17,7 @@
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
+#include "cgdp/layers/lrn_column.hpp"
 #include "cgdp/layers/registry.hpp"
 #include "cgdp/layers/sufficient_factors.hpp"
 #ifdef CGDP_HAVE_ONEDNN
@@ -785,6 +786,49 @@ TEST(LRN, GradientsMatchFiniteDifferences) {
     SCOPED_TRACE(c.body + " over two tiles");
     Harness<double> h(lrn_text(c.body), {1, 4, 16, 17});
     check_gradients(*h.layer, {&h.bottom}, {&h.top}, larger);
+  }
+}
+
+// The CUDA layer's ACROSS_CHANNELS backward (kernels/lrn.cu after cuDNN's forward) runs
+// lrn_column.hpp one column per thread, from the input and the output gradient alone; here the
+// same function, column by column, against the CPU layer's backward: windows wider than the
+// channels, up to the widest its rings hold, at both ends of the channels.
+TEST(LRN, AcrossColumnBackwardMatchesTheLayer) {
+  struct Case {
+    std::string body;
+    Shape shape;
+  };
+  const std::vector<Case> cases = {
+      {"local_size: 5 alpha: 0.5 beta: 0.75", {2, 7, 3, 4}},
+      {"local_size: 3 alpha: 2 beta: 0.6 k: 2", {1, 9, 2, 5}},
+      {"local_size: 7 alpha: 1.5 beta: 0.75", {2, 3, 2, 2}},
+      {"local_size: 15 alpha: 4 beta: 0.8 k: 1.5", {1, 40, 3, 3}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.body);
+    Harness<double> h(lrn_text(c.body), c.shape);
+    h.forward();
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<double> uniform(-1, 1);
+    for (int64_t i = 0; i < h.top.count(); ++i) h.top.mutable_diff()[i] = uniform(rng);
+    h.layer->backward({}, {&h.top}, {true}, {&h.bottom});
+    const auto& p = h.layer->param().lrn_param();
+    const int64_t plane = c.shape[2] * c.shape[3], channels = c.shape[1];
+    std::vector<double> dx(static_cast<size_t>(h.bottom.count()));
+    for (int64_t column = 0; column < c.shape[0] * plane; ++column) {
+      const int64_t at = column / plane * channels * plane + column % plane;
+      lrn::across_backward_column(h.bottom.data() + at, h.top.diff() + at, dx.data() + at, plane,
+                                  static_cast<int>(channels), static_cast<int>(p.local_size()),
+                                  double(p.alpha()) / double(p.local_size()), double(p.k()),
+                                  double(p.beta()));
+    }
+    const std::vector<double> layer_dx(h.bottom.diff(), h.bottom.diff() + h.bottom.count());
+    double worst = 0, scale = 1e-30;
+    for (size_t i = 0; i < dx.size(); ++i) {
+      worst = std::max(worst, std::abs(dx[i] - layer_dx[i]));
+      scale = std::max(scale, std::abs(layer_dx[i]));
+    }
+    EXPECT_LT(worst / scale, 1e-13);
   }
 }
 

@@ -3,6 +3,7 @@
 // is a GPU) on CUDA; and the loss scale's state machine.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <ostream>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cgdp/core/error.hpp"
@@ -18,6 +20,7 @@
 #include "cgdp/device/devices.hpp"
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
+#include "cgdp/layers/lrn_column.hpp"
 #include "cgdp/solver/loss_scale.hpp"
 #include "cgdp/tensor/channel_blocks.hpp"
 #include "support/layer_case.hpp"
@@ -325,6 +328,80 @@ TEST_P(BatchNormFrom16Bits, BackwardMovesByNoMoreThanTheRoundingOfItsKeptValues)
 INSTANTIATE_TEST_SUITE_P(Precisions, BatchNormFrom16Bits,
                          ::testing::Values(Precision::kBf16, Precision::kFp16),
                          [](const auto& info) { return to_string(info.param); });
+
+// LRN's input may wait in bf16 (Packing::Rounding, Layer::backward_may_round): its backward from
+// that rounding stays within what it can change, on the CPU layer (which keeps the forward's
+// scale) and in the CUDA layer's column function (which computes the scale again from the rounded
+// input). With dx = dy s^-b - (2ab/n) x sum_W(dy x s^(-b-1)), rounding each x by at most u moves s
+// by at most e = 2u + u^2 of itself, s^-b by a1 = (1-e)^-b - 1, and each window term by
+// a3 = (1+u)^2 ((1-e)^(-b-1)) - 1: |error| <= a1 |T1| + a3 T2abs, T2abs the sum of the terms'
+// absolute values.
+TEST(LrnFrom16Bits, BackwardMovesByNoMoreThanTheRoundingOfItsInput) {
+  const double u = unit_roundoff(Precision::kBf16);
+  const int channels = 12, size = 5;
+  const double alpha = 2, beta = 0.75, k = 1, alpha_over_n = alpha / size;
+  const Shape shape{2, channels, 3, 4};
+  const int64_t plane = 12, count = 2 * channels * plane;
+  std::vector<float> x;
+  const std::vector<float> dy = output_gradient(count, false);
+  const auto layer_gradient = [&](bool round_input) {
+    Case<float> h("type: 'LRN' lrn_param { local_size: 5 alpha: 2 beta: 0.75 }", {shape}, 1);
+    h.setup();
+    h.forward();
+    x = to_host(*h.bottom[0]);
+    Blob<float>& in = *h.bottom[0];
+    if (round_input) round_to_precision(Precision::kBf16, in.data(), in.mutable_data(), count);
+    upload(*h.top[0], dy, true);
+    h.layer->backward({}, h.top, {true}, h.bottom);
+    return to_host(*h.bottom[0], true);
+  };
+  const auto column_gradient = [&](bool round_input) {
+    std::vector<float> in = x, dx(in.size());
+    if (round_input) round_to_precision(Precision::kBf16, in.data(), in.data(), count);
+    for (int64_t column = 0; column < 2 * plane; ++column) {
+      const int64_t at = column / plane * channels * plane + column % plane;
+      lrn::across_backward_column(in.data() + at, dy.data() + at, dx.data() + at, plane, channels,
+                                  size, float(alpha_over_n), float(k), float(beta));
+    }
+    return dx;
+  };
+  const std::vector<float> want = layer_gradient(false), got = layer_gradient(true);
+  const std::vector<float> column_want = column_gradient(false), column_got = column_gradient(true);
+  const double e = 2 * u + u * u, a1 = std::pow(1 - e, -beta) - 1,
+               a3 = (1 + u) * (1 + u) * std::pow(1 - e, -beta - 1) - 1;
+  const auto at = [&](int64_t n, int64_t c, int64_t p) { return (n * channels + c) * plane + p; };
+  for (const auto& [name, exact, rounded] : {std::tuple{"the CPU layer", &want, &got},
+                                             {"the column function", &column_want, &column_got}}) {
+    SCOPED_TRACE(name);
+    double largest = 0, error_norm = 0, norm = 0;
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t c = 0; c < channels; ++c)
+        for (int64_t p = 0; p < plane; ++p) {
+          const auto scale = [&](int64_t j) {
+            double sum = 0;
+            for (int64_t i = std::max<int64_t>(j - 2, 0);
+                 i <= std::min<int64_t>(j + 2, channels - 1); ++i)
+              sum += double(x[at(n, i, p)]) * x[at(n, i, p)];
+            return k + alpha_over_n * sum;
+          };
+          const double t1 = std::abs(dy[at(n, c, p)]) * std::pow(scale(c), -beta);
+          double t2 = 0;
+          for (int64_t j = std::max<int64_t>(c - 2, 0); j <= std::min<int64_t>(c + 2, channels - 1);
+               ++j)
+            t2 +=
+                std::abs(double(dy[at(n, j, p)]) * x[at(n, j, p)]) * std::pow(scale(j), -beta - 1);
+          t2 *= 2 * alpha_over_n * beta * std::abs(x[at(n, c, p)]);
+          const size_t i = static_cast<size_t>(at(n, c, p));
+          const double error = std::abs(double((*rounded)[i]) - (*exact)[i]);
+          ASSERT_LE(error, a1 * t1 + a3 * t2 + 0x1p-20 * (t1 + t2)) << "element " << i;
+          largest = std::max(largest, error);
+          error_norm += error * error;
+          norm += double((*exact)[i]) * (*exact)[i];
+        }
+    EXPECT_GT(largest, 0) << "rounding the input changed no gradient";
+    EXPECT_LT(std::sqrt(error_norm / norm), u);  // measured: 0.16u (the layer), 0.18u (column)
+  }
+}
 
 // Which convolutions hand cuDNN their 16-bit operands channels last follows from the layer's
 // shape and the run's settings alone, so it is checked here, GPU or not.

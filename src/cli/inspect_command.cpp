@@ -46,6 +46,14 @@ struct InspectOptions {
   bool nondeterministic = false;
 };
 
+nlohmann::json fullest_step_json(const MemoryEstimate& m) {
+  const auto [layer, pass] = step_of(m, m.arena_peak.step);
+  nlohmann::json holders = nlohmann::json::array();
+  for (const ArenaPeak::Holder& h : m.arena_peak.holders)
+    holders.push_back({{"name", h.name}, {"bytes", h.bytes}});
+  return {{"layer", layer}, {"pass", pass}, {"bytes", m.arena_peak.bytes}, {"holders", holders}};
+}
+
 nlohmann::json memory_json(const MemoryEstimate& m) {
   nlohmann::json workers = nlohmann::json::array();
   nlohmann::json peaks = nlohmann::json::array();
@@ -81,7 +89,8 @@ nlohmann::json memory_json(const MemoryEstimate& m) {
                                              {"history_host_bytes_per_worker", m.history_host},
                                              {"streamed_weights", m.streamed_layers},
                                              {"streamed_bytes_per_worker", m.streamed},
-                                             {"bytes_each_way_per_micro_batch", m.offload_each_way}}
+                                             {"bytes_each_way_per_micro_batch", m.offload_each_way},
+                                             {"fullest_step", fullest_step_json(m)}}
                             : nlohmann::json(nullptr)}};
 }
 
@@ -111,7 +120,10 @@ void print_memory(const MemoryEstimate& m) {
             : "also its peak: building the nets holds less");
   row(m.planned ? "host sums, offload (pinned)" : "host sums (pinned)", m.pinned);
   row("total", m.device_total() + m.pinned);
-  if (m.planned) std::printf("plan: %s\n", describe_offload(m).c_str());
+  if (m.planned) {
+    std::printf("plan: %s\n", describe_offload(m).c_str());
+    std::printf("%s\n", describe_arena_peak(m).c_str());
+  }
 }
 
 nlohmann::json describe(Net<float>& net) {
@@ -277,10 +289,9 @@ Runner add_inspect_command(CLI::App& app) {
           const OffloadPassCost cost = predict_offload(m, *profile);
           std::fprintf(opt->json ? stderr : stdout,
                        "predicted pass: %.1f ms, %.1f ms without the copies, %.1f ms staging the "
-                       "history at the step, %.1f ms streaming weights%s (%+.1f%%), from %s\n",
+                       "history at the step, %.1f ms streaming weights (%+.1f%%), from %s\n",
                        cost.pass_us / 1e3, cost.compute_us / 1e3, cost.history_us / 1e3,
-                       cost.streamed_us / 1e3, recompute_text(cost).c_str(), 100 * cost.slowdown(),
-                       opt->profile.c_str());
+                       cost.streamed_us / 1e3, 100 * cost.slowdown(), opt->profile.c_str());
         }
         if (need > budget) return 1;
       }

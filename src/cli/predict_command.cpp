@@ -331,8 +331,6 @@ Json to_json(const Prediction& p, const PredictOptions& opt) {
                     {"streamed_weights", p.offload->memory.streamed_layers},
                     {"streamed_bytes_per_worker", p.offload->memory.streamed},
                     {"streamed_us", p.offload->pass.streamed_us},
-                    {"recomputed_layers", p.offload->memory.recomputed_layers},
-                    {"recompute_us", p.offload->pass.recompute_us},
                     {"pass_us", p.offload->pass.pass_us},
                     {"pass_without_copies_us", p.offload->pass.compute_us},
                     {"slowdown", p.offload->pass.slowdown()}};
@@ -446,11 +444,10 @@ void print_report(const Prediction& p, const PredictOptions& opt) {
     const OffloadPrediction& o = *p.offload;
     std::printf(
         "offload (--device-memory-gb %g): %s; %s; forward and backward %.3f ms, %.3f ms "
-        "with the copies, %.3f ms staging the history, %.3f ms streaming weights%s (%+.1f%%)\n",
+        "with the copies, %.3f ms staging the history, %.3f ms streaming weights (%+.1f%%)\n",
         opt.device_memory_gb, describe_offload(o.memory).c_str(),
         o.fits ? "fits" : "does NOT fit even so", ms(o.pass.compute_us), ms(o.pass.pass_us),
-        ms(o.pass.history_us), ms(o.pass.streamed_us), recompute_text(o.pass).c_str(),
-        100 * o.pass.slowdown());
+        ms(o.pass.history_us), ms(o.pass.streamed_us), 100 * o.pass.slowdown());
   }
 }
 

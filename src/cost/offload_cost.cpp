@@ -26,14 +26,6 @@ double history_staging_us(int64_t bytes, int64_t piece_bytes, const LinkCost& in
   return std::max(in_all + copy_us(out, piece_bytes), copy_us(in, piece_bytes) + out_all);
 }
 
-std::string recompute_text(const OffloadPassCost& cost) {
-  if (cost.recompute_us <= 0) return "";
-  char text[64];
-  std::snprintf(text, sizeof text, ", %.1f ms computing again for backward",
-                cost.recompute_us / 1e3);
-  return text;
-}
-
 double streamed_weights_us(int64_t bytes, const LinkCost& in, const LinkCost& out, int narrowings) {
   if (bytes <= 0) return 0;
   return (5 + narrowings) * copy_us(in, bytes) + 2 * copy_us(out, bytes);

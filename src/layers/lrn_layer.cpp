@@ -1,6 +1,7 @@
 // LRN on the CPU. Backward follows from top = x * scale^-beta:
 //   dL/dx = dL/dtop * scale^-beta - 2 * alpha_over_n * beta * x * window_sum(dL/dtop * top / scale)
-// (the neighbourhoods are symmetric, so the same window sum serves forward and backward).
+// (the neighbourhoods are symmetric, so the same window sum serves forward and backward). It
+// computes top again from x and the kept scale, to the forward's bits: the net need not keep top.
 // ACROSS_CHANNELS runs in tiles of one image's columns: a tile's channels stay in cache while
 // each sum reads its neighbours, so memory sees each tensor once per pass (Caffe's nets: AlexNet,
 // GoogLeNet). In a channel block (tensor/channel_blocks.hpp) its tiles are a few positions with
@@ -40,6 +41,12 @@ void times_inverse_power(const T* scale, T beta, const T* a, T* out, int64_t cou
     const T term = a[i] * std::pow(scale[i], -beta);
     out[i] = kAdd ? out[i] + term : term;
   }
+}
+
+// a * scale^-beta for one element, as times_inverse_power computes it.
+template <typename T>
+T times_inverse_power_of(T a, T scale, T beta) {
+  return beta == T(0.75) ? a / std::sqrt(scale * std::sqrt(scale)) : a * std::pow(scale, -beta);
 }
 
 // sum[j] = the sum over channels [first, last] of tile[n * kTile + j], in channel order.
@@ -197,7 +204,7 @@ void LRNLayer<T>::forward_across(const T* in, T* out) {
 }
 
 template <typename T>
-void LRNLayer<T>::backward_across(const T* in, const T* out, const T* out_diff, T* in_diff) const {
+void LRNLayer<T>::backward_across(const T* in, const T* out_diff, T* in_diff) const {
   const int64_t channels = shape_[1], plane = shape_[2] * shape_[3], half = (size_ - 1) / 2;
   const int64_t tiles = (plane + kTile - 1) / kTile;
   const T factor = -2 * alpha_over_n_ * beta_;
@@ -205,15 +212,17 @@ void LRNLayer<T>::backward_across(const T* in, const T* out, const T* out_diff, 
 #pragma omp parallel
   {
     std::vector<T> ratios(static_cast<size_t>(channels * kTile));
+    std::vector<T> out(static_cast<size_t>(kTile));  // one row of top, again
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < shape_[0] * tiles; ++t) {
       const int64_t j0 = (t % tiles) * kTile, width = std::min(kTile, plane - j0);
       const int64_t base = (t / tiles) * channels * plane + j0;
       for (int64_t c = 0; c < channels; ++c) {
         const int64_t at = base + c * plane;
+        times_inverse_power<false>(scale + at, beta_, in + at, out.data(), width);
 #pragma omp simd
         for (int64_t j = 0; j < width; ++j)
-          ratios[c * kTile + j] = out_diff[at + j] * out[at + j] / scale[at + j];
+          ratios[c * kTile + j] = out_diff[at + j] * out[j] / scale[at + j];
       }
       for (int64_t c = 0; c < channels; ++c) {
         const int64_t at = base + c * plane;
@@ -248,12 +257,14 @@ void LRNLayer<T>::forward_blocked(const T* in, T* out, int64_t block) {
 }
 
 template <typename T>
-void LRNLayer<T>::backward_blocked(const T* in, const T* out, const T* out_diff, T* in_diff,
+void LRNLayer<T>::backward_blocked(const T* in, const T* out_diff, T* in_diff,
                                    int64_t block) const {
   const int64_t channels = shape_[1];
-  const T factor = -2 * alpha_over_n_ * beta_;
+  const T factor = -2 * alpha_over_n_ * beta_, beta = beta_;
   const T* scale = scale_.data();
-  const auto ratio = [=](int64_t e) { return out_diff[e] * out[e] / scale[e]; };
+  const auto ratio = [=](int64_t e) {
+    return out_diff[e] * times_inverse_power_of(in[e], scale[e], beta) / scale[e];
+  };
   const auto gradient = [&](auto run, int64_t positions, const T* window) {
     for (int64_t c0 = 0; c0 < channels; c0 += block) {
       const int64_t at = run(c0);
@@ -295,17 +306,21 @@ void LRNLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
                                const std::vector<bool>& propagate_down, const BlobVec<T>& bottom) {
   if (!propagate_down[0]) return;
   const T* in = bottom[0]->data();
-  const T* out = top[0]->data();
   const T* out_diff = top[0]->diff();
   T* in_diff = bottom[0]->mutable_diff();
   const int64_t block = bottom[0]->channel_block();
-  if (block > 1) return backward_blocked(in, out, out_diff, in_diff, block);
-  if (across_channels_) return backward_across(in, out, out_diff, in_diff);
+  if (block > 1) return backward_blocked(in, out_diff, in_diff, block);
+  if (across_channels_) return backward_across(in, out_diff, in_diff);
   const int64_t count = bottom[0]->count();
   T* ratios = work_.mutable_data();
   const T* scale = scale_.data();
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < count; ++i) ratios[i] = out_diff[i] * out[i] / scale[i];
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < count; i += kTile) {  // top again, then the ratios, in place
+    const int64_t width = std::min(kTile, count - i);
+    times_inverse_power<false>(scale + i, beta_, in + i, ratios + i, width);
+#pragma omp simd
+    for (int64_t j = i; j < i + width; ++j) ratios[j] = out_diff[j] * ratios[j] / scale[j];
+  }
   // in_diff holds the window sums until the last pass turns them into the gradient.
   window_sum(ratios, in_diff);
   const T factor = -2 * alpha_over_n_ * beta_;

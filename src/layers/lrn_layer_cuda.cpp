@@ -1,6 +1,8 @@
-// LRN on CUDA: cuDNN's cross-channel LRN where it applies (ACROSS_CHANNELS, local_size 1..16,
-// k and beta in cuDNN's range, not in place; cuDNN divides alpha by local_size as Caffe does),
+// LRN on CUDA: cuDNN's cross-channel LRN forward where it applies (ACROSS_CHANNELS, local_size
+// 1..16, k and beta in cuDNN's range, not in place; cuDNN divides alpha by local_size as Caffe
+// does) and a backward from the input alone (layers/lrn_column.hpp), so that top need not be kept;
 // else kernels/lrn.cu, which computes exactly what the CPU layer computes (WITHIN_CHANNEL too).
+#include "cgdp/layers/lrn_column.hpp"
 #include "cgdp/layers/lrn_layer.hpp"
 #include "cuda_layer.hpp"
 #include "lrn.cuh"
@@ -19,6 +21,8 @@ struct LrnCuda final : LayerBackendState {
 
 // LRNLayer::cuda_runs_cudnn states cuDNN's limits without cudnn.h.
 static_assert(CUDNN_LRN_MIN_N == 1 && CUDNN_LRN_MAX_N == 16, "cuda_runs_cudnn's window limits");
+static_assert(lrn::kMaxColumnWindow >= CUDNN_LRN_MAX_N - 1,
+              "the backward's rings hold any odd window");
 static_assert(CUDNN_LRN_MIN_K == 1e-5 && CUDNN_LRN_MIN_BETA == 0.01,
               "cuda_runs_cudnn's k and beta");
 
@@ -60,20 +64,16 @@ void LRNLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>& top,
   if (!propagate_down[0]) return;
   Stream& stream = layer_stream(*this, ctx);
   auto& s = this->template backend_state<LrnCuda>();
-  if (this->cuda_runs_cudnn()) {
-    describe(*this, s, shape_);
-    const T one = 1, zero = 0;
-    CUDNN_CHECK(cudnnLRNCrossChannelBackward(
-        cudnn_handle(stream), s.lrn.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, s.tensor.get(),
-        top[0]->data(), s.tensor.get(), top[0]->diff(), s.tensor.get(), bottom[0]->data(), &zero,
-        s.tensor.get(), bottom[0]->mutable_diff()));
-    return;
-  }
+  const kernels::LrnShape shape{shape_[0], shape_[1], shape_[2],
+                                shape_[3], size_,     across_channels_};
+  if (this->cuda_runs_cudnn())  // cuDNN's backward would read top: compute from x alone instead
+    return kernels::lrn_across_backward(bottom[0]->data(), top[0]->diff(),
+                                        bottom[0]->mutable_diff(), shape, alpha_over_n_, k_, beta_,
+                                        native_stream(stream));
   T* work = ensure_buffer<T>(s.work, this->device(), stream, bottom[0]->count());
-  kernels::lrn_backward(bottom[0]->data(), top[0]->data(), static_cast<const T*>(s.scale.get()),
-                        top[0]->diff(), work, bottom[0]->mutable_diff(),
-                        {shape_[0], shape_[1], shape_[2], shape_[3], size_, across_channels_},
-                        alpha_over_n_, beta_, native_stream(stream));
+  kernels::lrn_backward(bottom[0]->data(), static_cast<const T*>(s.scale.get()), top[0]->diff(),
+                        work, bottom[0]->mutable_diff(), shape, alpha_over_n_, beta_,
+                        native_stream(stream));
 }
 
 CGDP_INSTANTIATE_CUDA_LAYER(LRNLayer)

@@ -71,11 +71,15 @@ std::vector<PlannedGradient> Net<T>::planned_gradients() {
   const auto backward_step = [&](int layer) {
     return 2 * layers - 1 - (absorbed_[layer] ? layer - 1 : layer);
   };
+  std::map<const Blob<T>*, std::string> name_of;  // the first top name a blob has
+  for (int i = 0; i < layers; ++i)
+    for (size_t j = 0; j < tops_[i].size(); ++j) name_of.try_emplace(tops_[i][j], top_names_[i][j]);
   std::vector<PlannedGradient> gradients;
   arena_gradients_.clear();
   for (const GradientSpan& s : gradient_spans()) {
-    gradients.push_back(
-        {static_cast<int64_t>(s.blob->bytes()), {2 * layers - 1 - s.last, backward_step(s.first)}});
+    gradients.push_back({cat(name_of[s.blob], " (gradient)"),
+                         static_cast<int64_t>(s.blob->bytes()),
+                         {2 * layers - 1 - s.last, backward_step(s.first)}});
     arena_gradients_.push_back(s.blob);
   }
   return gradients;
@@ -117,11 +121,6 @@ void Net<T>::plan_activations(int64_t limit, Net* lender, Packing packing) {
     a->last_backward = std::max(a->last_backward, step);
   };
   const bool runs_backward = phase_ == Phase::Train;  // a TEST net only runs forward
-  // Per unit: the layers that write it (hold it as a top) and those whose backward reads it.
-  std::map<size_t, std::set<int>> writers, backward_readers;
-  const auto index_of = [&](const PlannedActivation* a) {
-    return static_cast<size_t>(a - units.data());
-  };
   std::set<const Blob<T>*> consumed;
   for (const BlobVec<T>& b : bottoms_) consumed.insert(b.begin(), b.end());
   for (int i = 0; i < layers; ++i) {
@@ -135,12 +134,14 @@ void Net<T>::plan_activations(int64_t limit, Net* lender, Packing packing) {
         if (!a) continue;
         // The input's values are copied in before the first layer runs.
         touch_forward(a, layers_[i]->is_input() ? 0 : i);
-        if (blobs == &tops_[i]) writers[index_of(a)].insert(i);
         if (runs_backward && needs_backward_[i] &&
             layers_[i]->backward_reads(*b, bottoms_[i], tops_[i])) {
           read_backward(a, reader);
-          backward_readers[index_of(a)].insert(i);
-          a->packable &= layers_[i]->backward_exact_from_16_bits(*b, bottoms_[i], tops_[i]);
+          const bool exact = layers_[i]->backward_exact_from_16_bits(*b, bottoms_[i], tops_[i]);
+          const bool may_round = packing == Packing::Rounding &&
+                                 layers_[i]->backward_may_round(*b, bottoms_[i], tops_[i]);
+          a->packable &= exact || may_round;
+          a->rounds |= !exact && may_round;
         }
         if (blobs == &tops_[i] && (loss_weights_[i][j] != 0.f || !consumed.count(b)))
           a->kept_to_end = true;
@@ -169,20 +170,6 @@ void Net<T>::plan_activations(int64_t limit, Net* lender, Packing packing) {
       }
     }
   }
-  // A top its own layer recomputes for its backward, the only one that reads it then: not kept.
-  std::vector<int> recomputed_unit(static_cast<size_t>(layers), -1);
-  for (int i = 0; runs_backward && i < layers; ++i) {
-    if (!layers_[i]->recomputes_top() || tops_[i].empty() || bottoms_[i].empty() ||
-        tops_[i][0] == bottoms_[i][0] || absorbed_[i])
-      continue;
-    const auto it = unit_of.find(tops_[i][0]->data_owner());
-    if (it == unit_of.end()) continue;
-    const std::set<int> only{i};
-    if (writers[it->second] == only && backward_readers[it->second] == only) {
-      units[it->second].recomputable = true;
-      recomputed_unit[i] = static_cast<int>(it->second);
-    }
-  }
   // A train net's gradients move into the arena: the old memory goes first, as the arena's.
   std::vector<PlannedGradient> gradients;
   if (runs_backward) {
@@ -195,10 +182,6 @@ void Net<T>::plan_activations(int64_t limit, Net* lender, Packing packing) {
   activation_plan_ =
       plan_activation_arena(std::move(units), 2 * layers, limit, std::move(gradients));
   arena_owners_ = std::move(owners);
-  recomputes_top_.assign(static_cast<size_t>(layers), false);
-  for (int i = 0; i < layers; ++i)
-    recomputes_top_[i] =
-        recomputed_unit[i] >= 0 && activation_plan_.activations[recomputed_unit[i]].recomputed;
   arena_borrowed_ = lender != nullptr && activation_plan_.host_bytes == 0;
   if (arena_borrowed_) {
     CGDP_ASSERT(arena_gradients_.empty() && (!lender_ || lender_ == lender));

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "cgdp/core/error.hpp"
+
 namespace cgdp {
 
 namespace {
@@ -39,14 +41,26 @@ std::vector<Occupant> occupants_of(const ActivationPlan& plan) {
   return occupants;
 }
 
-// The step at which the placed arena reaches highest, and how high.
-std::pair<int, int64_t> fullest_step(const ActivationPlan& plan) {
-  std::vector<int64_t> top(static_cast<size_t>(2 * plan.steps), 0);
+// The half step at which the placed arena reaches highest, and how high; of those that reach it,
+// the one with the most bytes alive (a large unit high up may span many steps).
+std::pair<int, int64_t> fullest_half_step(const ActivationPlan& plan) {
+  std::vector<int64_t> top(static_cast<size_t>(2 * plan.steps), 0), alive(top.size(), 0);
   for (const Occupant& o : occupants_of(plan))
     for (const LiveRange& r : o.live)
-      for (int s = r.first; s <= r.last; ++s) top[s] = std::max(top[s], o.offset + o.bytes);
-  const auto it = std::max_element(top.begin(), top.end());
-  return {static_cast<int>(it - top.begin()) / 2, *it};
+      for (int s = r.first; s <= r.last; ++s) {
+        top[s] = std::max(top[s], o.offset + o.bytes);
+        alive[s] += o.bytes;
+      }
+  const int64_t highest = *std::max_element(top.begin(), top.end());
+  int best = 0;
+  for (int s = 0; s < static_cast<int>(top.size()); ++s)
+    if (top[s] == highest && (top[best] < highest || alive[s] > alive[best])) best = s;
+  return {best, highest};
+}
+
+std::pair<int, int64_t> fullest_step(const ActivationPlan& plan) {
+  const auto [half, top] = fullest_half_step(plan);
+  return {half / 2, top};
 }
 
 // The step with the most bytes alive (in either half).
@@ -161,27 +175,10 @@ std::vector<LiveRange> ActivationPlan::pack_live(const PlannedActivation& a) con
 }
 
 std::vector<LiveRange> ActivationPlan::live(const PlannedActivation& a) const {
-  if (a.packed || a.recomputed)
-    return {{a.produced, a.last_forward}, {a.first_backward, a.last_backward}};
+  if (a.packed) return {{a.produced, a.last_forward}, {a.first_backward, a.last_backward}};
   if (a.offloaded) return {{a.produced, a.last_forward + kLag}, {fetch_step(a), a.last_backward}};
   const int last = a.kept_to_end ? steps - 1 : std::max(a.last_forward, a.last_backward);
   return {{a.produced, last}};
-}
-
-bool ActivationPlan::can_recompute(const PlannedActivation& a) const {
-  return a.recomputable && !a.kept_to_end && a.first_backward > a.last_forward + 1;
-}
-
-int ActivationPlan::recomputed_count() const {
-  return static_cast<int>(std::count_if(activations.begin(), activations.end(),
-                                        [](const PlannedActivation& a) { return a.recomputed; }));
-}
-
-int64_t ActivationPlan::recomputed_bytes() const {
-  int64_t bytes = 0;
-  for (const PlannedActivation& a : activations)
-    if (a.recomputed) bytes += a.bytes;
-  return bytes;
 }
 
 bool ActivationPlan::can_pack(const PlannedActivation& a) const {
@@ -208,8 +205,7 @@ int64_t ActivationPlan::rounded_bytes() const {
 }
 
 bool ActivationPlan::can_offload(const PlannedActivation& a) const {
-  return !a.recomputed && !a.kept_to_end && a.first_backward >= 0 &&
-         fetch_step(a) > a.last_forward + kLag + 1;
+  return !a.kept_to_end && a.first_backward >= 0 && fetch_step(a) > a.last_forward + kLag + 1;
 }
 
 int ActivationPlan::offloaded_count() const {
@@ -240,7 +236,7 @@ CopyOutWaiters copy_out_waiters(const ActivationPlan& plan, const PlannedActivat
       writes(b.last_forward);  // its 16-bit copy is written there
     if (bytes_overlap(offset, bytes, b.offset, b.bytes)) {
       writes(b.produced);
-      if (b.packed || b.recomputed) writes(b.first_backward);  // widened or recomputed there
+      if (b.packed) writes(b.first_backward);  // widened there
     }
     if (b.offloaded && plan.fetch_step(b) > freed &&
         bytes_overlap(offset, bytes, ActivationPlan::moved_offset(b),
@@ -252,16 +248,33 @@ CopyOutWaiters copy_out_waiters(const ActivationPlan& plan, const PlannedActivat
   return waiters;
 }
 
+ArenaPeak arena_peak(const ActivationPlan& plan) {
+  ArenaPeak peak;
+  if (plan.steps == 0) return peak;
+  const auto [half, top] = fullest_half_step(plan);
+  peak.step = half / 2;
+  peak.bytes = top;
+  const std::vector<Occupant> occupants = occupants_of(plan);
+  std::vector<std::string> names;  // in occupants_of's order
+  for (const PlannedActivation& a : plan.activations) names.push_back(a.name);
+  for (const PlannedActivation& a : plan.activations)
+    if (a.packed) names.push_back(cat(a.name, " (16 bits)"));
+  for (const PlannedGradient& g : plan.gradients) names.push_back(g.name);
+  for (size_t k = 0; k < occupants.size(); ++k)
+    for (const LiveRange& r : occupants[k].live)
+      if (r.first <= half && half <= r.last) peak.holders.push_back({names[k], occupants[k].bytes});
+  std::stable_sort(peak.holders.begin(), peak.holders.end(),
+                   [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
+  return peak;
+}
+
 ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations, int steps,
                                      int64_t limit, std::vector<PlannedGradient> gradients) {
   ActivationPlan plan;
   plan.steps = steps;
   plan.activations = std::move(activations);
   plan.gradients = std::move(gradients);
-  for (PlannedActivation& a : plan.activations) {
-    a.recomputed = plan.can_recompute(a);
-    a.packed = !a.recomputed && plan.can_pack(a);
-  }
+  for (PlannedActivation& a : plan.activations) a.packed = plan.can_pack(a);
   // Cheap bound first: while the bytes alive at the busiest step exceed the limit, no placement
   // fits.
   for (int64_t peak; (peak = live_peak(plan)) > limit;) {

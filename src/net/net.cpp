@@ -419,8 +419,6 @@ void Net<T>::backward_layer(int i, const RunContext& ctx) {
   if (!needs_backward_[i] || absorbed_[i]) return;
   if (phase_ != Phase::Train) throw Error(cat("layer '", layers_[i]->name(), "': a TEST net keeps no gradients"));
   auto run = [this, i, ctx] {
-    // A top the plan did not keep (Layer::recomputes_top): its values again, bit for bit.
-    if (recomputes_top(i)) layers_[i]->forward(ctx, bottoms_[i], tops_[i]);
     layers_[i]->backward(ctx, tops_[i], propagate_down_[i], bottoms_[i]);
   };
   if (ctx.stream)

@@ -136,6 +136,7 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
     m.packed_bytes = plan.packed_bytes();
     m.rounded_bytes = plan.rounded_bytes();
     m.planned_units = static_cast<int>(plan.activations.size());
+    m.arena_peak = arena_peak(plan);
     std::vector<int> copy_of(plan.activations.size(), -1);
     for (size_t i = 0; i < plan.activations.size(); ++i)
       if (const PlannedActivation& a = plan.activations[i]; a.offloaded) {
@@ -154,11 +155,7 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
         copy.steps_after_out = waiters.write_steps;
         for (int b : waiters.fetched) copy.fetches_after_out.push_back(copy_of[b]);
       }
-    for (int i = 0; i < net.num_layers(); ++i) {
-      m.layer_names.push_back(net.layer(i).name());
-      if (net.recomputes_top(i)) m.recomputed_layers.push_back(net.layer(i).name());
-    }
-    m.recomputed_bytes = plan.recomputed_bytes();
+    for (int i = 0; i < net.num_layers(); ++i) m.layer_names.push_back(net.layer(i).name());
   }
   m.sync = sync;
   m.learnable = net.learnable_count();
@@ -409,11 +406,6 @@ OffloadPassCost predict_offload(const MemoryEstimate& m, const Profile& profile)
   OffloadPassCost cost =
       predict_offload_pass(step_us, m.offload_copies, profile.d2h, profile.h2d,
                            cpu_copy_share(profile.contention_factor, profile.shared_cores));
-  // Their forward again, before backward (a profile measured on a planned net, a 16-bit CUDA run,
-  // already holds it in backward_us: then counted twice, a normalisation's forward).
-  for (const std::string& name : m.recomputed_layers)
-    if (const auto it = by_name.find(name); it != by_name.end())
-      cost.recompute_us += it->second->forward_us;
   if (m.history_on_host())  // the stage holds two pieces
     cost.history_us = history_staging_us(m.history_host, m.history / 2, profile.h2d, profile.d2h);
   // bf16: the stage narrows the forward's slices and the input gradient's again
@@ -430,17 +422,11 @@ std::string describe_offload(const MemoryEstimate& m) {
     text += cat(
         "; ", m.packed, " of ", m.planned_units, " wait in 16 bits between forward and backward (",
         format_bytes(m.packed_bytes), " of values in half of that",
-        m.rounded_bytes > 0 ? cat("; the normalised values kept for backward, ",
-                                  format_bytes(m.rounded_bytes), " of them, come back rounded")
-                            : std::string(),
+        m.rounded_bytes > 0
+            ? cat("; ", format_bytes(m.rounded_bytes),
+                  " of them come back rounded, as under PyTorch's AMP (`exact` keeps every bit)")
+            : std::string(),
         ")");
-  if (!m.recomputed_layers.empty()) {
-    std::string layers;
-    for (const std::string& name : m.recomputed_layers)
-      layers += cat(layers.empty() ? "" : ", ", name);
-    text += cat("; the outputs of ", layers, " (", format_bytes(m.recomputed_bytes),
-                ") are computed again for backward instead of kept");
-  }
   if (m.offloaded > 0 || m.packed == 0)
     text += cat("; ", m.offloaded, " of ", m.planned_units,
                 " wait in pinned host memory between forward and backward (",
@@ -459,6 +445,31 @@ std::string describe_offload(const MemoryEstimate& m) {
     text += cat("; the solver's history (", format_bytes(m.history_host),
                 " per updating worker) waits in pinned host memory between steps, staged through ",
                 format_bytes(m.history), " of the device (in and out at every step)");
+  return text;
+}
+
+std::pair<std::string, const char*> step_of(const MemoryEstimate& m, int step) {
+  const int layers = static_cast<int>(m.layer_names.size());
+  if (step < layers) return {m.layer_names[step], "forward"};
+  return {m.layer_names[2 * layers - 1 - step], "backward"};
+}
+
+std::string describe_arena_peak(const MemoryEstimate& m, size_t holders_shown) {
+  if (!m.planned || m.layer_names.empty()) return {};
+  const ArenaPeak& peak = m.arena_peak;
+  const auto [layer, pass] = step_of(m, peak.step);
+  std::string text =
+      cat("the arena is fullest at ", layer, "'s ", pass, " (", format_bytes(peak.bytes), "): ");
+  int64_t rest = 0;
+  for (size_t k = 0; k < peak.holders.size(); ++k) {
+    if (k < holders_shown)
+      text +=
+          cat(k > 0 ? ", " : "", peak.holders[k].name, " ", format_bytes(peak.holders[k].bytes));
+    else
+      rest += peak.holders[k].bytes;
+  }
+  if (peak.holders.size() > holders_shown)
+    text += cat(", and ", peak.holders.size() - holders_shown, " more (", format_bytes(rest), ")");
   return text;
 }
 

@@ -26,16 +26,11 @@ struct OffloadPassCost {
   double pass_us = 0;     // with the copies: steps that wait for a copy back start late
   double history_us = 0;  // the solver's history staged in and out at the step (history_staging_us)
   double streamed_us = 0;  // weights streamed through the device (streamed_weights_us)
-  double recompute_us = 0;  // the forwards run again for backward (Layer::recomputes_top)
   // Of an iteration of one pass.
   double slowdown() const {
-    return compute_us > 0 ? (pass_us + history_us + streamed_us + recompute_us) / compute_us - 1
-                          : 0;
+    return compute_us > 0 ? (pass_us + history_us + streamed_us) / compute_us - 1 : 0;
   }
 };
-
-// ", 0.4 ms computing again for backward" when the pass recomputes, else "".
-std::string recompute_text(const OffloadPassCost& cost);
 
 // Weights of `bytes` that wait on the host, copied on the compute stream's time: forward brings
 // them in; backward again, with their gradient in and out; the update brings weights and

@@ -135,11 +135,14 @@ class Layer {
                                            const BlobVec<T>& top) const {
     return false;
   }
-  // Whether running this layer's forward again right before its backward gives the very same top
-  // 0 (deterministic, from its bottoms alone) at little cost next to keeping that top through the
-  // pass: a net that plans its activations then frees top 0 after its last forward reader and
-  // recomputes it when its backward, its only reader, runs (activation_plan.hpp). LRN can.
-  virtual bool recomputes_top() const { return false; }
+  // Whether this layer's backward may read `blob` rounded to the 16-bit layer_precision(): values
+  // that meet only sums kept in fp32, so the gradients move by about that rounding, as under
+  // PyTorch's AMP. A run that packs with rounding (Packing::Rounding) keeps such a value in 16 bits
+  // when its other backward readers get the same bits from it. No by default.
+  virtual bool backward_may_round(const Blob<T>& blob, const BlobVec<T>& bottom,
+                                  const BlobVec<T>& top) const {
+    return false;
+  }
   // This layer's net only runs forward (a TEST net): it keeps nothing for a backward. Before setup.
   void set_forward_only() { forward_only_ = true; }
   // Its parameters get no gradient memory of their own: the net binds them to its flat buffers

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "cgdp/device/layer_precision.hpp"
 #include "cgdp/layers/layer.hpp"
 
 namespace cgdp {
@@ -22,11 +23,23 @@ class LRNLayer final : public Layer<T> {
   // kernels that compute it as the CPU does.
   bool cuda_runs_cudnn() const;
   // Bytes the layer keeps between calls on a device of `kind` (`backward`: once a backward ran):
-  // the CPU's scale (and WITHIN_CHANNEL's work buffer); on CUDA nothing under cuDNN, else the
-  // kernels' scale and, for backward, a work buffer (lrn_layer_cuda.cpp).
+  // the CPU's scale (and WITHIN_CHANNEL's work buffer); on CUDA nothing under cuDNN (backward
+  // computes the scale again, lrn_column.hpp), else the kernels' scale and, for backward, a work
+  // buffer (lrn_layer_cuda.cpp).
   int64_t kept_bytes(DeviceKind kind, bool backward) const;
-  // Its forward is a few flops per element, its top as large as its input: recomputed, not kept.
-  bool recomputes_top() const override { return true; }
+  // Backward computes the output again from the input (and, where kept, the scale): its top's
+  // values are free once its last forward reader ran, as large as they are.
+  bool backward_reads(const Blob<T>& blob, const BlobVec<T>& bottom,
+                      const BlobVec<T>&) const override {
+    return &blob == bottom[0];
+  }
+  // Its input meets only fp32 sums (the scale's squares, the ratios' window): in bf16 its gradient
+  // moves by a few roundings (LrnFrom16Bits), as under PyTorch's AMP, which even squares it in
+  // bf16. Not in fp16, whose range an input not yet normalised may exceed.
+  bool backward_may_round(const Blob<T>& blob, const BlobVec<T>& bottom,
+                          const BlobVec<T>&) const override {
+    return &blob == bottom[0] && layer_precision() == Precision::kBf16;
+  }
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
@@ -44,11 +57,10 @@ class LRNLayer final : public Layer<T> {
   void window_sum(const T* src, T* dst) const;
   // ACROSS_CHANNELS, fused per tile of an image's columns, whose channels stay in cache.
   void forward_across(const T* in, T* out);
-  void backward_across(const T* in, const T* out, const T* out_diff, T* in_diff) const;
+  void backward_across(const T* in, const T* out_diff, T* in_diff) const;
   // ACROSS_CHANNELS with the blobs (and scale_) in channel block `block` > 1: tiles of positions.
   void forward_blocked(const T* in, T* out, int64_t block);
-  void backward_blocked(const T* in, const T* out, const T* out_diff, T* in_diff,
-                        int64_t block) const;
+  void backward_blocked(const T* in, const T* out_diff, T* in_diff, int64_t block) const;
 
   bool across_channels_ = true;
   int64_t size_ = 5;

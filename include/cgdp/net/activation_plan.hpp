@@ -3,8 +3,7 @@
 // for it the largest ones wait in pinned host memory between their last forward use and their
 // first backward use; so do the indices a layer keeps for its backward (max pooling's argmax).
 // Every iteration touches them in the same order, so the whole schedule is known before the first
-// one. What a cheap layer can compute again (LRN's output) is not kept at all between its forward
-// and its backward. In a 16-bit run (--precision bf16|fp16) the activations whose every backward
+// one. In a 16-bit run (--precision bf16|fp16) the activations whose every backward
 // reader rounds them to 16 bits anyway, or reads only their sign, wait in the arena as 16-bit
 // copies instead (packed): half the bytes, the same results; and unless the run asks for exact
 // packs, so do the normalised values BatchNorm keeps, rounded.
@@ -33,8 +32,9 @@ inline constexpr int64_t kNoArenaLimit = std::numeric_limits<int64_t>::max();
 enum class Packing {
   None,   // nothing: every activation in fp32
   Exact,  // what every backward reader rounds to 16 bits anyway, or reads the sign of: same bits
-  // That, and the normalised values a layer keeps for its backward, rounded
-  // (Layer::kept_top_may_round): as PyTorch's AMP keeps BatchNorm's input in 16 bits.
+  // That, and rounded: the normalised values a layer keeps for its backward
+  // (Layer::kept_top_may_round), as PyTorch's AMP keeps BatchNorm's input in 16 bits, and values
+  // a backward may read rounded (Layer::backward_may_round: LRN's input in bf16).
   Rounding,
 };
 
@@ -59,19 +59,14 @@ struct PlannedActivation {
   int last_backward = -1;    // last one
   bool kept_to_end = false;  // an output read after the pass (loss, accuracy): never freed
   // Set by the net: a 16-bit run, and every backward reader gets the same bits from a 16-bit copy
-  // (Layer::backward_exact_from_16_bits), or (Packing::Rounding) it is values a layer keeps that
-  // may come back rounded (`rounds`).
+  // (Layer::backward_exact_from_16_bits), or (Packing::Rounding) it is values a layer keeps, or
+  // that some reader may read, rounded (Layer::kept_top_may_round, backward_may_round): `rounds`.
   bool packable = false;
   bool rounds = false;
-  // Set by the net: its producer's forward can run again right before the producer's backward, its
-  // only backward reader (Layer::recomputes_top), and nothing else writes it.
-  bool recomputable = false;
   // Set by plan_activation_arena.
   bool packed =
       false;  // a 16-bit copy holds it from its last forward use to its first backward one
   int64_t pack_offset = 0;  // the copy's place in the arena, when packed
-  // Freed after its last forward use and computed again at its first backward step: no copy.
-  bool recomputed = false;
   bool offloaded = false;
   int fetch = -1;           // when offloaded: the step its copy back is issued
   int64_t offset = 0;       // in the arena
@@ -88,6 +83,7 @@ struct PlannedActivation {
 // activations): alive from the backward step that first writes it (its last reader's) to the one
 // that last reads it (its writer's). Neither packed nor offloaded: no pass reads it twice.
 struct PlannedGradient {
+  std::string name;  // "conv1 (gradient)"
   int64_t bytes = 0;
   LiveRange live;
   int64_t offset = 0;  // in the arena; set by plan_activation_arena
@@ -117,10 +113,6 @@ struct ActivationPlan {
   static int64_t moved_bytes(const PlannedActivation& a) {
     return a.packed ? pack_bytes(a) : a.bytes;
   }
-  // Whether recomputing it would free its bytes for at least one step.
-  bool can_recompute(const PlannedActivation& a) const;
-  int recomputed_count() const;
-  int64_t recomputed_bytes() const;
   // Whether a 16-bit copy would free its bytes for at least one step.
   bool can_pack(const PlannedActivation& a) const;
   int packed_count() const;
@@ -148,9 +140,20 @@ struct CopyOutWaiters {
 };
 CopyOutWaiters copy_out_waiters(const ActivationPlan& plan, const PlannedActivation& a);
 
-// Places `activations` (offsets, recomputed, packed and offloaded flags) and `gradients` (offsets)
-// so that the arena needs at most `limit` bytes: every recomputable unit recomputed and every other
-// packable one packed, then by liveness alone, then
+// Where the placed arena reaches highest, and what holds its bytes there (inspect --memory).
+struct ArenaPeak {
+  int step = 0;       // whole step (a layer's forward or backward)
+  int64_t bytes = 0;  // the arena's top there: its size before rounding up to its alignment
+  struct Holder {
+    std::string name;  // "conv1", "conv1 (16 bits)", "conv1 (gradient)"
+    int64_t bytes = 0;
+  };
+  std::vector<Holder> holders;  // the most bytes first
+};
+ArenaPeak arena_peak(const ActivationPlan& plan);
+
+// Places `activations` (offsets, packed and offloaded flags) and `gradients` (offsets) so that the
+// arena needs at most `limit` bytes: every packable unit packed, then by liveness alone, then
 // moving (a packed unit's 16-bit copy, or the values) to the host units that are away from the
 // device at the step where the arena is fullest (the one or two with the fewest bytes that are
 // enough there, else the largest); then each moved unit comes back to the device, the largest

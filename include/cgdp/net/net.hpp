@@ -156,8 +156,6 @@ class Net {
   // The plan (empty for ActivationMemory::Owned). Its activations' copies are the worker's to
   // issue (train/offload_schedule.hpp).
   const ActivationPlan& activation_plan() const { return activation_plan_; }
-  // Whether layer i runs its forward again right before its backward (a planned top it recomputes).
-  bool recomputes_top(int i) const { return !recomputes_top_.empty() && recomputes_top_[i]; }
   bool activations_planned() const { return memory_ == ActivationMemory::Planned; }
   // Bytes of the one buffer the activations' gradients share (plan_activation_gradients); 0 once
   // plan_activations put them in the arena.
@@ -240,7 +238,6 @@ class Net {
                                            // activation gradients too)
   std::vector<Blob<T>*> arena_owners_;     // of activation_plan_.activations' values, in order
   std::vector<Blob<T>*> arena_gradients_;  // of activation_plan_.gradients, in order
-  std::vector<bool> recomputes_top_;       // per layer: its forward runs again before its backward
   bool arena_borrowed_ = false;        // they live in another net's idle bytes instead
   Net* lender_ = nullptr;              // whose, then
   std::vector<Net*> borrowers_;        // the nets whose arenas are this one's idle bytes

@@ -66,9 +66,7 @@ struct MemoryEstimate {
   int packed = 0;                           // units that wait in 16 bits (a 16-bit run)
   int64_t packed_bytes = 0;                 // their values' fp32 size (half of it is saved)
   int64_t rounded_bytes = 0;                // of those, what comes back rounded (Packing::Rounding)
-  // Units computed again for backward instead of kept (Layer::recomputes_top), and their layers.
-  int64_t recomputed_bytes = 0;
-  std::vector<std::string> recomputed_layers;
+  ArenaPeak arena_peak;  // the arena's fullest step and what holds its bytes there
   std::vector<OffloadCopy> offload_copies;  // one per offloaded activation
   std::vector<std::string> layer_names;     // the train net's, in order (the steps' layers)
   int workers = 1;
@@ -177,6 +175,11 @@ OffloadPassCost predict_offload(const MemoryEstimate& m, const Profile& profile)
 // "activations planned by liveness in a 10.7 MiB arena per worker; 2 of 9 wait in pinned host
 // memory ..." (planned estimates only).
 std::string describe_offload(const MemoryEstimate& m);
+// "the arena is fullest at conv1's backward (1.2 GiB): conv1 (gradient) 283.6 MiB, ...", the
+// holders with the most bytes first; empty when the activations are not planned.
+std::string describe_arena_peak(const MemoryEstimate& m, size_t holders_shown = 6);
+// The layer and pass ("forward" or "backward") of a planned step.
+std::pair<std::string, const char*> step_of(const MemoryEstimate& m, int step);
 
 // Throws a UsageError, one line naming the largest parts and what shrinks them (flags, a smaller
 // model), when the run does not fit `budget` bytes, which is `budget_is` ("the free RAM",

@@ -1,0 +1,66 @@
+// LRN ACROSS_CHANNELS' backward for one column (one pixel of one image, all its channels) from
+// the input and the output gradient alone: the scale, the output and the windowed ratios are
+// computed again on the way down the channels, in rings of the last few, so forward keeps nothing
+// (the CUDA layer, whose forward is cuDNN's; kernels/lrn.cu runs one column per thread).
+// Formulas as lrn_layer.cpp's; the sums in channel order, as there.
+// nvcc compiles this header too: plain C++17, math from <math.h>, no cgdp headers.
+#pragma once
+
+#include <math.h>
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define CGDP_LRN_FN __host__ __device__
+#else
+#define CGDP_LRN_FN
+#endif
+
+namespace cgdp::lrn {
+
+// The rings hold a window and a half-window more: local_size up to 15 (cuDNN's LRN allows 16,
+// and local_size is odd).
+inline constexpr int kRing = 16;
+inline constexpr int kMaxColumnWindow = kRing - 1;
+
+template <typename T>
+CGDP_LRN_FN T inverse_power(T scale, T beta) {
+  return beta == T(0.75) ? T(1) / sqrt(scale * sqrt(scale)) : pow(scale, -beta);
+}
+
+// x, dy, dx point at the column's channel 0; channel c is c * stride elements further. size: the
+// window (odd, at most kMaxColumnWindow).
+template <typename T>
+CGDP_LRN_FN void across_backward_column(const T* x, const T* dy, T* dx, int64_t stride,
+                                        int channels, int size, T alpha_over_n, T k, T beta) {
+  const int half = (size - 1) / 2;
+  T squares[kRing], ratios[kRing], powers[kRing];  // by channel % kRing
+  const auto window = [&](const T* ring, int c) {
+    T sum = 0;
+    const int last = c + half < channels - 1 ? c + half : channels - 1;
+    for (int n = c - half > 0 ? c - half : 0; n <= last; ++n) sum += ring[n % kRing];
+    return sum;
+  };
+  // At step t: channel t's square; channel t - half's scale and ratio (its window of squares
+  // ends at t); channel t - 2 half's gradient (its window of ratios ends at t - half).
+  for (int t = 0; t < channels + 2 * half; ++t) {
+    if (t < channels) {
+      const T v = x[t * stride];
+      squares[t % kRing] = v * v;
+    }
+    if (const int c = t - half; c >= 0 && c < channels) {
+      const T scale = k + alpha_over_n * window(squares, c);
+      const T power = inverse_power(scale, beta);
+      const T out = x[c * stride] * power;
+      powers[c % kRing] = power;
+      ratios[c % kRing] = dy[c * stride] * out / scale;
+    }
+    if (const int c = t - 2 * half; c >= 0) {
+      const T sum = window(ratios, c);
+      dx[c * stride] =
+          sum * (-2 * alpha_over_n * beta * x[c * stride]) + dy[c * stride] * powers[c % kRing];
+    }
+  }
+}
+
+}  // namespace cgdp::lrn
