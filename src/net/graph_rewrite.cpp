@@ -187,4 +187,10 @@ std::string add_scoring_layers(proto::NetParameter& model, const std::string& so
              ", with labels from the data");
 }
 
+void use_gemm_convolutions(proto::NetParameter& model) {
+  for (proto::LayerParameter& layer : *model.mutable_layer())
+    if (layer.type() == "Convolution")
+      layer.mutable_convolution_param()->set_engine(proto::ConvolutionParameter::CAFFE);
+}
+
 }  // namespace cgdp

@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
-#include <filesystem>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -27,15 +26,13 @@
 #include "cgdp/device/devices.hpp"
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/io/file.hpp"
-#include "cgdp/layers/bf16_kernel_isa.hpp"
-#include "cgdp/layers/convolution_layer.hpp"
-#include "cgdp/layers/inner_product_layer.hpp"
 #include "cgdp/net/graph_rewrite.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/shard/cluster_token.hpp"
 #include "cgdp/sync/exchanged_chunks.hpp"
 #include "cgdp/tensor/channel_blocks.hpp"
 #include "cgdp/train/issue_threads.hpp"
+#include "cgdp/train/run_notes.hpp"
 #include "cgdp/train/stream_trace.hpp"
 
 namespace cgdp {
@@ -48,85 +45,6 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// --gemm-conv: every Convolution on the im2col + GEMM engine (engine: CAFFE).
-void use_gemm_convolutions(proto::NetParameter& model) {
-  for (proto::LayerParameter& layer : *model.mutable_layer())
-    if (layer.type() == "Convolution")
-      layer.mutable_convolution_param()->set_engine(proto::ConvolutionParameter::CAFFE);
-}
-
-// Which kernels multiply in 16 bits: "cgdp: precision bf16: ...", or "" in fp32.
-std::string precision_note(Net<float>& net) {
-  const Precision p = layer_precision();
-  if (p == Precision::kFp32) return "";
-  int multiplying = 0, native = 0, convolutions = 0, channels_last = 0;
-  for (int i = 0; i < net.num_layers(); ++i) {
-    const std::string type = net.layer(i).type();
-    if (type != "Convolution" && type != "Deconvolution" && type != "InnerProduct") continue;
-    ++multiplying;
-    const auto* conv = dynamic_cast<const ConvolutionLayer<float>*>(&net.layer(i));
-    if (conv) {
-      ++convolutions;
-      channels_last += conv->cuda_channels_last();
-    }
-    if (p != Precision::kBf16 || !cpu_has_bf16()) continue;
-    if (conv)
-      native += conv->uses_onednn();
-    else if (auto* ip = dynamic_cast<InnerProductLayer<float>*>(&net.layer(i)))
-      native += ip->runs_bf16_kernels();
-  }
-  const int packed = net.activation_plan().packed_count();
-  const std::string rest =
-      packed > 0 ? cat("; sums, activations (", packed,
-                       " of them waiting in 16 bits between forward and backward), the update and "
-                       "the exchange in fp32")
-                 : "; sums, activations, the update and the exchange in fp32";
-  if (net.device().kind() == DeviceKind::Cuda)
-    return cat("cgdp: precision ", to_string(p), ": ", multiplying,
-               " multiplying layers on cuDNN's and cuBLAS's tensor cores, their operands narrowed "
-               "to ",
-               to_string(p), " at each call",
-               convolutions > 0
-                   ? cat(" (", channels_last, " of ", convolutions, " convolutions' channels last)")
-                   : std::string(),
-               rest);
-  const std::string rounded =
-      cat(multiplying - native, " on fp32 kernels with their operands rounded to ", to_string(p));
-  const std::string kernels =
-      native > 0
-          ? cat(native, " of ", multiplying, " multiplying layers on oneDNN's bf16 kernels (",
-                bf16_kernel_isa(), "), ", rounded)
-          : cat(multiplying, " multiplying layers", rounded.substr(rounded.find(" on ")),
-                " (this CPU has no ", to_string(p),
-                " kernels: a 16-bit run's numbers, not its speed)");
-  return cat("cgdp: precision ", to_string(p), ": ", kernels, rest);
-}
-
-// Which activations stay channel-blocked: "cgdp: layout: ...", or "" when all are NCHW. Names
-// the first few (ResNet-152 keeps hundreds).
-std::string layout_note(const Net<float>& net) {
-  constexpr int kNamed = 4;
-  std::string named;
-  int blocked = 0, activations = 0;
-  for (int i = 0; i < net.num_layers(); ++i) {
-    if (net.tops(i).size() != 1 ||
-        (net.bottoms(i).size() == 1 && net.bottoms(i)[0] == net.tops(i)[0]))
-      continue;  // in place: counted at its writer
-    const Blob<float>& top = *net.tops(i)[0];
-    ++activations;
-    if (top.channel_block() == 1) continue;
-    if (++blocked > kNamed) continue;
-    const std::string block =
-        top.channel_block() == top.shape(1) ? "NHWC" : cat(top.channel_block(), "-channel blocks");
-    named += cat(named.empty() ? "" : ", ", net.top_names(i)[0], " (", block, ")");
-  }
-  if (blocked == 0) return "";
-  return cat("cgdp: layout: ", blocked, " of ", activations, " activations (", named,
-             blocked > kNamed ? cat(", ", blocked - kNamed, " more") : std::string(),
-             ") stay in oneDNN's layouts between its convolutions; the rest NCHW (--layout nchw: "
-             "Caffe's everywhere)");
-}
-
 // Classes the model predicts: the channel count of its loss layer's first bottom.
 int model_classes(Net<float>& net, const std::string& path) {
   for (int i = 0; i < net.num_layers(); ++i)
@@ -134,18 +52,6 @@ int model_classes(Net<float>& net, const std::string& path) {
   const std::string model = net.name().empty() ? "the model" : cat("model '", net.name(), "'");
   throw ModelError(cat(path, ": ", model, " has no loss layer to train (such as SoftmaxWithLoss) ",
                        "in its TRAIN phase"));
-}
-
-// The accuracy people quote, found by layer type: the last Accuracy layer with top_k 1 (GoogLeNet's
-// loss3/top-1), else the last Accuracy layer; none without one.
-std::optional<std::string> headline_accuracy(const Net<float>& net) {
-  std::optional<std::string> top1, any;
-  for (int i = 0; i < net.num_layers(); ++i) {
-    if (net.layer(i).type() != "Accuracy" || net.top_names(i).empty()) continue;
-    any = net.top_names(i)[0];
-    if (net.layer(i).param().accuracy_param().top_k() == 1) top1 = any;
-  }
-  return top1 ? top1 : any;
 }
 
 // Per-worker batch from --batch / --global-batch (over every device of every host), checked
@@ -640,18 +546,6 @@ void Trainer::issue_micro_batch(Worker& w, const Batch& batch, int micro, int64_
   w.issue_backward(ctx, timeline_, micro, config_.accumulate, hook);
 }
 
-namespace {
-
-// Where a non-finite loss came from: "first non-finite output in layer 'x'" (plus `suffix`), or
-// none when every layer output is finite.
-std::optional<std::string> non_finite_output(Net<float>& net, const std::string& suffix = "") {
-  if (auto layer = net.first_non_finite_layer())
-    return cat("first non-finite output in layer '", *layer, "'", suffix);
-  return std::nullopt;
-}
-
-}  // namespace
-
 void Trainer::check_loss(double loss, int64_t iteration) {
   if (std::isfinite(loss)) return;
   std::string where =
@@ -683,16 +577,6 @@ void Trainer::start_loss_scale(Precision precision) {
   }
 }
 
-namespace {
-
-// A loss scale as a number: whole ones in full (1048576, not 1.04858e+06).
-std::string scale_text(double scale) {
-  if (scale < 1e15 && scale == std::floor(scale)) return cat(static_cast<int64_t>(scale));
-  return cat(scale);
-}
-
-}  // namespace
-
 std::string Trainer::record_loss_scale(int64_t iteration) {
   if (!loss_scale_.active()) return "";
   // Every worker that updates saw the same summed gradient (ps0: worker 0 alone updates).
@@ -713,14 +597,14 @@ std::string Trainer::record_loss_scale(int64_t iteration) {
     for (Worker& w : workers_) w.net->set_loss_scale(loss_scale_.value());
   if (skipped)
     return cat("cgdp: iteration ", iteration, ": the summed gradient is not finite at loss scale ",
-               scale_text(before), ": step skipped",
+               loss_scale_text(before), ": step skipped",
                change == LossScale::Change::kHalved
-                   ? cat(", scale now ", scale_text(loss_scale_.value()))
+                   ? cat(", scale now ", loss_scale_text(loss_scale_.value()))
                    : "",
                " (", loss_scale_.skipped_steps(), " skipped so far)");
   if (change == LossScale::Change::kDoubled)
-    return cat("cgdp: iteration ", iteration, ": loss scale ", scale_text(before), " -> ",
-               scale_text(loss_scale_.value()), " after ", config_.loss_scale_growth_interval,
+    return cat("cgdp: iteration ", iteration, ": loss scale ", loss_scale_text(before), " -> ",
+               loss_scale_text(loss_scale_.value()), " after ", config_.loss_scale_growth_interval,
                " finite steps in a row");
   return "";
 }
@@ -776,172 +660,6 @@ int Trainer::loader_threads(const Dataset& data) const {
 // The loader's threads decode on the cores near the GPUs, into buffers on their node.
 std::function<void()> Trainer::loader_binding() const {
   return [cpus = placement_.loader_cpus] { (void)bind_current_thread(cpus); };  // unbound: runs anyway
-}
-
-// A solver's later test nets: the model again, with each one's test_state, gives its TEST net and
-// its data layer (a staged model holds one per test net).
-void Trainer::build_more_test_nets() {
-  for (const TrainConfig::MoreTestNet& spec : config_.more_test_nets) {
-    TrainConfig c = config_;
-    c.test_state = spec.state;
-    const std::string path = spec.model.empty() ? model_path_ : find_model_file(spec.model);
-    proto::NetParameter model = load_model(path);
-    const DataFeeds feeds = plan_data_feeds(
-        model, path, c, spec.model.empty() ? FeedPhases::kBoth : FeedPhases::kTestOnly);
-    require_test_net(feeds, path);
-    if (config_.gemm_convolutions) use_gemm_convolutions(model);
-    MoreTest t;
-    t.name = test_net_name(static_cast<int>(more_tests_.size()) + 1);
-    t.feed = feeds.test;
-    t.batch = test_batch_size(feeds, config_.test_batch, per_worker_batch_);
-    t.iterations = spec.iterations;
-    t.net = make_test_net(model, net(), net().device(), t.batch, config_.seed, path);
-    more_tests_.push_back(std::move(t));
-  }
-}
-
-std::string Trainer::test_net_name(int k) const {
-  if (config_.more_test_nets.empty()) return "";
-  const proto::NetState& state = k == 0 ? config_.test_state : config_.more_test_nets[k - 1].state;
-  std::string stages;
-  for (const std::string& s : state.stage()) stages += cat(stages.empty() ? "" : ", ", s);
-  const std::string& file = k == 0 ? config_.test_model : config_.more_test_nets[k - 1].model;
-  if (!file.empty())  // a solver's test_net files: each by its file
-    return cat("#", k, " (", std::filesystem::path(file).filename().string(),
-               stages.empty() ? "" : cat(", stage ", stages), ")");
-  return cat("#", k, stages.empty() ? "" : cat(" (stage ", stages, ")"));
-}
-
-Trainer::Evaluation Trainer::evaluate() {
-  Evaluation e = evaluate(*test_net_, test_data_, test_batch_, config_.test_iter);
-  e.net = test_net_name(0);
-  return e;
-}
-
-std::vector<Trainer::Evaluation> Trainer::evaluate_all() {
-  std::vector<Evaluation> all = {evaluate()};
-  for (MoreTest& t : more_tests_) {
-    all.push_back(evaluate(*t.net, t.data, t.batch, t.iterations));
-    all.back().net = t.name;
-  }
-  return all;
-}
-
-Trainer::Evaluation Trainer::evaluate(Net<float>& test_net,
-                                      const std::shared_ptr<const Dataset>& data, int64_t batch,
-                                      int64_t iterations) {
-  average_state();
-  Worker& w = workers_[0];
-  LoaderOptions lo;
-  lo.global_batch = batch;
-  lo.order = Order::Sequential;
-  lo.epoch_end = EpochEnd::PadLastBatch;
-  lo.threads = loader_threads(*data);
-  lo.thread_start = loader_binding();
-  BatchLoader loader(data, lo, *w.device);
-  const int64_t asked = iterations > 0 ? iterations * batch : config_.test_samples;
-  const int64_t samples = asked > 0 ? std::min(asked, data->size()) : data->size();
-  const std::optional<std::string> headline = headline_accuracy(test_net);
-  const bool has_loss = !test_net.loss_tops().empty();
-  std::map<std::string, double> sums;  // every scalar output, weighted by its batch's rows
-  double loss = 0;
-  int64_t seen = 0;
-  while (seen < samples) {
-    const Batch& b = loader.next();
-    const int64_t rows = std::min(b.valid, samples - seen);
-    test_net.set_batch_size(rows);
-    Blob<float>& input = test_net.input_data();
-    w.compute->copy_async(input.mutable_data(), b.images, input.bytes());
-    if (Blob<float>* label = test_net.input_label())
-      w.compute->copy_async(label->mutable_data(), b.labels, label->bytes());
-    test_net.forward({Phase::Test, w.compute.get(), config_.seed, iteration(), seen});
-    synchronize_stream(w, *w.compute, "compute", iteration());
-    for (const auto& [name, value] : test_net.scalar_outputs())
-      sums[name] += value * static_cast<double>(rows);
-    if (has_loss) loss += test_net.loss() * static_cast<double>(rows);
-    seen += rows;
-  }
-  test_net.set_batch_size(batch);
-  Evaluation e;
-  for (const auto& [name, sum] : sums) {
-    if (name == headline) e.accuracy = sum / static_cast<double>(seen);
-    else e.outputs.emplace_back(name, sum / static_cast<double>(seen));
-  }
-  if (has_loss) e.loss = loss / static_cast<double>(seen);
-  e.samples = seen;
-  if (e.loss && !std::isfinite(*e.loss)) {  // as check_loss: a NaN test is no result to report
-    throw RuntimeCheckError(
-        cat("test after iteration ", iteration(), ": the loss is ", *e.loss, "; ",
-            non_finite_output(test_net).value_or("every layer output is finite"),
-            " (the parameters or the test data hold NaN or inf)"));
-  }
-  return e;
-}
-
-std::string Trainer::memory_report() const {
-  std::string out = cat("memory (", to_string(scheme_->kind()), "):");
-  for (const Worker& w : workers_) {
-    const MemoryStats m = w.device->memory_stats();
-    out += cat(" worker ", w.index, " ", m.device_bytes / 1048576.0, " MiB device (peak ",
-               m.device_peak_bytes / 1048576.0, ")");
-  }
-  return out + cat("; host aggregator ", scheme_->host_bytes() / 1048576.0, " MiB pinned");
-}
-
-void Trainer::announce(ProgressReporter& progress, int64_t batch, double epoch_iters) {
-  progress.message(cat("cgdp: training ", net().name(), net().name().empty() ? "" : " ", "(", model_path_, ", ", net().learnable_count(),
-                       " parameters) on ", train_data_->describe(), ": ", train_data_->size(), " train / ",
-                       test_data_->size(), " test samples",
-                       train_order_ == Order::Sequential ? " (train in file order)" : "",
-                       ", batch ", batch, ", ", max_iterations_,
-                       " iterations (", static_cast<double>(max_iterations_) / epoch_iters, " epochs), ",
-                       omp_get_max_threads(), " threads"));
-  for (const std::string& note : device_notes(workers_)) progress.message("cgdp: " + note);
-  if (!weights_note_.empty()) progress.message(weights_note_);
-  if (const std::string note = precision_note(net()); !note.empty()) progress.message(note);
-  if (const std::string note = layout_note(net()); !note.empty()) progress.message(note);
-  if (loss_scale_.active())
-    progress.message(
-        cat("cgdp: loss scale ", scale_text(loss_scale_.value()),
-            loss_scale_.dynamic()
-                ? cat(", dynamic: a step with a non-finite gradient is skipped and halves it, ",
-                      config_.loss_scale_growth_interval, " finite steps in a row double it")
-                : ", fixed: a step with a non-finite gradient is skipped"));
-  if (cluster_)
-    progress.message(cat("cgdp: ", cluster_->host_name(rank()), " of ", num_hosts(), " hosts, ",
-                         total_workers(), " workers in all; rows ", rank() * num_workers() * per_worker_batch_,
-                         "..", (rank() + 1) * num_workers() * per_worker_batch_ - 1,
-                         " of each global batch are computed here"));
-  if (num_workers() > 1 || cluster_)
-    progress.message(cat("cgdp: ", num_workers(), " workers (", workers_[0].device->name(), "..",
-                         workers_.back().device->name(), "), batch ", per_worker_batch_,
-                         " each, sync ", to_string(scheme_->kind()),
-                         plan_description_.empty() ? std::string() : ", chunks: " + plan_description_));
-  if (!factors_description_.empty())
-    progress.message(cat("cgdp: fully-connected exchange: ", factors_description_,
-                         "; summed chunks travel as ", config_.exchange_dtype));
-  if (!placement_summary_.empty()) progress.message(cat("cgdp: placement: ", placement_summary_));
-  if (!offload_note_.empty()) progress.message(cat("cgdp: ", offload_note_));
-  if (chunk_tuner_) {
-    progress.message(chunk_tuner_->describe_start(profile_note_));
-    if (chunk_tuner_->settled())
-      for (const std::string& line : chunk_tuner_->outcome()) progress.message(line);
-  }
-}
-
-// Every host tests (all hold the same parameters, so all print the same figures): a host that
-// skipped it would wait that long for the others' next gradients, maybe past the timeout.
-void Trainer::test_point(ProgressReporter& progress, ProgressPoint p, TrainResult& result) {
-  const std::vector<Evaluation> all = evaluate_all();
-  for (const Evaluation& e : all) {
-    p.test_net = e.net;
-    p.accuracy = e.accuracy;
-    p.test_loss = e.loss;
-    p.test_outputs = e.outputs;
-    progress.test_point(p);
-  }
-  result.test_accuracy = all[0].accuracy.value_or(NAN);  // the first test net's, as Caffe's #0
-  result.test_loss = all[0].loss.value_or(NAN);
 }
 
 TrainResult Trainer::run() {
@@ -1021,63 +739,6 @@ TrainResult Trainer::run() {
                         std::max(result.train_seconds, 1e-9);
   finish(progress, result);
   return result;
-}
-
-void Trainer::finish(ProgressReporter& progress, const TrainResult& result) {
-  average_state();  // on every host, --save or not: the last exchange
-  if (!config_.save_path.empty()) {
-    save_parameters(config_.save_path);
-    if (rank() == 0) progress.message(cat("cgdp: wrote parameters to ", config_.save_path));
-  }
-  if (cluster_) cluster_->finish();  // every exchange is done
-  if (const std::string line = save_cudnn_algorithms(); !line.empty()) progress.message(line);
-  if (!config_.timeline_path.empty()) {
-    timeline_.write(config_.timeline_path);
-    progress.message(cat("cgdp: wrote timeline ", config_.timeline_path, " (open it in Perfetto)"));
-  }
-  if (config_.phase_table || num_workers() > 1)
-    progress.message(phases_.format(cat("phases (", to_string(scheme_->kind()), ", ", num_workers(), " workers)")));
-  if (config_.phase_table || num_workers() > 1) progress.message(memory_report());
-  if (config_.device_memory_gb > 0) {  // what the accounting devices saw, against the budget
-    // Workers sharing a GPU share its budget: their peaks summed bound the GPU's (as the
-    // estimate's fullest_gpu sums them).
-    std::string peaks;
-    std::map<int, std::pair<int64_t, int>> gpus;  // GPU -> the peaks summed, workers
-    int64_t highest = 0;
-    for (const Worker& w : workers_) {
-      const int64_t peak = w.device->memory_stats().device_peak_bytes;
-      peaks += cat(peaks.empty() ? "" : ", ", "worker ", w.index, " ", format_bytes(peak));
-      highest = std::max(highest, peak);
-      if (w.device->kind() == DeviceKind::Cuda) {
-        auto& [sum, workers] = gpus[w.device->index()];
-        sum += peak;
-        ++workers;
-      }
-    }
-    for (const auto& [gpu, sum_and_workers] : gpus)
-      if (const auto [sum, workers] = sum_and_workers; workers > 1) {
-        peaks += cat("; GPU ", gpu, "'s ", workers, " workers together ", format_bytes(sum));
-        highest = std::max(highest, sum);
-      }
-    const int64_t budget = static_cast<int64_t>(config_.device_memory_gb * (1LL << 30));
-    progress.message(cat("cgdp: device memory at its peak: ", peaks, " (--device-memory-gb ",
-                         config_.device_memory_gb, " is ", format_bytes(budget), "): ",
-                         highest <= budget ? cat(budget - highest, " bytes to spare")
-                                           : cat("OVER it by ", highest - budget, " bytes")));
-  }
-  if (const std::string note = scheme_->placement_note(); !note.empty()) progress.message(cat("cgdp: ", note));
-  for (const Dataset* data : {train_data_.get(), test_data_.get()})
-    if (const std::string skipped = data->skipped_summary(); !skipped.empty())
-      progress.message(cat("cgdp: ", skipped));
-  if (loss_scale_.active())
-    progress.message(cat("cgdp: loss scale ", scale_text(loss_scale_.value()), " at the end; ",
-                         loss_scale_.skipped_steps(),
-                         " step(s) skipped for a non-finite gradient"));
-  const std::string figure = !std::isnan(result.test_accuracy) ? cat("test accuracy ", result.test_accuracy)
-                             : !std::isnan(result.test_loss)   ? cat("test loss ", result.test_loss, " (no Accuracy layer)")
-                                                               : std::string("no test figures (no Accuracy or loss layer)");
-  progress.message(cat("cgdp: done: ", result.iterations, " iterations in ", format_duration(result.train_seconds), ", ",
-                       figure));
 }
 
 }  // namespace cgdp

@@ -29,6 +29,9 @@ proto::NetParameter filter_phase(const proto::NetParameter& param, Phase phase);
 // `source` when it has several outputs.
 std::string add_scoring_layers(proto::NetParameter& model, const std::string& source);
 
+// --gemm-conv: every Convolution on the im2col + GEMM engine (engine: CAFFE).
+void use_gemm_convolutions(proto::NetParameter& model);
+
 // Gives every blob read by more than one layer a Split layer, so each consumer gets its own
 // diff and the Split sums them in backward. Throws ModelError for a bottom no layer produces.
 proto::NetParameter insert_splits(const proto::NetParameter& param, const std::string& source);
