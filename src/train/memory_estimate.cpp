@@ -424,7 +424,8 @@ std::string describe_offload(const MemoryEstimate& m) {
         format_bytes(m.packed_bytes), " of values in half of that",
         m.rounded_bytes > 0
             ? cat("; ", format_bytes(m.rounded_bytes),
-                  " of them come back rounded, as under PyTorch's AMP (`exact` keeps every bit)")
+                  " of them come back rounded, as under PyTorch's AMP; --pack-activations exact "
+                  "keeps every bit")
             : std::string(),
         ")");
   if (m.offloaded > 0 || m.packed == 0)
