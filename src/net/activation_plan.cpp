@@ -41,20 +41,31 @@ std::vector<Occupant> occupants_of(const ActivationPlan& plan) {
   return occupants;
 }
 
-// The half step at which the placed arena reaches highest, and how high; of those that reach it,
-// the one with the most bytes alive (a large unit high up may span many steps).
-std::pair<int, int64_t> fullest_half_step(const ActivationPlan& plan) {
-  std::vector<int64_t> top(static_cast<size_t>(2 * plan.steps), 0), alive(top.size(), 0);
+// Per half step: the bytes alive, and the arena's top (the highest byte a placed occupant holds).
+struct HalfSteps {
+  std::vector<int64_t> alive, top;
+};
+
+HalfSteps half_steps(const ActivationPlan& plan) {
+  HalfSteps h{std::vector<int64_t>(static_cast<size_t>(2 * plan.steps), 0),
+              std::vector<int64_t>(static_cast<size_t>(2 * plan.steps), 0)};
   for (const Occupant& o : occupants_of(plan))
     for (const LiveRange& r : o.live)
       for (int s = r.first; s <= r.last; ++s) {
-        top[s] = std::max(top[s], o.offset + o.bytes);
-        alive[s] += o.bytes;
+        h.alive[s] += o.bytes;
+        h.top[s] = std::max(h.top[s], o.offset + o.bytes);
       }
-  const int64_t highest = *std::max_element(top.begin(), top.end());
+  return h;
+}
+
+// The half step at which the placed arena reaches highest, and how high; of those that reach it,
+// the one with the most bytes alive (a large unit high up may span many steps).
+std::pair<int, int64_t> fullest_half_step(const ActivationPlan& plan) {
+  const HalfSteps h = half_steps(plan);
+  const int64_t highest = *std::max_element(h.top.begin(), h.top.end());
   int best = 0;
-  for (int s = 0; s < static_cast<int>(top.size()); ++s)
-    if (top[s] == highest && (top[best] < highest || alive[s] > alive[best])) best = s;
+  for (int s = 0; s < static_cast<int>(h.top.size()); ++s)
+    if (h.top[s] == highest && (h.top[best] < highest || h.alive[s] > h.alive[best])) best = s;
   return {best, highest};
 }
 
@@ -63,19 +74,10 @@ std::pair<int, int64_t> fullest_step(const ActivationPlan& plan) {
   return {half / 2, top};
 }
 
-// The step with the most bytes alive (in either half).
+// The step with the most bytes alive (in either half; the first of equals).
 int busiest_step(const ActivationPlan& plan) {
-  std::vector<int64_t> alive(static_cast<size_t>(2 * plan.steps) + 1, 0);
-  for (const Occupant& o : occupants_of(plan))
-    for (const LiveRange& r : o.live) {
-      alive[r.first] += o.bytes;
-      alive[r.last + 1] -= o.bytes;
-    }
-  int best = 0;
-  int64_t running = 0, most = -1;
-  for (int s = 0; s < 2 * plan.steps; ++s)
-    if ((running += alive[s]) > most) most = running, best = s / 2;
-  return best;
+  const std::vector<int64_t> alive = half_steps(plan).alive;
+  return static_cast<int>(std::max_element(alive.begin(), alive.end()) - alive.begin()) / 2;
 }
 
 // The units still on the device that could be away at `step` to bring it down by `excess` bytes:
