@@ -210,7 +210,10 @@ TEST(MemoryPlan, ATestNetKeepsNoGradients) {
   Net<double> test(model, Phase::Test, test_device, 0, 7, "m.prototxt");
   for (int i = 0; i < test.num_layers(); ++i)
     for (const Blob<double>* top : test.tops(i)) EXPECT_FALSE(top->has_diff()) << test.layer(i).name();
-  EXPECT_TRUE(train.input_data().has_diff());
+  EXPECT_TRUE(train.tops(1)[0]->has_diff());
+  // No backward reads or writes the input's gradient (the convolution does not propagate to it).
+  EXPECT_FALSE(train.input_data().has_diff());
+  EXPECT_FALSE(train.input_label()->has_diff());
   // The test net is the train net less the gradients (the parameters', the planned buffer and
   // those activations that keep their own) and less BatchNorm's normalised copy (which keeps the
   // one element every blob starts with).

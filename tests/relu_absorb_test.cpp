@@ -19,13 +19,17 @@ namespace {
 std::string model(const std::string& conv_param, const std::string& relu_top,
                   const std::string& relu_param = "") {
   return cat(R"(
+    force_backward: true
     layer { name: "data" type: "Input" top: "data" top: "label"
             input_param { shape { dim: 5 dim: 16 dim: 9 dim: 9 } shape { dim: 5 } } }
     layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
-            convolution_param { )", conv_param, R"( weight_filler { type: "gaussian" std: 0.3 }
+            convolution_param { )",
+             conv_param, R"( weight_filler { type: "gaussian" std: 0.3 }
                                 bias_filler { type: "gaussian" std: 0.3 } } }
-    layer { name: "relu" type: "ReLU" bottom: "conv" top: ")", relu_top, R"(" )", relu_param, R"( }
-    layer { name: "ip" type: "InnerProduct" bottom: ")", relu_top, R"(" top: "ip"
+    layer { name: "relu" type: "ReLU" bottom: "conv" top: ")",
+             relu_top, R"(" )", relu_param, R"( }
+    layer { name: "ip" type: "InnerProduct" bottom: ")",
+             relu_top, R"(" top: "ip"
             inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
     layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
   )");
@@ -57,6 +61,7 @@ Pass run(const std::string& text) {
   pass.relu_out.assign(relu_out.data(), relu_out.data() + relu_out.count());
   pass.param_diff.assign(net.flat_diff().begin(), net.flat_diff().end());
   const Blob<float>& data = net.input_data();
+  EXPECT_TRUE(data.has_diff());
   pass.input_diff.assign(data.diff(), data.diff() + data.count());
   return pass;
 }

@@ -155,8 +155,8 @@ void Net<T>::plan_activations(int64_t limit, Net* lender, Packing packing) {
     if (Blob<T>* kept = layers_[i]->mutable_kept_top()) {
       PlannedActivation* a = unit(kept, cat(layers_[i]->name(), " (kept)"));
       if (!a) continue;
-      a->rounds = a->packable =
-          sixteen && packing == Packing::Rounding && layers_[i]->kept_top_may_round();
+      a->rounds = a->packable = sixteen && packing == Packing::Rounding &&
+                                layers_[i]->backward_may_round(*kept, bottoms_[i], tops_[i]);
       touch_forward(a, i);
       if (runs_backward && needs_backward_[i]) read_backward(a, backward_step(i));
       // A layer in place after it may read it (share_kept_input).

@@ -53,6 +53,18 @@ std::vector<typename Net<T>::GradientSpan> Net<T>::gradient_spans() const {
 }
 
 template <typename T>
+std::set<const Blob<T>*> Net<T>::blobs_with_gradients() const {
+  std::set<const Blob<T>*> blobs;
+  for (int i = 0; i < num_layers(); ++i) {
+    if (!needs_backward_[i]) continue;
+    blobs.insert(tops_[i].begin(), tops_[i].end());
+    for (size_t j = 0; j < bottoms_[i].size(); ++j)
+      if (propagate_down_[i][j]) blobs.insert(bottoms_[i][j]);
+  }
+  return blobs;
+}
+
+template <typename T>
 void Net<T>::plan_activation_gradients() {
   std::vector<GradientSpan> spans = gradient_spans();
   const auto size = [](const GradientSpan& s) {  // elements, rounded up to kAlignElements
@@ -107,6 +119,8 @@ void Net<T>::reuse_dead_bottom(int i, const proto::LayerParameter& lp, const std
 
 template std::vector<Net<float>::GradientSpan> Net<float>::gradient_spans() const;
 template std::vector<Net<double>::GradientSpan> Net<double>::gradient_spans() const;
+template std::set<const Blob<float>*> Net<float>::blobs_with_gradients() const;
+template std::set<const Blob<double>*> Net<double>::blobs_with_gradients() const;
 template void Net<float>::plan_activation_gradients();
 template void Net<double>::plan_activation_gradients();
 template void Net<float>::reuse_dead_bottom(int, const proto::LayerParameter&, const std::map<std::string, int>&);

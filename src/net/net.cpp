@@ -111,7 +111,12 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
   else
     gather_params(source, streamed);
   if (phase_ == Phase::Train) plan_activation_gradients();
-  for (auto& [name, blob] : blobs_) blob->allocate_deferred_diff();  // what the plan left to them
+  const std::set<const Blob<T>*> with_gradients = blobs_with_gradients();
+  for (auto& [name, blob] : blobs_)  // what the plan left to them
+    if (with_gradients.count(blob.get()))
+      blob->allocate_deferred_diff();
+    else
+      blob->drop_deferred_diff();
 }
 
 template <typename T>

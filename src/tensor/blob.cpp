@@ -89,6 +89,15 @@ void Blob<T>::allocate_deferred_diff() {
 }
 
 template <typename T>
+void Blob<T>::drop_deferred_diff() {
+  if (!diff_deferred_) return;
+  diff_deferred_ = false;
+  diff_mode_ = Diff::None;
+  owned_diff_.reset();  // the element a blob is made with
+  diff_ = nullptr;
+}
+
+template <typename T>
 void Blob<T>::bind_data(T* data) {
   CGDP_ASSERT(!data_aliased_ && !is_view());
   owned_data_.reset();

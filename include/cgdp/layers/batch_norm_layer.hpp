@@ -20,8 +20,11 @@ class BatchNormLayer final : public Layer<T> {
     return block == 1 || this->device().kind() == DeviceKind::Cpu;
   }
   const Blob<T>* kept_top() const override { return this->forward_only_ ? nullptr : &x_norm_; }
-  // Zero mean, unit variance per channel; backward's sums over them run in double.
-  bool kept_top_may_round() const override { return true; }
+  // Its kept values: zero mean, unit variance per channel; backward's sums over them run in double.
+  bool backward_may_round(const Blob<T>& blob, const BlobVec<T>&,
+                          const BlobVec<T>&) const override {
+    return &blob == &x_norm_;
+  }
   // Backward reads only its own copy of the normalised values and the deviations.
   bool backward_reads(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override { return false; }
 

@@ -114,10 +114,6 @@ class Layer {
   // does a top's values; nullptr if none (always when forward only).
   virtual const Blob<T>* kept_indices() const { return nullptr; }
   Blob<T>* mutable_kept_indices() { return const_cast<Blob<T>*>(kept_indices()); }
-  // Whether kept_top()'s values may wait in 16 bits between forward and backward and come back
-  // rounded (Packing::Rounding): values of order one that backward only weighs against fp32 sums,
-  // so the gradients move by about the 16-bit rounding, as under PyTorch's AMP. No by default.
-  virtual bool kept_top_may_round() const { return false; }
   // Offers a layer that runs in place the blob `kept` (kept_top() of the layer before it), which
   // holds its input until its backward, to read instead of a copy of its own (Scale takes it).
   virtual void use_kept_input(const Blob<T>* kept) {}
@@ -135,10 +131,11 @@ class Layer {
                                            const BlobVec<T>& top) const {
     return false;
   }
-  // Whether this layer's backward may read `blob` rounded to the 16-bit layer_precision(): values
-  // that meet only sums kept in fp32, so the gradients move by about that rounding, as under
-  // PyTorch's AMP. A run that packs with rounding (Packing::Rounding) keeps such a value in 16 bits
-  // when its other backward readers get the same bits from it. No by default.
+  // Whether this layer's backward may read `blob` (a bottom, a top or kept_top()) rounded to the
+  // 16-bit layer_precision(): values that meet only sums kept in fp32, so the gradients move by
+  // about that rounding, as under PyTorch's AMP. A run that packs with rounding
+  // (Packing::Rounding) keeps such a value in 16 bits when its other backward readers get the
+  // same bits from it. No by default.
   virtual bool backward_may_round(const Blob<T>& blob, const BlobVec<T>& bottom,
                                   const BlobVec<T>& top) const {
     return false;

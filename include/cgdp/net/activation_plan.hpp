@@ -32,9 +32,9 @@ inline constexpr int64_t kNoArenaLimit = std::numeric_limits<int64_t>::max();
 enum class Packing {
   None,   // nothing: every activation in fp32
   Exact,  // what every backward reader rounds to 16 bits anyway, or reads the sign of: same bits
-  // That, and rounded: the normalised values a layer keeps for its backward
-  // (Layer::kept_top_may_round), as PyTorch's AMP keeps BatchNorm's input in 16 bits, and values
-  // a backward may read rounded (Layer::backward_may_round: LRN's input in bf16).
+  // That, and rounded: values a backward may read rounded (Layer::backward_may_round): the
+  // normalised values BatchNorm keeps, as PyTorch's AMP keeps BatchNorm's input in 16 bits, and
+  // LRN's input in bf16.
   Rounding,
 };
 
@@ -59,8 +59,8 @@ struct PlannedActivation {
   int last_backward = -1;    // last one
   bool kept_to_end = false;  // an output read after the pass (loss, accuracy): never freed
   // Set by the net: a 16-bit run, and every backward reader gets the same bits from a 16-bit copy
-  // (Layer::backward_exact_from_16_bits), or (Packing::Rounding) it is values a layer keeps, or
-  // that some reader may read, rounded (Layer::kept_top_may_round, backward_may_round): `rounds`.
+  // (Layer::backward_exact_from_16_bits), or (Packing::Rounding) some reader may read it rounded
+  // (Layer::backward_may_round) and the others get the same bits: `rounds`.
   bool packable = false;
   bool rounds = false;
   // Set by plan_activation_arena.

@@ -186,6 +186,9 @@ class Net {
     int first = 0, last = 0;
   };
   std::vector<GradientSpan> gradient_spans() const;
+  // The blobs whose gradient some backward reads (a top of a layer that runs backward) or writes
+  // (a bottom it propagates to); the others, as the input's data and labels, need none.
+  std::set<const Blob<T>*> blobs_with_gradients() const;
   // Places the activations' gradients in one buffer, sharing bytes between gradients that are
   // never alive in the same stretch of the backward pass (memory_plan.cpp).
   void plan_activation_gradients();

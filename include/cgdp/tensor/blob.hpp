@@ -88,6 +88,8 @@ class Blob {
   bool data_is_deferred() const { return data_deferred_; }
   // A deferred gradient the plan did not place gets memory of its own.
   void allocate_deferred_diff();
+  // A deferred gradient no pass reads or writes (the input's data) gets none: has_diff() is false.
+  void drop_deferred_diff();
   // The blob whose memory holds these values: this one, or the source of alias_data, followed.
   Blob* data_owner() { return data_source_ ? data_source_->data_owner() : this; }
   const Blob* data_owner() const { return data_source_ ? data_source_->data_owner() : this; }
