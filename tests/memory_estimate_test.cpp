@@ -14,6 +14,7 @@
 
 #include "cgdp/device/conv_algorithm_table.hpp"
 #include "cgdp/device/cuda_options.hpp"
+#include "cgdp/device/devices.hpp"
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/device/measuring_device.hpp"
 #include "cgdp/io/file.hpp"
@@ -143,13 +144,76 @@ TEST(LayerScratch, IsCountedAndMeasuredWithoutCommittingIt) {
       256 * (96 * 27 * 27 + 256 * 13 * 13 + 256 * 6 * 6) * int64_t{sizeof(int32_t)};
   EXPECT_GE(m.scratch, lrn + argmax);
   EXPECT_LT(resident_bytes() - before, 64 << 20) << "measuring touched the layers' memory";
-  // On CUDA cuDNN's LRN keeps no scale; a test net's keeps none on either (forward only).
-  MemoryEstimate cuda = m;
+  // Built as on CUDA, where cuDNN's LRN keeps no scale; a test net's keeps none on either
+  // (forward only).
+  MemoryEstimate cuda = estimate_memory(load_model(find_model_file("alexnet")), "alexnet", 256, 1,
+                                        1, SyncKind::Local, 1, nullptr, "", {}, DeviceKind::Cuda);
   add_cuda_scratch(cuda, DeviceKind::Cuda, 0, Precision::kFp32);
-  add_cuda_scratch(cuda, DeviceKind::Cuda, 0, Precision::kFp32);  // once only
   EXPECT_EQ(cuda.scratch, m.scratch - lrn);
   EXPECT_EQ(cuda.test_net, m.test_net);
   EXPECT_EQ(cuda.worker_bytes(0) - cuda.cudnn_scratch, m.worker_bytes(0) - lrn);
+}
+
+// A CUDA worker's convolutions run their ReLU apart (cuDNN's path), a CPU worker's inside them;
+// in a packed net that moves what the arena holds at each backward step (VGG-16's first block:
+// 196 MiB less at batch 32 on CUDA). inspect and train measure a CUDA worker's nets as it builds
+// them, not as a CPU worker would.
+TEST(MemoryBudget, ACudaWorkersNetsAreMeasuredAsItBuildsThem) {
+  const auto model = parse_model(R"(
+    layer { name: "data" type: "Input" top: "data" top: "label"
+            input_param { shape { dim: 4 dim: 3 dim: 16 dim: 16 } shape { dim: 4 } } }
+    layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+            convolution_param { num_output: 16 kernel_size: 3 pad: 1 } }
+    layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
+    layer { name: "conv2" type: "Convolution" bottom: "conv1" top: "conv2"
+            convolution_param { num_output: 16 kernel_size: 3 pad: 1 } }
+    layer { name: "relu2" type: "ReLU" bottom: "conv2" top: "conv2" }
+    layer { name: "pool" type: "Pooling" bottom: "conv2" top: "pool"
+            pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+    layer { name: "ip" type: "InnerProduct" bottom: "pool" top: "ip" inner_product_param { num_output: 3 } }
+    layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+  )",
+                                 "block.prototxt");
+  const ScopedLayerPrecision bf16(Precision::kBf16);
+  ActivationMemoryPlan planned;
+  planned.memory = ActivationMemory::Planned;
+  const auto arena_on = [&](DeviceKind kind) {
+    MeasuringDevice device(kind);
+    Net<float> net(model, Phase::Train, device, 0, 1, "block.prototxt", planned.memory);
+    EXPECT_EQ(net.absorbed(2), kind == DeviceKind::Cpu);
+    EXPECT_EQ(net.absorbed(4), kind == DeviceKind::Cpu);
+    net.plan_activations(kNoArenaLimit, nullptr, planned.pack);
+    return net.activation_plan().arena_bytes;
+  };
+  const int64_t cpu = arena_on(DeviceKind::Cpu), cuda = arena_on(DeviceKind::Cuda);
+  ASSERT_NE(cpu, cuda);  // else the check below could not tell the two apart
+  for (const DeviceKind kind : {DeviceKind::Cpu, DeviceKind::Cuda})
+    EXPECT_EQ(estimate_memory(model, "block.prototxt", 0, 0, 1, SyncKind::Local, 1, nullptr, "",
+                              planned, kind)
+                  .arena,
+              kind == DeviceKind::Cuda ? cuda : cpu);
+}
+
+// And on a GPU: the arena a CUDA worker plans is the one measured for it (fashion_cnn's ReLUs run
+// apart from its convolutions there).
+TEST(MemoryBudget, ACudaWorkersArenaIsTheOneMeasured) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
+  TrainConfig c = small_run("fashion_cnn", 1, "local");
+  c.device_kind = "cuda";
+  c.precision = "bf16";
+  c.cudnn_workspace_mb = 1;
+  FILE* sink = std::fopen("/dev/null", "w");
+  Trainer t(c, sink);
+  std::fclose(sink);
+  ASSERT_TRUE(t.net().activations_planned());
+  const ScopedLayerPrecision bf16(Precision::kBf16);
+  ActivationMemoryPlan planned;
+  planned.memory = ActivationMemory::Planned;
+  planned.pack = packing_of("auto", DeviceKind::Cuda);
+  const MemoryEstimate m =
+      estimate_memory(load_model(find_model_file("fashion_cnn")), "fashion_cnn", 4, 6, 1,
+                      SyncKind::Local, 1, nullptr, "", planned, DeviceKind::Cuda);
+  EXPECT_EQ(m.arena, t.net().activation_plan().arena_bytes);
 }
 
 // An LRN that cuDNN does not compute (WITHIN_CHANNEL, or a window above its 16) keeps a scale on

@@ -260,7 +260,7 @@ Runner add_inspect_command(CLI::App& app) {
       const auto estimate = [&](ActivationMemoryPlan activations) {
         activations.pack = packing_of(opt->pack_activations, kind);
         MemoryEstimate m = estimate_memory(param, path, opt->batch, test_batch, opt->devices, sync,
-                                           histories, nullptr, "", activations);
+                                           histories, nullptr, "", activations, kind);
         add_cuda_scratch(m, kind, opt->cudnn_workspace_mb, precision,
                          opt->cudnn_algorithms.empty() ? nullptr : &choices);
         return m;

@@ -122,7 +122,7 @@ std::optional<OffloadPrediction> predict_offload_plan(const Prediction& p, const
   const auto estimate = [&](ActivationMemoryPlan activations) {
     activations.pack = packing_of("auto", kind);
     MemoryEstimate m = estimate_memory(model, path, batch, batch, p.inputs.devices, SyncKind::Cgdp,
-                                       histories, nullptr, "", activations);
+                                       histories, nullptr, "", activations, kind);
     add_cuda_scratch(m, kind, TrainConfig{}.cudnn_workspace_mb, precision);
     return m;
   };

@@ -74,15 +74,14 @@ int64_t cgroup_room() {
   }
 }
 
-// What `net`'s LRNs keep on a CUDA device less what they keep on a CPU one.
-int64_t cuda_lrn_delta(const Net<float>& net) {
+// What `net`'s LRNs keep on a CUDA device, where their CUDA half allocates it as it first runs.
+int64_t cuda_lrn_bytes(const Net<float>& net) {
   int64_t bytes = 0;
+  if (net.device().kind() != DeviceKind::Cuda) return bytes;
   for (int i = 0; i < net.num_layers(); ++i)
-    if (const auto* lrn = dynamic_cast<const LRNLayer<float>*>(&net.layer(i))) {
-      const bool backward = net.phase() == Phase::Train && net.needs_backward(i);
+    if (const auto* lrn = dynamic_cast<const LRNLayer<float>*>(&net.layer(i)))
       bytes +=
-          lrn->kept_bytes(DeviceKind::Cuda, backward) - lrn->kept_bytes(DeviceKind::Cpu, backward);
-    }
+          lrn->kept_bytes(DeviceKind::Cuda, net.phase() == Phase::Train && net.needs_backward(i));
   return bytes;
 }
 
@@ -116,12 +115,12 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
                                int64_t batch, int64_t test_batch, int workers, SyncKind sync,
                                int histories, const proto::NetParameter* test_model,
                                const std::string& test_source,
-                               const ActivationMemoryPlan& activations) {
+                               const ActivationMemoryPlan& activations, DeviceKind kind) {
   MemoryEstimate m;
   m.workers = workers;
   m.batch = batch;
   m.test_batch = test_batch;
-  MeasuringDevice train_device, test_device;
+  MeasuringDevice train_device(kind), test_device(kind);
   Net<float> net(model, Phase::Train, train_device, batch, /*seed=*/1, source, activations.memory,
                  nullptr, activations.streamed_weights);
   m.planned = activations.memory == ActivationMemory::Planned;
@@ -192,8 +191,8 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
                                   /*seed=*/1, test_model ? test_source : source);
   const int64_t lent = train_device.memory_stats().device_bytes - lender_before;
   m.test_net = test_device.memory_stats().device_bytes + lent;
-  m.cuda_lrn_delta = cuda_lrn_delta(net);
-  m.cuda_test_lrn_delta = cuda_lrn_delta(*test);
+  m.scratch += cuda_lrn_bytes(net);
+  m.test_net += cuda_lrn_bytes(*test);
   add_cudnn_passes(net, m.cudnn_passes);
   add_cudnn_passes(*test, m.cudnn_passes);
   m.test_peak = test_device.memory_stats().device_peak_bytes + lent;
@@ -214,8 +213,6 @@ void add_cuda_scratch(MemoryEstimate& m, DeviceKind kind, int64_t cudnn_workspac
   else if (m.largest_convolution_weights > 0)
     m.cudnn_scratch = (cudnn_workspace_mb << 20) + m.largest_convolution_weights;
   if (is_16_bit(precision)) m.half_operands = m.largest_half_operands;
-  m.scratch += std::exchange(m.cuda_lrn_delta, 0);
-  m.test_net += std::exchange(m.cuda_test_lrn_delta, 0);
 }
 
 int64_t MemoryEstimate::receive_bytes(int w) const {

@@ -251,7 +251,7 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
     MemoryEstimate m = estimate_memory(
         model_, model_path_, per_worker_batch_, test_batch_, config_.devices, sync,
         make_solver_settings(config_.solver, "solver settings").histories(),
-        config_.test_model.empty() ? nullptr : &test_model_, test_model_path_, activations);
+        config_.test_model.empty() ? nullptr : &test_model_, test_model_path_, activations, kind);
     // One partial sum per bit of the last micro-batch before the final one (gradient_fold.cpp).
     m.fold = config_.accumulate > 1
                  ? std::bit_width(static_cast<unsigned>(config_.accumulate - 1)) * m.gradients

@@ -8,7 +8,11 @@ namespace cgdp {
 
 class MeasuringDevice final : public Device {
  public:
-  DeviceKind kind() const override { return DeviceKind::Cpu; }
+  // Counts for a device of kind `counts_for`: the layers choose their engines, fusions and scratch
+  // as on one (a CUDA worker's convolutions run their ReLU apart and keep no oneDNN layouts);
+  // nothing runs on it either way.
+  explicit MeasuringDevice(DeviceKind counts_for = DeviceKind::Cpu) : kind_(counts_for) {}
+  DeviceKind kind() const override { return kind_; }
   int index() const override { return 0; }
   std::string name() const override { return "measuring"; }
   bool holds_data() const override { return false; }
@@ -24,6 +28,9 @@ class MeasuringDevice final : public Device {
   void deallocate_pinned(void* ptr, size_t bytes) override;
   // Contents are not kept: a copy does nothing.
   void copy(void*, const void*, size_t) override {}
+
+ private:
+  DeviceKind kind_;
 };
 
 }  // namespace cgdp

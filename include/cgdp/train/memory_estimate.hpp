@@ -50,9 +50,6 @@ struct MemoryEstimate {
   // operands (half_operand_bytes), one per compute stream.
   int64_t half_operands = 0;
   int64_t largest_half_operands = 0;  // bytes; 0 when the net has no multiplying layer
-  // What the train net's and the test net's LRNs keep on CUDA less what their CPU halves keep
-  // (LRNLayer::kept_bytes): add_cuda_scratch moves them into `scratch` and `test_net`, once.
-  int64_t cuda_lrn_delta = 0, cuda_test_lrn_delta = 0;
   // The highest a net's device held while it was built and planned (each layer's own
   // parameters are there for a moment before they move to the flat buffer or are shared).
   int64_t train_peak = 0, test_peak = 0;
@@ -97,11 +94,13 @@ struct MemoryEstimate {
 // `test_model` (file `test_source`): the test net's own file (a solver's test_net); null: the
 // model's TEST phase.
 // `activations`: planned, the train net's arena within its limit and the test net's by liveness.
+// `kind`: the workers' devices; the nets are built as on them (MeasuringDevice's counts_for).
 MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::string& source,
                                int64_t batch, int64_t test_batch, int workers, SyncKind sync,
                                int histories = 1, const proto::NetParameter* test_model = nullptr,
                                const std::string& test_source = "",
-                               const ActivationMemoryPlan& activations = {});
+                               const ActivationMemoryPlan& activations = {},
+                               DeviceKind kind = DeviceKind::Cpu);
 
 // What a CUDA worker holds besides its nets (train and inspect count it alike): cuDNN's scratch
 // of `cudnn_workspace_mb` with a search's filter gradient, and in bf16/fp16 the 16-bit operand
