@@ -21,6 +21,15 @@ __global__ void relu_backward_kernel(const T* x, const T* dy, T* dx, int64_t n, 
   CGDP_KERNEL_LOOP(i, n) { dx[i] = dy[i] * (T(x[i] > 0) + slope * T(x[i] <= 0)); }
 }
 
+template <typename T>
+__global__ void relu_backward_packed_kernel(const uint16_t* x, uint16_t infinity, const T* dy,
+                                            T* dx, int64_t n, T slope) {
+  CGDP_KERNEL_LOOP(i, n) {
+    const bool positive = static_cast<uint16_t>(x[i] - 1) < infinity;  // read_positive
+    dx[i] = positive ? dy[i] : slope == T(0) ? T(0) : slope * dy[i];
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -37,10 +46,24 @@ void relu_backward(const T* x, const T* dy, T* dx, int64_t n, T slope, cudaStrea
   CUDA_CHECK_LAUNCH();
 }
 
+template <typename T>
+void relu_backward_packed(const uint16_t* x, uint16_t infinity, const T* dy, T* dx, int64_t n,
+                          T slope, cudaStream_t stream) {
+  if (n <= 0) return;
+  relu_backward_packed_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, infinity, dy, dx, n,
+                                                                      slope);
+  CUDA_CHECK_LAUNCH();
+}
+
 template void relu_forward<float>(const float*, float*, int64_t, float, cudaStream_t);
 template void relu_forward<double>(const double*, double*, int64_t, double, cudaStream_t);
 template void relu_backward<float>(const float*, const float*, float*, int64_t, float, cudaStream_t);
 template void relu_backward<double>(const double*, const double*, double*, int64_t, double,
                                     cudaStream_t);
+
+template void relu_backward_packed<float>(const uint16_t*, uint16_t, const float*, float*, int64_t,
+                                          float, cudaStream_t);
+template void relu_backward_packed<double>(const uint16_t*, uint16_t, const double*, double*,
+                                           int64_t, double, cudaStream_t);
 
 }  // namespace cgdp::kernels

@@ -61,7 +61,7 @@ void expect_disjoint(const ActivationPlan& plan) {
     if (a.packed)
       all.push_back({a.name + " (16-bit)",
                      {plan.pack_live(a), ActivationPlan::pack_bytes(a), a.pack_offset},
-                     a.first_backward});
+                     a.read_packed ? -1 : a.first_backward});
   }
   for (size_t k = 0; k < plan.gradients.size(); ++k) {
     const PlannedGradient& g = plan.gradients[k];
@@ -376,6 +376,39 @@ TEST(ActivationPlan, PackedUnitsWaitInHalfTheBytes) {
   EXPECT_EQ(tight.host_bytes, moved);  // 512 and 1024 are already aligned
 }
 
+// A packed unit whose backward readers all read the 16-bit copy itself (a ReLU's mask) is never
+// widened: its fp32 bytes are free from its last forward step on, and the copy stays until its
+// last backward reader, on the device or back from the host.
+TEST(ActivationPlan, AValueReadPackedIsNeverWidened) {
+  const int n = 12;
+  std::vector<PlannedActivation> units = chain(n, 1024);
+  for (PlannedActivation& a : units) a.packable = true;
+  const ActivationPlan widened = plan_activation_arena(units, 2 * n);
+  for (PlannedActivation& a : units) a.read_packed = true;
+  const ActivationPlan read = plan_activation_arena(units, 2 * n);
+  expect_disjoint(read);
+  EXPECT_EQ(read.packed_count(), widened.packed_count());
+  for (const PlannedActivation& a : read.activations) {
+    if (!a.packed) continue;
+    const std::vector<LiveRange> values = read.live(a), copy = read.pack_live(a);
+    ASSERT_EQ(values.size(), 1u) << a.name;
+    EXPECT_EQ(values[0].last, a.last_forward) << a.name;
+    EXPECT_EQ(copy.back().last, a.last_backward) << a.name;
+  }
+  // Each backward step held a unit's 1 KiB of fp32 values beside its gradient; now half of that.
+  EXPECT_LT(read.arena_bytes, widened.arena_bytes);
+  const ActivationPlan tight = plan_activation_arena(units, 2 * n, read.arena_bytes - 512);
+  expect_disjoint(tight);
+  EXPECT_LE(tight.arena_bytes, read.arena_bytes - 512);
+  ASSERT_GT(tight.offloaded_count(), 0);
+  for (const PlannedActivation& a : tight.activations)
+    if (a.offloaded) {
+      EXPECT_TRUE(a.packed) << a.name;
+      EXPECT_EQ(tight.pack_live(a).back().first, tight.fetch_step(a)) << a.name;
+      EXPECT_EQ(tight.pack_live(a).back().last, a.last_backward) << a.name;
+    }
+}
+
 // fashion_cnn in bf16: its input and the convolutions', pools' and first inner product's outputs
 // (read back by ReLU masks and multiplying layers) wait in 16 bits; the last inner product's,
 // which the loss reads in fp32, does not; in fp32 nothing does.
@@ -388,11 +421,14 @@ TEST(ActivationPlan, ANetPacksWhatItsReadersRoundAnyway) {
     net.plan_activations();
     std::set<std::string> names;
     for (const PlannedActivation& a : net.activation_plan().activations)
-      if (a.packed) names.insert(a.name);
+      if (a.packed) names.insert(cat(a.name, a.read_packed ? " (read packed)" : ""));
     return names;
   };
+  // What only a ReLU's mask reads back (here inside the convolutions) is read from the copy; ip1's
+  // output is ip2's input too.
   EXPECT_EQ(packed_units(Precision::kBf16),
-            (std::set<std::string>{"data", "conv1", "pool1", "conv2", "pool2", "ip1"}));
+            (std::set<std::string>{"data", "conv1 (read packed)", "pool1", "conv2 (read packed)",
+                                   "pool2", "ip1"}));
   EXPECT_EQ(packed_units(Precision::kFp16), packed_units(Precision::kBf16));
   EXPECT_TRUE(packed_units(Precision::kFp32).empty());
 }
@@ -576,8 +612,9 @@ INSTANTIATE_TEST_SUITE_P(Schemes, Offload, ::testing::Values("cgdp", "ps0"));
 // Exact packs move bytes, never change them: resnet_small in 16 bits (BatchNorm's kept values stay
 // fp32, most of the rest waits in 16 bits) trains to the very same bits with packs as with every
 // activation in fp32 memory of its own, on less memory; and again within 75% of that, with fp32
-// values and 16-bit copies offloaded beside the packs (whose writes wait for those copies out).
-void expect_packing_changes_no_bit(TrainConfig c) {
+// values and 16-bit copies offloaded beside the packs (whose writes wait for those copies out),
+// unless `offload` is false.
+void expect_packing_changes_no_bit(TrainConfig c, bool offload = true) {
   FILE* sink = std::fopen("/dev/null", "w");
   const bool cuda = c.device_kind == "cuda";
   c.test_batch = c.test_samples = 4;  // the test net's arena is a floor no offload lowers
@@ -599,11 +636,19 @@ void expect_packing_changes_no_bit(TrainConfig c) {
     ASSERT_TRUE(t.net().activations_planned());
     EXPECT_GT(t.net().activation_plan().packed_count(), 0);
     EXPECT_EQ(t.net().activation_plan().offloaded_count(), 0);
+    int read_packed = 0;  // ReLU masks read from the 16-bit copies themselves
+    for (const PlannedActivation& a : t.net().activation_plan().activations)
+      read_packed += a.packed && a.read_packed;
+    EXPECT_GT(read_packed, 0);
     packed_peak = device_peak(t, cuda);
     EXPECT_LT(packed_peak, fp32_peak);
     const std::vector<float> got = parameters(t);
     ASSERT_EQ(got.size(), fp32_kept.size());
     EXPECT_EQ(0, std::memcmp(got.data(), fp32_kept.data(), got.size() * sizeof(float)));
+  }
+  if (!offload) {
+    std::fclose(sink);
+    return;
   }
   const int64_t budget = packed_peak * 3 / 4;
   c.device_memory_gb = static_cast<double>(budget) / (1LL << 30);
@@ -772,6 +817,15 @@ TEST_P(ExactPacking, ChangesNoBitAndHoldsLess) {
   TrainConfig c = resnet_run();
   c.precision = GetParam();
   expect_packing_changes_no_bit(c);
+}
+
+// fashion_cnn: its convolutions' absorbed ReLUs read their masks from the 16-bit copies, to the
+// same bits (under a budget its history, not its activations, would go to the host).
+TEST_P(ExactPacking, MasksReadFromTheCopiesChangeNoBit) {
+  TrainConfig c = resnet_run();
+  c.model = "fashion_cnn";
+  c.precision = GetParam();
+  expect_packing_changes_no_bit(c, /*offload=*/false);
 }
 
 // Rounding packs (--pack-activations on, BatchNorm's kept values in 16 bits too) hold less than

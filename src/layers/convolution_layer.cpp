@@ -275,12 +275,19 @@ void ConvolutionLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
   const T* weight =
       rounds ? operand(Operand::kWeight, this->params_[0]->data(), this->params_[0]->count())
              : this->params_[0]->data();
+  // The absorbed ReLU's backward from its output's 16-bit copy, when the net keeps only that;
+  // else from the output, inside the passes below.
+  const uint16_t* packed_out = relu_ ? top[0]->packed_values() : nullptr;
+  if (packed_out)
+    relu_backward_from_packed(packed_out, top[0]->diff(), top[0]->mutable_diff(), top[0]->count(),
+                              T(0));
+  const T* out = relu_ && !packed_out ? top[0]->data() : nullptr;
   // Rounding commutes with the absorbed ReLU's mask, so it may come first.
   if (rounds) round_in_place(top[0]->mutable_diff(), top[0]->count());
 #ifdef CGDP_HAVE_ONEDNN
   if constexpr (std::is_same_v<T, float>) {
     if (conv)
-      return conv->backward(in, weight, top[0]->data(), top[0]->mutable_diff(),
+      return conv->backward(in, weight, out, top[0]->mutable_diff(),
                             this->params_[0]->mutable_diff(),
                             bias_term_ ? this->params_[1]->mutable_diff() : nullptr,
                             propagate_down[0] ? bottom[0]->mutable_diff() : nullptr);
@@ -306,7 +313,6 @@ void ConvolutionLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
     return {own, own + weight_count};
   };
   const int64_t in_size = bottom[0]->count(1), out_size = top[0]->count(1);
-  const T* out = relu_ ? top[0]->data() : nullptr;
   T* out_diff = top[0]->mutable_diff();
   T* in_diff = propagate_down[0] ? bottom[0]->mutable_diff() : nullptr;
   for_each_image(images, threads, [&](int64_t n, int t) {

@@ -214,7 +214,8 @@ void OneDnnConvolution::backward(const float* in, const float* weight, const flo
                                  float* out_diff, float* weight_diff, float* bias_diff,
                                  float* in_diff) {
   Impl& m = *impl_;
-  if (m.shape.relu) {  // the absorbed ReLU's backward, in place as the layer would have run it
+  if (m.shape.relu &&
+      out) {  // the absorbed ReLU's backward, in place as the layer would have run it
     const int64_t image = m.shape.num_output * m.shape.geometry.out_h() * m.shape.geometry.out_w();
 #pragma omp parallel for schedule(static)
     for (int64_t n = 0; n < m.shape.batch; ++n)

@@ -34,6 +34,8 @@ void ReLULayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
   const T* dy = top[0]->diff();
   T* dx = bottom[0]->mutable_diff();
   const int64_t n = bottom[0]->count();
+  if (const uint16_t* packed = bottom[0]->packed_values())
+    return relu_backward_from_packed(packed, dy, dx, n, slope);
   // A select, not dy * mask: multiplying a denormal gradient stalls the core for ~100 cycles.
   if (slope == T(0)) {
 #pragma omp parallel for schedule(static)

@@ -54,6 +54,11 @@ void ReLULayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>& top,
   const T slope = static_cast<T>(this->param_.relu_param().negative_slope());
   const int64_t n = bottom[0]->count();
   if (n == 0) return;
+  if (const uint16_t* packed = bottom[0]->packed_values()) {
+    kernels::relu_backward_packed(packed, infinity_bits(layer_precision()), top[0]->diff(),
+                                  bottom[0]->mutable_diff(), n, slope, native_stream(stream));
+    return;
+  }
   if (slope != 0) {
     kernels::relu_backward(bottom[0]->data(), top[0]->diff(), bottom[0]->mutable_diff(), n, slope,
                            native_stream(stream));

@@ -52,6 +52,8 @@ void Net<T>::bind_arena() {
     a.host_ptr = a.offloaded ? host + a.host_offset : nullptr;
     a.pack_ptr = a.packed ? arena + a.pack_offset : nullptr;
     arena_owners_[k]->bind_data(reinterpret_cast<T*>(a.device_ptr));
+    arena_owners_[k]->bind_packed_values(
+        a.packed && a.read_packed ? static_cast<const uint16_t*>(a.pack_ptr) : nullptr);
   }
   for (size_t k = 0; k < arena_gradients_.size(); ++k)
     arena_gradients_[k]->bind_diff(
@@ -107,6 +109,7 @@ void Net<T>::plan_activations(int64_t limit, Net* lender, Packing packing) {
       a.produced = INT_MAX;
       a.last_forward = -1;
       a.packable = sixteen;  // until a backward reader needs more than 16 bits
+      a.read_packed = sixteen;  // until one reads the values widened back
       units.push_back(a);
       owners.push_back(owner);
     }
@@ -142,13 +145,14 @@ void Net<T>::plan_activations(int64_t limit, Net* lender, Packing packing) {
                                  layers_[i]->backward_may_round(*b, bottoms_[i], tops_[i]);
           a->packable &= exact || may_round;
           a->rounds |= !exact && may_round;
+          a->read_packed &= layers_[i]->backward_reads_packed(*b, bottoms_[i], tops_[i]);
         }
         if (blobs == &tops_[i] && (loss_weights_[i][j] != 0.f || !consumed.count(b)))
           a->kept_to_end = true;
       }
     if (Blob<T>* kept = layers_[i]->mutable_kept_indices())
       if (PlannedActivation* a = unit(kept, cat(layers_[i]->name(), " (indices)"))) {
-        a->packable = false;  // not values
+        a->packable = a->read_packed = false;  // not values
         touch_forward(a, i);
         if (runs_backward && needs_backward_[i]) read_backward(a, backward_step(i));
       }
@@ -157,6 +161,7 @@ void Net<T>::plan_activations(int64_t limit, Net* lender, Packing packing) {
       if (!a) continue;
       a->rounds = a->packable = sixteen && packing == Packing::Rounding &&
                                 layers_[i]->backward_may_round(*kept, bottoms_[i], tops_[i]);
+      a->read_packed = false;  // BatchNorm and Scale read it widened
       touch_forward(a, i);
       if (runs_backward && needs_backward_[i]) read_backward(a, backward_step(i));
       // A layer in place after it may read it (share_kept_input).

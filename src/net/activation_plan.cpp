@@ -33,7 +33,7 @@ std::vector<Occupant> occupants_of(const ActivationPlan& plan) {
   for (const PlannedActivation& a : plan.activations)
     if (a.packed) {
       std::vector<LiveRange> live = in_halves(plan.pack_live(a));
-      live.back().last = 2 * a.first_backward;
+      if (!a.read_packed) live.back().last = 2 * a.first_backward;  // widened in its first half
       occupants.push_back({std::move(live), ActivationPlan::pack_bytes(a), a.pack_offset});
     }
   for (const PlannedGradient& g : plan.gradients)
@@ -171,12 +171,13 @@ void hoist_fetches(ActivationPlan& plan, int64_t limit) {
 }  // namespace
 
 std::vector<LiveRange> ActivationPlan::pack_live(const PlannedActivation& a) const {
-  if (a.offloaded)
-    return {{a.last_forward, a.last_forward + kLag}, {fetch_step(a), a.first_backward}};
-  return {{a.last_forward, a.first_backward}};
+  const int last = a.read_packed ? a.last_backward : a.first_backward;
+  if (a.offloaded) return {{a.last_forward, a.last_forward + kLag}, {fetch_step(a), last}};
+  return {{a.last_forward, last}};
 }
 
 std::vector<LiveRange> ActivationPlan::live(const PlannedActivation& a) const {
+  if (a.packed && a.read_packed) return {{a.produced, a.last_forward}};
   if (a.packed) return {{a.produced, a.last_forward}, {a.first_backward, a.last_backward}};
   if (a.offloaded) return {{a.produced, a.last_forward + kLag}, {fetch_step(a), a.last_backward}};
   const int last = a.kept_to_end ? steps - 1 : std::max(a.last_forward, a.last_backward);
@@ -238,7 +239,7 @@ CopyOutWaiters copy_out_waiters(const ActivationPlan& plan, const PlannedActivat
       writes(b.last_forward);  // its 16-bit copy is written there
     if (bytes_overlap(offset, bytes, b.offset, b.bytes)) {
       writes(b.produced);
-      if (b.packed) writes(b.first_backward);  // widened there
+      if (b.packed && !b.read_packed) writes(b.first_backward);  // widened there
     }
     if (b.offloaded && plan.fetch_step(b) > freed &&
         bytes_overlap(offset, bytes, ActivationPlan::moved_offset(b),

@@ -63,7 +63,7 @@ PackSchedule::PackSchedule(DeviceKind kind, Precision precision, const Activatio
   for (const PlannedActivation& a : plan.activations)
     if (a.packed) {
       narrow_after_[a.last_forward].push_back(&a);
-      widen_before_[a.first_backward].push_back(&a);
+      if (!a.read_packed) widen_before_[a.first_backward].push_back(&a);
     }
 }
 

@@ -51,6 +51,14 @@ void round_to_precision(Precision precision, const float* in, float* out, int64_
 // widen(narrow(x)) == round_to_precision(x). For 16-bit precisions only.
 void narrow_to_precision(Precision precision, const float* in, uint16_t* out, int64_t count);
 void widen_from_precision(Precision precision, const uint16_t* in, float* out, int64_t count);
+// The bits of +infinity in a 16-bit precision: a 16-bit number widens to a value > 0 exactly when
+// its bits are 1 to these (read_positive).
+inline uint16_t infinity_bits(Precision precision) {
+  return precision == Precision::kFp16 ? 0x7C00 : 0x7F80;
+}
+inline bool read_positive(uint16_t bits, uint16_t infinity) {
+  return static_cast<uint16_t>(bits - 1) < infinity;
+}
 
 // Bytes of the 16-bit copies one multiplying CUDA layer call holds: its input, output and weights
 // (elements), each from a 256-byte boundary. cuda/half_operands.hpp carves them; the memory

@@ -140,6 +140,14 @@ class Layer {
                                   const BlobVec<T>& top) const {
     return false;
   }
+  // Whether this layer's backward reads `blob`'s values from the 16-bit copy a planned net keeps
+  // (Blob::packed_values) whenever it keeps one, with the bits it would get from the values
+  // widened back (a ReLU's mask). A packed value whose every backward reader does is never
+  // widened: its fp32 bytes are free from its last forward use on. No by default.
+  virtual bool backward_reads_packed(const Blob<T>& blob, const BlobVec<T>& bottom,
+                                     const BlobVec<T>& top) const {
+    return false;
+  }
   // This layer's net only runs forward (a TEST net): it keeps nothing for a backward. Before setup.
   void set_forward_only() { forward_only_ = true; }
   // Its parameters get no gradient memory of their own: the net binds them to its flat buffers

@@ -1,8 +1,10 @@
 // ReLU: y = max(x, 0) + negative_slope * min(x, 0); may run in place (top == bottom).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
+#include "cgdp/device/layer_precision.hpp"
 #include "cgdp/layers/layer.hpp"
 
 namespace cgdp {
@@ -13,6 +15,30 @@ template <typename T>
 inline void relu_gradient(const T* y, const T* dy, T* dx, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > 0 ? dy[i] : T(0);
+}
+
+// The same from the 16-bit copy of y (Blob::packed_values) whose +infinity has bits `infinity`:
+// the mask the values widened back give, with `slope` (Caffe's negative_slope) below it.
+template <typename T>
+inline void relu_gradient_packed(const uint16_t* y, uint16_t infinity, const T* dy, T* dx,
+                                 int64_t n, T slope) {
+  if (slope == T(0)) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) dx[i] = read_positive(y[i], infinity) ? dy[i] : T(0);
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) dx[i] = read_positive(y[i], infinity) ? dy[i] : slope * dy[i];
+  }
+}
+
+// relu_gradient_packed of y's copy in layer_precision() on the OpenMP threads.
+template <typename T>
+inline void relu_backward_from_packed(const uint16_t* y, const T* dy, T* dx, int64_t n, T slope) {
+  const uint16_t infinity = infinity_bits(layer_precision());
+  constexpr int64_t kPiece = 1 << 16;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; i += kPiece)
+    relu_gradient_packed(y + i, infinity, dy + i, dx + i, std::min(kPiece, n - i), slope);
 }
 
 template <typename T>
@@ -27,6 +53,10 @@ class ReLULayer final : public Layer<T> {
   // format's smallest number, which round to zero).
   bool backward_exact_from_16_bits(const Blob<T>&, const BlobVec<T>&,
                                    const BlobVec<T>&) const override {
+    return true;
+  }
+  // The sign again: from the copy itself.
+  bool backward_reads_packed(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override {
     return true;
   }
 

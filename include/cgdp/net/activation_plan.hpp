@@ -63,6 +63,9 @@ struct PlannedActivation {
   // (Layer::backward_may_round) and the others get the same bits: `rounds`.
   bool packable = false;
   bool rounds = false;
+  // Every backward reader reads the 16-bit copy itself (Layer::backward_reads_packed): when packed,
+  // it is never widened back, and the copy stays until the last backward reader.
+  bool read_packed = false;
   // Set by plan_activation_arena.
   bool packed =
       false;  // a 16-bit copy holds it from its last forward use to its first backward one
@@ -102,8 +105,9 @@ struct ActivationPlan {
   // When the unit's bytes must be in the arena.
   std::vector<LiveRange> live(const PlannedActivation& a) const;
   // When a packed unit's 16-bit copy must: written after its last forward step, read at the start
-  // of its first backward one (both on the compute stream, so they overlap the unit's own bytes);
-  // when it is offloaded too, only until its copy out and from its copy back.
+  // of its first backward one (both on the compute stream, so they overlap the unit's own bytes),
+  // or when read packed until its last; when it is offloaded too, only until its copy out and
+  // from its copy back.
   std::vector<LiveRange> pack_live(const PlannedActivation& a) const;
   static int64_t pack_bytes(const PlannedActivation& a) { return a.bytes / 2; }  // of float values
   // What an offloaded unit's copies move: its 16-bit copy when packed, else its values.

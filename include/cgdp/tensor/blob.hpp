@@ -3,6 +3,7 @@
 // parameter and gradient buffers), so that whole chunks of parameters move in one copy.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -79,6 +80,12 @@ class Blob {
   // contents are not copied; the blob can no longer grow. Blobs aliasing it must alias again.
   void bind_data(T* data);
   bool data_is_planned() const { return data_bound_; }
+  // Where a planned net keeps these values in 16 bits (layer_precision()) for backward readers
+  // that read them so (Layer::backward_reads_packed): set from their last forward use to their
+  // last backward one, when every backward reader does (then the values are never widened back
+  // and data() holds other bytes by then); nullptr otherwise. Aliases follow their source.
+  const uint16_t* packed_values() const { return data_owner()->packed_values_; }
+  void bind_packed_values(const uint16_t* values) { packed_values_ = values; }
   // Allocates no memory until the net has planned it, once every shape is known: the values
   // until bind_data, the gradient until bind_diff or allocate_deferred_diff.
   void defer_memory() { data_deferred_ = diff_deferred_ = true; }
@@ -122,6 +129,7 @@ class Blob {
   DeviceBuffer owned_diff_;
   T* data_ = nullptr;
   T* diff_ = nullptr;
+  const uint16_t* packed_values_ = nullptr;
   bool on_host_ = false;         // bind_to_host (or shared with a blob bound there)
   bool values_on_host_ = false;  // hold_values_on_host: data_ points into host_values_
   std::vector<T> host_values_;
