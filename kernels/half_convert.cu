@@ -81,6 +81,9 @@ struct StoreNarrow {
   Half16 type;
   __device__ void operator()(uint16_t& out, float in) const { out = to_half(in, type); }
 };
+struct StoreCopy {
+  __device__ void operator()(uint16_t& out, uint16_t in) const { out = in; }
+};
 struct StoreWiden {
   Half16 type;
   __device__ void operator()(float& out, uint16_t in) const { out = from_half(in, type); }
@@ -110,6 +113,18 @@ void narrow_to_channels_last(const float* src, uint16_t* dst, int64_t images, in
   if (channels == 1 || spatial == 1)  // NCHW and NHWC are the same order
     return narrow(src, dst, images * channels * spatial, type, nullptr, stream);
   transpose(src, dst, images, channels, spatial, StoreNarrow{type}, stream);
+}
+
+void transpose_to_channels_last(const uint16_t* src, uint16_t* dst, int64_t images,
+                                int64_t channels, int64_t spatial, cudaStream_t stream) {
+  const int64_t n = images * channels * spatial;
+  if (n <= 0) return;
+  if (channels == 1 || spatial == 1) {
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * sizeof(uint16_t),
+                               cudaMemcpyDeviceToDevice, stream));
+    return;
+  }
+  transpose(src, dst, images, channels, spatial, StoreCopy{}, stream);
 }
 
 void widen_from_channels_last(const uint16_t* src, float* dst, int64_t images, int64_t channels,

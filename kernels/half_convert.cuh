@@ -26,6 +26,9 @@ void round_to_half(const float* src, float* dst, int64_t n, Half16 type, cudaStr
 // cuDNN's tensor-core kernels read without transposing on their own).
 void narrow_to_channels_last(const float* src, uint16_t* dst, int64_t images, int64_t channels,
                              int64_t spatial, Half16 type, cudaStream_t stream);
+// A 16-bit NCHW copy (a value the net keeps packed) moved into NHWC as it is.
+void transpose_to_channels_last(const uint16_t* src, uint16_t* dst, int64_t images,
+                                int64_t channels, int64_t spatial, cudaStream_t stream);
 // The way back: NHWC's 16-bit values widened into NCHW (dst = or, with `accumulate`, dst +=).
 void widen_from_channels_last(const uint16_t* src, float* dst, int64_t images, int64_t channels,
                               int64_t spatial, Half16 type, bool accumulate, cudaStream_t stream);

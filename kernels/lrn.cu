@@ -55,14 +55,24 @@ __global__ void work_kernel(const T* x, const T* scale, const T* dy, T* work, in
   }
 }
 
+// Where a column's input begins: its values, or (bf16 copy) a reader that widens them.
 template <typename T>
-__global__ void across_backward_kernel(const T* x, const T* dy, T* dx, LrnShape s, int64_t columns,
-                                       T alpha_over_n, T k, T beta) {
+__device__ const T* column_at(const T* x, int64_t at) {
+  return x + at;
+}
+__device__ lrn::Bf16Values column_at(const uint16_t* x, int64_t at) {
+  return {x + at};
+}
+
+template <typename T, typename Input>
+__global__ void across_backward_kernel(const Input* x, const T* dy, T* dx, LrnShape s,
+                                       int64_t columns, T alpha_over_n, T k, T beta) {
   const int64_t plane = s.height * s.width;
   CGDP_KERNEL_LOOP(column, columns) {
     const int64_t at = column / plane * s.channels * plane + column % plane;
-    lrn::across_backward_column(x + at, dy + at, dx + at, plane, static_cast<int>(s.channels),
-                                static_cast<int>(s.size), alpha_over_n, k, beta);
+    lrn::across_backward_column(column_at(x, at), dy + at, dx + at, plane,
+                                static_cast<int>(s.channels), static_cast<int>(s.size),
+                                alpha_over_n, k, beta);
   }
 }
 
@@ -112,6 +122,16 @@ void lrn_across_backward(const T* x, const T* dy, T* dx, const LrnShape& s, T al
   CUDA_CHECK_LAUNCH();
 }
 
+template <typename T>
+void lrn_across_backward_bf16(const uint16_t* x, const T* dy, T* dx, const LrnShape& s,
+                              T alpha_over_n, T k, T beta, cudaStream_t stream) {
+  const int64_t columns = s.num * s.height * s.width;
+  if (count(s) <= 0) return;
+  across_backward_kernel<<<blocks_for(columns), kThreads, 0, stream>>>(x, dy, dx, s, columns,
+                                                                       alpha_over_n, k, beta);
+  CUDA_CHECK_LAUNCH();
+}
+
 template void lrn_forward<float>(const float*, float*, float*, const LrnShape&, float, float, float,
                                  cudaStream_t);
 template void lrn_forward<double>(const double*, double*, double*, const LrnShape&, double, double,
@@ -124,5 +144,11 @@ template void lrn_across_backward<float>(const float*, const float*, float*, con
                                          float, float, cudaStream_t);
 template void lrn_across_backward<double>(const double*, const double*, double*, const LrnShape&,
                                           double, double, double, cudaStream_t);
+
+template void lrn_across_backward_bf16<float>(const uint16_t*, const float*, float*,
+                                              const LrnShape&, float, float, float, cudaStream_t);
+template void lrn_across_backward_bf16<double>(const uint16_t*, const double*, double*,
+                                               const LrnShape&, double, double, double,
+                                               cudaStream_t);
 
 }  // namespace cgdp::kernels

@@ -28,5 +28,9 @@ void lrn_backward(const T* x, const T* scale, const T* dy, T* work, T* dx, const
 template <typename T>
 void lrn_across_backward(const T* x, const T* dy, T* dx, const LrnShape& s, T alpha_over_n, T k,
                          T beta, cudaStream_t stream);
+// The same from x's bf16 copy (a value the net keeps packed), widened as it is read.
+template <typename T>
+void lrn_across_backward_bf16(const uint16_t* x, const T* dy, T* dx, const LrnShape& s,
+                              T alpha_over_n, T k, T beta, cudaStream_t stream);
 
 }  // namespace cgdp::kernels

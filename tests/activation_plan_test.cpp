@@ -424,11 +424,11 @@ TEST(ActivationPlan, ANetPacksWhatItsReadersRoundAnyway) {
       if (a.packed) names.insert(cat(a.name, a.read_packed ? " (read packed)" : ""));
     return names;
   };
-  // What only a ReLU's mask reads back (here inside the convolutions) is read from the copy; ip1's
-  // output is ip2's input too.
+  // What only ReLU masks (here inside the convolutions) and convolutions read back is read from
+  // the copy; an inner product's input is widened.
   EXPECT_EQ(packed_units(Precision::kBf16),
-            (std::set<std::string>{"data", "conv1 (read packed)", "pool1", "conv2 (read packed)",
-                                   "pool2", "ip1"}));
+            (std::set<std::string>{"data (read packed)", "conv1 (read packed)",
+                                   "pool1 (read packed)", "conv2 (read packed)", "pool2", "ip1"}));
   EXPECT_EQ(packed_units(Precision::kFp16), packed_units(Precision::kBf16));
   EXPECT_TRUE(packed_units(Precision::kFp32).empty());
 }
@@ -469,13 +469,13 @@ TEST(ActivationPlan, RoundingPacksAlsoHoldBatchNormsKeptValuesIn16Bits) {
 }
 
 // A step widens its packs before its compute writes the gradients it starts, so such a gradient
-// may take a widened pack's bytes: resnet_small's plan does (ExactPacking trains it to the very
-// bits of a run without packs).
+// may take a widened pack's bytes: fashion_cnn's plan does, where ip1 widens pool2 and writes its
+// gradient (ExactPacking trains it to the very bits of a run without packs).
 TEST(ActivationPlan, AGradientMayTakeTheBytesOfAPackWidenedAtItsFirstStep) {
-  const proto::NetParameter model = load_model(find_model_file("resnet_small"));
+  const proto::NetParameter model = load_model(find_model_file("fashion_cnn"));
   const ScopedLayerPrecision layers_in(Precision::kBf16);
   MeasuringDevice device;
-  Net<float> net(model, Phase::Train, device, 4, 1, "resnet_small", ActivationMemory::Planned);
+  Net<float> net(model, Phase::Train, device, 4, 1, "fashion_cnn", ActivationMemory::Planned);
   net.plan_activations(kNoArenaLimit, nullptr, Packing::Exact);
   const ActivationPlan& plan = net.activation_plan();
   expect_disjoint(plan);

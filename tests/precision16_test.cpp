@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <ostream>
 #include <random>
@@ -16,11 +17,13 @@
 #include <vector>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/device/cpu_device.hpp"
 #include "cgdp/device/cuda_options.hpp"
 #include "cgdp/device/devices.hpp"
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
 #include "cgdp/layers/lrn_column.hpp"
+#include "cgdp/layers/registry.hpp"
 #include "cgdp/solver/loss_scale.hpp"
 #include "cgdp/tensor/channel_blocks.hpp"
 #include "support/layer_case.hpp"
@@ -172,7 +175,9 @@ TEST_P(Layer16, MatchesItsFp32TwinWithinTheRoundingOfItsOperands) {
 // The same layers on cuDNN's and cuBLAS's 16-bit kernels against the CPU's fp32 twin, under
 // `--layout fastest` (convolutions with channels in 8s take their operands channels last) and
 // `--layout nchw`.
-class Layer16OnCuda : public ::testing::TestWithParam<std::tuple<Layer16Case, Precision, bool>> {
+// A suite's CUDA device and stream, opened once for its tests (none without a GPU).
+template <typename Param>
+class CudaSuite : public ::testing::TestWithParam<Param> {
  protected:
   static void SetUpTestSuite() {
     if (cuda_device_count() == 0) return;
@@ -186,11 +191,11 @@ class Layer16OnCuda : public ::testing::TestWithParam<std::tuple<Layer16Case, Pr
     stream_ = nullptr;
     device_ = nullptr;
   }
-  static Device* device_;
-  static Stream* stream_;
+  static inline Device* device_ = nullptr;
+  static inline Stream* stream_ = nullptr;
 };
-Device* Layer16OnCuda::device_ = nullptr;
-Stream* Layer16OnCuda::stream_ = nullptr;
+
+class Layer16OnCuda : public CudaSuite<std::tuple<Layer16Case, Precision, bool>> {};
 
 // Besides the CPU's bound: one more rounding (u) where cuDNN writes 16-bit results before they
 // are widened, and twice the operands' and sums' terms for the transforms (Winograd, FFT) cuDNN
@@ -402,6 +407,139 @@ TEST(LrnFrom16Bits, BackwardMovesByNoMoreThanTheRoundingOfItsInput) {
     EXPECT_LT(std::sqrt(error_norm / norm), u);  // measured: 0.16u (the layer), 0.18u (column)
   }
 }
+
+// What a planned net keeps only as a 16-bit copy (Blob::packed_values,
+// Layer::backward_reads_packed) a layer's backward reads from that copy, to the bits it gets from
+// the values widened back, while the fp32 bytes hold something else (NaN here): ReLU (plain and
+// leaky; zeros, tiny values and infinity among its inputs), a convolution's input (im2col + GEMM
+// with one channel, oneDNN with 16, channels last on CUDA), LRN across channels (NCHW, and a
+// channel block of 16 on the CPU).
+struct PackedRead {
+  std::string name, text;
+  Shape bottom;
+  Precision precision;
+  int64_t block = 1;
+};
+
+void PrintTo(const PackedRead& k, std::ostream* os) {
+  *os << k.name;
+}
+
+// One backward after a forward, from `y` (the forward's input values in another blob, so that
+// no layer finds there what its forward read) or, `packed`, from their 16-bit copy alone: the
+// input's and parameters' gradients.
+std::vector<float> backward_reading(const PackedRead& k, bool packed, Device* gpu = nullptr,
+                                    Stream* stream = nullptr) {
+  const PrecisionScope scope(k.precision);
+  Device& device = gpu ? *gpu : default_cpu_device();
+  const std::unique_ptr<Layer<float>> layer =
+      create_layer<float>(testing::parse_layer(k.text), device);
+  Blob<float> x(device, k.bottom), y(device, k.bottom), top(device);
+  std::vector<float> values = output_gradient(x.count(), false);
+  const float specials[] = {0.f, -0.f, 1e-30f, -1e-30f, std::numeric_limits<float>::infinity()};
+  if (k.text.find("ReLU") != std::string::npos)
+    std::copy(std::begin(specials), std::end(specials), values.begin());
+  round_to_precision(k.precision, values.data(), values.data(), x.count());
+  for (Blob<float>* b : {&x, &y}) {
+    b->set_channel_block(k.block);
+    upload(*b, values);
+  }
+  Rng rng(5);
+  layer->setup({&x}, {&top}, rng);
+  top.set_channel_block(k.block);
+  EXPECT_TRUE(layer->backward_reads_packed(y, {&y}, {&top}));
+  for (const auto& p : layer->params())
+    upload(*p, std::vector<float>(static_cast<size_t>(p->count()), 0.25f), true);
+  RunContext ctx;
+  ctx.stream = stream;
+  const auto on_device = [&](const std::function<void()>& work) {
+    if (!stream) return work();
+    stream->submit(work);
+    stream->synchronize();
+  };
+  on_device([&] { layer->forward(ctx, {&x}, {&top}); });
+  upload(top, output_gradient(top.count(), false), true);
+  std::vector<uint16_t> bits(static_cast<size_t>(y.count()));
+  narrow_to_precision(k.precision, values.data(), bits.data(), y.count());
+  DeviceBuffer copy(device, bits.size() * sizeof(uint16_t));
+  device.copy(copy.get(), bits.data(), bits.size() * sizeof(uint16_t));
+  if (packed) {
+    upload(y, std::vector<float>(values.size(), std::numeric_limits<float>::quiet_NaN()));
+    y.bind_packed_values(static_cast<const uint16_t*>(copy.get()));
+  }
+  on_device([&] { layer->backward(ctx, {&top}, {true}, {&y}); });
+  std::vector<float> gradients = to_host(y, true);
+  for (const auto& p : layer->params()) {
+    const std::vector<float> diff = to_host(*p, true);
+    gradients.insert(gradients.end(), diff.begin(), diff.end());
+  }
+  return gradients;
+}
+
+void expect_same_bits_from_the_copy(const PackedRead& k, Device* gpu = nullptr,
+                                    Stream* stream = nullptr) {
+  const std::vector<float> widened = backward_reading(k, false, gpu, stream);
+  const std::vector<float> packed = backward_reading(k, true, gpu, stream);
+  ASSERT_EQ(widened.size(), packed.size());
+  EXPECT_EQ(0, std::memcmp(widened.data(), packed.data(), widened.size() * sizeof(float)));
+  EXPECT_GT(std::count_if(widened.begin(), widened.end(), [](float g) { return g != 0; }), 0);
+}
+
+std::vector<PackedRead> packed_read_cases() {
+  const std::string conv =
+      cat("type: 'Convolution' convolution_param { num_output: 16 kernel_size: 3 pad: 1 ", kFillers,
+          " }");
+  const std::string lrn = "type: 'LRN' lrn_param { local_size: 5 alpha: 2 beta: 0.75 }";
+  return {{"relu_bf16", "type: 'ReLU'", {2, 3, 4, 5}, Precision::kBf16},
+          {"relu_fp16", "type: 'ReLU'", {2, 3, 4, 5}, Precision::kFp16},
+          {"leaky_relu_bf16",
+           "type: 'ReLU' relu_param { negative_slope: 0.1 }",
+           {2, 3, 4, 5},
+           Precision::kBf16},
+          {"conv_1_channel_bf16", conv, {2, 1, 6, 6}, Precision::kBf16},
+          {"conv_16_channels_bf16", conv, {2, 16, 6, 6}, Precision::kBf16},
+          {"conv_16_channels_fp16", conv, {2, 16, 6, 6}, Precision::kFp16},
+          {"lrn_bf16", lrn, {2, 32, 3, 4}, Precision::kBf16},
+          {"lrn_block16_bf16", lrn, {2, 32, 3, 4}, Precision::kBf16, 16}};
+}
+
+std::string packed_read_name(const ::testing::TestParamInfo<PackedRead>& info) {
+  return info.param.name;
+}
+
+class ReadsPacked : public ::testing::TestWithParam<PackedRead> {};
+
+TEST_P(ReadsPacked, GetsTheBitsOfTheValuesWidenedBack) {
+  expect_same_bits_from_the_copy(GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Layers, ReadsPacked, ::testing::ValuesIn(packed_read_cases()),
+                         packed_read_name);
+
+// The same on CUDA (the CPU's channel blocks aside), convolutions with channels last and in NCHW.
+class ReadsPackedOnCuda : public CudaSuite<std::tuple<PackedRead, bool>> {};
+
+TEST_P(ReadsPackedOnCuda, GetsTheBitsOfTheValuesWidenedBack) {
+  if (!device_) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
+  const auto& [k, channels_last] = GetParam();
+  const ScopedChannelBlocks layout(channels_last);
+  expect_same_bits_from_the_copy(k, device_, stream_);
+}
+
+std::vector<PackedRead> packed_read_cuda_cases() {
+  std::vector<PackedRead> cases;
+  for (const PackedRead& k : packed_read_cases())
+    if (k.block == 1) cases.push_back(k);
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Layers, ReadsPackedOnCuda,
+                         ::testing::Combine(::testing::ValuesIn(packed_read_cuda_cases()),
+                                            ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<std::tuple<PackedRead, bool>>& info) {
+                           return cat(std::get<0>(info.param).name,
+                                      std::get<1>(info.param) ? "_fastest" : "_nchw");
+                         });
 
 // Which convolutions hand cuDNN their 16-bit operands channels last follows from the layer's
 // shape and the run's settings alone, so it is checked here, GPU or not.

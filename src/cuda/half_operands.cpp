@@ -48,6 +48,14 @@ uint16_t* narrow_channels_last(Stream& stream, const float* src, uint16_t* dst,
   return dst;
 }
 
+const void* packed_operand(Stream& stream, const uint16_t* packed, uint16_t* copy,
+                           const HalfLayout& layout) {
+  if (!layout.channels_last) return packed;
+  kernels::transpose_to_channels_last(packed, copy, layout.images, layout.channels, layout.spatial,
+                                      native_stream(stream));
+  return copy;
+}
+
 void widen_channels_last(Stream& stream, const uint16_t* src, float* dst, const HalfLayout& layout,
                          bool accumulate) {
   kernels::widen_from_channels_last(src, dst, layout.images, layout.channels, layout.spatial,

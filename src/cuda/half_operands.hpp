@@ -50,6 +50,10 @@ uint16_t* narrow_channels_last(Stream& stream, const float* src, uint16_t* dst,
 void widen_channels_last(Stream& stream, const uint16_t* src, float* dst, const HalfLayout& layout,
                          bool accumulate);
 
+// What a pass reads of values a planned net keeps in 16 bits already (Blob::packed_values): that
+// copy itself, or channels last, transposed into `copy`.
+const void* packed_operand(Stream& stream, const uint16_t* packed, uint16_t* copy,
+                           const HalfLayout& layout);
 // What a pass reads: `values` themselves, or (`half`) their 16-bit copy narrowed into `copy`.
 template <typename T>
 const void* operand_for(bool half, Stream& stream, const T* values, uint16_t* copy, int64_t count,

@@ -270,8 +270,10 @@ void ConvolutionLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
   const int64_t images = bottom[0]->shape(0);
   OneDnnConvolution* conv = onednn(images, bottom[0]->channel_block(), top[0]->channel_block());
   const bool rounds = !multiplies_bf16(conv);
-  const T* in =
-      rounds ? operand(Operand::kInput, bottom[0]->data(), bottom[0]->count()) : bottom[0]->data();
+  // The input from the 16-bit copy the net kept of it, when it kept only that (the same bits).
+  const uint16_t* packed_in = bottom[0]->packed_values();
+  const T* in = rounds ? operand(Operand::kInput, bottom[0]->data(), bottom[0]->count(), packed_in)
+                       : bottom[0]->data();
   const T* weight =
       rounds ? operand(Operand::kWeight, this->params_[0]->data(), this->params_[0]->count())
              : this->params_[0]->data();
@@ -287,10 +289,10 @@ void ConvolutionLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
 #ifdef CGDP_HAVE_ONEDNN
   if constexpr (std::is_same_v<T, float>) {
     if (conv)
-      return conv->backward(in, weight, out, top[0]->mutable_diff(),
-                            this->params_[0]->mutable_diff(),
-                            bias_term_ ? this->params_[1]->mutable_diff() : nullptr,
-                            propagate_down[0] ? bottom[0]->mutable_diff() : nullptr);
+      return conv->backward(
+          in, weight, out, top[0]->mutable_diff(), this->params_[0]->mutable_diff(),
+          bias_term_ ? this->params_[1]->mutable_diff() : nullptr,
+          propagate_down[0] ? bottom[0]->mutable_diff() : nullptr, rounds ? nullptr : packed_in);
   }
 #endif
   const int threads = image_threads(images);

@@ -95,7 +95,11 @@ void ConvolutionLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>&
                 weights = this->params_[0]->count();
   const HalfOperands o =
       s.half() ? half_operands(stream, inputs, outputs, weights) : HalfOperands{};
-  const void* x = operand_for(s.half(), stream, bottom[0]->data(), o.input, inputs, s.x_layout);
+  // The input from the copy the net kept of it, when it kept only that (the same 16 bits).
+  const uint16_t* packed = s.half() ? bottom[0]->packed_values() : nullptr;
+  const void* x =
+      packed ? packed_operand(stream, packed, o.input, s.x_layout)
+             : operand_for(s.half(), stream, bottom[0]->data(), o.input, inputs, s.x_layout);
   const void* dy = operand_for(s.half(), stream, top[0]->diff(), o.output, outputs, s.y_layout);
   void* dw = result_for(s.half(), this->params_[0]->mutable_diff(), o.weights);
   if (!s.backward_filter)

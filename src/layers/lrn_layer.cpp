@@ -11,9 +11,12 @@
 #include "cgdp/layers/lrn_layer.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
+#include "cgdp/core/error.hpp"
 #include "cgdp/tensor/channel_blocks.hpp"
 
 namespace cgdp {
@@ -41,6 +44,17 @@ void times_inverse_power(const T* scale, T beta, const T* a, T* out, int64_t cou
     const T term = a[i] * std::pow(scale[i], -beta);
     out[i] = kAdd ? out[i] + term : term;
   }
+}
+
+// A bf16 number's value: an element of the input's packed copy (Blob::packed_values).
+inline float bf16_value(uint16_t bits) {
+  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+}
+
+template <typename T>
+void widen_bf16(const uint16_t* bits, T* out, int64_t count) {
+#pragma omp simd
+  for (int64_t i = 0; i < count; ++i) out[i] = static_cast<T>(bf16_value(bits[i]));
 }
 
 // a * scale^-beta for one element, as times_inverse_power computes it.
@@ -204,7 +218,8 @@ void LRNLayer<T>::forward_across(const T* in, T* out) {
 }
 
 template <typename T>
-void LRNLayer<T>::backward_across(const T* in, const T* out_diff, T* in_diff) const {
+void LRNLayer<T>::backward_across(const T* in, const uint16_t* packed, const T* out_diff,
+                                  T* in_diff) const {
   const int64_t channels = shape_[1], plane = shape_[2] * shape_[3], half = (size_ - 1) / 2;
   const int64_t tiles = (plane + kTile - 1) / kTile;
   const T factor = -2 * alpha_over_n_ * beta_;
@@ -213,13 +228,20 @@ void LRNLayer<T>::backward_across(const T* in, const T* out_diff, T* in_diff) co
   {
     std::vector<T> ratios(static_cast<size_t>(channels * kTile));
     std::vector<T> out(static_cast<size_t>(kTile));  // one row of top, again
+    std::vector<T> widened(packed ? static_cast<size_t>(channels * kTile) : 0);  // the tile's input
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < shape_[0] * tiles; ++t) {
       const int64_t j0 = (t % tiles) * kTile, width = std::min(kTile, plane - j0);
       const int64_t base = (t / tiles) * channels * plane + j0;
+      if (packed)
+        for (int64_t c = 0; c < channels; ++c)
+          widen_bf16(packed + base + c * plane, widened.data() + c * kTile, width);
+      const auto input = [&](int64_t c) {
+        return packed ? widened.data() + c * kTile : in + base + c * plane;
+      };
       for (int64_t c = 0; c < channels; ++c) {
         const int64_t at = base + c * plane;
-        times_inverse_power<false>(scale + at, beta_, in + at, out.data(), width);
+        times_inverse_power<false>(scale + at, beta_, input(c), out.data(), width);
 #pragma omp simd
         for (int64_t j = 0; j < width; ++j)
           ratios[c * kTile + j] = out_diff[at + j] * out[j] / scale[at + j];
@@ -229,8 +251,9 @@ void LRNLayer<T>::backward_across(const T* in, const T* out_diff, T* in_diff) co
         T* sum = in_diff + at;  // the window's sum until the gradient replaces it
         channel_window(ratios.data(), std::max<int64_t>(c - half, 0),
                        std::min(c + half, channels - 1), width, sum);
+        const T* x = input(c);
 #pragma omp simd
-        for (int64_t j = 0; j < width; ++j) sum[j] *= factor * in[at + j];
+        for (int64_t j = 0; j < width; ++j) sum[j] *= factor * x[j];
         times_inverse_power<true>(scale + at, beta_, out_diff + at, sum, width);
       }
     }
@@ -257,27 +280,35 @@ void LRNLayer<T>::forward_blocked(const T* in, T* out, int64_t block) {
 }
 
 template <typename T>
-void LRNLayer<T>::backward_blocked(const T* in, const T* out_diff, T* in_diff,
-                                   int64_t block) const {
+void LRNLayer<T>::backward_blocked(const T* in, const uint16_t* packed, const T* out_diff,
+                                   T* in_diff, int64_t block) const {
   const int64_t channels = shape_[1];
   const T factor = -2 * alpha_over_n_ * beta_, beta = beta_;
   const T* scale = scale_.data();
-  const auto ratio = [=](int64_t e) {
-    return out_diff[e] * times_inverse_power_of(in[e], scale[e], beta) / scale[e];
-  };
-  const auto gradient = [&](auto run, int64_t positions, const T* window) {
-    for (int64_t c0 = 0; c0 < channels; c0 += block) {
-      const int64_t at = run(c0);
-      for (int64_t r = 0; r < positions; ++r)
+  // x(e): the input's element e, from its values or its bf16 copy.
+  const auto backward_reading = [&](auto x) {
+    const auto ratio = [=](int64_t e) {
+      return out_diff[e] * times_inverse_power_of(x(e), scale[e], beta) / scale[e];
+    };
+    const auto gradient = [&](auto run, int64_t positions, const T* window) {
+      for (int64_t c0 = 0; c0 < channels; c0 += block) {
+        const int64_t at = run(c0);
+        for (int64_t r = 0; r < positions; ++r)
 #pragma omp simd
-        for (int64_t b = 0; b < block; ++b) {
-          const int64_t e = at + r * block + b;
-          in_diff[e] = window[r * channels + c0 + b] * (factor * in[e]);
-        }
-      times_inverse_power<true>(scale + at, beta_, out_diff + at, in_diff + at, positions * block);
-    }
+          for (int64_t b = 0; b < block; ++b) {
+            const int64_t e = at + r * block + b;
+            in_diff[e] = window[r * channels + c0 + b] * (factor * x(e));
+          }
+        times_inverse_power<true>(scale + at, beta_, out_diff + at, in_diff + at,
+                                  positions * block);
+      }
+    };
+    for_each_position_tile<T>(shape_, block, size_, ratio, gradient);
   };
-  for_each_position_tile<T>(shape_, block, size_, ratio, gradient);
+  if (packed)
+    backward_reading([packed](int64_t e) { return static_cast<T>(bf16_value(packed[e])); });
+  else
+    backward_reading([in](int64_t e) { return in[e]; });
 }
 
 template <typename T>
@@ -308,9 +339,12 @@ void LRNLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
   const T* in = bottom[0]->data();
   const T* out_diff = top[0]->diff();
   T* in_diff = bottom[0]->mutable_diff();
+  // The input's bf16 copy, when the net keeps only that (backward_reads_packed: across channels).
+  const uint16_t* packed = bottom[0]->packed_values();
   const int64_t block = bottom[0]->channel_block();
-  if (block > 1) return backward_blocked(in, out_diff, in_diff, block);
-  if (across_channels_) return backward_across(in, out_diff, in_diff);
+  if (block > 1) return backward_blocked(in, packed, out_diff, in_diff, block);
+  if (across_channels_) return backward_across(in, packed, out_diff, in_diff);
+  CGDP_ASSERT(!packed);
   const int64_t count = bottom[0]->count();
   T* ratios = work_.mutable_data();
   const T* scale = scale_.data();

@@ -66,10 +66,15 @@ void LRNLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>& top,
   auto& s = this->template backend_state<LrnCuda>();
   const kernels::LrnShape shape{shape_[0], shape_[1], shape_[2],
                                 shape_[3], size_,     across_channels_};
-  if (this->cuda_runs_cudnn())  // cuDNN's backward would read top: compute from x alone instead
+  if (this->cuda_runs_cudnn()) {  // cuDNN's backward would read top: compute from x alone instead
+    if (const uint16_t* packed = bottom[0]->packed_values())  // x's bf16 copy: the net kept only it
+      return kernels::lrn_across_backward_bf16(packed, top[0]->diff(), bottom[0]->mutable_diff(),
+                                               shape, alpha_over_n_, k_, beta_,
+                                               native_stream(stream));
     return kernels::lrn_across_backward(bottom[0]->data(), top[0]->diff(),
                                         bottom[0]->mutable_diff(), shape, alpha_over_n_, k_, beta_,
                                         native_stream(stream));
+  }
   T* work = ensure_buffer<T>(s.work, this->device(), stream, bottom[0]->count());
   kernels::lrn_backward(bottom[0]->data(), static_cast<const T*>(s.scale.get()), top[0]->diff(),
                         work, bottom[0]->mutable_diff(), shape, alpha_over_n_, beta_,

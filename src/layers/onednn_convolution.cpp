@@ -30,6 +30,7 @@ struct OneDnnConvolution::Impl {
   // src, diff_dst, diff_weights (added to the layer's by its reorder: Caffe accumulates).
   std::optional<Staged> src, weights, dst, bd_diff_dst, bd_weights, bd_diff_src, bw_src,
       bw_diff_dst, bw_diff_weights;
+  std::optional<Staged> bw_src_packed;  // bf16: from the input's bf16 copy in the caller's layout
   // Layouts that coincide, so one reorder serves both: forward's src and backward-weights' (then
   // the bottom forward reordered is reused, `src_loaded`), and the two backward diff_dst's.
   bool shared_src = false, shared_diff_dst = false;
@@ -89,13 +90,15 @@ int64_t block_of(const memory::desc& desc, const memory::dims& dims, Type type) 
   return 1;
 }
 
-// The caller's fp32 tensor in channel block `block`, named as the primitive's `wanted` layout is
-// where the two coincide, so that Staged sees them equal and binds the caller's buffer.
-memory::desc caller_desc(const memory::dims& dims, int64_t block, const memory::desc& wanted) {
+// The caller's tensor (fp32, or a bf16 copy) in channel block `block`, named as the primitive's
+// `wanted` layout is where the two coincide, so that Staged sees them equal and binds the caller's
+// buffer.
+memory::desc caller_desc(const memory::dims& dims, int64_t block, const memory::desc& wanted,
+                         Type type = Type::f32) {
   const std::vector<Tag> tags = block_tags(dims, block);
   for (Tag tag : tags)
-    if (wanted == memory::desc(dims, wanted.data_type(), tag)) return plain(dims, tag);
-  return plain(dims, tags.empty() ? Tag::nchw : tags.front());
+    if (wanted == memory::desc(dims, wanted.data_type(), tag)) return memory::desc(dims, type, tag);
+  return memory::desc(dims, type, tags.empty() ? Tag::nchw : tags.front());
 }
 
 dnnl::convolution_forward::primitive_desc forward_desc(const OneDnnShape& s,
@@ -155,6 +158,9 @@ OneDnnConvolution::Impl::Impl(const OneDnnShape& s) : shape(s) {
   bd_weights.emplace(plain_weights, bwd_data.weights_desc(), true, false);
   bd_diff_src.emplace(plain_src, bwd_data.diff_src_desc(), false, true);
   bw_src.emplace(plain_src, bwd_weights.src_desc(), true, false);
+  if (s.bf16)
+    bw_src_packed.emplace(caller_desc(d.src, s.src_block, bwd_weights.src_desc(), Type::bf16),
+                          bwd_weights.src_desc(), true, false);
   bw_diff_dst.emplace(plain_dst, bwd_weights.diff_dst_desc(), true, false);
   bw_diff_weights.emplace(plain_weights, bwd_weights.diff_weights_desc(), false, true,
                           /*accumulate=*/true);
@@ -212,7 +218,7 @@ void OneDnnConvolution::forward(const float* in, const float* weight, const floa
 
 void OneDnnConvolution::backward(const float* in, const float* weight, const float* out,
                                  float* out_diff, float* weight_diff, float* bias_diff,
-                                 float* in_diff) {
+                                 float* in_diff, const uint16_t* in_packed) {
   Impl& m = *impl_;
   if (m.shape.relu &&
       out) {  // the absorbed ReLU's backward, in place as the layer would have run it
@@ -222,7 +228,9 @@ void OneDnnConvolution::backward(const float* in, const float* weight, const flo
       relu_gradient(out + n * image, out_diff + n * image, out_diff + n * image, image);
   }
   // The bottom is unchanged since forward (Caffe's contract: backward reads what forward read).
-  memory& src = m.shared_src && in == m.src_loaded ? m.src->inner : m.bw_src->load(m.stream, in);
+  memory& src = m.shared_src && in == m.src_loaded ? m.src->inner
+                : in_packed && m.bw_src_packed     ? m.bw_src_packed->load(m.stream, in_packed)
+                                                   : m.bw_src->load(m.stream, in);
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, src},
       {DNNL_ARG_DIFF_DST, m.bw_diff_dst->load(m.stream, out_diff)},

@@ -44,11 +44,13 @@ class OneDnnConvolution {
   // out = conv(in, weight) + bias (then max(0, .) with relu). `bias` is null without a bias.
   void forward(const float* in, const float* weight, const float* bias, float* out);
   // With relu and `out`, first zeroes out_diff where out is not positive (in place, as the ReLU
-  // layer's backward would); a null `out`: the caller did. Adds the weight and bias gradients to
+  // layer's backward would); a null `out`: the caller did. `in_packed` (bf16 shapes): the input's
+  // bf16 copy in the caller's layout, read instead of `in`. Adds the weight and bias gradients to
   // weight_diff and bias_diff (bias_diff null without a bias) and overwrites in_diff unless it is
   // null.
   void backward(const float* in, const float* weight, const float* out, float* out_diff,
-                float* weight_diff, float* bias_diff, float* in_diff);
+                float* weight_diff, float* bias_diff, float* in_diff,
+                const uint16_t* in_packed = nullptr);
 
  private:
   explicit OneDnnConvolution(const OneDnnShape& shape);

@@ -25,11 +25,17 @@ bool rounds_operands() {
   return std::is_same_v<T, float> && is_16_bit(layer_precision());
 }
 
-// `values` as the layer multiplies them: a rounded copy when rounds_operands<T>().
+// The same copy from values a planned net keeps in 16 bits already (Blob::packed_values):
+// widened, the very values rounded_copy gives.
+const float* widened_copy(Operand slot, const uint16_t* packed, int64_t count);
+
+// `values` as the layer multiplies them: a rounded copy when rounds_operands<T>(), widened from
+// `packed` when the net keeps only that.
 template <typename T>
-const T* operand(Operand slot, const T* values, int64_t count) {
+const T* operand(Operand slot, const T* values, int64_t count, const uint16_t* packed = nullptr) {
   if constexpr (std::is_same_v<T, float>)
-    if (rounds_operands<T>()) return rounded_copy(slot, values, count);
+    if (rounds_operands<T>())
+      return packed ? widened_copy(slot, packed, count) : rounded_copy(slot, values, count);
   return values;
 }
 

@@ -43,10 +43,11 @@ class ConvolutionLayer final : public Layer<T> {
                                    const BlobVec<T>&) const override {
     return true;
   }
-  // An absorbed ReLU reads that sign from the output's 16-bit copy itself (not yet the input).
+  // It multiplies its input's 16-bit copy itself, and an absorbed ReLU reads the output's sign
+  // from its copy.
   bool backward_reads_packed(const Blob<T>& blob, const BlobVec<T>& bottom,
                              const BlobVec<T>& top) const override {
-    return relu_ && &blob == top[0] && &blob != bottom[0];
+    return &blob == bottom[0] || (relu_ && &blob == top[0]);
   }
 
   // The per-image GEMM shapes, per group: out_channels x out_pixels (x) col_rows x out_pixels.

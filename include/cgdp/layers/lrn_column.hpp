@@ -7,6 +7,7 @@
 #pragma once
 
 #include <math.h>
+#include <string.h>
 
 #include <cstdint>
 
@@ -28,11 +29,22 @@ CGDP_LRN_FN T inverse_power(T scale, T beta) {
   return beta == T(0.75) ? T(1) / sqrt(scale * sqrt(scale)) : pow(scale, -beta);
 }
 
-// x, dy, dx point at the column's channel 0; channel c is c * stride elements further. size: the
-// window (odd, at most kMaxColumnWindow).
-template <typename T>
-CGDP_LRN_FN void across_backward_column(const T* x, const T* dy, T* dx, int64_t stride,
-                                        int channels, int size, T alpha_over_n, T k, T beta) {
+// bf16 numbers read as floats: the column's input from a copy kept in bf16 (Blob::packed_values).
+struct Bf16Values {
+  const uint16_t* bits;
+  CGDP_LRN_FN float operator[](int64_t i) const {
+    uint32_t word = static_cast<uint32_t>(bits[i]) << 16;
+    float value;
+    memcpy(&value, &word, sizeof value);
+    return value;
+  }
+};
+
+// x (a pointer, or Bf16Values), dy, dx hold the column's channel 0; channel c is c * stride
+// elements further. size: the window (odd, at most kMaxColumnWindow).
+template <typename T, typename Input>
+CGDP_LRN_FN void across_backward_column(Input x, const T* dy, T* dx, int64_t stride, int channels,
+                                        int size, T alpha_over_n, T k, T beta) {
   const int half = (size - 1) / 2;
   T squares[kRing], ratios[kRing], powers[kRing];  // by channel % kRing
   const auto window = [&](const T* ring, int c) {

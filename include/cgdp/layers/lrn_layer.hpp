@@ -40,6 +40,13 @@ class LRNLayer final : public Layer<T> {
                           const BlobVec<T>&) const override {
     return &blob == bottom[0] && layer_precision() == Precision::kBf16;
   }
+  // ACROSS_CHANNELS reads that input from its bf16 copy itself (on CUDA where cuDNN computes the
+  // forward, whose backward is lrn_column.hpp's).
+  bool backward_reads_packed(const Blob<T>& blob, const BlobVec<T>& bottom,
+                             const BlobVec<T>&) const override {
+    return &blob == bottom[0] && across_channels_ &&
+           (this->device().kind() == DeviceKind::Cpu || cuda_runs_cudnn());
+  }
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
@@ -57,10 +64,12 @@ class LRNLayer final : public Layer<T> {
   void window_sum(const T* src, T* dst) const;
   // ACROSS_CHANNELS, fused per tile of an image's columns, whose channels stay in cache.
   void forward_across(const T* in, T* out);
-  void backward_across(const T* in, const T* out_diff, T* in_diff) const;
+  // `packed`: the input's bf16 copy (Blob::packed_values), read instead of `in` when not null.
+  void backward_across(const T* in, const uint16_t* packed, const T* out_diff, T* in_diff) const;
   // ACROSS_CHANNELS with the blobs (and scale_) in channel block `block` > 1: tiles of positions.
   void forward_blocked(const T* in, T* out, int64_t block);
-  void backward_blocked(const T* in, const T* out_diff, T* in_diff, int64_t block) const;
+  void backward_blocked(const T* in, const uint16_t* packed, const T* out_diff, T* in_diff,
+                        int64_t block) const;
 
   bool across_channels_ = true;
   int64_t size_ = 5;
