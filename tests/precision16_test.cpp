@@ -481,7 +481,10 @@ void expect_same_bits_from_the_copy(const PackedRead& k, Device* gpu = nullptr,
   const std::vector<float> widened = backward_reading(k, false, gpu, stream);
   const std::vector<float> packed = backward_reading(k, true, gpu, stream);
   ASSERT_EQ(widened.size(), packed.size());
-  EXPECT_EQ(0, std::memcmp(widened.data(), packed.data(), widened.size() * sizeof(float)));
+  if (!gpu)
+    EXPECT_EQ(0, std::memcmp(widened.data(), packed.data(), widened.size() * sizeof(float)));
+  else  // cuDNN's ReLU writes the masked zeros with a sign of its choosing
+    EXPECT_EQ(widened, packed);
   EXPECT_GT(std::count_if(widened.begin(), widened.end(), [](float g) { return g != 0; }), 0);
 }
 
