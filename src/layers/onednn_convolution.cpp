@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cgdp/core/error.hpp"
 #include "cgdp/layers/relu_layer.hpp"
 #include "layers/onednn_staging.hpp"
 
@@ -220,14 +221,15 @@ void OneDnnConvolution::backward(const float* in, const float* weight, const flo
                                  float* out_diff, float* weight_diff, float* bias_diff,
                                  float* in_diff, const uint16_t* in_packed) {
   Impl& m = *impl_;
-  if (m.shape.relu &&
-      out) {  // the absorbed ReLU's backward, in place as the layer would have run it
+  // The absorbed ReLU's backward, in place as the layer would have run it.
+  if (m.shape.relu && out) {
     const int64_t image = m.shape.num_output * m.shape.geometry.out_h() * m.shape.geometry.out_w();
 #pragma omp parallel for schedule(static)
     for (int64_t n = 0; n < m.shape.batch; ++n)
       relu_gradient(out + n * image, out_diff + n * image, out_diff + n * image, image);
   }
   // The bottom is unchanged since forward (Caffe's contract: backward reads what forward read).
+  CGDP_ASSERT(!in_packed || m.bw_src_packed);  // a bf16 copy only where the multiplies are bf16
   memory& src = m.shared_src && in == m.src_loaded ? m.src->inner
                 : in_packed && m.bw_src_packed     ? m.bw_src_packed->load(m.stream, in_packed)
                                                    : m.bw_src->load(m.stream, in);
