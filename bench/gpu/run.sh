@@ -35,7 +35,7 @@ cd "$(dirname "$0")/../.."
 carry=build-gpu/carry
 binaries=(cgdp gpu_copy_bench cuda_device_test cuda_layers_test cuda_net_test precision16_test train_test
           cgdp_equivalence_test fc_exchange_test activation_plan_test host_aggregate_bench
-          cublas_library_test)
+          cublas_library_test memory_estimate_test)
 
 die() { echo "bench/gpu/run.sh: $*" >&2; exit 1; }
 
@@ -248,6 +248,7 @@ tests() {
   "$bin/cgdp_equivalence_test" --gtest_brief=1 --gtest_filter='*cuda*' || failed=1
   "$bin/fc_exchange_test" --gtest_brief=1 --gtest_filter='*Cuda*' || failed=1
   "$bin/activation_plan_test" --gtest_brief=1 --gtest_filter='*Cuda*' || failed=1
+  "$bin/memory_estimate_test" --gtest_brief=1 --gtest_filter='*Cuda*' || failed=1
   return $failed
 }
 
