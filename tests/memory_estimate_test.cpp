@@ -468,6 +468,11 @@ TEST(MemoryBudget, InspectCountsPackedActivations) {
   EXPECT_TRUE(cuda_off.at("offload").is_null()) << cuda_off;
   EXPECT_NE(text.find("6 of 11 wait in 16 bits between forward and backward"), std::string::npos)
       << text;
+  // The data, conv1, pool1 and conv2: only convolutions and ReLU masks read them back.
+  EXPECT_EQ(on.at("offload").at("read_packed").get<int>(), 4) << on;
+  EXPECT_NE(text.find("; 4 of them read in 16 bits by every reader, never widened back"),
+            std::string::npos)
+      << text;
   // Where the arena is fullest, and what holds it there: pool1's backward, writing conv1's
   // gradient while conv1's 16-bit copy waits for its absorbed ReLU's backward to read the mask
   // from it, most bytes first.

@@ -134,6 +134,9 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
     m.packed = plan.packed_count();
     m.packed_bytes = plan.packed_bytes();
     m.rounded_bytes = plan.rounded_bytes();
+    m.read_packed = static_cast<int>(
+        std::count_if(plan.activations.begin(), plan.activations.end(),
+                      [](const PlannedActivation& a) { return a.packed && a.read_packed; }));
     m.planned_units = static_cast<int>(plan.activations.size());
     m.arena_peak = arena_peak(plan);
     std::vector<int> copy_of(plan.activations.size(), -1);
@@ -419,9 +422,12 @@ std::string describe_offload(const MemoryEstimate& m) {
     text += cat(
         "; ", m.packed, " of ", m.planned_units, " wait in 16 bits between forward and backward (",
         format_bytes(m.packed_bytes), " of values in half of that",
+        m.read_packed > 0 ? cat("; ", m.read_packed,
+                                " of them read in 16 bits by every reader, never widened back")
+                          : std::string(),
         m.rounded_bytes > 0
             ? cat("; ", format_bytes(m.rounded_bytes),
-                  " of them come back rounded, as under PyTorch's AMP; --pack-activations exact "
+                  " of them are read rounded, as under PyTorch's AMP; --pack-activations exact "
                   "keeps every bit")
             : std::string(),
         ")");

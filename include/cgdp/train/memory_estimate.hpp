@@ -63,6 +63,7 @@ struct MemoryEstimate {
   int packed = 0;                           // units that wait in 16 bits (a 16-bit run)
   int64_t packed_bytes = 0;                 // their values' fp32 size (half of it is saved)
   int64_t rounded_bytes = 0;                // of those, what comes back rounded (Packing::Rounding)
+  int read_packed = 0;   // of those, units every backward reader reads in 16 bits: never widened
   ArenaPeak arena_peak;  // the arena's fullest step and what holds its bytes there
   std::vector<OffloadCopy> offload_copies;  // one per offloaded activation
   std::vector<std::string> layer_names;     // the train net's, in order (the steps' layers)
