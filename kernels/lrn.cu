@@ -64,6 +64,17 @@ __device__ lrn::Bf16Values column_at(const uint16_t* x, int64_t at) {
   return {x + at};
 }
 
+template <typename T>
+__global__ void across_forward_kernel(const T* x, T* y, LrnShape s, int64_t columns, T alpha_over_n,
+                                      T k, T beta) {
+  const int64_t plane = s.height * s.width;
+  CGDP_KERNEL_LOOP(column, columns) {
+    const int64_t at = column / plane * s.channels * plane + column % plane;
+    lrn::across_forward_column(x + at, y + at, plane, static_cast<int>(s.channels),
+                               static_cast<int>(s.size), alpha_over_n, k, beta);
+  }
+}
+
 template <typename T, typename Input>
 __global__ void across_backward_kernel(const Input* x, const T* dy, T* dx, LrnShape s,
                                        int64_t columns, T alpha_over_n, T k, T beta) {
@@ -113,6 +124,16 @@ void lrn_backward(const T* x, const T* scale, const T* dy, T* work, T* dx, const
 }
 
 template <typename T>
+void lrn_across_forward(const T* x, T* y, const LrnShape& s, T alpha_over_n, T k, T beta,
+                        cudaStream_t stream) {
+  const int64_t columns = s.num * s.height * s.width;
+  if (count(s) <= 0) return;
+  across_forward_kernel<<<blocks_for(columns), kThreads, 0, stream>>>(x, y, s, columns,
+                                                                      alpha_over_n, k, beta);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
 void lrn_across_backward(const T* x, const T* dy, T* dx, const LrnShape& s, T alpha_over_n, T k,
                          T beta, cudaStream_t stream) {
   const int64_t columns = s.num * s.height * s.width;
@@ -140,6 +161,10 @@ template void lrn_backward<float>(const float*, const float*, const float*, floa
                                   const LrnShape&, float, float, cudaStream_t);
 template void lrn_backward<double>(const double*, const double*, const double*, double*, double*,
                                    const LrnShape&, double, double, cudaStream_t);
+template void lrn_across_forward<float>(const float*, float*, const LrnShape&, float, float, float,
+                                        cudaStream_t);
+template void lrn_across_forward<double>(const double*, double*, const LrnShape&, double, double,
+                                         double, cudaStream_t);
 template void lrn_across_backward<float>(const float*, const float*, float*, const LrnShape&, float,
                                          float, float, cudaStream_t);
 template void lrn_across_backward<double>(const double*, const double*, double*, const LrnShape&,

@@ -23,6 +23,11 @@ void lrn_forward(const T* x, T* scale, T* y, const LrnShape& s, T alpha_over_n, 
 template <typename T>
 void lrn_backward(const T* x, const T* scale, const T* dy, T* work, T* dx, const LrnShape& s,
                   T alpha_over_n, T beta, cudaStream_t stream);
+// ACROSS_CHANNELS' forward one column per thread (layers/lrn_column.hpp), y possibly x: the
+// layer in place (s.size at most lrn::kMaxColumnWindow), which keeps no scale.
+template <typename T>
+void lrn_across_forward(const T* x, T* y, const LrnShape& s, T alpha_over_n, T k, T beta,
+                        cudaStream_t stream);
 // ACROSS_CHANNELS (s.size at most lrn::kMaxColumnWindow) from x and dy alone, one column of
 // channels per thread (layers/lrn_column.hpp): after cuDNN's forward, which keeps no scale.
 template <typename T>

@@ -54,15 +54,26 @@ void expect_disjoint(const ActivationPlan& plan) {
     std::string name;
     Occupant bytes;
     int widened = -1, first_written = -1;  // a pack's last step, a gradient's first
+    int unit = -1, takes_bytes_of = -1;    // values: which unit, and whose bytes it takes
   };
   std::vector<Buffer> all;
-  for (const PlannedActivation& a : plan.activations) {
-    all.push_back({a.name, {plan.live(a), a.bytes, a.offset}});
+  for (size_t k = 0; k < plan.activations.size(); ++k) {
+    const PlannedActivation& a = plan.activations[k];
+    all.push_back(
+        {a.name, {plan.live(a), a.bytes, a.offset}, -1, -1, static_cast<int>(k), a.takes_bytes_of});
     if (a.packed)
       all.push_back({a.name + " (16-bit)",
                      {plan.pack_live(a), ActivationPlan::pack_bytes(a), a.pack_offset},
                      a.read_packed ? -1 : a.first_backward});
   }
+  // An output written over its input meets it at its writer's step, in the same bytes.
+  const auto written_over = [&](const Buffer& a, const Buffer& b) {
+    if (a.unit < 0 || b.takes_bytes_of != a.unit) return false;
+    const PlannedActivation &in = plan.activations[a.unit], &out = plan.activations[b.unit];
+    EXPECT_EQ(in.offset, out.offset) << b.name;
+    EXPECT_EQ(in.written_over, out.produced) << b.name;
+    return a.bytes.live.back().last == out.produced;
+  };
   for (size_t k = 0; k < plan.gradients.size(); ++k) {
     const PlannedGradient& g = plan.gradients[k];
     all.push_back({cat("gradient ", k), {{g.live}, g.bytes, g.offset}, -1, g.live.first});
@@ -79,7 +90,9 @@ void expect_disjoint(const ActivationPlan& plan) {
     EXPECT_LE(a.bytes.offset + a.bytes.bytes, plan.arena_bytes) << a.name;
     for (size_t j = i + 1; j < all.size(); ++j) {
       const Buffer& b = all[j];
-      if (only_at_the_widening(a, b) || only_at_the_widening(b, a)) continue;
+      if (only_at_the_widening(a, b) || only_at_the_widening(b, a) || written_over(a, b) ||
+          written_over(b, a))
+        continue;
       EXPECT_FALSE(a.bytes.overlaps_in_time(b.bytes) && a.bytes.overlaps_in_space(b.bytes))
           << a.name << " and " << b.name;
     }
@@ -93,6 +106,36 @@ TEST(ActivationPlan, ForwardOnlyChainNeedsTwoActivations) {
   expect_disjoint(plan);
   EXPECT_EQ(plan.offloaded_count(), 0);
   EXPECT_EQ(plan.arena_bytes, 2 * 1024);  // a layer's input and output, nothing more
+}
+
+// Layer 1 writes its output over its input, which backward reads only from its 16-bit copy
+// (takes_bytes_of): the copy is taken after step 0, and the two take one place where they would
+// take two, the copy beside them.
+TEST(ActivationPlan, AnOutputWrittenOverItsInputTakesItsBytes) {
+  std::vector<PlannedActivation> units(3);
+  units[0] = {.name = "in",
+              .bytes = 1024,
+              .produced = 0,
+              .last_forward = 1,
+              .first_backward = 4,
+              .last_backward = 5,
+              .packable = true,
+              .read_packed = true};
+  units[1] = {.name = "out", .bytes = 1024, .produced = 1, .last_forward = 2};
+  units[2] = {.name = "loss", .bytes = 256, .produced = 2, .last_forward = 2, .kept_to_end = true};
+  const ActivationPlan apart = plan_activation_arena(units, 6);
+  units[1].takes_bytes_of = 0;
+  const ActivationPlan plan = plan_activation_arena(units, 6);
+  expect_disjoint(plan);
+  const PlannedActivation &in = plan.activations[0], &out = plan.activations[1];
+  EXPECT_TRUE(in.packed);
+  EXPECT_EQ(in.written_over, 1);
+  EXPECT_EQ(ActivationPlan::copy_step(in), 0);
+  EXPECT_EQ(plan.pack_live(in).front().first, 0);
+  EXPECT_EQ(in.offset, out.offset);
+  EXPECT_EQ(apart.arena_bytes, 2 * 1024 + 512);   // at step 1: both and the copy
+  EXPECT_EQ(plan.arena_bytes, 1024 + 512 + 256);  // at step 2: one, the copy and the loss
+  EXPECT_EQ(arena_peak(plan).holders.front().name, "in, then out");
 }
 
 TEST(ActivationPlan, OffloadsOnlyWhatTheLimitAsks) {
@@ -778,6 +821,58 @@ TEST(LrnBackwardFromItsInput, FreesItsOutputAfterForwardAndChangesNoBit) {
 TEST(LrnBackwardFromItsInputOnCuda, FreesItsOutputAfterForwardAndChangesNoBit) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
   expect_lrn_outputs_freed_after_forward("cuda");
+}
+
+// With rounding packs norm1's input waits for backward only as its bf16 copy, taken after relu1:
+// norm1 writes its output over it (Layer::forward_in_place), and its backward its gradient over
+// its output's (Layer::gradient_in_place); the small AlexNet trains to the bits of the run that
+// keeps them apart, in a smaller arena (conv1 four times wider: the arena is fullest about norm1).
+// norm2, within a channel, reads its fp32 input (CPU).
+void expect_lrn_writes_over_its_input(const std::string& device_kind) {
+  testing::TempDir dir;
+  TrainConfig c = lrn_net_run(dir.path(), device_kind);
+  std::string wider = kLrnNet;
+  const std::string conv1 = "num_output: 8 ";
+  wider.replace(wider.find(conv1), conv1.size(), "num_output: 32 ");
+  std::ofstream(c.model) << wider;
+  c.pack_activations = "on";
+  FILE* sink = std::fopen("/dev/null", "w");
+  c.write_outputs_over_inputs = false;
+  const PackRun apart = train_recording(c, sink);
+  c.write_outputs_over_inputs = true;
+  Trainer t(c, sink);
+  t.run();
+  std::fclose(sink);
+  const Net<float>& net = t.net();
+  EXPECT_EQ(net.blob("norm1")->data(), net.blob("conv1")->data());
+  EXPECT_NE(net.blob("norm2")->data(), net.blob("conv2")->data());
+  EXPECT_EQ(net.blob("norm1")->diff(), net.blob("conv1")->diff());
+  const ActivationPlan& plan = t.net().activation_plan();
+  const auto unit = [&](const std::string& name) {
+    for (const PlannedActivation& a : plan.activations)
+      if (a.name == name) return a;
+    ADD_FAILURE() << "no unit " << name;
+    return PlannedActivation{};
+  };
+  EXPECT_EQ(ActivationPlan::copy_step(unit("conv1")), unit("norm1").produced - 1);
+  EXPECT_GE(unit("norm1").takes_bytes_of, 0);
+  EXPECT_EQ(unit("norm2").takes_bytes_of, -1);
+  for (const PlannedActivation& a : apart.plan.activations) EXPECT_EQ(a.takes_bytes_of, -1);
+  expect_disjoint(plan);
+  EXPECT_LT(plan.arena_bytes, apart.plan.arena_bytes);
+  const std::vector<float> got = parameters(t);
+  ASSERT_EQ(got.size(), apart.after.size());
+  EXPECT_EQ(0, std::memcmp(got.data(), apart.after.data(), got.size() * sizeof(float)));
+  EXPECT_NE(apart.after, apart.before);
+}
+
+TEST(LrnInPlace, WritesOverItsPackedInputAndChangesNoBit) {
+  expect_lrn_writes_over_its_input("cpu");
+}
+
+TEST(LrnInPlaceOnCuda, WritesOverItsPackedInputAndChangesNoBit) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
+  expect_lrn_writes_over_its_input("cuda");
 }
 
 // With rounding packs (--pack-activations on) the LRNs' inputs wait in bf16 too, rounded

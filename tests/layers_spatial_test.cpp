@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -790,10 +791,11 @@ TEST(LRN, GradientsMatchFiniteDifferences) {
 }
 
 // The CUDA layer's ACROSS_CHANNELS backward (kernels/lrn.cu after cuDNN's forward) runs
-// lrn_column.hpp one column per thread, from the input and the output gradient alone; here the
-// same function, column by column, against the CPU layer's backward: windows wider than the
-// channels, up to the widest its rings hold, at both ends of the channels.
-TEST(LRN, AcrossColumnBackwardMatchesTheLayer) {
+// lrn_column.hpp one column per thread, from the input and the output gradient alone, and so does
+// its forward in place; here the same functions, column by column, against the CPU layer's
+// backward and forward (the forward in place too, to the bits it writes apart): windows wider
+// than the channels, up to the widest its rings hold, at both ends of the channels.
+TEST(LRN, AcrossColumnFunctionsMatchTheLayer) {
   struct Case {
     std::string body;
     Shape shape;
@@ -829,7 +831,84 @@ TEST(LRN, AcrossColumnBackwardMatchesTheLayer) {
       scale = std::max(scale, std::abs(layer_dx[i]));
     }
     EXPECT_LT(worst / scale, 1e-13);
+    std::vector<double> y(static_cast<size_t>(h.top.count())), in_place = h.input();
+    for (int64_t column = 0; column < c.shape[0] * plane; ++column) {
+      const int64_t at = column / plane * channels * plane + column % plane;
+      for (double* out : {y.data(), in_place.data()})
+        lrn::across_forward_column(
+            out == y.data() ? h.bottom.data() + at : out + at, out + at, plane,
+            static_cast<int>(channels), static_cast<int>(p.local_size()),
+            double(p.alpha()) / double(p.local_size()), double(p.k()), double(p.beta()));
+    }
+    EXPECT_EQ(in_place, y);
+    EXPECT_LT(relative_error(h.top, y), 1e-13);
   }
+}
+
+// LRN's forward may write its output over its input (Layer::forward_in_place: a planned net lets
+// it where the input waits for backward as a 16-bit copy), to the bits it writes apart: across
+// channels in NCHW (a full tile of columns and a partial one) and in a channel block of 16, and
+// within a channel.
+TEST(LRN, ForwardInPlaceGivesTheBitsOfApart) {
+  const Shape shape{2, 32, 17, 19};
+  for (const auto& [body, block] : std::vector<std::pair<std::string, int64_t>>{
+           {"local_size: 5 alpha: 0.5 beta: 0.75", 1},
+           {"local_size: 5 alpha: 0.5 beta: 0.75", 16},
+           {"local_size: 3 alpha: 2 beta: 0.6 norm_region: WITHIN_CHANNEL", 1}}) {
+    SCOPED_TRACE(cat(body, ", channel block ", block));
+    Harness<float> h(lrn_text(body), shape);
+    ASSERT_TRUE(h.layer->forward_in_place());
+    h.bottom.set_channel_block(block);
+    h.top.set_channel_block(block);
+    const std::vector<float> input(h.bottom.data(), h.bottom.data() + h.bottom.count());
+    h.forward();
+    const std::vector<float> apart(h.top.data(), h.top.data() + h.top.count());
+    h.top.bind_data(h.bottom.mutable_data());  // one place
+    h.forward();
+    EXPECT_EQ(std::vector<float>(h.bottom.data(), h.bottom.data() + h.bottom.count()), apart);
+    EXPECT_NE(apart, input);
+  }
+}
+
+// Across channels LRN's backward may write its input's gradient over its output's
+// (Layer::gradient_in_place: the net gives the two one place), to the bits it writes apart: in
+// NCHW (a full tile of columns and a partial one), in a channel block of 16, and in the CUDA
+// layer's column function; WITHIN_CHANNEL may not on the CPU.
+TEST(LRN, AcrossBackwardInPlaceGivesTheBitsOfApart) {
+  const std::string text = lrn_text("local_size: 5 alpha: 0.5 beta: 0.75");
+  const Shape shape{2, 32, 17, 19};
+  const int64_t count = 2 * 32 * 17 * 19, plane = 17 * 19;
+  std::vector<float> dy(static_cast<size_t>(count));
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  for (float& v : dy) v = uniform(rng);
+  for (const int64_t block : {1, 16}) {
+    SCOPED_TRACE(cat("channel block ", block));
+    Harness<float> h(text, shape);
+    ASSERT_TRUE(h.layer->gradient_in_place());
+    h.bottom.set_channel_block(block);
+    h.top.set_channel_block(block);
+    h.forward();
+    std::copy(dy.begin(), dy.end(), h.top.mutable_diff());
+    h.layer->backward({}, {&h.top}, {true}, {&h.bottom});
+    const std::vector<float> apart(h.bottom.diff(), h.bottom.diff() + count);
+    h.bottom.bind_diff(h.top.mutable_diff());  // one place
+    h.layer->backward({}, {&h.top}, {true}, {&h.bottom});
+    EXPECT_EQ(0, std::memcmp(apart.data(), h.top.diff(), count * sizeof(float)));
+    EXPECT_NE(0, std::memcmp(apart.data(), dy.data(), count * sizeof(float)));
+  }
+  Harness<float> h(text, shape);
+  std::vector<float> apart(static_cast<size_t>(count)), together = dy;
+  for (int64_t column = 0; column < 2 * plane; ++column) {
+    const int64_t at = column / plane * 32 * plane + column % plane;
+    lrn::across_backward_column(h.bottom.data() + at, dy.data() + at, apart.data() + at, plane, 32,
+                                5, 0.1f, 1.f, 0.75f);
+    lrn::across_backward_column(h.bottom.data() + at, together.data() + at, together.data() + at,
+                                plane, 32, 5, 0.1f, 1.f, 0.75f);
+  }
+  EXPECT_EQ(apart, together);
+  EXPECT_FALSE(
+      Harness<float>(lrn_text(lrn_cases()[2].body), {1, 2, 3, 3}).layer->gradient_in_place());
 }
 
 // ---- configuration errors ----

@@ -492,6 +492,26 @@ TEST(MemoryBudget, InspectCountsPackedActivations) {
   EXPECT_NE(text.find("the arena is fullest at pool1's backward ("), std::string::npos) << text;
 }
 
+// AlexNet's LRNs write their outputs over their inputs where those wait for backward only in bf16
+// (rounding packs, the CUDA default): `inspect --memory` says so; exact packs keep them apart.
+TEST(MemoryBudget, InspectCountsTheInputsLrnsWriteOver) {
+  const std::string inspect = cat(testing::binary_dir(),
+                                  "/cgdp inspect --model alexnet --memory --batch 2 --precision "
+                                  "bf16 --device-kind cuda ");
+  const auto run = [&](const std::string& flags) {
+    const testing::CommandResult r = testing::run_command(inspect + flags + " 2>&1");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return r.output;
+  };
+  const nlohmann::json on = nlohmann::json::parse(run("--json")),
+                       exact = nlohmann::json::parse(run("--json --pack-activations exact"));
+  EXPECT_EQ(on.at("offload").at("written_over").get<int>(), 2) << on;
+  EXPECT_EQ(exact.at("offload").at("written_over").get<int>(), 0) << exact;
+  EXPECT_LT(on.at("offload").at("arena").get<int64_t>(),
+            exact.at("offload").at("arena").get<int64_t>());
+  EXPECT_NE(run("").find("; 2 of those written over by the layer after them;"), std::string::npos);
+}
+
 // `inspect --memory --solver-type` counts the solver's histories as train does: Adam keeps two
 // per parameter, SGD one; a type train does not know is refused naming the flag.
 TEST(MemoryBudget, InspectCountsTheSolversHistories) {

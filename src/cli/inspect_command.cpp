@@ -86,6 +86,7 @@ nlohmann::json memory_json(const MemoryEstimate& m) {
                                              {"packed_bytes", m.packed_bytes},
                                              {"rounded_bytes", m.rounded_bytes},
                                              {"read_packed", m.read_packed},
+                                             {"written_over", m.written_over},
                                              {"host_bytes_per_worker", m.offload_host},
                                              {"history_host_bytes_per_worker", m.history_host},
                                              {"streamed_weights", m.streamed_layers},

@@ -246,15 +246,17 @@ void LRNLayer<T>::backward_across(const T* in, const uint16_t* packed, const T* 
         for (int64_t j = 0; j < width; ++j)
           ratios[c * kTile + j] = out_diff[at + j] * out[j] / scale[at + j];
       }
+      // Each row of the gradient in `out` until it is whole: in_diff may be out_diff.
       for (int64_t c = 0; c < channels; ++c) {
         const int64_t at = base + c * plane;
-        T* sum = in_diff + at;  // the window's sum until the gradient replaces it
+        T* sum = out.data();  // the window's sum until the gradient replaces it
         channel_window(ratios.data(), std::max<int64_t>(c - half, 0),
                        std::min(c + half, channels - 1), width, sum);
         const T* x = input(c);
 #pragma omp simd
         for (int64_t j = 0; j < width; ++j) sum[j] *= factor * x[j];
         times_inverse_power<true>(scale + at, beta_, out_diff + at, sum, width);
+        std::copy(sum, sum + width, in_diff + at);
       }
     }
   }
@@ -290,17 +292,18 @@ void LRNLayer<T>::backward_blocked(const T* in, const uint16_t* packed, const T*
     const auto ratio = [=](int64_t e) {
       return out_diff[e] * times_inverse_power_of(x(e), scale[e], beta) / scale[e];
     };
+    // Each run of the gradient in `rows` until it is whole: in_diff may be out_diff.
     const auto gradient = [&](auto run, int64_t positions, const T* window) {
+      thread_local std::vector<T> rows;
+      rows.resize(static_cast<size_t>(kPositions * block));
       for (int64_t c0 = 0; c0 < channels; c0 += block) {
         const int64_t at = run(c0);
         for (int64_t r = 0; r < positions; ++r)
 #pragma omp simd
-          for (int64_t b = 0; b < block; ++b) {
-            const int64_t e = at + r * block + b;
-            in_diff[e] = window[r * channels + c0 + b] * (factor * x(e));
-          }
-        times_inverse_power<true>(scale + at, beta_, out_diff + at, in_diff + at,
-                                  positions * block);
+          for (int64_t b = 0; b < block; ++b)
+            rows[r * block + b] = window[r * channels + c0 + b] * (factor * x(at + r * block + b));
+        times_inverse_power<true>(scale + at, beta_, out_diff + at, rows.data(), positions * block);
+        std::copy(rows.begin(), rows.begin() + positions * block, in_diff + at);
       }
     };
     for_each_position_tile<T>(shape_, block, size_, ratio, gradient);
@@ -344,7 +347,7 @@ void LRNLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
   const int64_t block = bottom[0]->channel_block();
   if (block > 1) return backward_blocked(in, packed, out_diff, in_diff, block);
   if (across_channels_) return backward_across(in, packed, out_diff, in_diff);
-  CGDP_ASSERT(!packed);
+  CGDP_ASSERT(!packed && in_diff != out_diff);  // within channels: neither (gradient_in_place)
   const int64_t count = bottom[0]->count();
   T* ratios = work_.mutable_data();
   const T* scale = scale_.data();

@@ -1,7 +1,8 @@
 // LRN on CUDA: cuDNN's cross-channel LRN forward where it applies (ACROSS_CHANNELS, local_size
-// 1..16, k and beta in cuDNN's range, not in place; cuDNN divides alpha by local_size as Caffe
-// does) and a backward from the input alone (layers/lrn_column.hpp), so that top need not be kept;
-// else kernels/lrn.cu, which computes exactly what the CPU layer computes (WITHIN_CHANNEL too).
+// 1..16, k and beta in cuDNN's range; cuDNN divides alpha by local_size as Caffe does), or in place
+// lrn_column.hpp's forward, and a backward from the input alone (lrn_column.hpp), so that top need
+// not be kept; else kernels/lrn.cu, which computes exactly what the CPU layer computes
+// (WITHIN_CHANNEL too).
 #include "cgdp/layers/lrn_column.hpp"
 #include "cgdp/layers/lrn_layer.hpp"
 #include "cuda_layer.hpp"
@@ -42,6 +43,10 @@ void LRNLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& bottom,
                                const BlobVec<T>& top) {
   Stream& stream = layer_stream(*this, ctx);
   auto& s = this->template backend_state<LrnCuda>();
+  if (this->cuda_runs_cudnn() && bottom[0]->data() == top[0]->data())  // cuDNN's may not
+    return kernels::lrn_across_forward(bottom[0]->data(), top[0]->mutable_data(),
+                                       {shape_[0], shape_[1], shape_[2], shape_[3], size_, true},
+                                       alpha_over_n_, k_, beta_, native_stream(stream));
   if (this->cuda_runs_cudnn()) {
     describe(*this, s, shape_);
     const T one = 1, zero = 0;

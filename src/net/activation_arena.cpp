@@ -56,8 +56,8 @@ void Net<T>::bind_arena() {
         a.packed && a.read_packed ? static_cast<const uint16_t*>(a.pack_ptr) : nullptr);
   }
   for (size_t k = 0; k < arena_gradients_.size(); ++k)
-    arena_gradients_[k]->bind_diff(
-        reinterpret_cast<T*>(arena + activation_plan_.gradients[k].offset));
+    for (Blob<T>* blob : {arena_gradients_[k].blob, arena_gradients_[k].shared})
+      if (blob) blob->bind_diff(reinterpret_cast<T*>(arena + activation_plan_.gradients[k].offset));
   // Aliases copied their source's pointer when they were shaped: point them at the arena.
   for (int i = 0; i < num_layers(); ++i)
     for (Blob<T>* top : tops_[i])
@@ -79,16 +79,45 @@ std::vector<PlannedGradient> Net<T>::planned_gradients() {
   std::vector<PlannedGradient> gradients;
   arena_gradients_.clear();
   for (const GradientSpan& s : gradient_spans()) {
-    gradients.push_back({cat(name_of[s.blob], " (gradient)"),
+    const std::string names =
+        s.shared ? cat(name_of[s.blob], " and ", name_of[s.shared]) : name_of[s.blob];
+    gradients.push_back({cat(names, " (gradient)"),
                          static_cast<int64_t>(s.blob->bytes()),
                          {2 * layers - 1 - s.last, backward_step(s.first)}});
-    arena_gradients_.push_back(s.blob);
+    arena_gradients_.push_back(s);
   }
   return gradients;
 }
 
+// A layer whose forward may write its output over its input (Layer::forward_in_place) does where
+// it is that input's last forward reader and every backward reader reads the input's 16-bit copy:
+// the output takes the input's bytes (LRN after a ReLU: AlexNet's arena then holds one of norm1's
+// input and output instead of both).
 template <typename T>
-void Net<T>::plan_activations(int64_t limit, Net* lender, Packing packing) {
+void Net<T>::write_outputs_over_inputs(std::vector<PlannedActivation>& units,
+                                       const std::map<Blob<T>*, size_t>& unit_of) const {
+  const auto index = [&](Blob<T>* b) {
+    const auto it = unit_of.find(b->data_owner());
+    return it == unit_of.end() ? -1 : static_cast<int>(it->second);
+  };
+  for (int i = 0; i < num_layers(); ++i) {
+    if (absorbed_[i] || !layers_[i]->forward_in_place() || bottoms_[i].size() != 1 ||
+        tops_[i].size() != 1)
+      continue;
+    const int in = index(bottoms_[i][0]), out = index(tops_[i][0]);
+    if (in < 0 || out < 0 || in == out) continue;
+    const PlannedActivation& a = units[static_cast<size_t>(in)];
+    const PlannedActivation& b = units[static_cast<size_t>(out)];
+    const bool copy_kept =
+        a.packable && a.read_packed && !a.kept_to_end && a.first_backward > i + 1;
+    if (copy_kept && a.produced < i && a.last_forward == i && a.takes_bytes_of < 0 &&
+        b.produced == i && b.bytes == a.bytes)
+      units[static_cast<size_t>(out)].takes_bytes_of = in;
+  }
+}
+
+template <typename T>
+void Net<T>::plan_activations(int64_t limit, Net* lender, Packing packing, bool write_over) {
   CGDP_ASSERT(memory_ == ActivationMemory::Planned);
   const bool sixteen =
       packing != Packing::None && std::is_same_v<T, float> && is_16_bit(layer_precision());
@@ -175,6 +204,7 @@ void Net<T>::plan_activations(int64_t limit, Net* lender, Packing packing) {
       }
     }
   }
+  if (runs_backward && sixteen && write_over) write_outputs_over_inputs(units, unit_of);
   // A train net's gradients move into the arena: the old memory goes first, as the arena's.
   std::vector<PlannedGradient> gradients;
   if (runs_backward) {
@@ -210,7 +240,11 @@ template void Net<double>::bind_arena();
 template std::vector<PlannedGradient> Net<float>::planned_gradients();
 template std::vector<PlannedGradient> Net<double>::planned_gradients();
 template void Net<double>::reserve_idle_bytes(int64_t);
-template void Net<float>::plan_activations(int64_t, Net<float>*, Packing);
-template void Net<double>::plan_activations(int64_t, Net<double>*, Packing);
+template void Net<float>::plan_activations(int64_t, Net<float>*, Packing, bool);
+template void Net<double>::plan_activations(int64_t, Net<double>*, Packing, bool);
+template void Net<float>::write_outputs_over_inputs(std::vector<PlannedActivation>&,
+                                                    const std::map<Blob<float>*, size_t>&) const;
+template void Net<double>::write_outputs_over_inputs(std::vector<PlannedActivation>&,
+                                                     const std::map<Blob<double>*, size_t>&) const;
 
 }  // namespace cgdp

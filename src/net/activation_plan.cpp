@@ -24,12 +24,20 @@ std::vector<LiveRange> in_halves(std::vector<LiveRange> live) {
 // What takes arena bytes, in half steps: every unit's values, then the packed units' 16-bit
 // copies (dead once widened, in their last step's first half), then the gradients (first written
 // by their first step's compute, in its second half); in that order, so that occupant
-// k < plan.activations.size() is unit k.
+// k < plan.activations.size() is unit k. Values written over (takes_bytes_of) are their writer's
+// occupant's first stretch, begun earlier; theirs holds nothing.
 std::vector<Occupant> occupants_of(const ActivationPlan& plan) {
   std::vector<Occupant> occupants;
   occupants.reserve(plan.activations.size() + plan.gradients.size());
-  for (const PlannedActivation& a : plan.activations)
-    occupants.push_back({in_halves(plan.live(a)), a.bytes, a.offset});
+  for (const PlannedActivation& a : plan.activations) {
+    if (a.written_over >= 0) {
+      occupants.push_back({{}, 0, a.offset});
+      continue;
+    }
+    std::vector<LiveRange> live = plan.live(a);
+    if (a.takes_bytes_of >= 0) live.front().first = plan.activations[a.takes_bytes_of].produced;
+    occupants.push_back({in_halves(std::move(live)), a.bytes, a.offset});
+  }
   for (const PlannedActivation& a : plan.activations)
     if (a.packed) {
       std::vector<LiveRange> live = in_halves(plan.pack_live(a));
@@ -80,6 +88,12 @@ int busiest_step(const ActivationPlan& plan) {
   return static_cast<int>(std::max_element(alive.begin(), alive.end()) - alive.begin()) / 2;
 }
 
+// Whether unit `a`, still on the device, could be away on the host at `step`.
+bool away_at(const ActivationPlan& plan, const PlannedActivation& a, int step) {
+  return !a.offloaded && plan.can_offload(a) && a.last_forward + ActivationPlan::kLag < step &&
+         step < plan.fetch_step(a);
+}
+
 // The units still on the device that could be away at `step` to bring it down by `excess` bytes:
 // the one, or the two, with the fewest bytes to move (a packed one's 16-bit copy) that are enough
 // together, else the one with the most; none if none could. Always the largest moved more than a
@@ -87,9 +101,7 @@ int busiest_step(const ActivationPlan& plan) {
 std::vector<PlannedActivation*> offload_candidates(ActivationPlan& plan, int step, int64_t excess) {
   std::vector<PlannedActivation*> away;
   for (PlannedActivation& a : plan.activations)
-    if (!a.offloaded && plan.can_offload(a) && a.last_forward + ActivationPlan::kLag < step &&
-        step < plan.fetch_step(a))
-      away.push_back(&a);
+    if (away_at(plan, a, step)) away.push_back(&a);
   const auto bytes = [](const PlannedActivation* a) { return ActivationPlan::moved_bytes(*a); };
   std::vector<PlannedActivation*> best;
   int64_t best_bytes = 0;
@@ -115,6 +127,8 @@ int64_t place(ActivationPlan& plan) {
   plan.arena_bytes = place_by_liveness(pointers, kAlignBytes);
   size_t k = 0;
   for (PlannedActivation& a : plan.activations) a.offset = occupants[k++].offset;
+  for (const PlannedActivation& a : plan.activations)
+    if (a.takes_bytes_of >= 0) plan.activations[a.takes_bytes_of].offset = a.offset;
   for (PlannedActivation& a : plan.activations)
     if (a.packed) a.pack_offset = occupants[k++].offset;
   for (PlannedGradient& g : plan.gradients) g.offset = occupants[k++].offset;
@@ -168,12 +182,51 @@ void hoist_fetches(ActivationPlan& plan, int64_t limit) {
   place(plan);
 }
 
+// The one unit or the two with the fewest bytes to move that make the arena fit, when they move
+// fewer than `plan` does: first fit's gaps can lead the choices above to more. Tries such sets
+// away at the busiest step of `on_device` (what nothing moved yet), the fewest bytes first, a few.
+void move_fewest_bytes(ActivationPlan& plan, const ActivationPlan& on_device, int64_t limit) {
+  constexpr int kTrials = 32;
+  const int step = busiest_step(on_device);
+  const int64_t needed = live_peak(on_device) - limit;  // what must be away at that step
+  std::vector<size_t> away;
+  for (size_t k = 0; k < on_device.activations.size(); ++k)
+    if (away_at(on_device, on_device.activations[k], step)) away.push_back(k);
+  const auto bytes = [&](size_t k) {
+    return ActivationPlan::moved_bytes(on_device.activations[k]);
+  };
+  struct Choice {
+    int64_t bytes;
+    size_t first, second;  // second == first: one unit
+  };
+  std::vector<Choice> choices;
+  const auto consider = [&](size_t a, size_t b, int64_t total) {
+    if (total >= needed && total < plan.bytes_each_way()) choices.push_back({total, a, b});
+  };
+  for (size_t i = 0; i < away.size(); ++i) {
+    consider(away[i], away[i], bytes(away[i]));
+    for (size_t j = i + 1; j < away.size(); ++j)
+      consider(away[i], away[j], bytes(away[i]) + bytes(away[j]));
+  }
+  std::stable_sort(choices.begin(), choices.end(),
+                   [](const Choice& a, const Choice& b) { return a.bytes < b.bytes; });
+  if (choices.size() > kTrials) choices.resize(kTrials);
+  for (const Choice& c : choices) {
+    ActivationPlan trial = on_device;
+    trial.activations[c.first].offloaded = trial.activations[c.second].offloaded = true;
+    if (place(trial) <= limit) {
+      plan = std::move(trial);
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<LiveRange> ActivationPlan::pack_live(const PlannedActivation& a) const {
   const int last = a.read_packed ? a.last_backward : a.first_backward;
-  if (a.offloaded) return {{a.last_forward, a.last_forward + kLag}, {fetch_step(a), last}};
-  return {{a.last_forward, last}};
+  if (a.offloaded) return {{copy_step(a), a.last_forward + kLag}, {fetch_step(a), last}};
+  return {{copy_step(a), last}};
 }
 
 std::vector<LiveRange> ActivationPlan::live(const PlannedActivation& a) const {
@@ -236,7 +289,7 @@ CopyOutWaiters copy_out_waiters(const ActivationPlan& plan, const PlannedActivat
   for (size_t i = 0; i < plan.activations.size(); ++i) {
     const PlannedActivation& b = plan.activations[i];
     if (b.packed && bytes_overlap(offset, bytes, b.pack_offset, ActivationPlan::pack_bytes(b)))
-      writes(b.last_forward);  // its 16-bit copy is written there
+      writes(ActivationPlan::copy_step(b));  // its 16-bit copy is written there
     if (bytes_overlap(offset, bytes, b.offset, b.bytes)) {
       writes(b.produced);
       if (b.packed && !b.read_packed) writes(b.first_backward);  // widened there
@@ -259,7 +312,10 @@ ArenaPeak arena_peak(const ActivationPlan& plan) {
   peak.bytes = top;
   const std::vector<Occupant> occupants = occupants_of(plan);
   std::vector<std::string> names;  // in occupants_of's order
-  for (const PlannedActivation& a : plan.activations) names.push_back(a.name);
+  for (const PlannedActivation& a : plan.activations)
+    names.push_back(a.takes_bytes_of < 0
+                        ? a.name
+                        : cat(plan.activations[a.takes_bytes_of].name, ", then ", a.name));
   for (const PlannedActivation& a : plan.activations)
     if (a.packed) names.push_back(cat(a.name, " (16 bits)"));
   for (const PlannedGradient& g : plan.gradients) names.push_back(g.name);
@@ -278,6 +334,14 @@ ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations,
   plan.activations = std::move(activations);
   plan.gradients = std::move(gradients);
   for (PlannedActivation& a : plan.activations) a.packed = plan.can_pack(a);
+  for (const PlannedActivation& a : plan.activations)
+    if (a.takes_bytes_of >= 0) {
+      PlannedActivation& over = plan.activations[a.takes_bytes_of];
+      CGDP_ASSERT(over.packed && over.read_packed && over.last_forward == a.produced &&
+                  over.produced < a.produced && over.bytes == a.bytes);
+      over.written_over = a.produced;
+    }
+  const ActivationPlan on_device = plan;
   // Cheap bound first: while the bytes alive at the busiest step exceed the limit, no placement
   // fits.
   for (int64_t peak; (peak = live_peak(plan)) > limit;) {
@@ -294,6 +358,8 @@ ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations,
     for (PlannedActivation* a : units) a->offloaded = true;
   }
   keep_what_fits(plan, std::max(limit, plan.arena_bytes));
+  if (plan.arena_bytes <= limit && plan.offloaded_count() > 0)
+    move_fewest_bytes(plan, on_device, limit);
   hoist_fetches(plan, std::max(limit, plan.arena_bytes));
   for (PlannedActivation& a : plan.activations)
     if (a.offloaded) {

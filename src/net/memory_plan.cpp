@@ -49,7 +49,33 @@ std::vector<typename Net<T>::GradientSpan> Net<T>::gradient_spans() const {
     if (span.blob->has_diff() && span.blob->count() > 0 && written.count(span.blob) &&
         !own.count(span.blob))
       spans.push_back(span);
+  share_in_place_gradients(spans);
   return spans;
+}
+
+// A layer that writes its input's gradient over its output's (Layer::gradient_in_place): the
+// output's span takes the input's blob and stretch, and the input's goes.
+template <typename T>
+void Net<T>::share_in_place_gradients(std::vector<GradientSpan>& spans) const {
+  // A span that took another's already is left alone: no chains of shared places.
+  const auto span_of = [&](const Blob<T>* b) {
+    return std::find_if(spans.begin(), spans.end(),
+                        [b](const GradientSpan& s) { return s.blob == b && !s.shared; });
+  };
+  for (int i = 0; i < num_layers(); ++i) {
+    if (!needs_backward_[i] || absorbed_[i] || !layers_[i]->gradient_in_place() ||
+        bottoms_[i].size() != 1 || tops_[i].size() != 1 || !propagate_down_[i][0])
+      continue;
+    Blob<T>* bottom = bottoms_[i][0];
+    const Blob<T>* top = tops_[i][0];
+    const auto out = span_of(top), in = span_of(bottom);
+    if (bottom == top || bottom->count() != top->count() || out == spans.end() || in == spans.end())
+      continue;
+    out->first = std::min(out->first, in->first);
+    out->last = std::max(out->last, in->last);
+    out->shared = bottom;
+    spans.erase(in);
+  }
 }
 
 template <typename T>
@@ -86,8 +112,11 @@ void Net<T>::plan_activation_gradients() {
   T* base = static_cast<T*>(activation_diffs_.get());
   for (size_t k = 0; k < spans.size(); ++k) {
     const int64_t offset = occupants[k].offset / static_cast<int64_t>(sizeof(T));
-    spans[k].blob->bind_diff(base + offset);
-    activation_diff_offsets_.emplace_back(spans[k].blob, offset);
+    for (Blob<T>* blob : {spans[k].blob, spans[k].shared})
+      if (blob) {
+        blob->bind_diff(base + offset);
+        activation_diff_offsets_.emplace_back(blob, offset);
+      }
   }
 }
 
@@ -118,6 +147,8 @@ void Net<T>::reuse_dead_bottom(int i, const proto::LayerParameter& lp, const std
 }
 
 template std::vector<Net<float>::GradientSpan> Net<float>::gradient_spans() const;
+template void Net<float>::share_in_place_gradients(std::vector<GradientSpan>&) const;
+template void Net<double>::share_in_place_gradients(std::vector<GradientSpan>&) const;
 template std::vector<Net<double>::GradientSpan> Net<double>::gradient_spans() const;
 template std::set<const Blob<float>*> Net<float>::blobs_with_gradients() const;
 template std::set<const Blob<double>*> Net<double>::blobs_with_gradients() const;

@@ -125,7 +125,8 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
                  nullptr, activations.streamed_weights);
   m.planned = activations.memory == ActivationMemory::Planned;
   if (m.planned) {
-    net.plan_activations(activations.arena_limit, nullptr, activations.pack);
+    net.plan_activations(activations.arena_limit, nullptr, activations.pack,
+                         activations.write_over);
     const ActivationPlan& plan = net.activation_plan();
     m.arena = plan.arena_bytes;
     m.offload_host = plan.host_bytes;
@@ -137,6 +138,9 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
     m.read_packed = static_cast<int>(
         std::count_if(plan.activations.begin(), plan.activations.end(),
                       [](const PlannedActivation& a) { return a.packed && a.read_packed; }));
+    m.written_over = static_cast<int>(
+        std::count_if(plan.activations.begin(), plan.activations.end(),
+                      [](const PlannedActivation& a) { return a.written_over >= 0; }));
     m.planned_units = static_cast<int>(plan.activations.size());
     m.arena_peak = arena_peak(plan);
     std::vector<int> copy_of(plan.activations.size(), -1);
@@ -425,6 +429,9 @@ std::string describe_offload(const MemoryEstimate& m) {
         m.read_packed > 0 ? cat("; ", m.read_packed,
                                 " of them read in 16 bits by every reader, never widened back")
                           : std::string(),
+        m.written_over > 0
+            ? cat("; ", m.written_over, " of those written over by the layer after them")
+            : std::string(),
         m.rounded_bytes > 0
             ? cat("; ", format_bytes(m.rounded_bytes),
                   " of them are read rounded, as under PyTorch's AMP; --pack-activations exact "

@@ -62,7 +62,7 @@ PackSchedule::PackSchedule(DeviceKind kind, Precision precision, const Activatio
   widen_before_.resize(static_cast<size_t>(plan.steps));
   for (const PlannedActivation& a : plan.activations)
     if (a.packed) {
-      narrow_after_[a.last_forward].push_back(&a);
+      narrow_after_[ActivationPlan::copy_step(a)].push_back(&a);
       if (!a.read_packed) widen_before_[a.first_backward].push_back(&a);
     }
 }

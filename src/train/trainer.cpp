@@ -248,6 +248,7 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
   const Packing pack = packing_of(config_.pack_activations, kind);
   const auto estimate = [&](ActivationMemoryPlan activations) {
     activations.pack = pack;
+    activations.write_over = config_.write_outputs_over_inputs;
     MemoryEstimate m = estimate_memory(
         model_, model_path_, per_worker_batch_, test_batch_, config_.devices, sync,
         make_solver_settings(config_.solver, "solver settings").histories(),
@@ -261,6 +262,7 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
     return m;
   };
   activation_memory_ = default_activation_memory(layer_precision(), config_.pack_activations, kind);
+  activation_memory_.write_over = config_.write_outputs_over_inputs;
   memory_ = estimate(activation_memory_);
   if (config_.device_memory_gb < 0)
     throw UsageError(cat("--device-memory-gb must be > 0, got ", config_.device_memory_gb));
@@ -280,6 +282,7 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
         fit_offload(estimate, kind, gpus, budget, scope, profile ? &*profile : nullptr);
     activation_memory_ = fit.activations;
     activation_memory_.pack = pack;
+    activation_memory_.write_over = config_.write_outputs_over_inputs;
     memory_ = fit.estimate;
     offload_note_ = describe_offload(memory_);
     if ((memory_.offloaded > 0 || memory_.history_on_host() || memory_.streamed > 0) && profile) {

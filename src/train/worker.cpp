@@ -109,7 +109,8 @@ std::vector<Worker> make_workers(int count, DeviceKind kind, const proto::NetPar
         std::make_unique<Net<float>>(model, Phase::Train, *worker.device, batch, seed, source,
                                      activations.memory, nullptr, activations.streamed_weights);
     if (activations.memory == ActivationMemory::Planned) {
-      worker.net->plan_activations(activations.arena_limit, nullptr, activations.pack);
+      worker.net->plan_activations(activations.arena_limit, nullptr, activations.pack,
+                                   activations.write_over);
       worker.offload = OffloadSchedule(*worker.device, worker.net->activation_plan(), w);
       worker.packing = PackSchedule(kind, layer_precision(), worker.net->activation_plan(), w);
     }

@@ -148,6 +148,14 @@ class Layer {
                                      const BlobVec<T>& top) const {
     return false;
   }
+  // Whether this layer's backward may write bottom 0's gradient over top 0's (it reads each element
+  // of the latter for the last time before it writes that element of the former): the net then
+  // gives the two gradients one place. No by default.
+  virtual bool gradient_in_place() const { return false; }
+  // Whether this layer's forward may write top 0's values over bottom 0's (same shape): it reads
+  // every input it needs for an element before it writes that element. A planned train net lets
+  // it where nothing reads the input after it but from its 16-bit copy. No by default.
+  virtual bool forward_in_place() const { return false; }
   // This layer's net only runs forward (a TEST net): it keeps nothing for a backward. Before setup.
   void set_forward_only() { forward_only_ = true; }
   // Its parameters get no gradient memory of their own: the net binds them to its flat buffers

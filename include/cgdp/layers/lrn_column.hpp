@@ -1,4 +1,4 @@
-// LRN ACROSS_CHANNELS' backward for one column (one pixel of one image, all its channels) from
+// LRN ACROSS_CHANNELS for one column (one pixel of one image, all its channels). The backward from
 // the input and the output gradient alone: the scale, the output and the windowed ratios are
 // computed again on the way down the channels, in rings of the last few, so forward keeps nothing
 // (the CUDA layer, whose forward is cuDNN's; kernels/lrn.cu runs one column per thread).
@@ -40,6 +40,37 @@ struct Bf16Values {
   }
 };
 
+// The sum over channels [c - half, c + half] (within [0, channels)) of a ring indexed by
+// channel % kRing, in channel order.
+template <typename T>
+CGDP_LRN_FN T ring_window(const T* ring, int c, int half, int channels) {
+  T sum = 0;
+  const int last = c + half < channels - 1 ? c + half : channels - 1;
+  for (int n = c - half > 0 ? c - half : 0; n <= last; ++n) sum += ring[n % kRing];
+  return sum;
+}
+
+// The forward, y = x * scale^-beta, down one column. y may be x: channel c's output is written
+// once the window ahead of it was read into the rings, so nothing it needs is overwritten (the
+// CUDA layer in place, where cuDNN's forward may not run).
+template <typename T>
+CGDP_LRN_FN void across_forward_column(const T* x, T* y, int64_t stride, int channels, int size,
+                                       T alpha_over_n, T k, T beta) {
+  const int half = (size - 1) / 2;
+  T values[kRing], squares[kRing];  // by channel % kRing
+  for (int t = 0; t < channels + half; ++t) {
+    if (t < channels) {
+      const T v = x[t * stride];
+      values[t % kRing] = v;
+      squares[t % kRing] = v * v;
+    }
+    if (const int c = t - half; c >= 0) {
+      const T scale = k + alpha_over_n * ring_window(squares, c, half, channels);
+      y[c * stride] = values[c % kRing] * inverse_power(scale, beta);
+    }
+  }
+}
+
 // x (a pointer, or Bf16Values), dy, dx hold the column's channel 0; channel c is c * stride
 // elements further. size: the window (odd, at most kMaxColumnWindow).
 template <typename T, typename Input>
@@ -47,12 +78,7 @@ CGDP_LRN_FN void across_backward_column(Input x, const T* dy, T* dx, int64_t str
                                         int size, T alpha_over_n, T k, T beta) {
   const int half = (size - 1) / 2;
   T squares[kRing], ratios[kRing], powers[kRing];  // by channel % kRing
-  const auto window = [&](const T* ring, int c) {
-    T sum = 0;
-    const int last = c + half < channels - 1 ? c + half : channels - 1;
-    for (int n = c - half > 0 ? c - half : 0; n <= last; ++n) sum += ring[n % kRing];
-    return sum;
-  };
+  const auto window = [&](const T* ring, int c) { return ring_window(ring, c, half, channels); };
   // At step t: channel t's square; channel t - half's scale and ratio (its window of squares
   // ends at t); channel t - 2 half's gradient (its window of ratios ends at t - half).
   for (int t = 0; t < channels + 2 * half; ++t) {

@@ -40,6 +40,14 @@ class LRNLayer final : public Layer<T> {
                           const BlobVec<T>&) const override {
     return &blob == bottom[0] && layer_precision() == Precision::kBf16;
   }
+  // Across channels, and every CUDA kernel, read each element of the output's gradient for the
+  // last time before they write that of the input's (the CPU's WITHIN_CHANNEL does not).
+  bool gradient_in_place() const override {
+    return across_channels_ || this->device().kind() == DeviceKind::Cuda;
+  }
+  // Every variant reads a tile's (or the whole input's) squares before it writes any of the tile's
+  // outputs; on CUDA in place, a column kernel runs instead of cuDNN's.
+  bool forward_in_place() const override { return true; }
   // ACROSS_CHANNELS reads that input from its bf16 copy itself (on CUDA where cuDNN computes the
   // forward, whose backward is lrn_column.hpp's).
   bool backward_reads_packed(const Blob<T>& blob, const BlobVec<T>& bottom,

@@ -43,6 +43,7 @@ struct ActivationMemoryPlan {
   ActivationMemory memory = ActivationMemory::Owned;
   int64_t arena_limit = kNoArenaLimit;
   Packing pack = Packing::Rounding;  // in a 16-bit run
+  bool write_over = true;  // a layer's output over its packed input (Net::plan_activations)
   // Layers whose weight waits in pinned host memory and passes through the device in slices
   // (Net's streamed weights): the last resort of a run that does not fit (fit_offload).
   std::vector<std::string> streamed_weights;
@@ -66,6 +67,12 @@ struct PlannedActivation {
   // Every backward reader reads the 16-bit copy itself (Layer::backward_reads_packed): when packed,
   // it is never widened back, and the copy stays until the last backward reader.
   bool read_packed = false;
+  // Set by the net: the unit whose bytes these values take, -1 for bytes of their own. Their
+  // producer writes them over its input (Layer::forward_in_place), which no step reads after it
+  // but from its 16-bit copy: that unit is packed and read packed, its copy taken the step before.
+  int takes_bytes_of = -1;
+  // Set by plan_activation_arena: the forward step whose layer writes over these values, or -1.
+  int written_over = -1;
   // Set by plan_activation_arena.
   bool packed =
       false;  // a 16-bit copy holds it from its last forward use to its first backward one
@@ -110,6 +117,11 @@ struct ActivationPlan {
   // from its copy back.
   std::vector<LiveRange> pack_live(const PlannedActivation& a) const;
   static int64_t pack_bytes(const PlannedActivation& a) { return a.bytes / 2; }  // of float values
+  // The forward step after which a packed unit's 16-bit copy is written: its last forward one, or
+  // the one before a layer writes over its values.
+  static int copy_step(const PlannedActivation& a) {
+    return a.written_over >= 0 ? a.written_over - 1 : a.last_forward;
+  }
   // What an offloaded unit's copies move: its 16-bit copy when packed, else its values.
   static int64_t moved_offset(const PlannedActivation& a) {
     return a.packed ? a.pack_offset : a.offset;
@@ -161,7 +173,8 @@ ArenaPeak arena_peak(const ActivationPlan& plan);
 // moving (a packed unit's 16-bit copy, or the values) to the host units that are away from the
 // device at the step where the arena is fullest (the one or two with the fewest bytes that are
 // enough there, else the largest); then each moved unit comes back to the device, the largest
-// first, if the arena still fits without moving it; then each copy back moves as early as the arena
+// first, if the arena still fits without moving it; then one unit or two away at the busiest step
+// move instead where they fit with fewer bytes; then each copy back moves as early as the arena
 // still fits, so that the copies stream while backward runs instead of each waiting for its turn.
 // Returns the plan; its arena_bytes exceeds `limit` when even every unit that can wait on the host
 // does not make it fit.

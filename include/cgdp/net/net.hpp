@@ -148,9 +148,10 @@ class Net {
   // it runs between the train net's passes, on the same stream), grown to fit it when needed;
   // it must plan no more after that (it may lend to more nets). Not with values on the host.
   // `packing`: in a 16-bit layer_precision(), what waits as 16-bit copies between the passes
-  // (float nets; the copies are the worker's to issue too).
+  // (float nets; the copies are the worker's to issue too). `write_over`: a layer may then write
+  // its output over an input no one reads after it but from that copy (false: a test's reference).
   void plan_activations(int64_t limit = kNoArenaLimit, Net* lender = nullptr,
-                        Packing packing = Packing::Rounding);
+                        Packing packing = Packing::Rounding, bool write_over = true);
   // Whether the arena is another net's idle memory (plan_activations' `lender`).
   bool arena_borrowed() const { return arena_borrowed_; }
   // The plan (empty for ActivationMemory::Owned). Its activations' copies are the worker's to
@@ -184,8 +185,10 @@ class Net {
   struct GradientSpan {
     Blob<T>* blob = nullptr;
     int first = 0, last = 0;
+    Blob<T>* shared = nullptr;  // a bottom whose gradient takes the same place (gradient_in_place)
   };
   std::vector<GradientSpan> gradient_spans() const;
+  void share_in_place_gradients(std::vector<GradientSpan>& spans) const;
   // The blobs whose gradient some backward reads (a top of a layer that runs backward) or writes
   // (a bottom it propagates to); the others, as the input's data and labels, need none.
   std::set<const Blob<T>*> blobs_with_gradients() const;
@@ -194,6 +197,9 @@ class Net {
   void plan_activation_gradients();
   // gradient_spans() as the arena's plan takes them, remembering their blobs in arena_gradients_.
   std::vector<PlannedGradient> planned_gradients();
+  // Marks the units a layer's forward writes over (PlannedActivation::takes_bytes_of).
+  void write_outputs_over_inputs(std::vector<PlannedActivation>& units,
+                                 const std::map<Blob<T>*, size_t>& unit_of) const;
   // Points the planned values, their 16-bit copies and host places, and the gradients in the
   // arena, at the arena's memory (the lender's idle bytes when borrowed).
   void bind_arena();
@@ -240,7 +246,7 @@ class Net {
   DeviceBuffer activation_arena_;          // the values of planned activations (a train net's
                                            // activation gradients too)
   std::vector<Blob<T>*> arena_owners_;     // of activation_plan_.activations' values, in order
-  std::vector<Blob<T>*> arena_gradients_;  // of activation_plan_.gradients, in order
+  std::vector<GradientSpan> arena_gradients_;  // of activation_plan_.gradients, in order
   bool arena_borrowed_ = false;        // they live in another net's idle bytes instead
   Net* lender_ = nullptr;              // whose, then
   std::vector<Net*> borrowers_;        // the nets whose arenas are this one's idle bytes

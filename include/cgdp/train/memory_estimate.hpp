@@ -64,6 +64,7 @@ struct MemoryEstimate {
   int64_t packed_bytes = 0;                 // their values' fp32 size (half of it is saved)
   int64_t rounded_bytes = 0;                // of those, what comes back rounded (Packing::Rounding)
   int read_packed = 0;   // of those, units every backward reader reads in 16 bits: never widened
+  int written_over = 0;  // of those, units the next layer writes its output over (an LRN's input)
   ArenaPeak arena_peak;  // the arena's fullest step and what holds its bytes there
   std::vector<OffloadCopy> offload_copies;  // one per offloaded activation
   std::vector<std::string> layer_names;     // the train net's, in order (the steps' layers)

@@ -105,6 +105,8 @@ struct TrainConfig {
   // normalised values, rounded ("on"); or all wait in fp32 ("off"); "auto": as on for CUDA
   // workers, and as exact for CPU workers when the run does not fit (packs_from_the_start).
   std::string pack_activations = "auto";
+  // A layer may write its output over an input kept as a 16-bit copy (false: a test's reference).
+  bool write_outputs_over_inputs = true;
   // CUDA libraries (cuda_options.hpp): TF32 in convolutions, cuDNN's scratch cap, and whether
   // cuDNN may pick non-deterministic algorithms.
   bool tf32 = false;
