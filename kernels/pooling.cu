@@ -1,6 +1,8 @@
-// Pooling kernels: one thread per output (forward) or per input element (backward, gathering).
+// Pooling kernels: one thread per output (forward) or per input element (backward, gathering);
+// MAX's argmax as each output's place in its window (layers/pool_window_code.hpp).
 #include <cfloat>
 
+#include "cgdp/layers/pool_window_code.hpp"
 #include "launch.cuh"
 #include "pooling.cuh"
 
@@ -28,19 +30,25 @@ __device__ void covering(int64_t x, int64_t pad, int64_t kernel, int64_t stride,
   *last = min64((x + pad) / stride + 1, pooled);
 }
 
-template <typename T>
-__global__ void max_forward_kernel(const T* in, T* out, int32_t* argmax, PoolShape s, int64_t n) {
+pool::CodeGeometry geometry(const PoolShape& s) {
+  return {s.width, s.kernel_w, s.stride_h, s.stride_w, s.pad_h, s.pad_w};
+}
+
+template <typename T, typename Code>
+__global__ void max_forward_kernel(const T* in, T* out, Code* argmax, PoolShape s,
+                                   pool::CodeGeometry g, int64_t n) {
   CGDP_KERNEL_LOOP(index, n) {
     const int64_t pw = index % s.pooled_w, ph = index / s.pooled_w % s.pooled_h;
     const T* plane = in + index / (s.pooled_w * s.pooled_h) * s.height * s.width;
     const Window w = window_of(s, ph, pw);
     T best = sizeof(T) == sizeof(float) ? T(-FLT_MAX) : T(-DBL_MAX);
-    int64_t at = -1;
+    Code at = pool::kNone<Code>;
     for (int64_t h = w.h0; h < w.h1; ++h)
       for (int64_t x = w.w0; x < w.w1; ++x)
-        if (plane[h * s.width + x] > best) best = plane[h * s.width + x], at = h * s.width + x;
+        if (plane[h * s.width + x] > best)
+          best = plane[h * s.width + x], at = pool::encode<Code>(h, x, ph, pw, g);
     out[index] = best;
-    if (argmax) argmax[index] = static_cast<int32_t>(at);
+    if (argmax) argmax[index] = at;
   }
 }
 
@@ -57,9 +65,9 @@ __global__ void ave_forward_kernel(const T* in, T* out, PoolShape s, int64_t n) 
   }
 }
 
-template <typename T, bool kMax>
-__global__ void backward_kernel(const T* out_diff, const int32_t* argmax, T* in_diff, PoolShape s,
-                                int64_t n) {
+template <typename T, bool kMax, typename Code>
+__global__ void backward_kernel(const T* out_diff, const Code* argmax, T* in_diff, PoolShape s,
+                                pool::CodeGeometry g, int64_t n) {
   CGDP_KERNEL_LOOP(index, n) {
     const int64_t x = index % s.width, h = index / s.width % s.height;
     const int64_t plane = index / (s.width * s.height);
@@ -72,7 +80,7 @@ __global__ void backward_kernel(const T* out_diff, const int32_t* argmax, T* in_
       for (int64_t pw = pw0; pw < pw1; ++pw) {
         const int64_t o = offset + ph * s.pooled_w + pw;
         if (kMax) {
-          if (argmax[o] == h * s.width + x) gradient += out_diff[o];
+          if (argmax[o] == pool::encode<Code>(h, x, ph, pw, g)) gradient += out_diff[o];
         } else {
           const Window w = window_of(s, ph, pw);
           if (h >= w.h0 && h < w.h1 && x >= w.w0 && x < w.w1)
@@ -88,11 +96,11 @@ int64_t inputs(const PoolShape& s) { return s.planes * s.height * s.width; }
 
 }  // namespace
 
-template <typename T>
-void max_pool_forward(const T* in, T* out, int32_t* argmax, const PoolShape& s, cudaStream_t stream) {
+template <typename T, typename Code>
+void max_pool_forward(const T* in, T* out, Code* argmax, const PoolShape& s, cudaStream_t stream) {
   const int64_t n = outputs(s);
   if (n <= 0) return;
-  max_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(in, out, argmax, s, n);
+  max_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(in, out, argmax, s, geometry(s), n);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -104,12 +112,13 @@ void ave_pool_forward(const T* in, T* out, const PoolShape& s, cudaStream_t stre
   CUDA_CHECK_LAUNCH();
 }
 
-template <typename T>
-void max_pool_backward(const T* out_diff, const int32_t* argmax, T* in_diff, const PoolShape& s,
+template <typename T, typename Code>
+void max_pool_backward(const T* out_diff, const Code* argmax, T* in_diff, const PoolShape& s,
                        cudaStream_t stream) {
   const int64_t n = inputs(s);
   if (n <= 0) return;
-  backward_kernel<T, true><<<blocks_for(n), kThreads, 0, stream>>>(out_diff, argmax, in_diff, s, n);
+  backward_kernel<T, true, Code>
+      <<<blocks_for(n), kThreads, 0, stream>>>(out_diff, argmax, in_diff, s, geometry(s), n);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -117,17 +126,24 @@ template <typename T>
 void ave_pool_backward(const T* out_diff, T* in_diff, const PoolShape& s, cudaStream_t stream) {
   const int64_t n = inputs(s);
   if (n <= 0) return;
-  backward_kernel<T, false><<<blocks_for(n), kThreads, 0, stream>>>(out_diff, nullptr, in_diff, s, n);
+  backward_kernel<T, false, uint8_t>
+      <<<blocks_for(n), kThreads, 0, stream>>>(out_diff, nullptr, in_diff, s, geometry(s), n);
   CUDA_CHECK_LAUNCH();
 }
 
-#define CGDP_INSTANTIATE(T)                                                                       \
-  template void max_pool_forward<T>(const T*, T*, int32_t*, const PoolShape&, cudaStream_t);      \
-  template void ave_pool_forward<T>(const T*, T*, const PoolShape&, cudaStream_t);                \
-  template void max_pool_backward<T>(const T*, const int32_t*, T*, const PoolShape&, cudaStream_t); \
+#define CGDP_INSTANTIATE_MAX(T, Code)                                                           \
+  template void max_pool_forward<T, Code>(const T*, T*, Code*, const PoolShape&, cudaStream_t); \
+  template void max_pool_backward<T, Code>(const T*, const Code*, T*, const PoolShape&,         \
+                                           cudaStream_t);
+#define CGDP_INSTANTIATE(T)                                                        \
+  CGDP_INSTANTIATE_MAX(T, uint8_t)                                                 \
+  CGDP_INSTANTIATE_MAX(T, uint16_t)                                                \
+  CGDP_INSTANTIATE_MAX(T, uint32_t)                                                \
+  template void ave_pool_forward<T>(const T*, T*, const PoolShape&, cudaStream_t); \
   template void ave_pool_backward<T>(const T*, T*, const PoolShape&, cudaStream_t);
 CGDP_INSTANTIATE(float)
 CGDP_INSTANTIATE(double)
 #undef CGDP_INSTANTIATE
+#undef CGDP_INSTANTIATE_MAX
 
 }  // namespace cgdp::kernels

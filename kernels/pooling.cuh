@@ -13,17 +13,18 @@ struct PoolShape {
   int64_t kernel_h = 0, kernel_w = 0, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
 };
 
-// out = the window's first maximum (row-major scan); argmax = its index h * width + w in the plane
-// (nullptr: not kept, a forward-only net).
-template <typename T>
-void max_pool_forward(const T* in, T* out, int32_t* argmax, const PoolShape& s, cudaStream_t stream);
+// out = the window's first maximum (row-major scan); argmax = its place in the window
+// (layers/pool_window_code.hpp: Code uint8_t, uint16_t or uint32_t; nullptr: not kept, a
+// forward-only net).
+template <typename T, typename Code>
+void max_pool_forward(const T* in, T* out, Code* argmax, const PoolShape& s, cudaStream_t stream);
 // out = window sum / (window clipped to the padded input), as Caffe.
 template <typename T>
 void ave_pool_forward(const T* in, T* out, const PoolShape& s, cudaStream_t stream);
 // Each input element gathers the outputs that chose it (or whose window holds it, for AVE) in
 // ascending output order: the CPU layer's scatter order, so the same sums.
-template <typename T>
-void max_pool_backward(const T* out_diff, const int32_t* argmax, T* in_diff, const PoolShape& s,
+template <typename T, typename Code>
+void max_pool_backward(const T* out_diff, const Code* argmax, T* in_diff, const PoolShape& s,
                        cudaStream_t stream);
 template <typename T>
 void ave_pool_backward(const T* out_diff, T* in_diff, const PoolShape& s, cudaStream_t stream);

@@ -519,6 +519,8 @@ TEST(Pooling, GradientsMatchFiniteDifferences) {
   std::vector<std::pair<std::string, Shape>> cases;
   for (const PoolCase& c : pool_cases()) cases.emplace_back(c.text, c.shape);
   cases.emplace_back("pool: MAX global_pooling: true", Shape{2, 2, 3, 4});
+  // 272 places in the window: two bytes per output's argmax (pool_window_code.hpp).
+  cases.emplace_back("pool: MAX global_pooling: true", Shape{1, 2, 17, 16});
   cases.emplace_back("pool: AVE global_pooling: true", Shape{2, 2, 3, 4});
   cases.emplace_back("pool: AVE kernel_h: 2 kernel_w: 3 stride_h: 1 stride_w: 2",
                      Shape{1, 2, 4, 7});
@@ -528,6 +530,31 @@ TEST(Pooling, GradientsMatchFiniteDifferences) {
     fill_distinct(h.bottom, 5);
     check_gradients(*h.layer, {&h.bottom}, {&h.top});
   }
+}
+
+// MAX keeps each output's argmax as its place in the window: a byte each for Caffe's windows,
+// two past 254 places, four past 65,534; a window with nothing above -max (all -inf) routes no
+// gradient.
+TEST(Pooling, KeepsItsArgmaxInAByteOrTwoAndRoutesNoGradientFromAnEmptyWindow) {
+  const auto kept_bytes = [](const std::string& body, const Shape& shape) {
+    Harness<float> h(pool_text(body), shape);
+    return std::pair(static_cast<int64_t>(h.layer->kept_indices()->bytes()), h.top.count());
+  };
+  const auto [small, outputs] = kept_bytes("pool: MAX kernel_size: 3 stride: 2", {2, 3, 9, 9});
+  EXPECT_EQ(small, outputs);
+  const auto [global, planes] = kept_bytes("pool: MAX global_pooling: true", {2, 3, 17, 16});
+  EXPECT_EQ(global, 2 * planes);
+  EXPECT_EQ(kept_bytes("pool: MAX global_pooling: true", {1, 1, 256, 256}).first, 4);
+  Harness<float> h(pool_text("pool: MAX kernel_size: 2 stride: 2"), {1, 1, 4, 4});
+  float* x = h.bottom.mutable_data();
+  std::fill(x, x + 16, 1.f);
+  for (const int i : {0, 1, 4, 5}) x[i] = -std::numeric_limits<float>::infinity();
+  h.forward();
+  std::fill(h.top.mutable_diff(), h.top.mutable_diff() + 4, 1.f);
+  h.layer->backward({}, {&h.top}, {true}, {&h.bottom});
+  EXPECT_EQ(h.top.data()[0], -std::numeric_limits<float>::max());
+  for (const int i : {0, 1, 4, 5}) EXPECT_EQ(h.bottom.diff()[i], 0.f) << i;
+  EXPECT_EQ(std::accumulate(h.bottom.diff(), h.bottom.diff() + 16, 0.f), 3.f);
 }
 
 // The vectorised 2x2/stride-2 MAX path (float, rows at least 4 outputs wide): widths that take

@@ -76,9 +76,8 @@ void PoolingLayer<T>::forward_blocked(const Blob<T>& bottom, Blob<T>& top) {
 #endif
   tiles_.resize(static_cast<size_t>(threads * kMaxLanes * plane));
   tile_argmax_.resize(tiles_.size());
-  // Forward only (a TEST net) keeps no argmax: each thread drops one image's.
-  dropped_argmax_.resize(max_ && this->forward_only_ ? static_cast<size_t>(threads * out_image)
-                                                     : 0);
+  // An image's maxima's positions per thread, coded for backward unless forward only.
+  positions_.resize(max_ ? static_cast<size_t>(threads * out_image) : 0);
   // Lanes: channels that are neighbours in the blocked side's memory.
   const int64_t block = in_block > 1 ? in_block : out_block;
   const int lanes = block % 16 == 0 ? 16 : block % 8 == 0 ? 8 : 1;
@@ -92,9 +91,7 @@ void PoolingLayer<T>::forward_blocked(const Blob<T>& bottom, Blob<T>& top) {
 #endif
     const T* image = in + n * in_image;
     T* pooled = out + n * out_image;
-    int32_t* argmax = !max_                 ? nullptr
-                      : this->forward_only_ ? dropped_argmax_.data() + t * out_image
-                                            : argmax_data() + n * out_image;
+    int32_t* argmax = max_ ? positions_.data() + t * out_image : nullptr;
     T* tile = tiles_.data() + t * kMaxLanes * plane;
     int32_t* tile_argmax = tile_argmax_.data() + t * kMaxLanes * plane;
     auto run = [&]<int kLanes>() {
@@ -110,7 +107,31 @@ void PoolingLayer<T>::forward_blocked(const Blob<T>& bottom, Blob<T>& top) {
       run.template operator()<8>();
     else
       run.template operator()<1>();
+    if (max_ && !this->forward_only_)
+      with_code([&]<typename Code>() {
+        encode_image(argmax, in_block, in_base.data(), out_block, out_base.data(),
+                     static_cast<Code*>(codes()) + n * out_image);
+      });
   }
+}
+
+template <typename T>
+template <typename Code>
+void PoolingLayer<T>::encode_image(const int32_t* offsets, int64_t in_block, const int64_t* in_base,
+                                   int64_t out_block, const int64_t* out_base, Code* codes) const {
+  const int64_t plane = pooled_h_ * pooled_w_;
+  const pool::CodeGeometry g = code_geometry();
+  for (int64_t c = 0; c < channels_; ++c)
+    for (int64_t ph = 0; ph < pooled_h_; ++ph)
+      for (int64_t pw = 0; pw < pooled_w_; ++pw) {
+        const int64_t p = ph * pooled_w_ + pw;
+        // A plain bottom's: NCHW order, the index in the plane; a blocked one's: the top's layout,
+        // the offset in the image.
+        const int64_t at =
+            in_block == 1 ? offsets[c * plane + p] : offsets[out_base[c] + p * out_block];
+        const int64_t position = in_block == 1 || at < 0 ? at : (at - in_base[c]) / in_block;
+        codes[c * plane + p] = pool::encode_position<Code>(position, ph, pw, g);
+      }
 }
 
 template <typename T>
@@ -211,20 +232,20 @@ void PoolingLayer<T>::backward_blocked(const Blob<T>& top, Blob<T>& bottom) cons
   for (int64_t n = 0; n < images; ++n) {
     const T* src = out_diff + n * out_image;
     T* dst = in_diff + n * in_image;
-    const int32_t* argmax = max_ ? argmax_data() + n * out_image : nullptr;
     std::fill(dst, dst + in_image, T(0));
     // Each input element receives its outputs' shares in the plain path's order: (ph, pw) rising.
     for (int64_t c = 0; c < channels_; ++c) {
       const T* from = src + out_base[c];
-      if (max_ && in_block == 1) {  // argmax: NCHW order, index in the plane
-        const int32_t* at = argmax + c * plane;
-        T* to = dst + c * in_plane;
-        for (int64_t p = 0; p < plane; ++p)
-          if (at[p] >= 0) to[at[p]] += from[p * out_block];
-      } else if (max_) {  // argmax: the top's layout, offset in the image
-        const int32_t* at = argmax + out_base[c];
-        for (int64_t p = 0; p < plane; ++p)
-          if (at[p * out_block] >= 0) dst[at[p * out_block]] += from[p * out_block];
+      if (max_) {
+        const pool::CodeGeometry g = code_geometry();
+        with_code([&]<typename Code>() {
+          const Code* code = static_cast<const Code*>(codes()) + n * out_image + c * plane;
+          for (int64_t ph = 0; ph < pooled_h_; ++ph)
+            for (int64_t pw = 0; pw < pooled_w_; ++pw) {
+              const int64_t p = ph * pooled_w_ + pw, at = pool::decode(code[p], ph, pw, g);
+              if (at >= 0) dst[in_base[c] + at * in_block] += from[p * out_block];
+            }
+        });
       } else {
         for (int64_t ph = 0; ph < pooled_h_; ++ph)
           for (int64_t pw = 0; pw < pooled_w_; ++pw) {

@@ -73,7 +73,23 @@ void PoolingLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
     if ((pooled_w_ - 1) * stride_w_ >= width_ + pad_w_) --pooled_w_;
   }
   top[0]->reshape({in.shape(0), in.shape(1), pooled_h_, pooled_w_});
-  if (max_ && !this->forward_only_) argmax_.reshape({top[0]->count()});
+  code_bytes_ = pool::code_bytes(kernel_h_ * kernel_w_);
+  const auto words = [&](int64_t count) {  // elements of T holding `count` codes
+    return (count * code_bytes_ + static_cast<int64_t>(sizeof(T)) - 1) /
+           static_cast<int64_t>(sizeof(T));
+  };
+  if (max_ && !this->forward_only_) argmax_.reshape({words(top[0]->count())});
+}
+
+template <typename T>
+template <typename Code>
+void PoolingLayer<T>::encode_plane(const int32_t* positions, Code* codes) const {
+  const pool::CodeGeometry g = code_geometry();
+  for (int64_t ph = 0; ph < pooled_h_; ++ph)
+    for (int64_t pw = 0; pw < pooled_w_; ++pw) {
+      const int64_t o = ph * pooled_w_ + pw;
+      codes[o] = pool::encode_position<Code>(positions[o], ph, pw, g);
+    }
 }
 
 template <typename T>
@@ -224,16 +240,19 @@ void PoolingLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
   T* out = top[0]->mutable_data();
 #pragma omp parallel
   {
-    // Forward only (a TEST net) keeps no argmax: each thread drops one plane's.
-    std::vector<int32_t> dropped(max_ && this->forward_only_ ? static_cast<size_t>(out_plane) : 0);
+    // A plane's maxima's positions, coded for backward unless forward only (a TEST net).
+    std::vector<int32_t> positions(max_ ? static_cast<size_t>(out_plane) : 0);
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < planes; ++i) {
-      if (max_) {
-        int32_t* argmax = this->forward_only_ ? dropped.data() : argmax_data() + i * out_plane;
-        max_plane(in + i * in_plane, out + i * out_plane, argmax);
-      } else {
+      if (!max_) {
         average_plane(in + i * in_plane, out + i * out_plane);
+        continue;
       }
+      max_plane(in + i * in_plane, out + i * out_plane, positions.data());
+      if (!this->forward_only_)
+        with_code([&]<typename Code>() {
+          encode_plane(positions.data(), static_cast<Code*>(codes()) + i * out_plane);
+        });
     }
   }
 }
@@ -255,9 +274,15 @@ void PoolingLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
     const T* src = out_diff + i * out_plane;
     std::fill(dst, dst + in_plane, T(0));
     if (max_) {
-      const int32_t* argmax = argmax_data() + i * out_plane;
-      for (int64_t o = 0; o < out_plane; ++o)
-        if (argmax[o] >= 0) dst[argmax[o]] += src[o];
+      const pool::CodeGeometry g = code_geometry();
+      with_code([&]<typename Code>() {
+        const Code* code = static_cast<const Code*>(codes()) + i * out_plane;
+        for (int64_t ph = 0; ph < pooled_h_; ++ph)
+          for (int64_t pw = 0; pw < pooled_w_; ++pw) {
+            const int64_t o = ph * pooled_w_ + pw, at = pool::decode(code[o], ph, pw, g);
+            if (at >= 0) dst[at] += src[o];
+          }
+      });
       continue;
     }
     for (int64_t ph = 0; ph < pooled_h_; ++ph) {

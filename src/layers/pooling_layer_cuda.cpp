@@ -17,10 +17,12 @@ void PoolingLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& bott
     kernels::ave_pool_forward(bottom[0]->data(), top[0]->mutable_data(), shape, native_stream(stream));
     return;
   }
-  // MAX: the int32 index in its plane of each output's maximum; a TEST net keeps none.
-  int32_t* argmax = this->forward_only_ ? nullptr : argmax_data();
-  kernels::max_pool_forward(bottom[0]->data(), top[0]->mutable_data(), argmax, shape,
-                            native_stream(stream));
+  // MAX: each output's maximum's place in its window; a TEST net keeps none.
+  with_code([&]<typename Code>() {
+    Code* argmax = this->forward_only_ ? nullptr : static_cast<Code*>(codes());
+    kernels::max_pool_forward(bottom[0]->data(), top[0]->mutable_data(), argmax, shape,
+                              native_stream(stream));
+  });
 }
 
 template <typename T>
@@ -35,8 +37,10 @@ void PoolingLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>& top
     kernels::ave_pool_backward(top[0]->diff(), bottom[0]->mutable_diff(), shape, native_stream(stream));
     return;
   }
-  kernels::max_pool_backward(top[0]->diff(), argmax_data(), bottom[0]->mutable_diff(), shape,
-                             native_stream(stream));
+  with_code([&]<typename Code>() {
+    kernels::max_pool_backward(top[0]->diff(), static_cast<const Code*>(codes()),
+                               bottom[0]->mutable_diff(), shape, native_stream(stream));
+  });
 }
 
 CGDP_INSTANTIATE_CUDA_LAYER(PoolingLayer)

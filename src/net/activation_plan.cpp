@@ -182,11 +182,13 @@ void hoist_fetches(ActivationPlan& plan, int64_t limit) {
   place(plan);
 }
 
-// The one unit or the two with the fewest bytes to move that make the arena fit, when they move
-// fewer than `plan` does: first fit's gaps can lead the choices above to more. Tries such sets
-// away at the busiest step of `on_device` (what nothing moved yet), the fewest bytes first, a few.
+// The one, two or three units with the fewest bytes to move that make the arena fit, when they
+// move fewer than `plan` does: first fit's gaps can lead the choices above to more. Tries such sets
+// away at the busiest step of `on_device` (what nothing moved yet), the fewest bytes first, a few
+// (threes only among the few dozen units a net like AlexNet has there).
 void move_fewest_bytes(ActivationPlan& plan, const ActivationPlan& on_device, int64_t limit) {
   constexpr int kTrials = 32;
+  constexpr size_t kThreesAmong = 64;
   const int step = busiest_step(on_device);
   const int64_t needed = live_peak(on_device) - limit;  // what must be away at that step
   std::vector<size_t> away;
@@ -195,25 +197,27 @@ void move_fewest_bytes(ActivationPlan& plan, const ActivationPlan& on_device, in
   const auto bytes = [&](size_t k) {
     return ActivationPlan::moved_bytes(on_device.activations[k]);
   };
-  struct Choice {
-    int64_t bytes;
-    size_t first, second;  // second == first: one unit
-  };
-  std::vector<Choice> choices;
-  const auto consider = [&](size_t a, size_t b, int64_t total) {
-    if (total >= needed && total < plan.bytes_each_way()) choices.push_back({total, a, b});
+  std::vector<std::pair<int64_t, std::vector<size_t>>> choices;  // bytes, units
+  const auto consider = [&](std::vector<size_t> units) {
+    int64_t total = 0;
+    for (const size_t k : units) total += bytes(k);
+    if (total >= needed && total < plan.bytes_each_way())
+      choices.emplace_back(total, std::move(units));
   };
   for (size_t i = 0; i < away.size(); ++i) {
-    consider(away[i], away[i], bytes(away[i]));
-    for (size_t j = i + 1; j < away.size(); ++j)
-      consider(away[i], away[j], bytes(away[i]) + bytes(away[j]));
+    consider({away[i]});
+    for (size_t j = i + 1; j < away.size(); ++j) {
+      consider({away[i], away[j]});
+      if (away.size() <= kThreesAmong)
+        for (size_t k = j + 1; k < away.size(); ++k) consider({away[i], away[j], away[k]});
+    }
   }
   std::stable_sort(choices.begin(), choices.end(),
-                   [](const Choice& a, const Choice& b) { return a.bytes < b.bytes; });
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   if (choices.size() > kTrials) choices.resize(kTrials);
-  for (const Choice& c : choices) {
+  for (const auto& [total, units] : choices) {
     ActivationPlan trial = on_device;
-    trial.activations[c.first].offloaded = trial.activations[c.second].offloaded = true;
+    for (const size_t k : units) trial.activations[k].offloaded = true;
     if (place(trial) <= limit) {
       plan = std::move(trial);
       return;

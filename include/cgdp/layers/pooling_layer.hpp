@@ -1,12 +1,14 @@
 // Pooling: MAX or AVE over 2-D windows of N x C x H x W blobs, with Caffe's output-shape rule
-// (rounding up) and Caffe's AVE divisor; MAX remembers each output's argmax for backward (in the
-// activation arena when the net plans one: kept_indices).
+// (rounding up) and Caffe's AVE divisor; MAX remembers each output's argmax for backward, as its
+// place in the window in a byte or two (in the activation arena when the net plans one:
+// kept_indices).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "cgdp/layers/layer.hpp"
+#include "cgdp/layers/pool_window_code.hpp"
 
 namespace cgdp {
 
@@ -64,22 +66,39 @@ class PoolingLayer final : public Layer<T> {
   bool global_ = false;
   int64_t kernel_h_ = 0, kernel_w_ = 0, pad_h_ = 0, pad_w_ = 0, stride_h_ = 1, stride_w_ = 1;
   int64_t channels_ = 0, height_ = 0, width_ = 0, pooled_h_ = 0, pooled_w_ = 0;
-  // MAX: where each output's maximum is. With a plain bottom, in NCHW order (whatever the top's
-  // layout), the index (h * W + w) in its plane; with a blocked bottom, in the top's layout, the
-  // offset in its image.
-  // Kept from forward for backward, on either backend: int32 indices in the bytes of a blob (one
-  // element each, as wide as an int32 or wider) that the net's arena can hold.
+  // MAX, kept from forward for backward on either backend: each output's code
+  // (pool_window_code.hpp, code_bytes_ each), in NCHW order whatever the layouts, in the bytes of a
+  // blob that the net's arena can hold.
   Blob<T> argmax_{this->device(), Shape{0}, Diff::None};
-  static_assert(sizeof(T) >= sizeof(int32_t));
-  int32_t* argmax_data() {
-    return reinterpret_cast<int32_t*>(argmax_.mutable_data());
+  int code_bytes_ = 1;
+  void* codes() {
+    return argmax_.mutable_data();
   }
-  const int32_t* argmax_data() const {
-    return reinterpret_cast<const int32_t*>(argmax_.data());
+  const void* codes() const {
+    return argmax_.data();
   }
+  pool::CodeGeometry code_geometry() const {
+    return {width_, kernel_w_, stride_h_, stride_w_, pad_h_, pad_w_};
+  }
+  // Calls f.template operator()<Code>() with the code's type.
+  template <typename F>
+  void with_code(F&& f) const {
+    if (code_bytes_ == 1) return f.template operator()<uint8_t>();
+    if (code_bytes_ == 2) return f.template operator()<uint16_t>();
+    return f.template operator()<uint32_t>();
+  }
+  // One plane's (or, blocked, one image's) positions as the compute writes them, into codes.
+  template <typename Code>
+  void encode_plane(const int32_t* positions, Code* codes) const;
+  template <typename Code>
+  void encode_image(const int32_t* offsets, int64_t in_block, const int64_t* in_base,
+                    int64_t out_block, const int64_t* out_base, Code* codes) const;
   std::vector<T> tiles_;  // forward_blocked's: 16 planes per thread
   std::vector<int32_t> tile_argmax_;
-  std::vector<int32_t> dropped_argmax_;  // forward_blocked's when forward only: an image per thread
+  // MAX's positions as the compute writes them, before they are coded: a plane per thread (plain),
+  // an image per thread (blocked): with a plain bottom in NCHW order, the index h * W + w in its
+  // plane; with a blocked one in the top's layout, the offset in the bottom's image.
+  std::vector<int32_t> positions_;
 };
 
 }  // namespace cgdp

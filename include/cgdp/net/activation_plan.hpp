@@ -173,9 +173,10 @@ ArenaPeak arena_peak(const ActivationPlan& plan);
 // moving (a packed unit's 16-bit copy, or the values) to the host units that are away from the
 // device at the step where the arena is fullest (the one or two with the fewest bytes that are
 // enough there, else the largest); then each moved unit comes back to the device, the largest
-// first, if the arena still fits without moving it; then one unit or two away at the busiest step
-// move instead where they fit with fewer bytes; then each copy back moves as early as the arena
-// still fits, so that the copies stream while backward runs instead of each waiting for its turn.
+// first, if the arena still fits without moving it; then one, two or three units away at the
+// busiest step move instead where they fit with fewer bytes; then each copy back moves as early
+// as the arena still fits, so that the copies stream while backward runs instead of each waiting
+// for its turn.
 // Returns the plan; its arena_bytes exceeds `limit` when even every unit that can wait on the host
 // does not make it fit.
 ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations, int steps,
