@@ -681,7 +681,7 @@ void expect_packing_changes_no_bit(TrainConfig c, bool offload = true) {
     EXPECT_EQ(t.net().activation_plan().offloaded_count(), 0);
     int read_packed = 0;  // ReLU masks read from the 16-bit copies themselves
     for (const PlannedActivation& a : t.net().activation_plan().activations)
-      read_packed += a.packed && a.read_packed;
+      read_packed += a.only_packed();
     EXPECT_GT(read_packed, 0);
     packed_peak = device_peak(t, cuda);
     EXPECT_LT(packed_peak, fp32_peak);

@@ -52,8 +52,8 @@ void Net<T>::bind_arena() {
     a.host_ptr = a.offloaded ? host + a.host_offset : nullptr;
     a.pack_ptr = a.packed ? arena + a.pack_offset : nullptr;
     arena_owners_[k]->bind_data(reinterpret_cast<T*>(a.device_ptr));
-    arena_owners_[k]->bind_packed_values(
-        a.packed && a.read_packed ? static_cast<const uint16_t*>(a.pack_ptr) : nullptr);
+    arena_owners_[k]->bind_packed_values(a.only_packed() ? static_cast<const uint16_t*>(a.pack_ptr)
+                                                         : nullptr);
   }
   for (size_t k = 0; k < arena_gradients_.size(); ++k)
     for (Blob<T>* blob : {arena_gradients_[k].blob, arena_gradients_[k].shared})

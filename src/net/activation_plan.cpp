@@ -234,7 +234,7 @@ std::vector<LiveRange> ActivationPlan::pack_live(const PlannedActivation& a) con
 }
 
 std::vector<LiveRange> ActivationPlan::live(const PlannedActivation& a) const {
-  if (a.packed && a.read_packed) return {{a.produced, a.last_forward}};
+  if (a.only_packed()) return {{a.produced, a.last_forward}};
   if (a.packed) return {{a.produced, a.last_forward}, {a.first_backward, a.last_backward}};
   if (a.offloaded) return {{a.produced, a.last_forward + kLag}, {fetch_step(a), a.last_backward}};
   const int last = a.kept_to_end ? steps - 1 : std::max(a.last_forward, a.last_backward);
@@ -341,7 +341,7 @@ ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations,
   for (const PlannedActivation& a : plan.activations)
     if (a.takes_bytes_of >= 0) {
       PlannedActivation& over = plan.activations[a.takes_bytes_of];
-      CGDP_ASSERT(over.packed && over.read_packed && over.last_forward == a.produced &&
+      CGDP_ASSERT(over.only_packed() && over.last_forward == a.produced &&
                   over.produced < a.produced && over.bytes == a.bytes);
       over.written_over = a.produced;
     }

@@ -135,9 +135,9 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
     m.packed = plan.packed_count();
     m.packed_bytes = plan.packed_bytes();
     m.rounded_bytes = plan.rounded_bytes();
-    m.read_packed = static_cast<int>(
-        std::count_if(plan.activations.begin(), plan.activations.end(),
-                      [](const PlannedActivation& a) { return a.packed && a.read_packed; }));
+    m.read_packed =
+        static_cast<int>(std::count_if(plan.activations.begin(), plan.activations.end(),
+                                       [](const PlannedActivation& a) { return a.only_packed(); }));
     m.written_over = static_cast<int>(
         std::count_if(plan.activations.begin(), plan.activations.end(),
                       [](const PlannedActivation& a) { return a.written_over >= 0; }));

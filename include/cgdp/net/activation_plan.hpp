@@ -87,6 +87,8 @@ struct PlannedActivation {
   void* pack_ptr = nullptr;
   // What its copies move, when offloaded: the 16-bit copy when packed, else the values.
   void* moved_device_ptr() const { return packed ? pack_ptr : device_ptr; }
+  // Backward reads only its 16-bit copy: never widened back.
+  bool only_packed() const { return packed && read_packed; }
 };
 
 // An activation's gradient, when the net plans it in the same arena (a train net's planned
