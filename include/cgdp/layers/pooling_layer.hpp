@@ -95,9 +95,9 @@ class PoolingLayer final : public Layer<T> {
                     int64_t out_block, const int64_t* out_base, Code* codes) const;
   std::vector<T> tiles_;  // forward_blocked's: 16 planes per thread
   std::vector<int32_t> tile_argmax_;
-  // MAX's positions as the compute writes them, before they are coded: a plane per thread (plain),
-  // an image per thread (blocked): with a plain bottom in NCHW order, the index h * W + w in its
-  // plane; with a blocked one in the top's layout, the offset in the bottom's image.
+  // forward_blocked's: MAX's positions as the compute writes them, before they are coded, an image
+  // per thread: with a plain bottom in NCHW order, the index h * W + w in its plane; with a blocked
+  // one in the top's layout, the offset in the bottom's image. (The plain path codes a plane's.)
   std::vector<int32_t> positions_;
 };
 
