@@ -184,11 +184,13 @@ void hoist_fetches(ActivationPlan& plan, int64_t limit) {
 
 // The one, two or three units with the fewest bytes to move that make the arena fit, when they
 // move fewer than `plan` does: first fit's gaps can lead the choices above to more. Tries such sets
-// away at the busiest step of `on_device` (what nothing moved yet), the fewest bytes first, a few
-// (threes only among the few dozen units a net like AlexNet has there).
-void move_fewest_bytes(ActivationPlan& plan, const ActivationPlan& on_device, int64_t limit) {
+// away at the busiest step of the plan with nothing moved, the fewest bytes first, a few (threes
+// only among the few dozen units a net like AlexNet has there).
+void move_fewest_bytes(ActivationPlan& plan, int64_t limit) {
   constexpr int kTrials = 32;
   constexpr size_t kThreesAmong = 64;
+  ActivationPlan on_device = plan;
+  for (PlannedActivation& a : on_device.activations) a.offloaded = false;
   const int step = busiest_step(on_device);
   const int64_t needed = live_peak(on_device) - limit;  // what must be away at that step
   std::vector<size_t> away;
@@ -345,7 +347,6 @@ ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations,
                   over.produced < a.produced && over.bytes == a.bytes);
       over.written_over = a.produced;
     }
-  const ActivationPlan on_device = plan;
   // Cheap bound first: while the bytes alive at the busiest step exceed the limit, no placement
   // fits.
   for (int64_t peak; (peak = live_peak(plan)) > limit;) {
@@ -362,8 +363,7 @@ ActivationPlan plan_activation_arena(std::vector<PlannedActivation> activations,
     for (PlannedActivation* a : units) a->offloaded = true;
   }
   keep_what_fits(plan, std::max(limit, plan.arena_bytes));
-  if (plan.arena_bytes <= limit && plan.offloaded_count() > 0)
-    move_fewest_bytes(plan, on_device, limit);
+  if (plan.arena_bytes <= limit && plan.offloaded_count() > 0) move_fewest_bytes(plan, limit);
   hoist_fetches(plan, std::max(limit, plan.arena_bytes));
   for (PlannedActivation& a : plan.activations)
     if (a.offloaded) {
