@@ -121,7 +121,7 @@ TEST_F(PredictCli, WithoutChunkItPredictsTrainsDefaultForTheProfilesBackend) {
   write_profile(cuda, path);
   const Json j = run_json("--profile " + path);
   EXPECT_EQ(j["chunk"], cat("bytes:", kDefaultCudaChunkMiB));
-  // The tiny model's gradients fit one 4 MiB chunk.
+  // The tiny model's gradients fit one chunk of the default cap.
   EXPECT_EQ(j["layers"][1]["chunk"], 0);
 }
 

@@ -62,8 +62,10 @@ ChunkPlan make_chunk_plan(std::span<const ParamLayer> layers, const std::string&
 // The --chunk a run takes when none is given: one chunk per layer on the CPU backend, where a
 // chunk's copy is a memcpy; on CUDA, chunks of up to kDefaultCudaChunkMiB, since every chunk costs
 // an event, a cudaMemcpyAsync and a host callback (tens of µs) whatever its size, and ResNet-152
-// per layer would be 311 chunks, half of them under 16 KiB.
-inline constexpr int kDefaultCudaChunkMiB = 4;
+// per layer would be 311 chunks, half of them under 16 KiB. 8 rather than 4: with the H200
+// profiles (docs/results.md) the model puts 4 H200s' T(1)/T(4) at 0.965 instead of 0.937 for
+// ResNet-152 (34 chunks, not 77), higher for AlexNet and GoogLeNet, within 0.003 for VGG-16.
+inline constexpr int kDefaultCudaChunkMiB = 8;
 std::string default_chunk_spec(DeviceKind kind);
 
 // The same plans from values, for code that builds them (e.g. a chunk-size search).
