@@ -43,6 +43,13 @@ __global__ void widen_add_kernel(const uint16_t* src, float* dst, int64_t n, Hal
   }
 }
 
+__global__ void widen_biased_kernel(const uint16_t* src, float* dst, int64_t n, int64_t channels,
+                                    int64_t spatial, const float* bias, Half16 type) {
+  CGDP_KERNEL_LOOP(i, n) {
+    dst[i] = from_half(src[i], type) + bias[(i / spatial) % channels];
+  }
+}
+
 __global__ void round_kernel(const float* src, float* dst, int64_t n, Half16 type) {
   CGDP_KERNEL_LOOP(i, n) {
     dst[i] = from_half(to_half(src[i], type), type);
@@ -50,7 +57,8 @@ __global__ void round_kernel(const float* src, float* dst, int64_t n, Half16 typ
 }
 
 // Per image, a rows x cols matrix is written transposed (cols x rows) through a shared tile, so
-// that both the reads and the writes are coalesced. store(out, in) narrows, widens or adds.
+// that both the reads and the writes are coalesced. store(out, in, c) narrows, widens or adds
+// (c: the output's row, the channel where the output is NCHW).
 constexpr int kTile = 32;
 constexpr int kTileRows = 8;  // threads per tile column: each thread moves kTile / kTileRows
 
@@ -71,7 +79,7 @@ __global__ void transpose_kernel(const In* src, Out* dst, int64_t images, int64_
       __syncthreads();
       for (int k = threadIdx.y; k < kTile; k += kTileRows) {
         const int64_t c = c0 + k, r = r0 + threadIdx.x;
-        if (c < cols && r < rows) store(out[c * rows + r], tile[threadIdx.x][k]);
+        if (c < cols && r < rows) store(out[c * rows + r], tile[threadIdx.x][k], c);
       }
       __syncthreads();
     }
@@ -79,18 +87,25 @@ __global__ void transpose_kernel(const In* src, Out* dst, int64_t images, int64_
 
 struct StoreNarrow {
   Half16 type;
-  __device__ void operator()(uint16_t& out, float in) const { out = to_half(in, type); }
+  __device__ void operator()(uint16_t& out, float in, int64_t) const { out = to_half(in, type); }
 };
 struct StoreCopy {
-  __device__ void operator()(uint16_t& out, uint16_t in) const { out = in; }
+  __device__ void operator()(uint16_t& out, uint16_t in, int64_t) const { out = in; }
 };
 struct StoreWiden {
   Half16 type;
-  __device__ void operator()(float& out, uint16_t in) const { out = from_half(in, type); }
+  __device__ void operator()(float& out, uint16_t in, int64_t) const { out = from_half(in, type); }
 };
 struct StoreWidenAdd {
   Half16 type;
-  __device__ void operator()(float& out, uint16_t in) const { out += from_half(in, type); }
+  __device__ void operator()(float& out, uint16_t in, int64_t) const { out += from_half(in, type); }
+};
+struct StoreWidenBias {
+  Half16 type;
+  const float* bias;
+  __device__ void operator()(float& out, uint16_t in, int64_t channel) const {
+    out = from_half(in, type) + bias[channel];
+  }
 };
 
 template <typename In, typename Out, typename Store>
@@ -128,13 +143,18 @@ void transpose_to_channels_last(const uint16_t* src, uint16_t* dst, int64_t imag
 }
 
 void widen_from_channels_last(const uint16_t* src, float* dst, int64_t images, int64_t channels,
-                              int64_t spatial, Half16 type, bool accumulate, cudaStream_t stream) {
+                              int64_t spatial, Half16 type, bool accumulate, cudaStream_t stream,
+                              const float* bias) {
   const int64_t n = images * channels * spatial;
   if (n <= 0) return;
+  if (bias && (channels == 1 || spatial == 1))
+    return widen_biased(src, dst, images, channels, spatial, bias, type, stream);
   if (channels == 1 || spatial == 1)
     return accumulate ? widen_add(src, dst, n, type, stream)
                       : widen(src, dst, n, type, nullptr, stream);
-  if (accumulate)
+  if (bias)
+    transpose(src, dst, images, spatial, channels, StoreWidenBias{type, bias}, stream);
+  else if (accumulate)
     transpose(src, dst, images, spatial, channels, StoreWidenAdd{type}, stream);
   else
     transpose(src, dst, images, spatial, channels, StoreWiden{type}, stream);
@@ -157,6 +177,15 @@ void widen(const uint16_t* src, float* dst, int64_t n, Half16 type, const float*
 void widen_add(const uint16_t* src, float* dst, int64_t n, Half16 type, cudaStream_t stream) {
   if (n <= 0) return;
   widen_add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, dst, n, type);
+  CUDA_CHECK_LAUNCH();
+}
+
+void widen_biased(const uint16_t* src, float* dst, int64_t images, int64_t channels,
+                  int64_t spatial, const float* bias, Half16 type, cudaStream_t stream) {
+  const int64_t n = images * channels * spatial;
+  if (n <= 0) return;
+  widen_biased_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, dst, n, channels, spatial, bias,
+                                                              type);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -48,7 +48,10 @@ struct HalfLayout {
 uint16_t* narrow_channels_last(Stream& stream, const float* src, uint16_t* dst,
                                const HalfLayout& layout);
 void widen_channels_last(Stream& stream, const uint16_t* src, float* dst, const HalfLayout& layout,
-                         bool accumulate);
+                         bool accumulate, const float* bias = nullptr);
+// dst = widen(src) + bias[channel], src ordered as the layout says, dst NCHW.
+void widen_biased_result(Stream& stream, const uint16_t* src, float* dst, const HalfLayout& layout,
+                         const float* bias);
 
 // What a pass reads of values a planned net keeps in 16 bits already (Blob::packed_values): that
 // copy itself, or channels last, transposed into `copy`.
@@ -82,6 +85,25 @@ void land(bool half, Stream& stream, const uint16_t* copy, T* values, int64_t co
     else
       widen_result(stream, copy, values, count);
   }
+}
+// A forward pass's result with a bias per channel (`bias` null: none): values = widen(copy) +
+// bias[channel] in one pass (`half`; the layout's shape is the output's); otherwise the caller
+// adds the bias itself. Returns whether the bias was added.
+template <typename T>
+bool land_biased(bool half, Stream& stream, const uint16_t* copy, T* values,
+                 const HalfLayout& layout, const T* bias) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (!half) return false;
+    const int64_t count = layout.images * layout.channels * layout.spatial;
+    if (!bias)
+      land(half, stream, copy, values, count, /*accumulate=*/false, layout);
+    else if (layout.channels_last)
+      widen_channels_last(stream, copy, values, layout, /*accumulate=*/false, bias);
+    else
+      widen_biased_result(stream, copy, values, layout, bias);
+    return bias != nullptr;
+  }
+  return false;
 }
 
 }  // namespace cgdp

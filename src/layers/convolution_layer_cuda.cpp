@@ -3,7 +3,8 @@
 // bias by cudnnAddTensor / cudnnConvolutionBackwardBias. Each pass runs the algorithm cuDNN's own
 // search picked for the shape (src/cuda/conv_algorithms.hpp), within cuda_options()' scratch cap.
 // In bf16/fp16 the passes multiply 16-bit copies of their operands (cuda/half_operands.hpp), laid
-// out channels last (NHWC) where the channels come in 8s (cuda_channels_last).
+// out channels last (NHWC) where the channels come in 8s (cuda_channels_last), and the forward's
+// bias is added as its result is widened.
 #include "cgdp/device/cuda_options.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
 #include "cuda/conv_algorithms.hpp"
@@ -73,9 +74,11 @@ void ConvolutionLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& 
                                       cudnnConvolutionFwdAlgo_t(s.forward->algo),
                                       stream_workspace(stream, s.forward->workspace),
                                       s.forward->workspace, &zero, s.y.get(), y));
-  land(s.half(), stream, o.output, top[0]->mutable_data(), outputs, /*accumulate=*/false,
-       s.y_layout);
-  if (bias_term_)
+  // In 16 bits the bias joins the result as it is widened: one pass over the output, not two.
+  const T* bias = bias_term_ ? this->params_[1]->data() : nullptr;
+  const bool biased =
+      land_biased(s.half(), stream, o.output, top[0]->mutable_data(), s.y_layout, bias);
+  if (bias && !biased)
     CUDNN_CHECK(cudnnAddTensor(h, &one, s.bias.get(), this->params_[1]->data(), &one,
                                s.output.get(), top[0]->mutable_data()));
 }

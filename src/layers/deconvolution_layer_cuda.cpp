@@ -64,8 +64,12 @@ void DeconvolutionLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>
                                            cudnnConvolutionBwdDataAlgo_t(s.backward_data->algo),
                                            stream_workspace(stream, s.backward_data->workspace),
                                            s.backward_data->workspace, &zero, s.x.get(), y));
-  land(s.half(), stream, o.output, top[0]->mutable_data(), outputs, /*accumulate=*/false);
-  if (bias_term_)
+  // In 16 bits the bias joins the result as it is widened: one pass over the output, not two.
+  const Shape& out = top[0]->shape();
+  const HalfLayout nchw{false, out[0], out[1], out[2] * out[3]};
+  const T* bias = bias_term_ ? this->params_[1]->data() : nullptr;
+  const bool biased = land_biased(s.half(), stream, o.output, top[0]->mutable_data(), nchw, bias);
+  if (bias && !biased)
     CUDNN_CHECK(cudnnAddTensor(h, &one, s.bias.get(), this->params_[1]->data(), &one,
                                s.output.get(), top[0]->mutable_data()));
 }
