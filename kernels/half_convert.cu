@@ -43,10 +43,16 @@ __global__ void widen_add_kernel(const uint16_t* src, float* dst, int64_t n, Hal
   }
 }
 
-__global__ void widen_biased_kernel(const uint16_t* src, float* dst, int64_t n, int64_t channels,
-                                    int64_t spatial, const float* bias, Half16 type) {
+// The bias, then the ReLU as the ReLU layer computes it (std::max(v, 0): NaN stays NaN).
+__device__ __forceinline__ float finish(float v, int64_t channel, Epilogue e) {
+  if (e.bias) v += e.bias[channel];
+  return e.relu && v < 0.f ? 0.f : v;
+}
+
+__global__ void widen_epilogue_kernel(const uint16_t* src, float* dst, int64_t n, int64_t channels,
+                                      int64_t spatial, Epilogue epilogue, Half16 type) {
   CGDP_KERNEL_LOOP(i, n) {
-    dst[i] = from_half(src[i], type) + bias[(i / spatial) % channels];
+    dst[i] = finish(from_half(src[i], type), (i / spatial) % channels, epilogue);
   }
 }
 
@@ -100,11 +106,11 @@ struct StoreWidenAdd {
   Half16 type;
   __device__ void operator()(float& out, uint16_t in, int64_t) const { out += from_half(in, type); }
 };
-struct StoreWidenBias {
+struct StoreWidenEpilogue {
   Half16 type;
-  const float* bias;
+  Epilogue epilogue;
   __device__ void operator()(float& out, uint16_t in, int64_t channel) const {
-    out = from_half(in, type) + bias[channel];
+    out = finish(from_half(in, type), channel, epilogue);
   }
 };
 
@@ -144,16 +150,17 @@ void transpose_to_channels_last(const uint16_t* src, uint16_t* dst, int64_t imag
 
 void widen_from_channels_last(const uint16_t* src, float* dst, int64_t images, int64_t channels,
                               int64_t spatial, Half16 type, bool accumulate, cudaStream_t stream,
-                              const float* bias) {
+                              Epilogue epilogue) {
   const int64_t n = images * channels * spatial;
   if (n <= 0) return;
-  if (bias && (channels == 1 || spatial == 1))
-    return widen_biased(src, dst, images, channels, spatial, bias, type, stream);
+  const bool finishes = epilogue.bias || epilogue.relu;
+  if (finishes && (channels == 1 || spatial == 1))
+    return widen_with_epilogue(src, dst, images, channels, spatial, epilogue, type, stream);
   if (channels == 1 || spatial == 1)
     return accumulate ? widen_add(src, dst, n, type, stream)
                       : widen(src, dst, n, type, nullptr, stream);
-  if (bias)
-    transpose(src, dst, images, spatial, channels, StoreWidenBias{type, bias}, stream);
+  if (finishes)
+    transpose(src, dst, images, spatial, channels, StoreWidenEpilogue{type, epilogue}, stream);
   else if (accumulate)
     transpose(src, dst, images, spatial, channels, StoreWidenAdd{type}, stream);
   else
@@ -180,12 +187,12 @@ void widen_add(const uint16_t* src, float* dst, int64_t n, Half16 type, cudaStre
   CUDA_CHECK_LAUNCH();
 }
 
-void widen_biased(const uint16_t* src, float* dst, int64_t images, int64_t channels,
-                  int64_t spatial, const float* bias, Half16 type, cudaStream_t stream) {
+void widen_with_epilogue(const uint16_t* src, float* dst, int64_t images, int64_t channels,
+                         int64_t spatial, Epilogue epilogue, Half16 type, cudaStream_t stream) {
   const int64_t n = images * channels * spatial;
   if (n <= 0) return;
-  widen_biased_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, dst, n, channels, spatial, bias,
-                                                              type);
+  widen_epilogue_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, dst, n, channels, spatial,
+                                                                epilogue, type);
   CUDA_CHECK_LAUNCH();
 }
 

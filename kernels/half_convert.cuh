@@ -29,14 +29,20 @@ void narrow_to_channels_last(const float* src, uint16_t* dst, int64_t images, in
 // A 16-bit NCHW copy (a value the net keeps packed) moved into NHWC as it is.
 void transpose_to_channels_last(const uint16_t* src, uint16_t* dst, int64_t images,
                                 int64_t channels, int64_t spatial, cudaStream_t stream);
+// What joins a forward pass's result as it is widened, instead of in passes of its own over the
+// fp32 output: a bias per channel (null: none), then a ReLU (a convolution's absorbed one).
+struct Epilogue {
+  const float* bias = nullptr;
+  bool relu = false;
+};
+
 // The way back: NHWC's 16-bit values widened into NCHW (dst = or, with `accumulate`, dst +=);
-// with `bias` (not with `accumulate`), dst = widened + bias[channel].
+// with an epilogue (not with `accumulate`), dst = epilogue(widened).
 void widen_from_channels_last(const uint16_t* src, float* dst, int64_t images, int64_t channels,
                               int64_t spatial, Half16 type, bool accumulate, cudaStream_t stream,
-                              const float* bias = nullptr);
-// NCHW: dst = widen(src) + bias[channel]. A convolution's bias joins its result as that is
-// widened, instead of in a second pass over the fp32 output.
-void widen_biased(const uint16_t* src, float* dst, int64_t images, int64_t channels,
-                  int64_t spatial, const float* bias, Half16 type, cudaStream_t stream);
+                              Epilogue epilogue = {});
+// NCHW: dst = epilogue(widen(src)).
+void widen_with_epilogue(const uint16_t* src, float* dst, int64_t images, int64_t channels,
+                         int64_t spatial, Epilogue epilogue, Half16 type, cudaStream_t stream);
 
 }  // namespace cgdp::kernels

@@ -153,7 +153,7 @@ TEST(LayerScratch, IsCountedAndMeasuredWithoutCommittingIt) {
   EXPECT_EQ(cuda.worker_bytes(0) - cuda.cudnn_scratch, m.worker_bytes(0) - lrn);
 }
 
-// A CUDA worker's convolutions run their ReLU apart (cuDNN's path), a CPU worker's inside them;
+// A CUDA worker's convolutions run their ReLU's backward apart, a CPU worker's inside them;
 // in a packed net that moves what the arena holds at each backward step (VGG-16's first block:
 // 196 MiB less at batch 32 on CUDA). inspect and train measure a CUDA worker's nets as it builds
 // them, not as a CPU worker would.
@@ -181,6 +181,9 @@ TEST(MemoryBudget, ACudaWorkersNetsAreMeasuredAsItBuildsThem) {
     Net<float> net(model, Phase::Train, device, 0, 1, "block.prototxt", planned.memory);
     EXPECT_EQ(net.absorbed(2), kind == DeviceKind::Cpu);
     EXPECT_EQ(net.absorbed(4), kind == DeviceKind::Cpu);
+    // A CUDA convolution in 16 bits runs the ReLU's forward as it widens its result, no backward.
+    EXPECT_TRUE(net.forward_absorbed(2));
+    EXPECT_TRUE(net.forward_absorbed(4));
     net.plan_activations(kNoArenaLimit, nullptr, planned.pack);
     return net.activation_plan().arena_bytes;
   };

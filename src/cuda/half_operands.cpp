@@ -57,16 +57,16 @@ const void* packed_operand(Stream& stream, const uint16_t* packed, uint16_t* cop
 }
 
 void widen_channels_last(Stream& stream, const uint16_t* src, float* dst, const HalfLayout& layout,
-                         bool accumulate, const float* bias) {
+                         bool accumulate, kernels::Epilogue epilogue) {
   kernels::widen_from_channels_last(src, dst, layout.images, layout.channels, layout.spatial,
                                     half16(layer_precision()), accumulate, native_stream(stream),
-                                    bias);
+                                    epilogue);
 }
 
-void widen_biased_result(Stream& stream, const uint16_t* src, float* dst, const HalfLayout& layout,
-                         const float* bias) {
-  kernels::widen_biased(src, dst, layout.images, layout.channels, layout.spatial, bias,
-                        half16(layer_precision()), native_stream(stream));
+void widen_with_epilogue(Stream& stream, const uint16_t* src, float* dst, const HalfLayout& layout,
+                         kernels::Epilogue epilogue) {
+  kernels::widen_with_epilogue(src, dst, layout.images, layout.channels, layout.spatial, epilogue,
+                               half16(layer_precision()), native_stream(stream));
 }
 
 void round_operand(Stream& stream, const float* src, float* dst, int64_t count) {

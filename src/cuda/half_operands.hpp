@@ -48,10 +48,10 @@ struct HalfLayout {
 uint16_t* narrow_channels_last(Stream& stream, const float* src, uint16_t* dst,
                                const HalfLayout& layout);
 void widen_channels_last(Stream& stream, const uint16_t* src, float* dst, const HalfLayout& layout,
-                         bool accumulate, const float* bias = nullptr);
-// dst = widen(src) + bias[channel], src ordered as the layout says, dst NCHW.
-void widen_biased_result(Stream& stream, const uint16_t* src, float* dst, const HalfLayout& layout,
-                         const float* bias);
+                         bool accumulate, kernels::Epilogue epilogue = {});
+// dst = epilogue(widen(src)), src ordered as the layout says, dst NCHW.
+void widen_with_epilogue(Stream& stream, const uint16_t* src, float* dst, const HalfLayout& layout,
+                         kernels::Epilogue epilogue);
 
 // What a pass reads of values a planned net keeps in 16 bits already (Blob::packed_values): that
 // copy itself, or channels last, transposed into `copy`.
@@ -86,22 +86,21 @@ void land(bool half, Stream& stream, const uint16_t* copy, T* values, int64_t co
       widen_result(stream, copy, values, count);
   }
 }
-// A forward pass's result with a bias per channel (`bias` null: none): values = widen(copy) +
-// bias[channel] in one pass (`half`; the layout's shape is the output's); otherwise the caller
-// adds the bias itself. Returns whether the bias was added.
+// A forward pass's result (`half`: in `copy`, ordered as the layout says, whose shape is the
+// output's) widened into `values` with its bias per channel (null: none) and an absorbed ReLU
+// added on the way: one pass over the output instead of three. Returns false, doing nothing, where
+// the pass wrote `values` itself; the caller then adds them.
 template <typename T>
-bool land_biased(bool half, Stream& stream, const uint16_t* copy, T* values,
-                 const HalfLayout& layout, const T* bias) {
+bool land_forward(bool half, Stream& stream, const uint16_t* copy, T* values,
+                  const HalfLayout& layout, const T* bias, bool relu) {
   if constexpr (std::is_same_v<T, float>) {
     if (!half) return false;
-    const int64_t count = layout.images * layout.channels * layout.spatial;
-    if (!bias)
-      land(half, stream, copy, values, count, /*accumulate=*/false, layout);
-    else if (layout.channels_last)
-      widen_channels_last(stream, copy, values, layout, /*accumulate=*/false, bias);
+    const kernels::Epilogue epilogue{bias, relu};
+    if (layout.channels_last)
+      widen_channels_last(stream, copy, values, layout, /*accumulate=*/false, epilogue);
     else
-      widen_biased_result(stream, copy, values, layout, bias);
-    return bias != nullptr;
+      widen_with_epilogue(stream, copy, values, layout, epilogue);
+    return true;
   }
   return false;
 }

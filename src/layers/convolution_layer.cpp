@@ -110,9 +110,17 @@ void ConvolutionLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& to
 }
 
 template <typename T>
-bool ConvolutionLayer<T>::absorb_relu() {
-  relu_ = this->device_->kind() == DeviceKind::Cpu;  // cuDNN's path runs the ReLU apart
-  return relu_;
+ReluAbsorption ConvolutionLayer<T>::absorb_relu() {
+  // On CUDA in 16 bits the ReLU's forward joins the widening of the result
+  // (cuda/half_operands.hpp), and its backward stays apart, one step before this layer's, where
+  // the output's 16-bit copy it reads is then freed (the activations' arena); in fp32 cuDNN's path
+  // runs it apart.
+  const bool cpu = this->device_->kind() == DeviceKind::Cpu;
+  relu_forward_ = cpu || (this->device_->kind() == DeviceKind::Cuda && multiplies_in_half<T>());
+  relu_ = cpu;
+  return relu_           ? ReluAbsorption::kForwardAndBackward
+         : relu_forward_ ? ReluAbsorption::kForward
+                         : ReluAbsorption::kNone;
 }
 
 template <typename T>
@@ -198,7 +206,7 @@ void ConvolutionLayer<T>::forward_image(const T* in, T* out, T* work, const T* w
       for (int64_t i = 0; i < pixels; ++i) row[i] += bias[c];
     }
   }
-  if (relu_) {
+  if (relu_forward_) {
     const int64_t n = num_output_ * pixels;
     // A select: std::max(out[i], 0) compiles to a branch around the store here.
 #pragma omp simd
@@ -346,7 +354,7 @@ OneDnnShape ConvolutionLayer<T>::onednn_shape(int64_t batch, int64_t src_block,
                     num_output_,
                     group_,
                     bias_term_,
-                    relu_,
+                    relu_forward_,
                     layer_precision() == Precision::kBf16 && cpu_has_bf16()};
   shape.src_block = src_block, shape.dst_block = dst_block;
   return shape;

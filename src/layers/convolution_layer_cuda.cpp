@@ -4,12 +4,13 @@
 // search picked for the shape (src/cuda/conv_algorithms.hpp), within cuda_options()' scratch cap.
 // In bf16/fp16 the passes multiply 16-bit copies of their operands (cuda/half_operands.hpp), laid
 // out channels last (NHWC) where the channels come in 8s (cuda_channels_last), and the forward's
-// bias is added as its result is widened.
+// bias and the following ReLU's forward (absorb_relu) join its result as that is widened.
 #include "cgdp/device/cuda_options.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
 #include "cuda/conv_algorithms.hpp"
 #include "cuda/conv_passes.hpp"
 #include "cuda_layer.hpp"
+#include "relu.cuh"
 
 namespace cgdp {
 
@@ -74,13 +75,17 @@ void ConvolutionLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& 
                                       cudnnConvolutionFwdAlgo_t(s.forward->algo),
                                       stream_workspace(stream, s.forward->workspace),
                                       s.forward->workspace, &zero, s.y.get(), y));
-  // In 16 bits the bias joins the result as it is widened: one pass over the output, not two.
+  // In 16 bits the bias and the absorbed ReLU join the result as it is widened.
   const T* bias = bias_term_ ? this->params_[1]->data() : nullptr;
-  const bool biased =
-      land_biased(s.half(), stream, o.output, top[0]->mutable_data(), s.y_layout, bias);
-  if (bias && !biased)
-    CUDNN_CHECK(cudnnAddTensor(h, &one, s.bias.get(), this->params_[1]->data(), &one,
-                               s.output.get(), top[0]->mutable_data()));
+  if (land_forward(s.half(), stream, o.output, top[0]->mutable_data(), s.y_layout, bias,
+                   relu_forward_))
+    return;
+  if (bias)
+    CUDNN_CHECK(
+        cudnnAddTensor(h, &one, s.bias.get(), bias, &one, s.output.get(), top[0]->mutable_data()));
+  if (relu_forward_)
+    kernels::relu_forward(top[0]->data(), top[0]->mutable_data(), outputs, T(0),
+                          native_stream(stream));
 }
 
 template <typename T>

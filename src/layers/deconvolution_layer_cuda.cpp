@@ -68,8 +68,9 @@ void DeconvolutionLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>
   const Shape& out = top[0]->shape();
   const HalfLayout nchw{false, out[0], out[1], out[2] * out[3]};
   const T* bias = bias_term_ ? this->params_[1]->data() : nullptr;
-  const bool biased = land_biased(s.half(), stream, o.output, top[0]->mutable_data(), nchw, bias);
-  if (bias && !biased)
+  const bool landed =
+      land_forward(s.half(), stream, o.output, top[0]->mutable_data(), nchw, bias, false);
+  if (bias && !landed)
     CUDNN_CHECK(cudnnAddTensor(h, &one, s.bias.get(), this->params_[1]->data(), &one,
                                s.output.get(), top[0]->mutable_data()));
 }

@@ -205,14 +205,18 @@ void Net<T>::check_saved_names(const proto::NetParameter& param, const std::stri
 template <typename T>
 void Net<T>::absorb_relus() {
   absorbed_.assign(num_layers(), false);
+  forward_absorbed_.assign(num_layers(), false);
   for (int i = 1; i < num_layers(); ++i) {
     const Layer<T>& relu = *layers_[i];
     const bool in_place_on_previous = bottoms_[i].size() == 1 && tops_[i].size() == 1 &&
                                       tops_[i][0] == bottoms_[i][0] &&
                                       tops_[i - 1].size() == 1 && tops_[i - 1][0] == bottoms_[i][0];
     if (relu.type() == "ReLU" && relu.param().relu_param().negative_slope() == 0.f &&
-        in_place_on_previous && !absorbed_[i - 1])
-      absorbed_[i] = layers_[i - 1]->absorb_relu();
+        in_place_on_previous && !forward_absorbed_[i - 1]) {
+      const ReluAbsorption how = layers_[i - 1]->absorb_relu();
+      forward_absorbed_[i] = how != ReluAbsorption::kNone;
+      absorbed_[i] = how == ReluAbsorption::kForwardAndBackward;
+    }
   }
 }
 
@@ -411,7 +415,7 @@ Blob<T>* Net<T>::blob(const std::string& name) const {
 
 template <typename T>
 void Net<T>::forward_layer(int i, const RunContext& ctx) {
-  if (layers_[i]->is_input() || absorbed_[i]) return;
+  if (layers_[i]->is_input() || forward_absorbed_[i]) return;
   auto run = [this, i, ctx] { layers_[i]->forward(ctx, bottoms_[i], tops_[i]); };
   if (ctx.stream)
     ctx.stream->submit(run);

@@ -24,7 +24,7 @@ class ConvolutionLayer final : public Layer<T> {
  public:
   using Layer<T>::Layer;
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
-  bool absorb_relu() override;
+  ReluAbsorption absorb_relu() override;
   bool blocks_each_blob() const override { return true; }
   // On oneDNN, the layouts its kernels read and write (NHWC for the AMX bf16 ones, nChw16c for
   // AVX-512 fp32), so no reorder runs at its edges.
@@ -132,7 +132,10 @@ class ConvolutionLayer final : public Layer<T> {
   int64_t num_output_ = 0;
   int64_t group_ = 1;
   bool bias_term_ = true;
-  bool relu_ = false;  // absorb_relu(): the following in-place ReLU runs inside this layer
+  // absorb_relu(): the following in-place ReLU's forward runs inside this layer, and its backward
+  // (relu_) too.
+  bool relu_forward_ = false;
+  bool relu_ = false;
   bool use_onednn_ = false;
   int64_t preferred_src_block_ = 1, preferred_dst_block_ = 1;  // reshape() asks oneDNN
   std::shared_ptr<OneDnnConvolution> onednn_;  // shared_ptr: deletable where it is incomplete

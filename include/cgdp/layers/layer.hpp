@@ -37,6 +37,13 @@ struct LayerBackendState {
   virtual ~LayerBackendState() = default;
 };
 
+// How a layer takes over an in-place ReLU that directly follows it (Layer::absorb_relu).
+enum class ReluAbsorption {
+  kNone,
+  kForward,             // its forward clamps the top; the ReLU's own backward still runs
+  kForwardAndBackward,  // and its backward masks the top's gradient first
+};
+
 template <typename T>
 class Layer {
  public:
@@ -84,9 +91,9 @@ class Layer {
   // Layers like Input produce data from outside; the net does not call their forward.
   virtual bool is_input() const { return false; }
   // Asks this layer to take over an in-place ReLU (negative_slope 0) that directly follows it:
-  // forward clamps the top at zero, backward masks the top's gradient first, each while an image
-  // is still in cache. Returns false if this layer cannot (the default; CUDA layers).
-  virtual bool absorb_relu() { return false; }
+  // forward clamps the top at zero, and backward may mask the top's gradient first, each while an
+  // image is still in cache (or as a 16-bit result is widened). kNone if it cannot (the default).
+  virtual ReluAbsorption absorb_relu() { return ReluAbsorption::kNone; }
   // Channel-blocked activations (tensor/channel_blocks.hpp). A layer that blocks each blob on its
   // own (convolution, pooling) says which block it runs fastest with for bottom 0 (`top` false) or
   // top 0 (1 if none) and whether it reads (or writes) that blob in `block`. Any other layer needs

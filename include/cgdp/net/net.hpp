@@ -70,6 +70,9 @@ class Net {
   // Layer i is an in-place ReLU that the layer before it runs (Layer::absorb_relu; CPU only):
   // forward_layer(i) and backward_layer(i) do nothing.
   bool absorbed(int i) const { return absorbed_[i]; }
+  // Layer i is an in-place ReLU whose forward the layer before it runs (absorbed(i), or a CUDA
+  // convolution in 16 bits): forward_layer(i) does nothing.
+  bool forward_absorbed(int i) const { return forward_absorbed_[i]; }
   // nullptr if absent. An activation between layers may be channel-blocked (Blob::channel_block);
   // the net's outputs never are.
   Blob<T>* blob(const std::string& name) const;
@@ -226,6 +229,7 @@ class Net {
   std::vector<std::vector<bool>> propagate_down_;
   std::vector<bool> needs_backward_;
   std::vector<bool> absorbed_;
+  std::vector<bool> forward_absorbed_;
   std::set<const Blob<T>*> written_over_;  // blobs whose memory a later layer's output took
   bool force_backward_ = false;  // the model's force_backward: every layer runs backward
   std::vector<std::vector<float>> loss_weights_;  // per layer, per top
