@@ -191,6 +191,7 @@ void widen_with_epilogue(const uint16_t* src, float* dst, int64_t images, int64_
                          int64_t spatial, Epilogue epilogue, Half16 type, cudaStream_t stream) {
   const int64_t n = images * channels * spatial;
   if (n <= 0) return;
+  if (!epilogue.bias && !epilogue.relu) return widen(src, dst, n, type, nullptr, stream);
   widen_epilogue_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, dst, n, channels, spatial,
                                                                 epilogue, type);
   CUDA_CHECK_LAUNCH();
