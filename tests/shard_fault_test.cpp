@@ -509,9 +509,9 @@ TEST(ShardFuzz, GarbageNeverCrashesOrStallsTheShard) {
          std::chrono::steady_clock::now() < deadline)
     std::this_thread::yield();
   EXPECT_GT(cluster.servers[0]->stats().messages_rejected, 2000);
-  // Shard 1 may reject strangers' messages too: random bytes can speak ZMTP/1.0, which has no
-  // greeting (such a message, without ZeroMQ's metadata, once stopped the shard). Its hosts'
-  // sums all came back right, which expect_fixed_order_sum checked.
+  // Strangers' random bytes could once speak ZMTP/1.0, which has no greeting; the shards now
+  // refuse it at the handshake (AZmtp10PeerIsRefusedAtTheHandshakeAndTheShardServesOn). Shard 1's
+  // hosts' sums all came back right, which expect_fixed_order_sum checked.
   EXPECT_TRUE(cluster.log.contains("rejected"));
   EXPECT_TRUE(cluster.log.contains("disconnected"));
 }
@@ -590,10 +590,13 @@ void exchange(PsClient& client, std::vector<float>& g, int64_t iteration) {
   }
 }
 
-// ZMTP/1.0 has no greeting, so a stranger's first bytes may open a connection that way, and its
-// messages come without ZeroMQ's metadata (no Peer-Address): reading that address once threw and
-// stopped the shard's thread; every host then waited for sums that never came.
-TEST(ShardFuzz, AMessageWithoutMetadataIsRejectedAndTheShardServesOn) {
+// ZMTP/1.0 has no greeting, so a stranger's first bytes may open a connection that way: its
+// messages came without ZeroMQ's metadata (reading the missing Peer-Address once stopped the
+// shard's thread), and libzmq 4.3.4 can abort the whole process on such a peer
+// (shard/zmtp3_only.hpp; ShardFuzz.GarbageNeverCrashesOrStallsTheShard once in about 50 runs on a
+// busy machine). The shard refuses ZMTP 1.0 at the handshake: ZeroMQ closes the connection,
+// nothing reaches the shard, and it serves on.
+TEST(ShardFuzz, AZmtp10PeerIsRefusedAtTheHandshakeAndTheShardServesOn) {
   Cluster cluster(1, 2, {5, 40});
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
@@ -604,13 +607,19 @@ TEST(ShardFuzz, AMessageWithoutMetadataIsRejectedAndTheShardServesOn) {
   // An empty identity, then a one-frame message: [length including flags][flags][body].
   const std::string zmtp10("\x01\x00\x05\x00junk", 8);
   ASSERT_EQ(::write(fd, zmtp10.data(), zmtp10.size()), static_cast<ssize_t>(zmtp10.size()));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (cluster.servers[0]->stats().messages_rejected == 0 &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::yield();
+  // The shard's side sends the start of its greeting, then closes: read to the end (or a reset),
+  // not to the timeout an open connection would reach.
+  const timeval timeout{5, 0};
+  ASSERT_EQ(::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout), 0);
+  char buffer[64];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0) {
+  }
+  const int error = errno;
   ::close(fd);
-  EXPECT_EQ(cluster.servers[0]->stats().messages_rejected, 1) << cluster.log.tail(4);
-  EXPECT_TRUE(cluster.log.contains("from unregistered peer ?")) << cluster.log.tail(4);
+  EXPECT_TRUE(n == 0 || error == ECONNRESET)
+      << "the connection stayed open: " << std::strerror(error);
+  EXPECT_EQ(cluster.servers[0]->stats().messages_rejected, 0) << cluster.log.tail(4);
   expect_fixed_order_sum(cluster, false, 2);
 }
 

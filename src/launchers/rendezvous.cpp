@@ -14,6 +14,7 @@
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/shard/handshake_proof.hpp"
+#include "cgdp/shard/zmtp3_only.hpp"
 
 namespace cgdp {
 
@@ -53,6 +54,7 @@ std::vector<std::string> gather(const RendezvousConfig& c, const std::string& ow
   zmq::context_t context{1};
   zmq::socket_t router(context, zmq::socket_type::router);
   router.set(zmq::sockopt::linger, static_cast<int>(c.timeout.count()));
+  accept_zmtp3_peers_only(router);
   try {
     router.bind(cat("tcp://*:", c.master.port));
   } catch (const zmq::error_t& e) {

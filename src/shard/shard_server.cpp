@@ -21,6 +21,7 @@
 #include "cgdp/shard/handshake_proof.hpp"
 #include "cgdp/shard/protocol.hpp"
 #include "cgdp/shard/shard_layout.hpp"
+#include "cgdp/shard/zmtp3_only.hpp"
 #include "shard/message_memory.hpp"
 #include "shard/piece_state.hpp"
 #include "shard/socket_monitor.hpp"
@@ -157,6 +158,7 @@ ShardServer::Impl::Impl(ShardConfig config) : config_(std::move(config)) {
   router_.set(zmq::sockopt::heartbeat_ivl, kHeartbeatMs);
   router_.set(zmq::sockopt::heartbeat_timeout, 3 * kHeartbeatMs);
   router_.set(zmq::sockopt::linger, 0);
+  accept_zmtp3_peers_only(router_);
   try {
     router_.bind(config_.address);
   } catch (const zmq::error_t& e) {
