@@ -117,8 +117,8 @@ ReluAbsorption ConvolutionLayer<T>::absorb_relu() {
   // runs it apart.
   const bool cpu = this->device_->kind() == DeviceKind::Cpu;
   relu_forward_ = cpu || (this->device_->kind() == DeviceKind::Cuda && multiplies_in_half<T>());
-  relu_ = cpu;
-  return relu_           ? ReluAbsorption::kForwardAndBackward
+  relu_backward_ = cpu;
+  return relu_backward_  ? ReluAbsorption::kForwardAndBackward
          : relu_forward_ ? ReluAbsorption::kForward
                          : ReluAbsorption::kNone;
 }
@@ -287,11 +287,11 @@ void ConvolutionLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
              : this->params_[0]->data();
   // The absorbed ReLU's backward from its output's 16-bit copy, when the net keeps only that;
   // else from the output, inside the passes below.
-  const uint16_t* packed_out = relu_ ? top[0]->packed_values() : nullptr;
+  const uint16_t* packed_out = relu_backward_ ? top[0]->packed_values() : nullptr;
   if (packed_out)
     relu_backward_from_packed(packed_out, top[0]->diff(), top[0]->mutable_diff(), top[0]->count(),
                               T(0));
-  const T* out = relu_ && !packed_out ? top[0]->data() : nullptr;
+  const T* out = relu_backward_ && !packed_out ? top[0]->data() : nullptr;
   // Rounding commutes with the absorbed ReLU's mask, so it may come first.
   if (rounds) round_in_place(top[0]->mutable_diff(), top[0]->count());
 #ifdef CGDP_HAVE_ONEDNN

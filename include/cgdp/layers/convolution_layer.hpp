@@ -36,7 +36,7 @@ class ConvolutionLayer final : public Layer<T> {
   }
   // Its input, and its output only when it runs an absorbed ReLU's backward.
   bool backward_reads(const Blob<T>& blob, const BlobVec<T>& bottom, const BlobVec<T>&) const override {
-    return relu_ || std::find(bottom.begin(), bottom.end(), &blob) != bottom.end();
+    return relu_backward_ || std::find(bottom.begin(), bottom.end(), &blob) != bottom.end();
   }
   // Its input is a rounded operand; an absorbed ReLU reads its output's sign.
   bool backward_exact_from_16_bits(const Blob<T>&, const BlobVec<T>&,
@@ -47,7 +47,7 @@ class ConvolutionLayer final : public Layer<T> {
   // from its copy.
   bool backward_reads_packed(const Blob<T>& blob, const BlobVec<T>& bottom,
                              const BlobVec<T>& top) const override {
-    return &blob == bottom[0] || (relu_ && &blob == top[0]);
+    return &blob == bottom[0] || (relu_backward_ && &blob == top[0]);
   }
 
   // The per-image GEMM shapes, per group: out_channels x out_pixels (x) col_rows x out_pixels.
@@ -133,9 +133,9 @@ class ConvolutionLayer final : public Layer<T> {
   int64_t group_ = 1;
   bool bias_term_ = true;
   // absorb_relu(): the following in-place ReLU's forward runs inside this layer, and its backward
-  // (relu_) too.
+  // too (the CPU's).
   bool relu_forward_ = false;
-  bool relu_ = false;
+  bool relu_backward_ = false;
   bool use_onednn_ = false;
   int64_t preferred_src_block_ = 1, preferred_dst_block_ = 1;  // reshape() asks oneDNN
   std::shared_ptr<OneDnnConvolution> onednn_;  // shared_ptr: deletable where it is incomplete
