@@ -593,9 +593,9 @@ void exchange(PsClient& client, std::vector<float>& g, int64_t iteration) {
 // ZMTP/1.0 has no greeting, so a stranger's first bytes may open a connection that way: its
 // messages came without ZeroMQ's metadata (reading the missing Peer-Address once stopped the
 // shard's thread), and libzmq 4.3.4 can abort the whole process on such a peer
-// (shard/zmtp3_only.hpp; ShardFuzz.GarbageNeverCrashesOrStallsTheShard once in about 50 runs on a
-// busy machine). The shard refuses ZMTP 1.0 at the handshake: ZeroMQ closes the connection,
-// nothing reaches the shard, and it serves on.
+// (cgdp/shard/zmtp3_only.hpp; ShardFuzz.GarbageNeverCrashesOrStallsTheShard aborted 2 runs in
+// 1,500 on a busy machine). The shard refuses ZMTP 1.0 at the handshake: ZeroMQ closes the
+// connection, nothing reaches the shard, and it serves on.
 TEST(ShardFuzz, AZmtp10PeerIsRefusedAtTheHandshakeAndTheShardServesOn) {
   Cluster cluster(1, 2, {5, 40});
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
