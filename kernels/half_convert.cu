@@ -49,10 +49,18 @@ __device__ __forceinline__ float finish(float v, int64_t channel, Epilogue e) {
   return e.relu && v < 0.f ? 0.f : v;
 }
 
-__global__ void widen_epilogue_kernel(const uint16_t* src, float* dst, int64_t n, int64_t channels,
-                                      int64_t spatial, Epilogue epilogue, Half16 type) {
-  CGDP_KERNEL_LOOP(i, n) {
-    dst[i] = finish(from_half(src[i], type), (i / spatial) % channels, epilogue);
+// A plane (an image's channel) per grid row, so that its channel is found once per plane rather
+// than by a 64-bit division per element.
+__global__ void widen_epilogue_kernel(const uint16_t* src, float* dst, int64_t planes,
+                                      int64_t channels, int64_t spatial, Epilogue epilogue,
+                                      Half16 type) {
+  for (int64_t plane = blockIdx.y; plane < planes; plane += gridDim.y) {
+    const int64_t channel = plane % channels;
+    const uint16_t* in = src + plane * spatial;
+    float* out = dst + plane * spatial;
+    for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < spatial;
+         i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+      out[i] = finish(from_half(in[i], type), channel, epilogue);
   }
 }
 
@@ -192,8 +200,12 @@ void widen_with_epilogue(const uint16_t* src, float* dst, int64_t images, int64_
   const int64_t n = images * channels * spatial;
   if (n <= 0) return;
   if (!epilogue.bias && !epilogue.relu) return widen(src, dst, n, type, nullptr, stream);
-  widen_epilogue_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, dst, n, channels, spatial,
-                                                                epilogue, type);
+  constexpr int64_t kMaxGridY = 65535;
+  const int64_t planes = images * channels;
+  const dim3 grid(static_cast<unsigned>(blocks_for(spatial)),
+                  static_cast<unsigned>(std::min(planes, kMaxGridY)));
+  widen_epilogue_kernel<<<grid, kThreads, 0, stream>>>(src, dst, planes, channels, spatial,
+                                                       epilogue, type);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -83,7 +83,7 @@ void ConvolutionLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& 
   if (bias)
     CUDNN_CHECK(
         cudnnAddTensor(h, &one, s.bias.get(), bias, &one, s.output.get(), top[0]->mutable_data()));
-  if (relu_forward_)
+  if (relu_forward_)  // a net built under a 16-bit precision, run in fp32
     kernels::relu_forward(top[0]->data(), top[0]->mutable_data(), outputs, T(0),
                           native_stream(stream));
 }
