@@ -7,6 +7,7 @@
 #include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <tuple>
@@ -33,6 +34,39 @@ TEST(ChannelBlocks, OffsetsAreNchwNhwcAndBlocksOf16) {
   EXPECT_NE(blocked, plain);
   reorder_channel_blocks(blocked.data(), 16, back.data(), 1, shape);
   EXPECT_EQ(back, plain);
+}
+
+// BatchNorm's and Scale's runs reach every element once, lane l of a run at channel first + l: in
+// NCHW (runs of whole planes, fewer lanes where the threads would otherwise lack runs) and in
+// blocks of 8, 16 and all the channels (NHWC).
+TEST(ChannelRuns, ReachEveryElementOnceInAnyBlock) {
+  const int64_t images = 2, height = 3, width = 5, spatial = height * width;
+  for (const int64_t channels : {1, 3, 16, 24, 40})
+    for (const int64_t block : {int64_t{1}, int64_t{8}, int64_t{16}, channels})
+      for (const int threads : {1, 2, 16}) {
+        if (channels % block != 0) continue;
+        SCOPED_TRACE(cat(channels, " channels, block ", block, ", ", threads, " threads"));
+        const ChannelRuns runs(images, channels, spatial, block, threads);
+        std::vector<int> reached(static_cast<size_t>(images * channels * spatial));
+        for (int64_t r = 0; r < runs.count(); ++r) {
+          const int64_t lanes = runs.lanes(r), first = runs.first_channel(r);
+          ASSERT_GE(lanes, 1);
+          ASSERT_LE(lanes, ChannelRuns::kMaxLanes);
+          for (int64_t i = 0; i < images; ++i)
+            for (int64_t j = 0; j < spatial; ++j)
+              for (int64_t l = 0; l < lanes; ++l) {
+                const int64_t e =
+                    runs.at(r, i) + j * runs.position_stride() + l * runs.lane_stride();
+                ASSERT_EQ(
+                    e, i * channels * spatial +
+                           blocked_offset(block, height, width, first + l, j / width, j % width));
+                ++reached[static_cast<size_t>(e)];
+              }
+        }
+        EXPECT_EQ(std::count(reached.begin(), reached.end(), 1),
+                  static_cast<int64_t>(reached.size()));
+        if (block == 1) EXPECT_GE(runs.count(), std::min<int64_t>(channels, threads));
+      }
 }
 
 TEST(ChannelBlocks, ABlobKeepsItsBlockOnlyWhileTheBlockDividesItsChannels) {

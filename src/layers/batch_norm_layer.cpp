@@ -2,6 +2,7 @@
 #include "cgdp/layers/batch_norm_layer.hpp"
 
 #include <cmath>
+#include <vector>
 
 #include "cgdp/tensor/channel_blocks.hpp"
 
@@ -54,24 +55,27 @@ void BatchNormLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top)
 template <typename T>
 void BatchNormLayer<T>::batch_statistics(const T* x, const ChannelRuns& runs) {
   constexpr int64_t kLanes = ChannelRuns::kMaxLanes;
-  const int64_t n = num_, s = spatial_, step = runs.block;
+  const int64_t n = num_, s = spatial_, step = runs.position_stride();
   const double m = static_cast<double>(n * s);
   T* mean = mean_.mutable_data();
   T* variance = variance_.mutable_data();
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < runs.count(); ++r) {
-    with_lanes(runs.lanes(r), [&](auto lanes) {
+    with_run_lanes(runs, r, [&](auto lanes, auto lane_stride) {
       double sum[kLanes] = {}, squares[kLanes] = {}, mu[kLanes];
       for (int64_t i = 0; i < n; ++i) {
         const T* v = x + runs.at(r, i);
         for (int64_t j = 0; j < s; ++j, v += step)
-          for (int64_t l = 0; l < lanes; ++l) sum[l] += v[l];
+          for (int64_t l = 0; l < lanes; ++l) sum[l] += v[l * lane_stride];
       }
       for (int64_t l = 0; l < lanes; ++l) mu[l] = sum[l] / m;
       for (int64_t i = 0; i < n; ++i) {
         const T* v = x + runs.at(r, i);
         for (int64_t j = 0; j < s; ++j, v += step)
-          for (int64_t l = 0; l < lanes; ++l) squares[l] += (v[l] - mu[l]) * (v[l] - mu[l]);
+          for (int64_t l = 0; l < lanes; ++l) {
+            const double d = v[l * lane_stride] - mu[l];
+            squares[l] += d * d;
+          }
       }
       const int64_t first = runs.first_channel(r);
       for (int64_t l = 0; l < lanes; ++l) {
@@ -138,40 +142,37 @@ void BatchNormLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
   constexpr int64_t kLanes = ChannelRuns::kMaxLanes;
   const int64_t n = num_, s = spatial_;
   const ChannelRuns runs{n, channels_, s, bottom[0]->channel_block()};
-  const int64_t step = runs.block;
-  const bool global = use_global_stats_;
+  const int64_t step = runs.position_stride();
   const double m = static_cast<double>(n * s);
   // Training: dx = (dy - mean(dy) - y * mean(dy * y)) / std, the means over each channel.
+  std::vector<double> mean_dy(static_cast<size_t>(channels_)), mean_dy_y(mean_dy.size());
+  if (!use_global_stats_) {
 #pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < runs.count(); ++r) {
-    with_lanes(runs.lanes(r), [&](auto lanes) {
-      const int64_t first = runs.first_channel(r);
-      double mean_dy[kLanes] = {}, mean_dy_y[kLanes] = {}, inv[kLanes];
-      if (!global) {
+    for (int64_t r = 0; r < runs.count(); ++r) {
+      with_run_lanes(runs, r, [&](auto lanes, auto lane_stride) {
+        double sum_dy[kLanes] = {}, sum_dy_y[kLanes] = {};
         for (int64_t i = 0; i < n; ++i) {
           const int64_t at = runs.at(r, i);
           for (int64_t j = 0; j < s; ++j)
             for (int64_t l = 0; l < lanes; ++l) {
-              mean_dy[l] += dy[at + j * step + l];
-              mean_dy_y[l] += dy[at + j * step + l] * y[at + j * step + l];
+              const int64_t e = at + j * step + l * lane_stride;
+              sum_dy[l] += dy[e];
+              sum_dy_y[l] += dy[e] * y[e];
             }
         }
+        const int64_t first = runs.first_channel(r);
         for (int64_t l = 0; l < lanes; ++l) {
-          mean_dy[l] /= m;
-          mean_dy_y[l] /= m;
+          mean_dy[first + l] = sum_dy[l] / m;
+          mean_dy_y[first + l] = sum_dy_y[l] / m;
         }
-      }
-      for (int64_t l = 0; l < lanes; ++l) inv[l] = inv_std[first + l];
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t at = runs.at(r, i);
-        for (int64_t j = 0; j < s; ++j)
-          for (int64_t l = 0; l < lanes; ++l) {
-            const int64_t e = at + j * step + l;
-            dx[e] = static_cast<T>((dy[e] - mean_dy[l] - y[e] * mean_dy_y[l]) * inv[l]);
-          }
-      }
-    });
+      });
+    }
   }
+  const double* mdy = mean_dy.data();
+  const double* mdy_y = mean_dy_y.data();
+  for_each_element(runs, [=](int64_t e, int64_t ch) {
+    dx[e] = static_cast<T>((dy[e] - mdy[ch] - y[e] * mdy_y[ch]) * static_cast<double>(inv_std[ch]));
+  });
 }
 
 template class BatchNormLayer<float>;

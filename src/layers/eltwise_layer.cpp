@@ -55,6 +55,18 @@ void EltwiseLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
   T* winner = max_index_.mutable_data();
   const Op op = op_;
   const T* coeff = coeff_.data();
+  if (op == proto::EltwiseParameter::SUM &&
+      bottoms == 2) {  // a residual join: a loop that vectorises
+    const T *x0 = x[0], *x1 = x[1];
+    const T c0 = coeff[0], c1 = coeff[1];
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      T acc = c0 * x0[i];
+      acc += c1 * x1[i];
+      y[i] = acc;
+    }
+    return;
+  }
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     T acc = op == proto::EltwiseParameter::SUM ? coeff[0] * x[0][i] : x[0][i];

@@ -72,13 +72,13 @@ void ScaleLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
   // Parameter gradients first: in place, dx overwrites dy.
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < in.count(); ++r) {
-    with_lanes(in.lanes(r), [&](auto lanes) {
+    with_run_lanes(in, r, [&](auto lanes, auto lane_stride) {
       double ds[kLanes] = {}, db[kLanes] = {};
       for (int64_t o = 0; o < in.images; ++o) {
         const int64_t at = in.at(r, o);
         for (int64_t j = 0; j < in.spatial; ++j)
           for (int64_t l = 0; l < lanes; ++l) {
-            const int64_t e = at + j * in.block + l;
+            const int64_t e = at + j * in.position_stride() + l * lane_stride;
             ds[l] += dy[e] * x[e];
             db[l] += dy[e];
           }

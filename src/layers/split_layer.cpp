@@ -2,6 +2,7 @@
 #include "cgdp/layers/split_layer.hpp"
 
 #include <algorithm>
+#include <vector>
 
 namespace cgdp {
 
@@ -28,11 +29,18 @@ void SplitLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
   if (!propagate_down[0]) return;
   T* dx = bottom[0]->mutable_diff();
   const int64_t n = bottom[0]->count();
-  const size_t tops = top.size();
+  std::vector<const T*> dy(top.size());
+  for (size_t t = 0; t < top.size(); ++t) dy[t] = top[t]->diff();
+  if (dy.size() == 2) {  // the common fork: a loop that vectorises
+    const T *dy0 = dy[0], *dy1 = dy[1];
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) dx[i] = dy0[i] + dy1[i];
+    return;
+  }
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
-    T sum = top[0]->diff()[i];
-    for (size_t t = 1; t < tops; ++t) sum += top[t]->diff()[i];
+    T sum = dy[0][i];
+    for (size_t t = 1; t < dy.size(); ++t) sum += dy[t][i];
     dx[i] = sum;
   }
 }

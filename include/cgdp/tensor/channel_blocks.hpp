@@ -4,6 +4,8 @@
 // faster so (Net::choose_channel_blocks); its shape stays N x C x H x W whatever the block.
 #pragma once
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -18,41 +20,84 @@ inline int64_t blocked_offset(int64_t block, int64_t height, int64_t width, int6
   return ((c / block * height + h) * width + w) * block + c % block;
 }
 
-// An N x C x S tensor (S = H·W) in channel block B, cut into runs of up to kMaxLanes channels
-// side by side within one block, for per-channel layers (BatchNorm, Scale): a sum per channel
-// taken over a run's lanes in NCHW's order (image, then position) has the same bits in any block,
-// and the lanes vectorise. With B = 1 a run is one channel.
+// An N x C x S tensor (S = H·W) in channel block B, cut into runs of up to kMaxLanes channels,
+// for per-channel layers (BatchNorm, Scale). A run's channels are its lanes: side by side within
+// a block, whole planes apart in NCHW (B = 1). Each lane's sum is taken in NCHW's order (image,
+// then position), so it has the same bits in any block and any run; the lanes are independent
+// chains of adds, which vectorise in a block and overlap in NCHW instead of each add waiting on
+// the one before.
 struct ChannelRuns {
   static constexpr int64_t kMaxLanes = 16;
+  static constexpr int64_t kPlaneLanes = 8;  // NCHW: chains enough to hide a double add's latency
   int64_t images, channels, spatial, block;
+  int64_t run_lanes;  // lanes of a full run
 
-  int64_t per_block() const { return (block + kMaxLanes - 1) / kMaxLanes; }
-  int64_t count() const { return channels / block * per_block(); }
+  // NCHW runs take fewer lanes where kPlaneLanes would leave some of `threads` without a run.
+  ChannelRuns(int64_t images, int64_t channels, int64_t spatial, int64_t block,
+              int threads = omp_get_max_threads())
+      : images(images),
+        channels(channels),
+        spatial(spatial),
+        block(block),
+        run_lanes(block > 1 ? kMaxLanes : plane_lanes(channels, threads)) {}
+
+  // The channels a run's lanes are drawn from: one block, or in NCHW all of them.
+  int64_t group() const { return block == 1 ? channels : block; }
+  int64_t runs_per_group() const { return (group() + run_lanes - 1) / run_lanes; }
+  int64_t count() const { return channels / group() * runs_per_group(); }
   int64_t first_channel(int64_t run) const {
-    return run / per_block() * block + run % per_block() * kMaxLanes;
+    return run / runs_per_group() * group() + run % runs_per_group() * run_lanes;
   }
   int64_t lanes(int64_t run) const {
-    return std::min(kMaxLanes, block - run % per_block() * kMaxLanes);
+    return std::min(run_lanes, group() - run % runs_per_group() * run_lanes);
   }
-  // Where the run's first channel lies at image i, position 0; position j is j·block further on,
-  // and the lanes follow it.
+  // From one lane to the next, and from one position of a lane to its next.
+  int64_t lane_stride() const { return block == 1 ? spatial : 1; }
+  int64_t position_stride() const { return block; }
+  // Where the run's first channel lies at image i, position 0.
   int64_t at(int64_t run, int64_t i) const {
-    return (i * (channels / block) + run / per_block()) * spatial * block +
-           run % per_block() * kMaxLanes;
+    const int64_t c = first_channel(run);
+    return (i * (channels / block) + c / block) * spatial * block + c % block;
+  }
+
+ private:
+  static int64_t plane_lanes(int64_t channels, int threads) {
+    int64_t lanes = kPlaneLanes;
+    while (lanes > 1 && (channels + lanes - 1) / lanes < threads) lanes /= 2;
+    return lanes;
   }
 };
 
-// Calls body(lanes) with a run's lane count as a compile-time constant where it is 1 (NCHW) or
-// kMaxLanes, so that per-lane sums in the body's own arrays stay in registers and the lane loop
-// unrolls; as an int64_t otherwise.
+// Calls body(lanes) with a lane count as a compile-time constant where it is a power of two up
+// to kMaxLanes (every full run), so that per-lane sums in the body's own arrays stay in registers
+// and the lane loop unrolls; as an int64_t otherwise.
 template <typename Body>
 void with_lanes(int64_t lanes, Body body) {
-  if (lanes == 1)
-    body(std::integral_constant<int64_t, 1>{});
-  else if (lanes == ChannelRuns::kMaxLanes)
-    body(std::integral_constant<int64_t, ChannelRuns::kMaxLanes>{});
+  switch (lanes) {
+    case 1:
+      return body(std::integral_constant<int64_t, 1>{});
+    case 2:
+      return body(std::integral_constant<int64_t, 2>{});
+    case 4:
+      return body(std::integral_constant<int64_t, 4>{});
+    case 8:
+      return body(std::integral_constant<int64_t, 8>{});
+    case ChannelRuns::kMaxLanes:
+      return body(std::integral_constant<int64_t, ChannelRuns::kMaxLanes>{});
+    default:
+      return body(lanes);
+  }
+}
+
+// Calls body(lanes, lane_stride) for run `run`, the stride a compile-time 1 in a block (the lanes
+// load as one vector).
+template <typename Body>
+void with_run_lanes(const ChannelRuns& runs, int64_t run, Body body) {
+  if (runs.block == 1)
+    with_lanes(runs.lanes(run), [&](auto lanes) { body(lanes, runs.lane_stride()); });
   else
-    body(lanes);
+    with_lanes(runs.lanes(run),
+               [&](auto lanes) { body(lanes, std::integral_constant<int64_t, 1>{}); });
 }
 
 // Calls f(element, channel) for every element of `runs`' tensor, on OpenMP's threads; f must
