@@ -43,18 +43,19 @@ __global__ void widen_add_kernel(const uint16_t* src, float* dst, int64_t n, Hal
   }
 }
 
-// The bias, then the ReLU as the ReLU layer computes it (std::max(v, 0): NaN stays NaN).
+// The bias, then the ReLU: NaN stays NaN, as through cuDNN's ReLU and the CPU's.
 __device__ __forceinline__ float finish(float v, int64_t channel, Epilogue e) {
   if (e.bias) v += e.bias[channel];
   return e.relu && v < 0.f ? 0.f : v;
 }
 
-// A plane (an image's channel) per grid row, so that its channel is found once per plane rather
-// than by a 64-bit division per element.
+// Planes (an image's channel each) along y, their positions along x, so that a plane's channel
+// is found once rather than by a 64-bit division per element; small planes share a block.
 __global__ void widen_epilogue_kernel(const uint16_t* src, float* dst, int64_t planes,
                                       int64_t channels, int64_t spatial, Epilogue epilogue,
                                       Half16 type) {
-  for (int64_t plane = blockIdx.y; plane < planes; plane += gridDim.y) {
+  for (int64_t plane = blockIdx.y * static_cast<int64_t>(blockDim.y) + threadIdx.y; plane < planes;
+       plane += static_cast<int64_t>(blockDim.y) * gridDim.y) {
     const int64_t channel = plane % channels;
     const uint16_t* in = src + plane * spatial;
     float* out = dst + plane * spatial;
@@ -202,10 +203,15 @@ void widen_with_epilogue(const uint16_t* src, float* dst, int64_t images, int64_
   if (!epilogue.bias && !epilogue.relu) return widen(src, dst, n, type, nullptr, stream);
   constexpr int64_t kMaxGridY = 65535;
   const int64_t planes = images * channels;
-  const dim3 grid(static_cast<unsigned>(blocks_for(spatial)),
-                  static_cast<unsigned>(std::min(planes, kMaxGridY)));
-  widen_epilogue_kernel<<<grid, kThreads, 0, stream>>>(src, dst, planes, channels, spatial,
-                                                       epilogue, type);
+  int threads_x = 1;  // a power of two: spatial's, up to a block
+  while (threads_x < kThreads && threads_x < spatial) threads_x *= 2;
+  const dim3 block(threads_x, kThreads / threads_x);
+  const int64_t rows = block.y;
+  const dim3 grid(
+      static_cast<unsigned>(std::min<int64_t>((spatial + threads_x - 1) / threads_x, 8192)),
+      static_cast<unsigned>(std::min((planes + rows - 1) / rows, kMaxGridY)));
+  widen_epilogue_kernel<<<grid, block, 0, stream>>>(src, dst, planes, channels, spatial, epilogue,
+                                                    type);
   CUDA_CHECK_LAUNCH();
 }
 

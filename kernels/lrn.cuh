@@ -1,5 +1,6 @@
-// Launchers for LRN as the CPU layer computes it (WITHIN_CHANNEL, and ACROSS_CHANNELS where
-// cuDNN's LRN does not apply), and ACROSS_CHANNELS' backward after cuDNN's forward.
+// Launchers for LRN as the CPU layer computes it, keeping a scale (WITHIN_CHANNEL, and
+// ACROSS_CHANNELS with a window wider than lrn::kMaxColumnWindow), and ACROSS_CHANNELS a column
+// per thread, keeping nothing.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -23,13 +24,13 @@ void lrn_forward(const T* x, T* scale, T* y, const LrnShape& s, T alpha_over_n, 
 template <typename T>
 void lrn_backward(const T* x, const T* scale, const T* dy, T* work, T* dx, const LrnShape& s,
                   T alpha_over_n, T beta, cudaStream_t stream);
-// ACROSS_CHANNELS' forward one column per thread (layers/lrn_column.hpp), y possibly x: the
-// layer in place (s.size at most lrn::kMaxColumnWindow), which keeps no scale.
+// ACROSS_CHANNELS' forward one column per thread (layers/lrn_column.hpp; s.size at most
+// lrn::kMaxColumnWindow), y possibly x; it keeps no scale.
 template <typename T>
 void lrn_across_forward(const T* x, T* y, const LrnShape& s, T alpha_over_n, T k, T beta,
                         cudaStream_t stream);
 // ACROSS_CHANNELS (s.size at most lrn::kMaxColumnWindow) from x and dy alone, one column of
-// channels per thread (layers/lrn_column.hpp): after cuDNN's forward, which keeps no scale.
+// channels per thread (layers/lrn_column.hpp): after lrn_across_forward, which keeps no scale.
 template <typename T>
 void lrn_across_backward(const T* x, const T* dy, T* dx, const LrnShape& s, T alpha_over_n, T k,
                          T beta, cudaStream_t stream);

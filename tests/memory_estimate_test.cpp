@@ -20,6 +20,7 @@
 #include "cgdp/io/file.hpp"
 #include "cgdp/layers/lrn_layer.hpp"
 #include "cgdp/net/model_file.hpp"
+#include "cgdp/tensor/channel_blocks.hpp"
 #include "cgdp/train/trainer.hpp"
 #include "support/run_command.hpp"
 #include "support/temp_dir.hpp"
@@ -143,8 +144,8 @@ TEST(LayerScratch, IsCountedAndMeasuredWithoutCommittingIt) {
   const int64_t argmax = 256 * (96 * 27 * 27 + 256 * 13 * 13 + 256 * 6 * 6);
   EXPECT_GE(m.scratch, lrn + argmax);
   EXPECT_LT(resident_bytes() - before, 64 << 20) << "measuring touched the layers' memory";
-  // Built as on CUDA, where cuDNN's LRN keeps no scale; a test net's keeps none on either
-  // (forward only).
+  // Built as on CUDA, where the column kernels' LRN keeps no scale; a test net's keeps none on
+  // either (forward only).
   MemoryEstimate cuda = estimate_memory(load_model(find_model_file("alexnet")), "alexnet", 256, 1,
                                         1, SyncKind::Local, 1, nullptr, "", {}, DeviceKind::Cuda);
   add_cuda_scratch(cuda, DeviceKind::Cuda, 0, Precision::kFp32);
@@ -218,9 +219,9 @@ TEST(MemoryBudget, ACudaWorkersArenaIsTheOneMeasured) {
   EXPECT_EQ(m.arena, t.net().activation_plan().arena_bytes);
 }
 
-// An LRN that cuDNN does not compute (WITHIN_CHANNEL, or a window above its 16) keeps a scale on
-// CUDA too, and a work buffer once its backward ran; the CPU half keeps both from the start, but
-// across channels in a TEST net none.
+// An LRN that the column kernels do not compute (WITHIN_CHANNEL, or a window above 15) keeps a
+// scale on CUDA too, and a work buffer once its backward ran; the CPU half keeps both from the
+// start, but across channels in a TEST net none.
 TEST(LayerScratch, AnLrnKeepsWhatItsDevicesKernelsNeed) {
   const auto model = parse_model(R"(
     layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 2 dim: 3 dim: 4 dim: 4 } } }
@@ -239,9 +240,9 @@ TEST(LayerScratch, AnLrnKeepsWhatItsDevicesKernelsNeed) {
     throw std::runtime_error("no layer " + name);
   };
   const auto &across = lrn(net, "across"), &wide = lrn(net, "wide"), &within = lrn(net, "within");
-  EXPECT_TRUE(across.cuda_runs_cudnn());
-  EXPECT_FALSE(wide.cuda_runs_cudnn());
-  EXPECT_FALSE(within.cuda_runs_cudnn());
+  EXPECT_TRUE(across.cuda_runs_columns());
+  EXPECT_FALSE(wide.cuda_runs_columns());
+  EXPECT_FALSE(within.cuda_runs_columns());
   EXPECT_EQ(across.kept_bytes(DeviceKind::Cuda, true), 0);
   EXPECT_EQ(wide.kept_bytes(DeviceKind::Cuda, false), bytes);
   EXPECT_EQ(within.kept_bytes(DeviceKind::Cuda, true), 2 * bytes);
@@ -297,9 +298,32 @@ TEST(MemoryBudget, StoredCudnnChoicesCountOnlyTheScratchTheyNeed) {
                     [](const ConvPassProblem& p) { return p.pass == ConvPass::BackwardData; }),
       1);
   // conv1's key as stored files hold it (element size, input, outputs, kernel, pad, stride,
-  // dilation, group, TF32, deterministic, cap, channels last): a change orphans every file.
-  EXPECT_EQ(m.cudnn_passes[0].problem, (std::vector<int64_t>{4, 4, 1, 28, 28, 32, 5, 5, 2, 2, 1, 1,
-                                                             1, 1, 1, 0, 1, 1 << 30, 0}));
+  // dilation, group, TF32, deterministic, cap; in 16 bits the precision and channels last after
+  // them): a change orphans every file.
+  EXPECT_EQ(m.cudnn_passes[0].problem,
+            (std::vector<int64_t>{4, 4, 1, 28, 28, 32, 5, 5, 2, 2, 1, 1, 1, 1, 1, 0, 1, 1 << 30}));
+  // conv2's (32 channels in, 64 out): in bf16 and fp16 the precision and whether its operands go
+  // channels last follow, so that no 16-bit choice is taken for another layout or precision.
+  const auto conv2_forward_key = [&](Precision precision, bool fastest) {
+    const ScopedLayerPrecision in(precision);
+    const ScopedChannelBlocks layout(fastest);
+    for (const ConvPassProblem& p :
+         estimate_memory(model, "fashion_cnn", 4, 6, 1, SyncKind::Local).cudnn_passes)
+      if (p.pass == ConvPass::Forward && p.problem[2] == 32) return p.problem;
+    ADD_FAILURE() << "no forward pass of conv2";
+    return std::vector<int64_t>{};
+  };
+  const std::vector<int64_t> fp32 = conv2_forward_key(Precision::kFp32, true);
+  ASSERT_EQ(fp32.size(), 18u);
+  EXPECT_EQ(conv2_forward_key(Precision::kFp32, false), fp32);
+  const auto with = [&](Precision precision, bool last) {
+    std::vector<int64_t> key = fp32;
+    key.insert(key.end(), {static_cast<int64_t>(precision), int64_t{last}});
+    return key;
+  };
+  EXPECT_EQ(conv2_forward_key(Precision::kBf16, true), with(Precision::kBf16, true));
+  EXPECT_EQ(conv2_forward_key(Precision::kBf16, false), with(Precision::kBf16, false));
+  EXPECT_EQ(conv2_forward_key(Precision::kFp16, true), with(Precision::kFp16, true));
   const auto table = [&](size_t passes) {
     auto choices = std::make_unique<ConvAlgorithmTable>();
     for (size_t k = 0; k < passes; ++k)

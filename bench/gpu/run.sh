@@ -35,7 +35,7 @@ cd "$(dirname "$0")/../.."
 carry=build-gpu/carry
 binaries=(cgdp gpu_copy_bench cuda_device_test cuda_layers_test cuda_net_test precision16_test train_test
           cgdp_equivalence_test fc_exchange_test activation_plan_test host_aggregate_bench
-          cublas_library_test memory_estimate_test)
+          cublas_library_test memory_estimate_test relu_absorb_test topology_test)
 
 die() { echo "bench/gpu/run.sh: $*" >&2; exit 1; }
 
@@ -249,6 +249,8 @@ tests() {
   "$bin/fc_exchange_test" --gtest_brief=1 --gtest_filter='*Cuda*' || failed=1
   "$bin/activation_plan_test" --gtest_brief=1 --gtest_filter='*Cuda*' || failed=1
   "$bin/memory_estimate_test" --gtest_brief=1 --gtest_filter='*Cuda*' || failed=1
+  "$bin/relu_absorb_test" --gtest_brief=1 --gtest_filter='*Cuda*' || failed=1
+  "$bin/topology_test" --gtest_brief=1 --gtest_filter='TopoCommand.*' || failed=1
   return $failed
 }
 

@@ -39,7 +39,5 @@ using ConvolutionDescriptor =
 using ActivationDescriptor =
     CudnnDescriptor<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor,
                     cudnnDestroyActivationDescriptor>;
-using LrnDescriptor =
-    CudnnDescriptor<cudnnLRNDescriptor_t, cudnnCreateLRNDescriptor, cudnnDestroyLRNDescriptor>;
 
 }  // namespace cgdp

@@ -150,10 +150,12 @@ std::vector<int64_t> ConvolutionLayer<T>::cudnn_problem(const Shape& in, const S
                                group_,
                                o.tf32,
                                o.deterministic,
-                               static_cast<int64_t>(o.workspace_limit_bytes),
-                               int64_t{cuda_channels_last()}};
-  // 16-bit problems apart from fp32 ones, and bf16 from fp16.
-  if (multiplies_in_half<T>()) problem.push_back(static_cast<int64_t>(layer_precision()));
+                               static_cast<int64_t>(o.workspace_limit_bytes)};
+  // 16-bit problems apart from fp32 ones, bf16 from fp16, channels last from NCHW (fp32 keys stay
+  // as checkpoints before channels last stored them).
+  if (multiplies_in_half<T>())
+    problem.insert(problem.end(),
+                   {static_cast<int64_t>(layer_precision()), int64_t{cuda_channels_last()}});
   return problem;
 }
 
@@ -208,9 +210,10 @@ void ConvolutionLayer<T>::forward_image(const T* in, T* out, T* work, const T* w
   }
   if (relu_forward_) {
     const int64_t n = num_output_ * pixels;
-    // A select: std::max(out[i], 0) compiles to a branch around the store here.
+    // A select (std::max compiles to a branch around the store here) that keeps a NaN, as the
+    // ReLU layer does: a diverged run shows as one.
 #pragma omp simd
-    for (int64_t i = 0; i < n; ++i) out[i] = out[i] > T(0) ? out[i] : T(0);
+    for (int64_t i = 0; i < n; ++i) out[i] = out[i] < T(0) ? T(0) : out[i];
   }
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cgdp/core/error.hpp"
+#include "cgdp/layers/lrn_column.hpp"
 #include "cgdp/tensor/channel_blocks.hpp"
 
 namespace cgdp {
@@ -150,11 +151,8 @@ void LRNLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
 }
 
 template <typename T>
-bool LRNLayer<T>::cuda_runs_cudnn() const {
-  // cudnn.h's CUDNN_LRN_MIN_N, MAX_N, MIN_K and MIN_BETA (lrn_layer_cuda.cpp asserts them).
-  const proto::LRNParameter& p = this->param_.lrn_param();
-  return across_channels_ && p.local_size() >= 1 && p.local_size() <= 16 && p.k() >= 1e-5 &&
-         p.beta() >= 0.01;
+bool LRNLayer<T>::cuda_runs_columns() const {
+  return across_channels_ && this->param_.lrn_param().local_size() <= lrn::kMaxColumnWindow;
 }
 
 template <typename T>
@@ -162,7 +160,7 @@ int64_t LRNLayer<T>::kept_bytes(DeviceKind kind, bool backward) const {
   const int64_t bytes = count_of(shape_) * static_cast<int64_t>(sizeof(T));
   if (kind == DeviceKind::Cpu)
     return !across_channels_ ? 2 * bytes : this->forward_only_ ? 0 : bytes;
-  if (cuda_runs_cudnn()) return 0;
+  if (cuda_runs_columns()) return 0;
   return backward ? 2 * bytes : bytes;
 }
 

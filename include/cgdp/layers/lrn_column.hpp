@@ -1,7 +1,7 @@
 // LRN ACROSS_CHANNELS for one column (one pixel of one image, all its channels). The backward from
 // the input and the output gradient alone: the scale, the output and the windowed ratios are
 // computed again on the way down the channels, in rings of the last few, so forward keeps nothing
-// (the CUDA layer, whose forward is cuDNN's; kernels/lrn.cu runs one column per thread).
+// (the CUDA layer's forward and backward: kernels/lrn.cu runs one column per thread).
 // Formulas as lrn_layer.cpp's; the sums in channel order, as there.
 // nvcc compiles this header too: plain C++17, math from <math.h>, no cgdp headers.
 #pragma once
@@ -19,8 +19,7 @@
 
 namespace cgdp::lrn {
 
-// The rings hold a window and a half-window more: local_size up to 15 (cuDNN's LRN allows 16,
-// and local_size is odd).
+// The rings hold a window and a half-window more: local_size up to 15 (it is odd).
 inline constexpr int kRing = 16;
 inline constexpr int kMaxColumnWindow = kRing - 1;
 
@@ -51,8 +50,7 @@ CGDP_LRN_FN T ring_window(const T* ring, int c, int half, int channels) {
 }
 
 // The forward, y = x * scale^-beta, down one column. y may be x: channel c's output is written
-// once the window ahead of it was read into the rings, so nothing it needs is overwritten (the
-// CUDA layer in place, where cuDNN's forward may not run).
+// once the window ahead of it was read into the rings, so nothing it needs is overwritten.
 template <typename T>
 CGDP_LRN_FN void across_forward_column(const T* x, T* y, int64_t stride, int channels, int size,
                                        T alpha_over_n, T k, T beta) {

@@ -19,13 +19,14 @@ class LRNLayer final : public Layer<T> {
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   // ACROSS_CHANNELS on the CPU reads and writes any channel block.
   bool handles_channel_block(bool top, int64_t block) const override;
-  // Whether the CUDA half runs cuDNN's LRN (ACROSS_CHANNELS within cuDNN's limits) rather than the
-  // kernels that compute it as the CPU does.
-  bool cuda_runs_cudnn() const;
+  // Whether the CUDA half runs lrn_column.hpp's column kernels, which keep nothing between forward
+  // and backward (ACROSS_CHANNELS with a window their rings hold), rather than the kernels that
+  // compute it as the CPU does.
+  bool cuda_runs_columns() const;
   // Bytes the layer keeps between calls on a device of `kind` (`backward`: once a backward ran):
-  // the CPU's scale (and WITHIN_CHANNEL's work buffer); on CUDA nothing under cuDNN (backward
-  // computes the scale again, lrn_column.hpp), else the kernels' scale and, for backward, a work
-  // buffer (lrn_layer_cuda.cpp).
+  // the CPU's scale (and WITHIN_CHANNEL's work buffer); on CUDA nothing for the column kernels
+  // (backward computes the scale again, lrn_column.hpp), else the kernels' scale and, for backward,
+  // a work buffer (lrn_layer_cuda.cpp).
   int64_t kept_bytes(DeviceKind kind, bool backward) const;
   // Backward computes the output again from the input (and, where kept, the scale): its top's
   // values are free once its last forward reader ran, as large as they are.
@@ -46,14 +47,14 @@ class LRNLayer final : public Layer<T> {
     return across_channels_ || this->device().kind() == DeviceKind::Cuda;
   }
   // Every variant reads a tile's (or the whole input's) squares before it writes any of the tile's
-  // outputs; on CUDA in place, a column kernel runs instead of cuDNN's.
+  // outputs.
   bool forward_in_place() const override { return true; }
-  // ACROSS_CHANNELS reads that input from its bf16 copy itself (on CUDA where cuDNN computes the
-  // forward, whose backward is lrn_column.hpp's).
+  // ACROSS_CHANNELS reads that input from its bf16 copy itself (on CUDA, the column kernels'
+  // backward).
   bool backward_reads_packed(const Blob<T>& blob, const BlobVec<T>& bottom,
                              const BlobVec<T>&) const override {
     return &blob == bottom[0] && across_channels_ &&
-           (this->device().kind() == DeviceKind::Cpu || cuda_runs_cudnn());
+           (this->device().kind() == DeviceKind::Cpu || cuda_runs_columns());
   }
 
  protected:
