@@ -31,7 +31,7 @@ __device__ void covering(int64_t x, int64_t pad, int64_t kernel, int64_t stride,
 }
 
 pool::CodeGeometry geometry(const PoolShape& s) {
-  return {s.width, s.kernel_w, s.stride_h, s.stride_w, s.pad_h, s.pad_w};
+  return {s.width, s.kernel_h, s.kernel_w, s.stride_h, s.stride_w, s.pad_h, s.pad_w};
 }
 
 template <typename T, typename Code>

@@ -596,6 +596,55 @@ TEST(Pooling, VectorisedMax2x2MatchesWindowByWindowAndRoutesGradientToTheFirstMa
   }
 }
 
+// The vectorised MAX path for any window at stride 1 or 2 along rows (float, at least 8 outputs
+// per row whose windows need no clipping): padded and unpadded, square and not, rows whose runs
+// overlap at their end, and clipped windows around them. Small integer inputs full of ties: only
+// the first maximum in the window's row-major order may win and get the gradient.
+TEST(Pooling, VectorisedMaxOfAnyWindowMatchesWindowByWindowAndRoutesGradientToTheFirstMaximum) {
+  struct Case {
+    int64_t kh, kw, sh, sw, ph, pw;
+    Shape shape;
+  };
+  for (const Case& c :
+       {Case{3, 3, 2, 2, 0, 0, {2, 3, 28, 28}}, Case{3, 3, 2, 2, 1, 1, {1, 2, 23, 21}},
+        Case{3, 3, 1, 1, 1, 1, {1, 2, 14, 14}}, Case{3, 3, 1, 1, 0, 0, {1, 1, 7, 19}},
+        Case{5, 5, 1, 1, 2, 2, {1, 1, 11, 12}}, Case{2, 3, 1, 2, 0, 1, {1, 2, 9, 33}},
+        Case{3, 2, 2, 1, 1, 0, {1, 1, 10, 17}}}) {
+    const std::string body =
+        cat("pool: MAX kernel_h: ", c.kh, " kernel_w: ", c.kw, " stride_h: ", c.sh,
+            " stride_w: ", c.sw, " pad_h: ", c.ph, " pad_w: ", c.pw);
+    SCOPED_TRACE(body + " " + ::testing::PrintToString(c.shape));
+    Harness<float> h(pool_text(body), c.shape);
+    std::mt19937 rng(5);
+    float* x = h.bottom.mutable_data();
+    for (int64_t i = 0; i < h.bottom.count(); ++i) x[i] = static_cast<float>(rng() % 4) - 2.f;
+    h.forward();
+    const int64_t height = c.shape[2], width = c.shape[3];
+    const int64_t pooled_h = h.top.shape(2), pooled_w = h.top.shape(3);
+    std::vector<float> expected_diff(h.bottom.count(), 0.f);
+    float* top_diff = h.top.mutable_diff();
+    for (int64_t plane = 0; plane < c.shape[0] * c.shape[1]; ++plane)
+      for (int64_t oh = 0; oh < pooled_h; ++oh)
+        for (int64_t ow = 0; ow < pooled_w; ++ow) {
+          const int64_t h0 = oh * c.sh - c.ph, w0 = ow * c.sw - c.pw;
+          int64_t first_max = -1;
+          for (int64_t y = std::max<int64_t>(h0, 0); y < std::min(h0 + c.kh, height); ++y)
+            for (int64_t col = std::max<int64_t>(w0, 0); col < std::min(w0 + c.kw, width); ++col) {
+              const int64_t at = (plane * height + y) * width + col;
+              if (first_max < 0 || x[at] > x[first_max]) first_max = at;
+            }
+          ASSERT_GE(first_max, 0);
+          const int64_t out = (plane * pooled_h + oh) * pooled_w + ow;
+          ASSERT_EQ(h.top.data()[out], x[first_max]) << "output " << out;
+          top_diff[out] = static_cast<float>(out + 1);
+          expected_diff[first_max] += top_diff[out];
+        }
+    h.layer->backward({}, {&h.top}, {true}, {&h.bottom});
+    for (int64_t i = 0; i < h.bottom.count(); ++i)
+      ASSERT_EQ(h.bottom.diff()[i], expected_diff[i]) << "input " << i;
+  }
+}
+
 TEST(Pooling, OutputShapesFollowCaffe) {
   auto shape_of = [](const std::string& body, const Shape& in) {
     Harness<float> h(pool_text(body), in);

@@ -60,7 +60,10 @@ ConvAlgorithm pick_conv_algorithm(const Perf* results, int count, ConvOperands o
   throw DeviceError(cat(what, ": cuDNN found no algorithm among ", count, " candidates within ",
                         options.workspace_limit_bytes >> 20, " MiB of scratch",
                         options.deterministic ? " that is deterministic" : "",
-                        float_data && !options.tf32 ? " without TF32" : ""));
+                        float_data && !options.tf32 ? " without TF32" : "",
+                        " (try --cudnn-workspace-mb",
+                        options.deterministic ? ", --nondeterministic" : "",
+                        float_data && !options.tf32 ? ", --tf32" : "", ")"));
 }
 
 }  // namespace cgdp

@@ -32,23 +32,22 @@ std::vector<int64_t> channel_bases(int64_t channels, int64_t block, int64_t plan
 }
 
 // 8 neighbouring channels' max over rows [h0, h1) x columns [w0, w1) of an image whose channel
-// `first` starts at in + first, and each one's offset in the image: window_max's selects on all
-// 8 at once (GCC/Clang vector extensions, one AVX2 register).
+// `first` starts at in + first, and each one's position in its plane: window_max's selects on
+// all 8 at once (GCC/Clang vector extensions, one AVX2 register).
 void window_max_8(const float* in, int64_t first, int64_t block, int64_t width, int64_t h0,
                   int64_t h1, int64_t w0, int64_t w1, float* out, int32_t* argmax) {
   typedef float Floats __attribute__((vector_size(32)));
   typedef int32_t Ints __attribute__((vector_size(32)));
   Floats best = Floats{} - std::numeric_limits<float>::max();
   Ints at = Ints{} - 1;
-  const Ints lane = {0, 1, 2, 3, 4, 5, 6, 7};
   for (int64_t h = h0; h < h1; ++h)
     for (int64_t x = w0; x < w1; ++x) {
-      const int64_t offset = first + (h * width + x) * block;
+      const int64_t position = h * width + x;
       Floats candidate;
-      std::memcpy(&candidate, in + offset, sizeof candidate);
+      std::memcpy(&candidate, in + first + position * block, sizeof candidate);
       const Ints better = candidate > best;
       best = better ? candidate : best;
-      at = better ? lane + static_cast<int32_t>(offset) : at;
+      at = better ? Ints{} + static_cast<int32_t>(position) : at;
     }
   std::memcpy(out, &best, sizeof best);
   std::memcpy(argmax, &at, sizeof at);
@@ -109,7 +108,7 @@ void PoolingLayer<T>::forward_blocked(const Blob<T>& bottom, Blob<T>& top) {
       run.template operator()<1>();
     if (max_ && !this->forward_only_)
       with_code([&]<typename Code>() {
-        encode_image(argmax, in_block, in_base.data(), out_block, out_base.data(),
+        encode_image(argmax, in_block, out_block, out_base.data(),
                      static_cast<Code*>(codes()) + n * out_image);
       });
   }
@@ -117,19 +116,18 @@ void PoolingLayer<T>::forward_blocked(const Blob<T>& bottom, Blob<T>& top) {
 
 template <typename T>
 template <typename Code>
-void PoolingLayer<T>::encode_image(const int32_t* offsets, int64_t in_block, const int64_t* in_base,
-                                   int64_t out_block, const int64_t* out_base, Code* codes) const {
+void PoolingLayer<T>::encode_image(const int32_t* positions, int64_t in_block, int64_t out_block,
+                                   const int64_t* out_base, Code* codes) const {
   const int64_t plane = pooled_h_ * pooled_w_;
   const pool::CodeGeometry g = code_geometry();
   for (int64_t c = 0; c < channels_; ++c)
     for (int64_t ph = 0; ph < pooled_h_; ++ph)
       for (int64_t pw = 0; pw < pooled_w_; ++pw) {
         const int64_t p = ph * pooled_w_ + pw;
-        // A plain bottom's: NCHW order, the index in the plane; a blocked one's: the top's layout,
-        // the offset in the image.
-        const int64_t at =
-            in_block == 1 ? offsets[c * plane + p] : offsets[out_base[c] + p * out_block];
-        const int64_t position = in_block == 1 || at < 0 ? at : (at - in_base[c]) / in_block;
+        // Positions in the plane: a plain bottom's in NCHW order, a blocked one's in the top's
+        // layout.
+        const int64_t position =
+            in_block == 1 ? positions[c * plane + p] : positions[out_base[c] + p * out_block];
         codes[c * plane + p] = pool::encode_position<Code>(position, ph, pw, g);
       }
 }
@@ -160,8 +158,8 @@ void PoolingLayer<T>::forward_blocked_image(const T* in, int64_t in_block, const
           best[l] = max_ ? -std::numeric_limits<T>::max() : T(0), at[l] = -1;
         for (int64_t h = w.h0; h < w.h1; ++h)
           for (int64_t x = w.w0; x < w.w1; ++x) {
-            const int32_t first = static_cast<int32_t>(in_base[c0] + (h * width_ + x) * in_block);
-            const T* run = in + first;
+            const int32_t position = static_cast<int32_t>(h * width_ + x);
+            const T* run = in + in_base[c0] + position * in_block;
             for (int l = 0; l < kLanes; ++l) {
               if (!max_) {
                 best[l] += run[l];
@@ -169,7 +167,7 @@ void PoolingLayer<T>::forward_blocked_image(const T* in, int64_t in_block, const
               }
               const bool better = run[l] > best[l];  // the first maximum wins, as window_max
               best[l] = better ? run[l] : best[l];
-              at[l] = better ? first + l : at[l];
+              at[l] = better ? position : at[l];
             }
           }
         for (int l = 0; l < kLanes; ++l) {

@@ -178,7 +178,100 @@ void max_2x2_row(const float* in, int64_t width, int64_t h, int64_t count, float
   }
 }
 
+// Elements 0, 2, ..., 2N - 2 of 2N - 1 consecutive floats, the first N in lo and the last N in hi
+// (which starts one element before lo's end).
+template <int N, size_t... I>
+typename Lanes<N>::Floats evens_of_lo_and_shifted_hi(typename Lanes<N>::Floats lo,
+                                                     typename Lanes<N>::Floats hi,
+                                                     std::index_sequence<I...>) {
+  return __builtin_shufflevector(lo, hi, (I < N / 2 ? 2 * I : 2 * I + 1)...);
+}
+
+// N neighbouring outputs of one row whose kh x kw windows lie inside the input, the first at
+// column w0 of row h0, the next kStride columns on: window_max's selects, candidate by
+// candidate, on all N at once.
+template <int N, int kStride>
+void max_inside_run(const float* in, int64_t width, int64_t h0, int64_t w0, int64_t kh, int64_t kw,
+                    float* out, int32_t* argmax) {
+  using Floats = typename Lanes<N>::Floats;
+  using Ints = typename Lanes<N>::Ints;
+  Floats best = Floats{} - std::numeric_limits<float>::max();
+  Ints at = Ints{} - 1, lane_step;
+  for (int i = 0; i < N; ++i) lane_step[i] = kStride * i;
+  for (int64_t dy = 0; dy < kh; ++dy)
+    for (int64_t dx = 0; dx < kw; ++dx) {
+      const int64_t first = (h0 + dy) * width + w0 + dx;
+      Floats candidate;
+      if constexpr (kStride == 1) {
+        std::memcpy(&candidate, in + first, sizeof candidate);
+      } else {
+        // The last lane's element is first + 2N - 2: hi ends there, not to read past the input.
+        Floats lo, hi;
+        std::memcpy(&lo, in + first, sizeof lo);
+        std::memcpy(&hi, in + first + N - 1, sizeof hi);
+        candidate = evens_of_lo_and_shifted_hi<N>(lo, hi, std::make_index_sequence<N>());
+      }
+      const Ints better = candidate > best;
+      best = better ? candidate : best;
+      at = better ? lane_step + static_cast<int32_t>(first) : at;
+    }
+  std::memcpy(out, &best, sizeof best);
+  std::memcpy(argmax, &at, sizeof at);
+}
+
+// Outputs [lo, hi) of row ph, all inside the input, N at a time (hi - lo >= N); the last run
+// overlaps the one before it instead of leaving a scalar tail.
+template <int N, int kStride>
+void max_inside_row(const float* in, int64_t width, int64_t h0, int64_t pad_w, int64_t kh,
+                    int64_t kw, int64_t lo, int64_t hi, float* out, int32_t* argmax) {
+  for (int64_t pw0 = lo;; pw0 += N) {
+    const int64_t start = std::min(pw0, hi - N);
+    max_inside_run<N, kStride>(in, width, h0, start * kStride - pad_w, kh, kw, out + start,
+                               argmax + start);
+    if (start + N >= hi) return;
+  }
+}
+
 }  // namespace
+
+template <typename T>
+bool PoolingLayer<T>::max_inside_rows(const T* in, T* out, int32_t* argmax) const {
+  constexpr int kN = 8;  // one AVX2 register of floats
+  // Outputs whose windows need no clipping: columns [lo, hi), and rows alike.
+  const auto inside = [](int64_t size, int64_t pad, int64_t kernel, int64_t stride,
+                         int64_t pooled) {
+    const int64_t lo = (pad + stride - 1) / stride;
+    const int64_t hi =
+        size + pad >= kernel ? std::min((size + pad - kernel) / stride + 1, pooled) : 0;
+    return std::pair{lo, std::max(lo, hi)};
+  };
+  const auto [lo, hi] = inside(width_, pad_w_, kernel_w_, stride_w_, pooled_w_);
+  if (!std::is_same_v<T, float> || (stride_w_ != 1 && stride_w_ != 2) || hi - lo < kN) return false;
+  const auto [row_lo, row_hi] = inside(height_, pad_h_, kernel_h_, stride_h_, pooled_h_);
+  for (int64_t ph = 0; ph < pooled_h_; ++ph) {
+    T* out_row = out + ph * pooled_w_;
+    int32_t* argmax_row = argmax + ph * pooled_w_;
+    const bool row_inside = ph >= row_lo && ph < row_hi;
+    if constexpr (std::is_same_v<T, float>) {
+      if (row_inside) {
+        const int64_t h0 = ph * stride_h_ - pad_h_;
+        if (stride_w_ == 1)
+          max_inside_row<kN, 1>(in, width_, h0, pad_w_, kernel_h_, kernel_w_, lo, hi, out_row,
+                                argmax_row);
+        else
+          max_inside_row<kN, 2>(in, width_, h0, pad_w_, kernel_h_, kernel_w_, lo, hi, out_row,
+                                argmax_row);
+      }
+    }
+    for (int64_t pw = 0; pw < pooled_w_; ++pw) {
+      if (row_inside && pw == lo) pw = hi;
+      if (pw == pooled_w_) break;
+      const Window w = window(ph, pw);
+      window_max(in, width_, w.h0, w.h1, w.w0, w.w1, out_row + pw, argmax_row + pw);
+    }
+  }
+  return true;
+}
 
 template <typename T>
 bool PoolingLayer<T>::max_2x2_plane(const T* in, T* out, int32_t* argmax) const {
@@ -207,7 +300,7 @@ bool PoolingLayer<T>::max_2x2_plane(const T* in, T* out, int32_t* argmax) const 
 
 template <typename T>
 void PoolingLayer<T>::max_plane(const T* in, T* out, int32_t* argmax) const {
-  if (max_2x2_plane(in, out, argmax)) return;
+  if (max_2x2_plane(in, out, argmax) || max_inside_rows(in, out, argmax)) return;
   for (int64_t ph = 0; ph < pooled_h_; ++ph)
     for (int64_t pw = 0; pw < pooled_w_; ++pw) {
       const Window w = window(ph, pw);

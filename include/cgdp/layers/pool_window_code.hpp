@@ -18,7 +18,7 @@ namespace cgdp::pool {
 
 struct CodeGeometry {
   int64_t width = 0;  // the input plane's
-  int64_t kernel_w = 0, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  int64_t kernel_h = 0, kernel_w = 0, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
 };
 
 template <typename Code>
@@ -36,18 +36,32 @@ CGDP_POOL_FN Code encode(int64_t h, int64_t w, int64_t ph, int64_t pw, const Cod
                            (w - (pw * g.stride_w - g.pad_w)));
 }
 
+// The row of `offset`, a place counted from a window's corner in rows of `row` elements whose
+// column is below `row`: compares, not a 64-bit division per output, for Caffe's small kernels.
+CGDP_POOL_FN inline int64_t window_row(int64_t offset, int64_t row, int64_t kernel_h) {
+  if (kernel_h > 8) return offset / row;
+  int64_t rows = 0;
+  for (int64_t k = 1; k < kernel_h; ++k) rows += offset >= k * row;
+  return rows;
+}
+
 // A position in the plane (h * width + w; -1: none) as output (ph, pw)'s code.
 template <typename Code>
 CGDP_POOL_FN Code encode_position(int64_t position, int64_t ph, int64_t pw, const CodeGeometry& g) {
-  return position < 0 ? kNone<Code>
-                      : encode<Code>(position / g.width, position % g.width, ph, pw, g);
+  if (position < 0) return kNone<Code>;
+  if (g.kernel_w > g.width)  // a padded window wider than the plane: its column may pass width
+    return encode<Code>(position / g.width, position % g.width, ph, pw, g);
+  const int64_t offset =
+      position - ((ph * g.stride_h - g.pad_h) * g.width + pw * g.stride_w - g.pad_w);
+  const int64_t dh = window_row(offset, g.width, g.kernel_h);
+  return static_cast<Code>(dh * g.kernel_w + offset - dh * g.width);
 }
 
 // Output (ph, pw)'s code as the position in the plane; -1 for kNone.
 template <typename Code>
 CGDP_POOL_FN int64_t decode(Code code, int64_t ph, int64_t pw, const CodeGeometry& g) {
   if (code == kNone<Code>) return -1;
-  const int64_t dh = code / g.kernel_w, dw = code % g.kernel_w;
+  const int64_t dh = window_row(code, g.kernel_w, g.kernel_h), dw = code - dh * g.kernel_w;
   return (ph * g.stride_h - g.pad_h + dh) * g.width + (pw * g.stride_w - g.pad_w + dw);
 }
 

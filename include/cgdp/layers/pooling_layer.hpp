@@ -48,6 +48,9 @@ class PoolingLayer final : public Layer<T> {
   void max_plane(const T* in, T* out, int32_t* argmax) const;
   // The common 2x2, stride-2, unpadded grid, vectorised along rows; false if not that grid.
   bool max_2x2_plane(const T* in, T* out, int32_t* argmax) const;
+  // Any window at stride 1 or 2 along rows: the outputs whose windows need no clipping in runs of
+  // 8, the rest one by one; false where rows hold too few of them.
+  bool max_inside_rows(const T* in, T* out, int32_t* argmax) const;
   void average_plane(const T* in, T* out) const;
   // Either blob channel-blocked (pooling_blocked.cpp), an image at a time, kLanes channels at a
   // time through a tile of one plane per channel. `in_base`/`out_base`: where channel c's first
@@ -78,7 +81,7 @@ class PoolingLayer final : public Layer<T> {
     return argmax_.data();
   }
   pool::CodeGeometry code_geometry() const {
-    return {width_, kernel_w_, stride_h_, stride_w_, pad_h_, pad_w_};
+    return {width_, kernel_h_, kernel_w_, stride_h_, stride_w_, pad_h_, pad_w_};
   }
   // Calls f.template operator()<Code>() with the code's type.
   template <typename F>
@@ -91,8 +94,8 @@ class PoolingLayer final : public Layer<T> {
   template <typename Code>
   void encode_plane(const int32_t* positions, Code* codes) const;
   template <typename Code>
-  void encode_image(const int32_t* offsets, int64_t in_block, const int64_t* in_base,
-                    int64_t out_block, const int64_t* out_base, Code* codes) const;
+  void encode_image(const int32_t* positions, int64_t in_block, int64_t out_block,
+                    const int64_t* out_base, Code* codes) const;
   std::vector<T> tiles_;  // forward_blocked's: 16 planes per thread
   std::vector<int32_t> tile_argmax_;
   // forward_blocked's: MAX's positions as the compute writes them, before they are coded, an image
