@@ -557,92 +557,66 @@ TEST(Pooling, KeepsItsArgmaxInAByteOrTwoAndRoutesNoGradientFromAnEmptyWindow) {
   EXPECT_EQ(std::accumulate(h.bottom.diff(), h.bottom.diff() + 16, 0.f), 3.f);
 }
 
+// A MAX pooling's forward and backward on small integer inputs full of ties, against a
+// window-by-window reference: only the first maximum in the window's row-major order may win and
+// get the gradient.
+struct MaxWindow {
+  int64_t kh, kw, sh, sw, ph, pw;
+};
+
+void expect_first_maximum_wins(const MaxWindow& m, const Shape& shape) {
+  const std::string body =
+      cat("pool: MAX kernel_h: ", m.kh, " kernel_w: ", m.kw, " stride_h: ", m.sh,
+          " stride_w: ", m.sw, " pad_h: ", m.ph, " pad_w: ", m.pw);
+  SCOPED_TRACE(body + " " + ::testing::PrintToString(shape));
+  Harness<float> h(pool_text(body), shape);
+  std::mt19937 rng(5);
+  float* x = h.bottom.mutable_data();
+  for (int64_t i = 0; i < h.bottom.count(); ++i) x[i] = static_cast<float>(rng() % 4) - 2.f;
+  h.forward();
+  const int64_t height = shape[2], width = shape[3];
+  const int64_t pooled_h = h.top.shape(2), pooled_w = h.top.shape(3);
+  std::vector<float> expected_diff(h.bottom.count(), 0.f);
+  float* top_diff = h.top.mutable_diff();
+  for (int64_t plane = 0; plane < shape[0] * shape[1]; ++plane)
+    for (int64_t oh = 0; oh < pooled_h; ++oh)
+      for (int64_t ow = 0; ow < pooled_w; ++ow) {
+        const int64_t h0 = oh * m.sh - m.ph, w0 = ow * m.sw - m.pw;
+        int64_t first_max = -1;
+        for (int64_t y = std::max<int64_t>(h0, 0); y < std::min(h0 + m.kh, height); ++y)
+          for (int64_t col = std::max<int64_t>(w0, 0); col < std::min(w0 + m.kw, width); ++col) {
+            const int64_t at = (plane * height + y) * width + col;
+            if (first_max < 0 || x[at] > x[first_max]) first_max = at;
+          }
+        ASSERT_GE(first_max, 0);
+        const int64_t out = (plane * pooled_h + oh) * pooled_w + ow;
+        ASSERT_EQ(h.top.data()[out], x[first_max]) << "output " << out;
+        top_diff[out] = static_cast<float>(out + 1);
+        expected_diff[first_max] += top_diff[out];
+      }
+  h.layer->backward({}, {&h.top}, {true}, {&h.bottom});
+  for (int64_t i = 0; i < h.bottom.count(); ++i)
+    ASSERT_EQ(h.bottom.diff()[i], expected_diff[i]) << "input " << i;
+}
+
 // The vectorised 2x2/stride-2 MAX path (float, rows at least 4 outputs wide): widths that take
-// 4- and 8-lane runs with an overlapping last run, odd sizes that add clipped windows, and small
-// integer inputs full of ties, where only the first maximum in row-major order may get the
-// gradient.
+// 4- and 8-lane runs with an overlapping last run, and odd sizes that add clipped windows.
 TEST(Pooling, VectorisedMax2x2MatchesWindowByWindowAndRoutesGradientToTheFirstMaximum) {
   for (const Shape& shape : {Shape{2, 3, 28, 28}, Shape{1, 2, 14, 14}, Shape{1, 2, 17, 15},
-                             Shape{1, 1, 9, 21}, Shape{1, 1, 8, 8}}) {
-    SCOPED_TRACE(::testing::PrintToString(shape));
-    Harness<float> h(pool_text("pool: MAX kernel_size: 2 stride: 2"), shape);
-    std::mt19937 rng(3);
-    float* x = h.bottom.mutable_data();
-    for (int64_t i = 0; i < h.bottom.count(); ++i) x[i] = static_cast<float>(rng() % 4);
-    h.forward();
-    const int64_t height = shape[2], width = shape[3];
-    const int64_t pooled_h = h.top.shape(2), pooled_w = h.top.shape(3);
-    EXPECT_EQ(pooled_h, (height + 1) / 2);
-    EXPECT_EQ(pooled_w, (width + 1) / 2);
-    std::vector<float> expected_diff(h.bottom.count(), 0.f);
-    float* top_diff = h.top.mutable_diff();
-    for (int64_t plane = 0; plane < shape[0] * shape[1]; ++plane)
-      for (int64_t ph = 0; ph < pooled_h; ++ph)
-        for (int64_t pw = 0; pw < pooled_w; ++pw) {
-          int64_t first_max = -1;
-          for (int64_t y = 2 * ph; y < std::min(2 * ph + 2, height); ++y)
-            for (int64_t c = 2 * pw; c < std::min(2 * pw + 2, width); ++c) {
-              const int64_t at = (plane * height + y) * width + c;
-              if (first_max < 0 || x[at] > x[first_max]) first_max = at;
-            }
-          const int64_t out = (plane * pooled_h + ph) * pooled_w + pw;
-          ASSERT_EQ(h.top.data()[out], x[first_max]) << "output " << out;
-          top_diff[out] = static_cast<float>(out + 1);
-          expected_diff[first_max] += top_diff[out];
-        }
-    h.layer->backward({}, {&h.top}, {true}, {&h.bottom});
-    for (int64_t i = 0; i < h.bottom.count(); ++i)
-      ASSERT_EQ(h.bottom.diff()[i], expected_diff[i]) << "input " << i;
-  }
+                             Shape{1, 1, 9, 21}, Shape{1, 1, 8, 8}})
+    expect_first_maximum_wins({2, 2, 2, 2, 0, 0}, shape);
 }
 
 // The vectorised MAX path for any window at stride 1 or 2 along rows (float, at least 8 outputs
 // per row whose windows need no clipping): padded and unpadded, square and not, rows whose runs
-// overlap at their end, and clipped windows around them. Small integer inputs full of ties: only
-// the first maximum in the window's row-major order may win and get the gradient.
+// overlap at their end, and clipped windows around them.
 TEST(Pooling, VectorisedMaxOfAnyWindowMatchesWindowByWindowAndRoutesGradientToTheFirstMaximum) {
-  struct Case {
-    int64_t kh, kw, sh, sw, ph, pw;
-    Shape shape;
-  };
-  for (const Case& c :
-       {Case{3, 3, 2, 2, 0, 0, {2, 3, 28, 28}}, Case{3, 3, 2, 2, 1, 1, {1, 2, 23, 21}},
-        Case{3, 3, 1, 1, 1, 1, {1, 2, 14, 14}}, Case{3, 3, 1, 1, 0, 0, {1, 1, 7, 19}},
-        Case{5, 5, 1, 1, 2, 2, {1, 1, 11, 12}}, Case{2, 3, 1, 2, 0, 1, {1, 2, 9, 33}},
-        Case{3, 2, 2, 1, 1, 0, {1, 1, 10, 17}}}) {
-    const std::string body =
-        cat("pool: MAX kernel_h: ", c.kh, " kernel_w: ", c.kw, " stride_h: ", c.sh,
-            " stride_w: ", c.sw, " pad_h: ", c.ph, " pad_w: ", c.pw);
-    SCOPED_TRACE(body + " " + ::testing::PrintToString(c.shape));
-    Harness<float> h(pool_text(body), c.shape);
-    std::mt19937 rng(5);
-    float* x = h.bottom.mutable_data();
-    for (int64_t i = 0; i < h.bottom.count(); ++i) x[i] = static_cast<float>(rng() % 4) - 2.f;
-    h.forward();
-    const int64_t height = c.shape[2], width = c.shape[3];
-    const int64_t pooled_h = h.top.shape(2), pooled_w = h.top.shape(3);
-    std::vector<float> expected_diff(h.bottom.count(), 0.f);
-    float* top_diff = h.top.mutable_diff();
-    for (int64_t plane = 0; plane < c.shape[0] * c.shape[1]; ++plane)
-      for (int64_t oh = 0; oh < pooled_h; ++oh)
-        for (int64_t ow = 0; ow < pooled_w; ++ow) {
-          const int64_t h0 = oh * c.sh - c.ph, w0 = ow * c.sw - c.pw;
-          int64_t first_max = -1;
-          for (int64_t y = std::max<int64_t>(h0, 0); y < std::min(h0 + c.kh, height); ++y)
-            for (int64_t col = std::max<int64_t>(w0, 0); col < std::min(w0 + c.kw, width); ++col) {
-              const int64_t at = (plane * height + y) * width + col;
-              if (first_max < 0 || x[at] > x[first_max]) first_max = at;
-            }
-          ASSERT_GE(first_max, 0);
-          const int64_t out = (plane * pooled_h + oh) * pooled_w + ow;
-          ASSERT_EQ(h.top.data()[out], x[first_max]) << "output " << out;
-          top_diff[out] = static_cast<float>(out + 1);
-          expected_diff[first_max] += top_diff[out];
-        }
-    h.layer->backward({}, {&h.top}, {true}, {&h.bottom});
-    for (int64_t i = 0; i < h.bottom.count(); ++i)
-      ASSERT_EQ(h.bottom.diff()[i], expected_diff[i]) << "input " << i;
-  }
+  const std::vector<std::pair<MaxWindow, Shape>> cases = {
+      {{3, 3, 2, 2, 0, 0}, {2, 3, 28, 28}}, {{3, 3, 2, 2, 1, 1}, {1, 2, 23, 21}},
+      {{3, 3, 1, 1, 1, 1}, {1, 2, 14, 14}}, {{3, 3, 1, 1, 0, 0}, {1, 1, 7, 19}},
+      {{5, 5, 1, 1, 2, 2}, {1, 1, 11, 12}}, {{2, 3, 1, 2, 0, 1}, {1, 2, 9, 33}},
+      {{3, 2, 2, 1, 1, 0}, {1, 1, 10, 17}}};
+  for (const auto& [window, shape] : cases) expect_first_maximum_wins(window, shape);
 }
 
 TEST(Pooling, OutputShapesFollowCaffe) {
