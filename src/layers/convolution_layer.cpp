@@ -151,8 +151,8 @@ std::vector<int64_t> ConvolutionLayer<T>::cudnn_problem(const Shape& in, const S
                                o.tf32,
                                o.deterministic,
                                static_cast<int64_t>(o.workspace_limit_bytes)};
-  // 16-bit problems apart from fp32 ones, bf16 from fp16, channels last from NCHW (fp32 keys stay
-  // as checkpoints before channels last stored them).
+  // 16-bit problems apart from fp32 ones, bf16 from fp16, channels last from NCHW (fp32 keys as
+  // files stored before channels last existed hold them).
   if (multiplies_in_half<T>())
     problem.insert(problem.end(),
                    {static_cast<int64_t>(layer_precision()), int64_t{cuda_channels_last()}});

@@ -55,8 +55,8 @@ void EltwiseLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
   T* winner = max_index_.mutable_data();
   const Op op = op_;
   const T* coeff = coeff_.data();
-  if (op == proto::EltwiseParameter::SUM &&
-      bottoms == 2) {  // a residual join: a loop that vectorises
+  // A residual join: a loop that vectorises.
+  if (op == proto::EltwiseParameter::SUM && bottoms == 2) {
     const T *x0 = x[0], *x1 = x[1];
     const T c0 = coeff[0], c1 = coeff[1];
 #pragma omp parallel for schedule(static)

@@ -37,9 +37,10 @@ CGDP_POOL_FN Code encode(int64_t h, int64_t w, int64_t ph, int64_t pw, const Cod
 }
 
 // The row of `offset`, a place counted from a window's corner in rows of `row` elements whose
-// column is below `row`: compares, not a 64-bit division per output, for Caffe's small kernels.
+// column is below `row`: compares, not a 64-bit division per output, for Caffe's small kernels
+// (kernel_h 0: not known, divide).
 CGDP_POOL_FN inline int64_t window_row(int64_t offset, int64_t row, int64_t kernel_h) {
-  if (kernel_h > 8) return offset / row;
+  if (kernel_h <= 0 || kernel_h > 8) return offset / row;
   int64_t rows = 0;
   for (int64_t k = 1; k < kernel_h; ++k) rows += offset >= k * row;
   return rows;
