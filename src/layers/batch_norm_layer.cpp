@@ -145,7 +145,10 @@ void BatchNormLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
   const int64_t step = runs.position_stride();
   const double m = static_cast<double>(n * s);
   // Training: dx = (dy - mean(dy) - y * mean(dy * y)) / std, the means over each channel.
-  std::vector<double> mean_dy(static_cast<size_t>(channels_)), mean_dy_y(mean_dy.size());
+  mean_dy_.assign(static_cast<size_t>(channels_), 0.0);  // 0: with global statistics, dx = dy / std
+  mean_dy_y_.assign(mean_dy_.size(), 0.0);
+  double* mdy = mean_dy_.data();
+  double* mdy_y = mean_dy_y_.data();
   if (!use_global_stats_) {
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < runs.count(); ++r) {
@@ -162,14 +165,12 @@ void BatchNormLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
         }
         const int64_t first = runs.first_channel(r);
         for (int64_t l = 0; l < lanes; ++l) {
-          mean_dy[first + l] = sum_dy[l] / m;
-          mean_dy_y[first + l] = sum_dy_y[l] / m;
+          mdy[first + l] = sum_dy[l] / m;
+          mdy_y[first + l] = sum_dy_y[l] / m;
         }
       });
     }
   }
-  const double* mdy = mean_dy.data();
-  const double* mdy_y = mean_dy_y.data();
   for_each_element(runs, [=](int64_t e, int64_t ch) {
     dx[e] = static_cast<T>((dy[e] - mdy[ch] - y[e] * mdy_y[ch]) * static_cast<double>(inv_std[ch]));
   });

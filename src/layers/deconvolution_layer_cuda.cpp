@@ -71,8 +71,8 @@ void DeconvolutionLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>
   const bool landed =
       land_forward(s.half(), stream, o.output, top[0]->mutable_data(), nchw, bias, false);
   if (bias && !landed)
-    CUDNN_CHECK(cudnnAddTensor(h, &one, s.bias.get(), this->params_[1]->data(), &one,
-                               s.output.get(), top[0]->mutable_data()));
+    CUDNN_CHECK(
+        cudnnAddTensor(h, &one, s.bias.get(), bias, &one, s.output.get(), top[0]->mutable_data()));
 }
 
 template <typename T>

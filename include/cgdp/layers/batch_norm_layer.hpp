@@ -4,6 +4,8 @@
 // running mean sum [C], running variance sum [C], and their scale factor [1].
 #pragma once
 
+#include <vector>
+
 #include "cgdp/layers/layer.hpp"
 #include "cgdp/tensor/channel_blocks.hpp"
 
@@ -51,6 +53,7 @@ class BatchNormLayer final : public Layer<T> {
   Blob<T> variance_;               // [C]
   Blob<T> inv_std_;                // [C] 1 / sqrt(variance + eps)
   Blob<T> x_norm_;  // the normalised output, kept for backward (the top may be overwritten)
+  std::vector<double> mean_dy_, mean_dy_y_;  // backward's per-channel means, between its passes
 };
 
 }  // namespace cgdp
