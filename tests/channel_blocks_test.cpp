@@ -15,6 +15,7 @@
 
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/device/layer_precision.hpp"
+#include "cgdp/layers/batch_norm_layer.hpp"
 #include "cgdp/layers/registry.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/net/net.hpp"
@@ -338,7 +339,16 @@ struct Training {
   std::vector<int64_t> blocks;  // each layer's top 0's channel block
   std::vector<float> params;
   double loss = 0;
+  int scales_taken_over = 0;  // by a BatchNorm (Net::fuse_batch_norm_scales)
 };
+
+int scales_taken_over(Net<float>& net) {
+  int count = 0;
+  for (int i = 0; i < net.num_layers(); ++i)
+    if (auto* bn = dynamic_cast<BatchNormLayer<float>*>(&net.layer(i)))
+      count += bn->took_over_scale();
+  return count;
+}
 
 // Three steps of plain SGD on fixed random data, blocks allowed or not.
 Training train(bool blocks_allowed, const char* model = kNet) {
@@ -346,6 +356,7 @@ Training train(bool blocks_allowed, const char* model = kNet) {
   Net<float> net(parse_model(model, "blocks.prototxt"), Phase::Train, default_cpu_device(), 0, 3);
   Training t;
   for (int i = 0; i < net.num_layers(); ++i) t.blocks.push_back(net.tops(i)[0]->channel_block());
+  t.scales_taken_over = scales_taken_over(net);
   std::mt19937 rng(11);
   std::normal_distribution<float> normal;
   for (int step = 0; step < 3; ++step) {
@@ -425,6 +436,77 @@ TEST(ChannelBlocks, ANetOutputStaysNchw) {
     layer { name: "relu" type: "ReLU" bottom: "conv" top: "conv" })";
   Net<float> net(parse_model(text, "out.prototxt"), Phase::Test, default_cpu_device(), 0, 1);
   EXPECT_EQ(net.blob("conv")->channel_block(), 1);
+}
+
+// Scales in place after BatchNorms in place, or (`in_place` false) each writing a blob of its own:
+// batch statistics with a bias, then global statistics without one. Only the former run inside
+// their BatchNorm (one pass fewer each way); both must give the same bits.
+std::string batch_norm_scales(bool in_place) {
+  std::string text = R"(
+  layer { name: "data" type: "Input" top: "data" top: "label"
+          input_param { shape { dim: 4 dim: 8 dim: 6 dim: 6 } shape { dim: 4 } } }
+  layer { name: "conv1" type: "Convolution" bottom: "data" top: "c1"
+          convolution_param { num_output: 16 kernel_size: 3 pad: 1 weight_filler { type: "xavier" } } }
+  layer { name: "bn1" type: "BatchNorm" bottom: "c1" top: "c1"
+          batch_norm_param { use_global_stats: false } }
+  layer { name: "scale1" type: "Scale" bottom: "c1" top: "S1"
+          scale_param { bias_term: true filler { type: "gaussian" mean: 1 std: 0.2 }
+                        bias_filler { type: "gaussian" std: 0.2 } } }
+  layer { name: "relu1" type: "ReLU" bottom: "S1" top: "S1" }
+  layer { name: "conv2" type: "Convolution" bottom: "S1" top: "c2"
+          convolution_param { num_output: 16 kernel_size: 3 pad: 1 weight_filler { type: "xavier" } } }
+  layer { name: "bn2" type: "BatchNorm" bottom: "c2" top: "c2" batch_norm_param { use_global_stats: true } }
+  layer { name: "scale2" type: "Scale" bottom: "c2" top: "S2"
+          scale_param { filler { type: "gaussian" mean: 1 std: 0.2 } } }
+  layer { name: "pool" type: "Pooling" bottom: "S2" top: "pool"
+          pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+  layer { name: "ip" type: "InnerProduct" bottom: "pool" top: "ip"
+          inner_product_param { num_output: 5 weight_filler { type: "xavier" } } }
+  layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)";
+  for (const auto& [from, to] : {std::pair{"S1", "c1"}, std::pair{"S2", "c2"}})
+    for (size_t at; (at = text.find(from)) != std::string::npos;)
+      text.replace(at, 2, in_place ? to : cat("s", from[1]));
+  return text;
+}
+
+// The TEST net's loss on fixed random data (bn1's use_global_stats: false keeps batch statistics).
+double test_loss(const std::string& model, int* taken_over) {
+  Net<float> net(parse_model(model, "test.prototxt"), Phase::Test, default_cpu_device(), 0, 4);
+  *taken_over = scales_taken_over(net);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  for (float& v : net.input_data().mutable_data_span()) v = normal(rng);
+  float* label = net.input_label()->mutable_data();
+  for (int n = 0; n < 4; ++n) label[n] = static_cast<float>(n);
+  net.forward({});
+  return net.loss();
+}
+
+void expect_scales_inside_batch_norms_give_the_same_bits() {
+  for (bool blocks : {false, true}) {
+    const std::string fused_model = batch_norm_scales(true), apart_model = batch_norm_scales(false);
+    const Training fused = train(blocks, fused_model.c_str());
+    const Training apart = train(blocks, apart_model.c_str());
+    EXPECT_EQ(fused.scales_taken_over, 2);
+    EXPECT_EQ(apart.scales_taken_over, 0);
+    EXPECT_EQ(fused.loss, apart.loss) << "blocks " << blocks;
+    EXPECT_EQ(fused.params, apart.params) << "blocks " << blocks;
+    const ScopedChannelBlocks scoped(blocks);
+    int fused_count = 0, apart_count = 0;
+    EXPECT_EQ(test_loss(fused_model, &fused_count), test_loss(apart_model, &apart_count));
+    EXPECT_EQ(fused_count, 2);
+    EXPECT_EQ(apart_count, 0);
+  }
+}
+
+TEST(BatchNormScale, AScaleInsideItsBatchNormTrainsToTheBitsOfTheTwoApartInFp32) {
+  expect_scales_inside_batch_norms_give_the_same_bits();
+}
+
+TEST(BatchNormScale, AScaleInsideItsBatchNormTrainsToTheBitsOfTheTwoApartInBf16) {
+  const ScopedLayerPrecision bf16(Precision::kBf16);
+  expect_scales_inside_batch_norms_give_the_same_bits();
 }
 
 }  // namespace

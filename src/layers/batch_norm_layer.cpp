@@ -13,7 +13,6 @@ namespace {
 int64_t channels_of(const Shape& shape) {
   return shape.size() > 1 ? shape[1] : 1;
 }
-
 }  // namespace
 
 template <typename T>
@@ -53,35 +52,54 @@ void BatchNormLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top)
 }
 
 template <typename T>
-void BatchNormLayer<T>::batch_statistics(const T* x, const ChannelRuns& runs) {
+void BatchNormLayer<T>::normalise(const T* x, T* x_norm, T* y, const ChannelRuns& runs) {
   constexpr int64_t kLanes = ChannelRuns::kMaxLanes;
-  const int64_t n = num_, s = spatial_, step = runs.position_stride();
-  const double m = static_cast<double>(n * s);
+  const double m = static_cast<double>(num_ * spatial_);
+  const T eps = static_cast<T>(this->param_.batch_norm_param().eps());
   T* mean = mean_.mutable_data();
   T* variance = variance_.mutable_data();
+  T* inv_std = inv_std_.mutable_data();
+  const T* scale = scale_ ? scale_->data() : nullptr;
+  const T* bias = bias_ ? bias_->data() : nullptr;
+  const bool batch = !use_global_stats_;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < runs.count(); ++r) {
     with_run_lanes(runs, r, [&](auto lanes, auto lane_stride) {
-      double sum[kLanes] = {}, squares[kLanes] = {}, mu[kLanes];
-      for (int64_t i = 0; i < n; ++i) {
-        const T* v = x + runs.at(r, i);
-        for (int64_t j = 0; j < s; ++j, v += step)
-          for (int64_t l = 0; l < lanes; ++l) sum[l] += v[l * lane_stride];
-      }
-      for (int64_t l = 0; l < lanes; ++l) mu[l] = sum[l] / m;
-      for (int64_t i = 0; i < n; ++i) {
-        const T* v = x + runs.at(r, i);
-        for (int64_t j = 0; j < s; ++j, v += step)
-          for (int64_t l = 0; l < lanes; ++l) {
-            const double d = v[l * lane_stride] - mu[l];
-            squares[l] += d * d;
-          }
-      }
       const int64_t first = runs.first_channel(r);
-      for (int64_t l = 0; l < lanes; ++l) {
-        mean[first + l] = static_cast<T>(mu[l]);
-        variance[first + l] = static_cast<T>(squares[l] / m);
+      if (batch) {
+        double sum[kLanes] = {}, squares[kLanes] = {}, mu[kLanes];
+        for_each_in_run_by_position(runs, r, lanes, lane_stride,
+                                    [&](int64_t e, int64_t l) { sum[l] += x[e]; });
+        for (int64_t l = 0; l < lanes; ++l) mu[l] = sum[l] / m;
+        for_each_in_run_by_position(runs, r, lanes, lane_stride, [&](int64_t e, int64_t l) {
+          const double d = x[e] - mu[l];
+          squares[l] += d * d;
+        });
+        for (int64_t l = 0; l < lanes; ++l) {
+          mean[first + l] = static_cast<T>(mu[l]);
+          variance[first + l] = static_cast<T>(squares[l] / m);
+        }
       }
+      // The lanes' constants in locals, which the stores below cannot alias: the loop vectorises.
+      T mean_l[kLanes], inv_l[kLanes], scale_l[kLanes], bias_l[kLanes];
+      for (int64_t l = 0; l < lanes; ++l) {
+        inv_std[first + l] = 1 / std::sqrt(variance[first + l] + eps);
+        mean_l[l] = mean[first + l];
+        inv_l[l] = inv_std[first + l];
+        scale_l[l] = scale ? scale[first + l] : T(1);
+        bias_l[l] = bias ? bias[first + l] : T(0);  // as ScaleLayer adds no bias
+      }
+      // x_norm before y, which may be x_norm (forward only).
+      if (scale)
+        for_each_in_run(runs, r, lanes, lane_stride, [&](int64_t e, int64_t l) {
+          const T v = (x[e] - mean_l[l]) * inv_l[l];
+          x_norm[e] = v;
+          y[e] = v * scale_l[l] + bias_l[l];
+        });
+      else
+        for_each_in_run(runs, r, lanes, lane_stride, [&](int64_t e, int64_t l) {
+          x_norm[e] = y[e] = (x[e] - mean_l[l]) * inv_l[l];
+        });
     });
   }
 }
@@ -108,72 +126,90 @@ void BatchNormLayer<T>::forward_cpu(const RunContext& ctx, const BlobVec<T>& bot
   const auto& p = this->param_.batch_norm_param();
   use_global_stats_ = p.has_use_global_stats() ? p.use_global_stats() : ctx.phase == Phase::Test;
   const T* x = bottom[0]->data();
-  const ChannelRuns runs{num_, channels_, spatial_, bottom[0]->channel_block()};
+  T* y = top[0]->mutable_data();
+  T* x_norm = this->forward_only_ ? y : x_norm_.mutable_data();  // y last: it may be x_norm
+  block_ = bottom[0]->channel_block();
   if (use_global_stats_) {
     const T sum_factor = this->state_[2]->data()[0];
-    const T scale = sum_factor == 0 ? T(0) : 1 / sum_factor;
+    const T factor = sum_factor == 0 ? T(0) : 1 / sum_factor;
     for (int64_t ch = 0; ch < channels_; ++ch) {
-      mean_.mutable_data()[ch] = scale * this->state_[0]->data()[ch];
-      variance_.mutable_data()[ch] = scale * this->state_[1]->data()[ch];
+      mean_.mutable_data()[ch] = factor * this->state_[0]->data()[ch];
+      variance_.mutable_data()[ch] = factor * this->state_[1]->data()[ch];
     }
-  } else {
-    batch_statistics(x, runs);
-    update_running_statistics();
   }
-  for (int64_t ch = 0; ch < channels_; ++ch)
-    inv_std_.mutable_data()[ch] = 1 / std::sqrt(variance_.data()[ch] + static_cast<T>(p.eps()));
-  const T* mean = mean_.data();
-  const T* inv_std = inv_std_.data();
-  T* y = top[0]->mutable_data();
-  T* x_norm = this->forward_only_ ? y : x_norm_.mutable_data();
-  for_each_element(
-      runs, [=](int64_t i, int64_t ch) { x_norm[i] = y[i] = (x[i] - mean[ch]) * inv_std[ch]; });
+  normalise(x, x_norm, y, {num_, channels_, spatial_, block_});
+  if (!use_global_stats_) update_running_statistics();
 }
 
 template <typename T>
 void BatchNormLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
                                      const std::vector<bool>& propagate_down,
                                      const BlobVec<T>& bottom) {
-  if (!propagate_down[0]) return;
-  const T* dy = top[0]->diff();
+  // Taken over: the Scale after it ran both backwards (backward_through_scale).
+  if (!propagate_down[0] || took_over_scale()) return;
+  backward_runs(top[0]->diff(), nullptr, nullptr, bottom[0]->mutable_diff());
+}
+
+template <typename T>
+void BatchNormLayer<T>::backward_through_scale(const T* dy, T* scale_diff, T* bias_diff, T* dx) {
+  backward_runs(dy, scale_diff, bias_diff, dx);
+}
+
+template <typename T>
+void BatchNormLayer<T>::backward_runs(const T* dy, T* scale_diff, T* bias_diff, T* dx) {
   const T* y = x_norm_.data();
   const T* inv_std = inv_std_.data();
-  T* dx = bottom[0]->mutable_diff();
+  const T* scale = scale_diff ? scale_->data() : nullptr;
   constexpr int64_t kLanes = ChannelRuns::kMaxLanes;
-  const int64_t n = num_, s = spatial_;
-  const ChannelRuns runs{n, channels_, s, bottom[0]->channel_block()};
-  const int64_t step = runs.position_stride();
-  const double m = static_cast<double>(n * s);
-  // Training: dx = (dy - mean(dy) - y * mean(dy * y)) / std, the means over each channel.
-  mean_dy_.assign(static_cast<size_t>(channels_), 0.0);  // 0: with global statistics, dx = dy / std
-  mean_dy_y_.assign(mean_dy_.size(), 0.0);
-  double* mdy = mean_dy_.data();
-  double* mdy_y = mean_dy_y_.data();
-  if (!use_global_stats_) {
+  const ChannelRuns runs{num_, channels_, spatial_, block_};
+  const double m = static_cast<double>(num_ * spatial_);
+  const bool batch = !use_global_stats_;
+  // Training: dx = (g - mean(g) - y * mean(g * y)) / std, the means over each channel, g the
+  // top's gradient (dy, or through a Scale taken over dy * scale); with global statistics
+  // dx = g / std.
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < runs.count(); ++r) {
-      with_run_lanes(runs, r, [&](auto lanes, auto lane_stride) {
-        double sum_dy[kLanes] = {}, sum_dy_y[kLanes] = {};
-        for (int64_t i = 0; i < n; ++i) {
-          const int64_t at = runs.at(r, i);
-          for (int64_t j = 0; j < s; ++j)
-            for (int64_t l = 0; l < lanes; ++l) {
-              const int64_t e = at + j * step + l * lane_stride;
-              sum_dy[l] += dy[e];
-              sum_dy_y[l] += dy[e] * y[e];
-            }
-        }
-        const int64_t first = runs.first_channel(r);
-        for (int64_t l = 0; l < lanes; ++l) {
-          mdy[first + l] = sum_dy[l] / m;
-          mdy_y[first + l] = sum_dy_y[l] / m;
-        }
-      });
-    }
+  for (int64_t r = 0; r < runs.count(); ++r) {
+    with_run_lanes(runs, r, [&](auto lanes, auto lane_stride) {
+      const int64_t first = runs.first_channel(r);
+      double sum_g[kLanes] = {}, sum_g_y[kLanes] = {}, sum_dy[kLanes] = {}, sum_dy_y[kLanes] = {};
+      if (scale)  // the Scale's sums and this layer's, with the bits each took on its own
+        for_each_in_run_by_position(runs, r, lanes, lane_stride, [&](int64_t e, int64_t l) {
+          sum_dy_y[l] += dy[e] * y[e];
+          sum_dy[l] += dy[e];
+          const T g = dy[e] * scale[first + l];
+          if (batch) {
+            sum_g[l] += g;
+            sum_g_y[l] += g * y[e];
+          }
+        });
+      else if (batch)
+        for_each_in_run_by_position(runs, r, lanes, lane_stride, [&](int64_t e, int64_t l) {
+          sum_g[l] += dy[e];
+          sum_g_y[l] += dy[e] * y[e];
+        });
+      // The lanes' constants in locals, which dx cannot alias: the loop vectorises.
+      double mean_g[kLanes], mean_g_y[kLanes], inv_l[kLanes];
+      T scale_l[kLanes];
+      for (int64_t l = 0; l < lanes; ++l) {
+        mean_g[l] = sum_g[l] / m;
+        mean_g_y[l] = sum_g_y[l] / m;
+        inv_l[l] = static_cast<double>(inv_std[first + l]);
+        scale_l[l] = scale ? scale[first + l] : T(1);
+        if (!scale) continue;
+        scale_diff[first + l] += static_cast<T>(sum_dy_y[l]);
+        if (bias_diff) bias_diff[first + l] += static_cast<T>(sum_dy[l]);
+      }
+      const auto input_gradient = [&](int64_t e, int64_t l, T g) {
+        dx[e] = static_cast<T>((g - mean_g[l] - y[e] * mean_g_y[l]) * inv_l[l]);
+      };
+      if (scale)
+        for_each_in_run(runs, r, lanes, lane_stride,
+                        [&](int64_t e, int64_t l) { input_gradient(e, l, dy[e] * scale_l[l]); });
+      else
+        for_each_in_run(runs, r, lanes, lane_stride,
+                        [&](int64_t e, int64_t l) { input_gradient(e, l, dy[e]); });
+    });
   }
-  for_each_element(runs, [=](int64_t e, int64_t ch) {
-    dx[e] = static_cast<T>((dy[e] - mdy[ch] - y[e] * mdy_y[ch]) * static_cast<double>(inv_std[ch]));
-  });
 }
 
 template class BatchNormLayer<float>;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "cgdp/layers/batch_norm_layer.hpp"
 #include "cgdp/layers/filler.hpp"
 #include "cgdp/layers/layer_errors.hpp"
 
@@ -48,8 +49,16 @@ void ScaleLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
 }
 
 template <typename T>
+void ScaleLayer<T>::run_inside(BatchNormLayer<T>& batch_norm) {
+  batch_norm_ = &batch_norm;
+  batch_norm.take_over_scale(*this->params_[0],
+                             this->params_.size() > 1 ? this->params_[1].get() : nullptr);
+}
+
+template <typename T>
 void ScaleLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
                                 const BlobVec<T>& top) {
+  if (batch_norm_) return;  // the BatchNorm before it wrote the scaled values
   const T* x = bottom[0]->data();
   if (copies_input(bottom, top)) std::copy(x, x + bottom[0]->count(), bottom_copy_.mutable_data());
   const T* scale = this->params_[0]->data();
@@ -64,9 +73,12 @@ void ScaleLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
                                  const std::vector<bool>& propagate_down,
                                  const BlobVec<T>& bottom) {
   const T* dy = top[0]->diff();
-  const T* x = input_for_backward(bottom, top);
   T* scale_diff = this->params_[0]->mutable_diff();
   T* bias_diff = this->params_.size() > 1 ? this->params_[1]->mutable_diff() : nullptr;
+  if (batch_norm_)
+    return batch_norm_->backward_through_scale(dy, scale_diff, bias_diff,
+                                               bottom[0]->mutable_diff());
+  const T* x = input_for_backward(bottom, top);
   constexpr int64_t kLanes = ChannelRuns::kMaxLanes;
   const ChannelRuns in = runs(*bottom[0]);
   // Parameter gradients first: in place, dx overwrites dy.

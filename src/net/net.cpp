@@ -6,8 +6,11 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <type_traits>
 
+#include "cgdp/layers/batch_norm_layer.hpp"
 #include "cgdp/layers/registry.hpp"
+#include "cgdp/layers/scale_layer.hpp"
 #include "cgdp/layers/split_layer.hpp"
 #include "cgdp/net/graph_rewrite.hpp"
 #include "cgdp/net/model_file.hpp"
@@ -106,6 +109,7 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
   absorb_relus();
   choose_channel_blocks();
   mark_backward();
+  fuse_batch_norm_scales();
   if (params_from)
     share_params_from(*params_from);
   else
@@ -217,6 +221,25 @@ void Net<T>::absorb_relus() {
       forward_absorbed_[i] = how != ReluAbsorption::kNone;
       absorbed_[i] = how == ReluAbsorption::kForwardAndBackward;
     }
+  }
+}
+
+template <typename T>
+void Net<T>::fuse_batch_norm_scales() {
+  // fp32 only: in double the compiler may fuse the Scale's product into BatchNorm's sums (an
+  // FMA), which moves the last bits away from those of the two layers apart.
+  if (!std::is_same_v<T, float> || device_->kind() != DeviceKind::Cpu) return;
+  for (int i = 1; i < num_layers(); ++i) {
+    auto* batch_norm = dynamic_cast<BatchNormLayer<T>*>(layers_[i - 1].get());
+    auto* scale = dynamic_cast<ScaleLayer<T>*>(layers_[i].get());
+    if (!batch_norm || !scale || !scale->scales_channels()) continue;
+    const Blob<T>* values = bottoms_[i - 1][0];
+    const bool one_blob =
+        tops_[i - 1][0] == values && bottoms_[i][0] == values && tops_[i][0] == values;
+    const bool both_backward = needs_backward_[i - 1] && needs_backward_[i] &&
+                               propagate_down_[i - 1][0] && propagate_down_[i][0];
+    const bool neither_backward = !needs_backward_[i - 1] && !needs_backward_[i];
+    if (one_blob && (both_backward || neither_backward)) scale->run_inside(*batch_norm);
   }
 }
 

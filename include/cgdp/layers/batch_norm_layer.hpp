@@ -4,8 +4,6 @@
 // running mean sum [C], running variance sum [C], and their scale factor [1].
 #pragma once
 
-#include <vector>
-
 #include "cgdp/layers/layer.hpp"
 #include "cgdp/tensor/channel_blocks.hpp"
 
@@ -30,6 +28,20 @@ class BatchNormLayer final : public Layer<T> {
   // Backward reads only its own copy of the normalised values and the deviations.
   bool backward_reads(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override { return false; }
 
+  // Takes over a Scale (one scale per channel, and `bias` or none) in place right after it
+  // (Net::fuse_batch_norm_scales, CPU): forward writes the scaled values while each run of
+  // channels is in cache, and the Scale's backward calls backward_through_scale while this
+  // layer's own does nothing. One pass over the values fewer each way, the same bits.
+  void take_over_scale(const Blob<T>& scale, const Blob<T>* bias) {
+    scale_ = &scale;
+    bias_ = bias;
+  }
+  bool took_over_scale() const { return scale_ != nullptr; }
+  // Both backwards in one: the Scale's parameter gradients (+=) from the top's gradient `dy`,
+  // and this layer's input gradient `dx` (which may be `dy` itself), each with the bits of the
+  // two layers run apart.
+  void backward_through_scale(const T* dy, T* scale_diff, T* bias_diff, T* dx);
+
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
   void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
@@ -42,18 +54,24 @@ class BatchNormLayer final : public Layer<T> {
 #endif
 
  private:
-  // Per-channel mean and biased variance of the batch into mean_ and variance_.
-  void batch_statistics(const T* x, const ChannelRuns& runs);
+  // Run by run: in training the batch's mean and biased variance into mean_ and variance_, then
+  // inv_std_, then the run's normalised values (and scaled output), while the run is in cache.
+  void normalise(const T* x, T* x_norm, T* y, const ChannelRuns& runs);
+  // Run by run: the per-channel sums backward needs (with a Scale taken over, its gradients
+  // too), then the run's input gradient, while the run is still in cache.
+  void backward_runs(const T* dy, T* scale_diff, T* bias_diff, T* dx);
   // Caffe's running update: sums decay by moving_average_fraction, the factor counts batches.
   void update_running_statistics();
 
   int64_t num_ = 0, channels_ = 0, spatial_ = 0;  // bottom viewed as num x channels x spatial
   bool use_global_stats_ = false;  // mode of the last forward, which backward mirrors
+  int64_t block_ = 1;              // the channel block of the last forward's blobs
   Blob<T> mean_;                   // [C] statistics used by the last forward
   Blob<T> variance_;               // [C]
   Blob<T> inv_std_;                // [C] 1 / sqrt(variance + eps)
   Blob<T> x_norm_;  // the normalised output, kept for backward (the top may be overwritten)
-  std::vector<double> mean_dy_, mean_dy_y_;  // backward's per-channel means, between its passes
+  const Blob<T>* scale_ = nullptr;  // a Scale's parameters taken over (take_over_scale)
+  const Blob<T>* bias_ = nullptr;
 };
 
 }  // namespace cgdp

@@ -9,6 +9,9 @@
 namespace cgdp {
 
 template <typename T>
+class BatchNormLayer;
+
+template <typename T>
 class ScaleLayer final : public Layer<T> {
  public:
   bool can_run_in_place() const override { return true; }
@@ -20,6 +23,11 @@ class ScaleLayer final : public Layer<T> {
     return &blob == bottom[0] && top[0] != bottom[0];
   }
   bool reads_kept_input() const { return kept_input_ != nullptr; }
+  // One scale per channel (axis 1): what BatchNormLayer::take_over_scale takes.
+  bool scales_channels() const { return axis_ == 1 && scale_dim_ == channels_; }
+  // Hands this layer's work to the BatchNorm it runs in place after (Net::fuse_batch_norm_scales):
+  // its forward then does nothing, and its backward runs both layers'.
+  void run_inside(BatchNormLayer<T>& batch_norm);
   // Any block on the CPU when it scales the channels (axis 1, one scale per channel): its sums
   // per channel keep NCHW's order (ChannelRuns).
   bool handles_channel_block(bool, int64_t block) const override {
@@ -49,6 +57,7 @@ class ScaleLayer final : public Layer<T> {
   }
   Blob<T> bottom_copy_;  // the input, kept when running in place (the scale's gradient needs it)
   const Blob<T>* kept_input_ = nullptr;  // in place after a BatchNorm: its copy of our input
+  BatchNormLayer<T>* batch_norm_ = nullptr;  // run_inside
 
   bool copies_input(const BlobVec<T>& bottom, const BlobVec<T>& top) const {
     return top[0] == bottom[0] && kept_input_ == nullptr && !this->forward_only_;

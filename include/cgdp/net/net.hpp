@@ -175,6 +175,9 @@ class Net {
   // Offers every in-place ReLU with negative_slope 0 to the layer right before it, whose top it
   // rewrites; marks those taken as absorbed.
   void absorb_relus();
+  // CPU, fp32: a Scale in place on the output of a BatchNorm in place runs inside it (one blob,
+  // both backwards run or neither): ScaleLayer::run_inside.
+  void fuse_batch_norm_scales();
   // Keeps in a channel block the activations whose writer and readers run faster in it
   // (channel_blocks.cpp); the rest stay Caffe's NCHW.
   void choose_channel_blocks();

@@ -100,6 +100,35 @@ void with_run_lanes(const ChannelRuns& runs, int64_t run, Body body) {
                [&](auto lanes) { body(lanes, std::integral_constant<int64_t, 1>{}); });
 }
 
+// Calls f(element, lane) for every element of run `run` (lanes and lane_stride as with_run_lanes
+// passes them), each lane in NCHW's order (image, then position) and the lanes side by side: the
+// order of per-channel sums, whose chains then overlap.
+template <typename Lanes, typename Stride, typename F>
+void for_each_in_run_by_position(const ChannelRuns& runs, int64_t run, Lanes lanes,
+                                 Stride lane_stride, F f) {
+  const int64_t step = runs.position_stride();
+  for (int64_t i = 0; i < runs.images; ++i) {
+    const int64_t at = runs.at(run, i);
+    for (int64_t j = 0; j < runs.spatial; ++j)
+      for (int64_t l = 0; l < lanes; ++l) f(at + j * step + l * lane_stride, l);
+  }
+}
+
+// The same elements in the order memory holds them (in NCHW a lane's plane after another), for
+// element-wise work, which then vectorises in any block.
+template <typename Lanes, typename Stride, typename F>
+void for_each_in_run(const ChannelRuns& runs, int64_t run, Lanes lanes, Stride lane_stride, F f) {
+  if constexpr (std::is_same_v<Stride, std::integral_constant<int64_t, 1>>) {
+    for_each_in_run_by_position(runs, run, lanes, lane_stride, f);
+  } else {
+    for (int64_t l = 0; l < lanes; ++l)
+      for (int64_t i = 0; i < runs.images; ++i) {
+        const int64_t at = runs.at(run, i) + l * lane_stride;
+        for (int64_t j = 0; j < runs.spatial; ++j) f(at + j * runs.position_stride(), l);
+      }
+  }
+}
+
 // Calls f(element, channel) for every element of `runs`' tensor, on OpenMP's threads; f must
 // treat each element alone. Loops by channel row in NCHW and by lanes in a block otherwise, so
 // that either vectorises.
