@@ -32,25 +32,26 @@ std::vector<int64_t> channel_bases(int64_t channels, int64_t block, int64_t plan
 }
 
 // 8 neighbouring channels' max over rows [h0, h1) x columns [w0, w1) of an image whose channel
-// `first` starts at in + first, and each one's position in its plane: window_max's selects on
-// all 8 at once (GCC/Clang vector extensions, one AVX2 register).
+// `first` starts at in + first, and each one's code (pool_window_code.hpp: its place from the
+// unclipped window's corner (corner_h, corner_w); -1 if none): window_max's selects on all 8 at
+// once (GCC/Clang vector extensions, one AVX2 register).
 void window_max_8(const float* in, int64_t first, int64_t block, int64_t width, int64_t h0,
-                  int64_t h1, int64_t w0, int64_t w1, float* out, int32_t* argmax) {
+                  int64_t h1, int64_t w0, int64_t w1, int64_t corner_h, int64_t corner_w,
+                  int64_t kernel_w, float* out, int32_t* code) {
   typedef float Floats __attribute__((vector_size(32)));
   typedef int32_t Ints __attribute__((vector_size(32)));
   Floats best = Floats{} - std::numeric_limits<float>::max();
   Ints at = Ints{} - 1;
   for (int64_t h = h0; h < h1; ++h)
     for (int64_t x = w0; x < w1; ++x) {
-      const int64_t position = h * width + x;
       Floats candidate;
-      std::memcpy(&candidate, in + first + position * block, sizeof candidate);
+      std::memcpy(&candidate, in + first + (h * width + x) * block, sizeof candidate);
       const Ints better = candidate > best;
       best = better ? candidate : best;
-      at = better ? Ints{} + static_cast<int32_t>(position) : at;
+      at = better ? Ints{} + static_cast<int32_t>((h - corner_h) * kernel_w + x - corner_w) : at;
     }
   std::memcpy(out, &best, sizeof best);
-  std::memcpy(argmax, &at, sizeof at);
+  std::memcpy(code, &at, sizeof at);
 }
 
 }  // namespace
@@ -74,9 +75,11 @@ void PoolingLayer<T>::forward_blocked(const Blob<T>& bottom, Blob<T>& top) {
   threads = omp_get_max_threads();
 #endif
   tiles_.resize(static_cast<size_t>(threads * kMaxLanes * plane));
-  tile_argmax_.resize(tiles_.size());
+  tile_codes_.resize(tiles_.size());
   // An image's maxima's positions per thread, coded for backward unless forward only.
-  positions_.resize(max_ ? static_cast<size_t>(threads * out_image) : 0);
+  // A plain bottom's maxima's positions per thread, coded for backward unless forward only.
+  const bool plain_positions = max_ && in_block == 1;
+  positions_.resize(plain_positions ? static_cast<size_t>(threads * out_image) : 0);
   // Lanes: channels that are neighbours in the blocked side's memory.
   const int64_t block = in_block > 1 ? in_block : out_block;
   const int lanes = block % 16 == 0 ? 16 : block % 8 == 0 ? 8 : 1;
@@ -90,53 +93,39 @@ void PoolingLayer<T>::forward_blocked(const Blob<T>& bottom, Blob<T>& top) {
 #endif
     const T* image = in + n * in_image;
     T* pooled = out + n * out_image;
-    int32_t* argmax = max_ ? positions_.data() + t * out_image : nullptr;
     T* tile = tiles_.data() + t * kMaxLanes * plane;
-    int32_t* tile_argmax = tile_argmax_.data() + t * kMaxLanes * plane;
-    auto run = [&]<int kLanes>() {
-      if (in_block > 1)
-        forward_blocked_image<kLanes>(image, in_block, in_base.data(), pooled, out_block,
-                                      out_base.data(), argmax, tile, tile_argmax);
+    int32_t* tile_code = tile_codes_.data() + t * kMaxLanes * plane;
+    with_code([&]<typename Code>() {
+      // This image's codes, written straight from a blocked bottom's tiles.
+      Code* codes = max_ && !this->forward_only_ ? static_cast<Code*>(this->codes()) + n * out_image
+                                                 : nullptr;
+      int32_t* positions = plain_positions ? positions_.data() + t * out_image : nullptr;
+      auto run = [&]<int kLanes>() {
+        if (in_block > 1)
+          forward_blocked_image<kLanes>(image, in_block, in_base.data(), pooled, out_block,
+                                        out_base.data(), codes, tile, tile_code);
+        else
+          forward_planes_to_blocks<kLanes>(image, pooled, out_block, out_base.data(), positions,
+                                           tile);
+      };
+      if (lanes == 16)
+        run.template operator()<16>();
+      else if (lanes == 8)
+        run.template operator()<8>();
       else
-        forward_planes_to_blocks<kLanes>(image, pooled, out_block, out_base.data(), argmax, tile);
-    };
-    if (lanes == 16)
-      run.template operator()<16>();
-    else if (lanes == 8)
-      run.template operator()<8>();
-    else
-      run.template operator()<1>();
-    if (max_ && !this->forward_only_)
-      with_code([&]<typename Code>() {
-        encode_image(argmax, in_block, out_block, out_base.data(),
-                     static_cast<Code*>(codes()) + n * out_image);
-      });
+        run.template operator()<1>();
+      if (positions && codes)
+        for (int64_t c = 0; c < channels_; ++c)
+          encode_plane(positions + c * plane, codes + c * plane);
+    });
   }
 }
 
 template <typename T>
-template <typename Code>
-void PoolingLayer<T>::encode_image(const int32_t* positions, int64_t in_block, int64_t out_block,
-                                   const int64_t* out_base, Code* codes) const {
-  const int64_t plane = pooled_h_ * pooled_w_;
-  const pool::CodeGeometry g = code_geometry();
-  for (int64_t c = 0; c < channels_; ++c)
-    for (int64_t ph = 0; ph < pooled_h_; ++ph)
-      for (int64_t pw = 0; pw < pooled_w_; ++pw) {
-        const int64_t p = ph * pooled_w_ + pw;
-        // Positions in the plane: a plain bottom's in NCHW order, a blocked one's in the top's
-        // layout.
-        const int64_t position =
-            in_block == 1 ? positions[c * plane + p] : positions[out_base[c] + p * out_block];
-        codes[c * plane + p] = pool::encode_position<Code>(position, ph, pw, g);
-      }
-}
-
-template <typename T>
-template <int kLanes>
+template <int kLanes, typename Code>
 void PoolingLayer<T>::forward_blocked_image(const T* in, int64_t in_block, const int64_t* in_base,
                                             T* out, int64_t out_block, const int64_t* out_base,
-                                            int32_t* argmax, T* tile, int32_t* tile_argmax) const {
+                                            Code* codes, T* tile, int32_t* tile_code) const {
   const int64_t plane = pooled_h_ * pooled_w_;
   for (int64_t c0 = 0; c0 < channels_; c0 += kLanes) {
     // Pool kLanes neighbouring channels into the tile, position by position.
@@ -144,11 +133,13 @@ void PoolingLayer<T>::forward_blocked_image(const T* in, int64_t in_block, const
       for (int64_t pw = 0; pw < pooled_w_; ++pw) {
         const Window w = window(ph, pw);
         const int64_t p = ph * pooled_w_ + pw;
+        // The unclipped window's corner, from which a code counts (pool_window_code.hpp).
+        const int64_t corner_h = ph * stride_h_ - pad_h_, corner_w = pw * stride_w_ - pad_w_;
         if constexpr (std::is_same_v<T, float> && kLanes % 8 == 0) {
           if (max_) {
             for (int v = 0; v < kLanes; v += 8)
-              window_max_8(in, in_base[c0] + v, in_block, width_, w.h0, w.h1, w.w0, w.w1,
-                           tile + p * kLanes + v, tile_argmax + p * kLanes + v);
+              window_max_8(in, in_base[c0] + v, in_block, width_, w.h0, w.h1, w.w0, w.w1, corner_h,
+                           corner_w, kernel_w_, tile + p * kLanes + v, tile_code + p * kLanes + v);
             continue;
           }
         }
@@ -158,8 +149,8 @@ void PoolingLayer<T>::forward_blocked_image(const T* in, int64_t in_block, const
           best[l] = max_ ? -std::numeric_limits<T>::max() : T(0), at[l] = -1;
         for (int64_t h = w.h0; h < w.h1; ++h)
           for (int64_t x = w.w0; x < w.w1; ++x) {
-            const int32_t position = static_cast<int32_t>(h * width_ + x);
-            const T* run = in + in_base[c0] + position * in_block;
+            const T* run = in + in_base[c0] + (h * width_ + x) * in_block;
+            const auto code = static_cast<int32_t>((h - corner_h) * kernel_w_ + x - corner_w);
             for (int l = 0; l < kLanes; ++l) {
               if (!max_) {
                 best[l] += run[l];
@@ -167,29 +158,30 @@ void PoolingLayer<T>::forward_blocked_image(const T* in, int64_t in_block, const
               }
               const bool better = run[l] > best[l];  // the first maximum wins, as window_max
               best[l] = better ? run[l] : best[l];
-              at[l] = better ? position : at[l];
+              at[l] = better ? code : at[l];
             }
           }
         for (int l = 0; l < kLanes; ++l) {
           tile[p * kLanes + l] = max_ ? best[l] : best[l] / static_cast<T>(w.divisor);
-          tile_argmax[p * kLanes + l] = at[l];
+          tile_code[p * kLanes + l] = at[l];
         }
       }
-    // Then store the tile along the top's memory: runs of channels, or runs of positions.
-    if (out_block % kLanes == 0) {
-      for (int64_t p = 0; p < plane; ++p) {
-        std::copy_n(tile + p * kLanes, kLanes, out + out_base[c0] + p * out_block);
-        if (max_)
-          std::copy_n(tile_argmax + p * kLanes, kLanes, argmax + out_base[c0] + p * out_block);
+    // Then store the tile along the top's memory: runs of channels, or runs of positions; the
+    // codes in NCHW order (-1, none, becomes pool::kNone).
+    if (codes)
+      for (int l = 0; l < kLanes; ++l) {
+        Code* plane_codes = codes + (c0 + l) * plane;
+        for (int64_t p = 0; p < plane; ++p)
+          plane_codes[p] = static_cast<Code>(tile_code[p * kLanes + l]);
       }
+    if (out_block % kLanes == 0) {
+      for (int64_t p = 0; p < plane; ++p)
+        std::copy_n(tile + p * kLanes, kLanes, out + out_base[c0] + p * out_block);
       continue;
     }
     for (int l = 0; l < kLanes; ++l) {
       const int64_t first = out_base[c0 + l];
       for (int64_t p = 0; p < plane; ++p) out[first + p * out_block] = tile[p * kLanes + l];
-      if (max_)
-        for (int64_t p = 0; p < plane; ++p)
-          argmax[first + p * out_block] = tile_argmax[p * kLanes + l];
     }
   }
 }
@@ -224,6 +216,12 @@ void PoolingLayer<T>::backward_blocked(const Blob<T>& top, Blob<T>& bottom) cons
   const int64_t in_plane = height_ * width_, plane = pooled_h_ * pooled_w_;
   const std::vector<int64_t> in_base = channel_bases(channels_, in_block, in_plane);
   const std::vector<int64_t> out_base = channel_bases(channels_, out_block, plane);
+  // MAX: each code's place in the plane from its window's corner (pool::decode without its
+  // compares); channels a few at a time, neighbours in the blocked side's memory.
+  std::vector<int64_t> place(max_ ? static_cast<size_t>(kernel_h_ * kernel_w_) : 0);
+  for (int64_t k = 0; k < static_cast<int64_t>(place.size()); ++k)
+    place[k] = k / kernel_w_ * width_ + k % kernel_w_;
+  const int64_t lanes = channels_ % 16 == 0 ? 16 : channels_ % 8 == 0 ? 8 : 1;
   const T* out_diff = top.diff();
   T* in_diff = bottom.mutable_diff();
 #pragma omp parallel for schedule(static)
@@ -232,28 +230,34 @@ void PoolingLayer<T>::backward_blocked(const Blob<T>& top, Blob<T>& bottom) cons
     T* dst = in_diff + n * in_image;
     std::fill(dst, dst + in_image, T(0));
     // Each input element receives its outputs' shares in the plain path's order: (ph, pw) rising.
-    for (int64_t c = 0; c < channels_; ++c) {
-      const T* from = src + out_base[c];
-      if (max_) {
-        const pool::CodeGeometry g = code_geometry();
-        with_code([&]<typename Code>() {
-          const Code* code = static_cast<const Code*>(codes()) + n * out_image + c * plane;
+    if (max_) {
+      with_code([&]<typename Code>() {
+        const Code* code = static_cast<const Code*>(codes()) + n * out_image;
+        for (int64_t c0 = 0; c0 < channels_; c0 += lanes)
           for (int64_t ph = 0; ph < pooled_h_; ++ph)
             for (int64_t pw = 0; pw < pooled_w_; ++pw) {
-              const int64_t p = ph * pooled_w_ + pw, at = pool::decode(code[p], ph, pw, g);
-              if (at >= 0) dst[in_base[c] + at * in_block] += from[p * out_block];
+              const int64_t p = ph * pooled_w_ + pw;
+              const int64_t corner = (ph * stride_h_ - pad_h_) * width_ + pw * stride_w_ - pad_w_;
+              for (int64_t c = c0; c < c0 + lanes; ++c) {
+                const Code k = code[c * plane + p];
+                if (k != pool::kNone<Code>)
+                  dst[in_base[c] + (corner + place[k]) * in_block] +=
+                      src[out_base[c] + p * out_block];
+              }
             }
-        });
-      } else {
-        for (int64_t ph = 0; ph < pooled_h_; ++ph)
-          for (int64_t pw = 0; pw < pooled_w_; ++pw) {
-            const Window w = window(ph, pw);
-            const T share = from[(ph * pooled_w_ + pw) * out_block] / static_cast<T>(w.divisor);
-            for (int64_t h = w.h0; h < w.h1; ++h)
-              for (int64_t x = w.w0; x < w.w1; ++x)
-                dst[in_base[c] + (h * width_ + x) * in_block] += share;
-          }
-      }
+      });
+      continue;
+    }
+    for (int64_t c = 0; c < channels_; ++c) {
+      const T* from = src + out_base[c];
+      for (int64_t ph = 0; ph < pooled_h_; ++ph)
+        for (int64_t pw = 0; pw < pooled_w_; ++pw) {
+          const Window w = window(ph, pw);
+          const T share = from[(ph * pooled_w_ + pw) * out_block] / static_cast<T>(w.divisor);
+          for (int64_t h = w.h0; h < w.h1; ++h)
+            for (int64_t x = w.w0; x < w.w1; ++x)
+              dst[in_base[c] + (h * width_ + x) * in_block] += share;
+        }
     }
   }
 }

@@ -82,17 +82,6 @@ void PoolingLayer<T>::reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) {
 }
 
 template <typename T>
-template <typename Code>
-void PoolingLayer<T>::encode_plane(const int32_t* positions, Code* codes) const {
-  const pool::CodeGeometry g = code_geometry();
-  for (int64_t ph = 0; ph < pooled_h_; ++ph)
-    for (int64_t pw = 0; pw < pooled_w_; ++pw) {
-      const int64_t o = ph * pooled_w_ + pw;
-      codes[o] = pool::encode_position<Code>(positions[o], ph, pw, g);
-    }
-}
-
-template <typename T>
 typename PoolingLayer<T>::Window PoolingLayer<T>::window(int64_t ph, int64_t pw) const {
   const int64_t h0 = ph * stride_h_ - pad_h_, w0 = pw * stride_w_ - pad_w_;
   // AVE divides by the window clipped to the padded input, as Caffe does.

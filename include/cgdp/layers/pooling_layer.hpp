@@ -59,10 +59,11 @@ class PoolingLayer final : public Layer<T> {
   // element lies in the bottom's and the top's image.
   void forward_blocked(const Blob<T>& bottom, Blob<T>& top);
   void backward_blocked(const Blob<T>& top, Blob<T>& bottom) const;
-  template <int kLanes>
+  // From a blocked bottom, MAX's codes (null: none kept) straight from the tile.
+  template <int kLanes, typename Code>
   void forward_blocked_image(const T* in, int64_t in_block, const int64_t* in_base, T* out,
-                             int64_t out_block, const int64_t* out_base, int32_t* argmax, T* tile,
-                             int32_t* tile_argmax) const;
+                             int64_t out_block, const int64_t* out_base, Code* codes, T* tile,
+                             int32_t* tile_code) const;
   template <int kLanes>
   void forward_planes_to_blocks(const T* in, T* out, int64_t out_block, const int64_t* out_base,
                                 int32_t* argmax, T* tile) const;
@@ -92,17 +93,20 @@ class PoolingLayer final : public Layer<T> {
     if (code_bytes_ == 2) return f.template operator()<uint16_t>();
     return f.template operator()<uint32_t>();
   }
-  // One plane's (or, blocked, one image's) positions as the compute writes them, into codes.
+  // One plane's positions as the compute writes them, into codes.
   template <typename Code>
-  void encode_plane(const int32_t* positions, Code* codes) const;
-  template <typename Code>
-  void encode_image(const int32_t* positions, int64_t in_block, int64_t out_block,
-                    const int64_t* out_base, Code* codes) const;
+  void encode_plane(const int32_t* positions, Code* codes) const {
+    const pool::CodeGeometry g = code_geometry();
+    for (int64_t ph = 0; ph < pooled_h_; ++ph)
+      for (int64_t pw = 0; pw < pooled_w_; ++pw) {
+        const int64_t o = ph * pooled_w_ + pw;
+        codes[o] = pool::encode_position<Code>(positions[o], ph, pw, g);
+      }
+  }
   std::vector<T> tiles_;  // forward_blocked's: 16 planes per thread
-  std::vector<int32_t> tile_argmax_;
-  // forward_blocked's: MAX's positions h * W + w in their planes as the compute writes them,
-  // before they are coded, an image per thread: with a plain bottom in NCHW order, with a blocked
-  // one in the top's layout. (The plain path codes a plane's.)
+  std::vector<int32_t> tile_codes_;
+  // forward_blocked's from a plain bottom: MAX's positions h * W + w in their planes as max_plane
+  // writes them, before they are coded, an image per thread in NCHW order.
   std::vector<int32_t> positions_;
 };
 
