@@ -76,7 +76,6 @@ void PoolingLayer<T>::forward_blocked(const Blob<T>& bottom, Blob<T>& top) {
 #endif
   tiles_.resize(static_cast<size_t>(threads * kMaxLanes * plane));
   tile_codes_.resize(tiles_.size());
-  // An image's maxima's positions per thread, coded for backward unless forward only.
   // A plain bottom's maxima's positions per thread, coded for backward unless forward only.
   const bool plain_positions = max_ && in_block == 1;
   positions_.resize(plain_positions ? static_cast<size_t>(threads * out_image) : 0);
@@ -96,7 +95,8 @@ void PoolingLayer<T>::forward_blocked(const Blob<T>& bottom, Blob<T>& top) {
     T* tile = tiles_.data() + t * kMaxLanes * plane;
     int32_t* tile_code = tile_codes_.data() + t * kMaxLanes * plane;
     with_code([&]<typename Code>() {
-      // This image's codes, written straight from a blocked bottom's tiles.
+      // This image's codes (MAX, unless forward only): a blocked bottom's straight from its
+      // tiles, a plain one's from the positions max_plane writes.
       Code* codes = max_ && !this->forward_only_ ? static_cast<Code*>(this->codes()) + n * out_image
                                                  : nullptr;
       int32_t* positions = plain_positions ? positions_.data() + t * out_image : nullptr;
