@@ -286,6 +286,35 @@ TEST(Simulator, SumLanesSumAChunkBesideAnother) {
   EXPECT_THROW(make_cost_inputs(prof, small_params(), 2, w), UsageError);
 }
 
+// One chunk of 4400 bytes, ready at 65, in pieces of 1 KiB: 5 pieces of 880 bytes, each D2H
+// 1 + 0.88, sum 1.76, H2D 0.5 + 0.44 us. D2H ends 66.88, 68.76, ..., 74.40; each sum starts when
+// its D2H and the previous sum are done (66.88 -> 68.64, 68.76 -> 70.52, ..., 74.40 -> 76.16),
+// and the last H2D ends at 77.10, where the whole chunk's would end at 65 + 5.4 + 8.8 + 2.7 = 81.9.
+TEST(Simulator, PiecesPipelineAChunksStagesByHand) {
+  const ChunkPlan all = make_chunk_plan(small_params(), "all");
+  WhatIf w;
+  w.chunk_piece_kb = 1;
+  const CostInputs in = make_cost_inputs(small_profile(), small_params(), 2, w);
+  EXPECT_EQ(chunk_pieces(in, 4400), 5);
+  EXPECT_EQ(chunk_pieces(small_inputs(), 4400), 1);
+  expect_near(simulate_cgdp(small_inputs(), all).iteration_us - 44 - 1.1, 81.9, "whole");
+  const IterationPrediction p = simulate_cgdp(in, all);
+  expect_near(p.backward_us + p.exchange_after_backward_us, 77.1);
+  expect_near(p.sum_us, 8.8);
+  ASSERT_EQ(p.chunks.size(), 1u);
+  const std::vector<StageSpan>& stages = p.chunks[0].stages;
+  ASSERT_EQ(stages.size(), 3u);
+  expect_near(stages[0].start_us, 65);
+  expect_near(stages[0].end_us, 74.4);
+  expect_near(stages[1].start_us, 66.88);
+  expect_near(stages[1].end_us, 76.16);
+  expect_near(stages[2].end_us, 77.1);
+  expect_near(exchange_end_us(in, all), 77.1, "plan search pipeline");
+  w.hosts = 2;  // across hosts the chunks go whole
+  w.network_gbps = 10;
+  EXPECT_THROW(make_cost_inputs(small_profile(), small_params(), 2, w), UsageError);
+}
+
 // Stretch 2: fc1's stages beside conv1's layers take twice as long: D2H 2 + 8 -> 53, sum 16 -> 69,
 // H2D 1 + 4 -> 74. conv1's chunk is the last and runs as before but queues behind fc1's: its sum
 // 69..69.8, its H2D 74..74.7. Backward still ends at 67.5, so 7.2 us are left (2.4 unstretched).
@@ -599,6 +628,17 @@ TEST(PlanSearch, DynamicProgrammeMatchesBruteForceWithSumLanes) {
     w.host_threads = 4;
     w.sum_lanes = 1 + trial % 4;
     if (trial % 3 == 0) w.shared_cores = 2;
+    return w;
+  });
+}
+
+// With pieces each chunk's pieces pass the stages in turn, all on one sum lane: still exact.
+TEST(PlanSearch, DynamicProgrammeMatchesBruteForceWithPieces) {
+  expect_exact_over_trials(29, [](int trial) {
+    WhatIf w;
+    w.chunk_piece_kb = 8 << (trial % 3);  // up to 50 pieces of a 400 KB layer
+    w.host_threads = 2;
+    w.sum_lanes = 1 + trial % 2;
     return w;
   });
 }

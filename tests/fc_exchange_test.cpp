@@ -1,6 +1,6 @@
 // --fc-exchange factors against dense (layers/sufficient_factors.hpp): the same training to fp32
 // rounding, every worker holding the same bits, with micro-batches too; the start line says which
-// weights went as factors.
+// weights went as factors. Chunks in pieces (--chunk-piece-kb) give whole chunks' bits.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -199,6 +199,30 @@ TEST(ExchangeDtype, SixteenBitExchangeOnCudaRoundsEachUpdateOnce) {
   c.gemm_convolutions = true;
   c.devices = 3;
   expect_sixteen_bit_updates_rounded_once(c);
+}
+
+// --chunk-piece-kb: chunks copied, summed and sent back in pieces give the whole chunks' bits in
+// every dtype, with factors beside them, on one lane or two, and the start line says so. 1 KiB
+// cuts fashion_cnn's chunks into up to 400 pieces, the last of each part shorter.
+TEST(ChunkPieces, PiecesTrainToTheBitsOfWholeChunks) {
+  TrainConfig c = base_config("fashion_cnn", "synthetic", 16);
+  c.devices = 3;
+  c.iterations = 3;
+  c.chunk = "2";
+  c.host_threads = 2;
+  for (const char* dtype : {"fp32", "bf16", "fp16"})
+    for (const char* fc : {"dense", "factors"}) {
+      SCOPED_TRACE(cat(dtype, ", ", fc));
+      c.exchange_dtype = dtype;
+      c.sum_lanes = fc == std::string("dense") ? 1 : 2;
+      c.chunk_piece_kb = 0;
+      const Trained whole = train(c, fc);
+      c.chunk_piece_kb = 1;
+      const Trained pieces = train(c, fc);
+      EXPECT_NE(pieces.log.find("chunks in 1 KiB pieces"), std::string::npos) << pieces.log;
+      for (size_t w = 0; w < pieces.workers.size(); ++w)
+        EXPECT_EQ(pieces.workers[w], whole.workers[w]) << "worker " << w;
+    }
 }
 
 // Without a profile, auto keeps CPU workers dense: their copies are memcpys, and the rebuild's

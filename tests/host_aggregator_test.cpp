@@ -1,7 +1,7 @@
 // The host aggregator on exactly representable inputs: the summed chunks that come back to every
-// worker are the same bits for any chunk plan, thread count, lane count and arrival order; with a
-// reducer (scale-out) it keeps summing and pushing while earlier pulls wait, and what is pulled
-// comes back.
+// worker are the same bits for any chunk plan, thread count, lane count, arrival order and piece
+// size; with a reducer (scale-out) it keeps summing and pushing while earlier pulls wait, and
+// what is pulled comes back.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -46,7 +46,28 @@ struct Setup {
   bool stage_pulled_sums = false;
   bool in_chunk_order = false;   // arrivals in chunk order, worker after worker, no delays
   Timeline* timeline = nullptr;  // null: none recorded
+  int64_t piece_elements = 0;    // > 0: chunks copied and summed in pieces
 };
+
+// Worker w's copy of chunk c, as CgdpSync issues it: whole, then a host callback; or piece by
+// piece, each recording its event, the callback after the first, then pieces_issued().
+void issue_copy(HostAggregator& aggregator, int w, int c, const float* grads, Stream& d2h) {
+  const auto copy = [&](const ElementRange& r) {
+    d2h.copy_async(aggregator.receive_at(w, r.offset), grads + r.offset, r.count * sizeof(float));
+  };
+  if (aggregator.piece_elements() == 0) {
+    for (const ElementRange& part : aggregator.chunk(c).parts) copy(part);
+    d2h.launch_host_func([&aggregator, w, c] { aggregator.arrived(w, c); });
+    return;
+  }
+  const std::vector<ElementRange>& pieces = aggregator.pieces(c);
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    copy(pieces[p]);
+    d2h.record(aggregator.piece_landed(w, c, static_cast<int>(p)));
+    if (p == 0) d2h.launch_host_func([&aggregator, w, c] { aggregator.arrived(w, c); });
+  }
+  aggregator.pieces_issued(w, c);
+}
 
 // Runs `iterations` exchanges; each worker's chunks arrive in a random order with random delays.
 std::vector<float> exchange(int workers, const std::vector<int64_t>& chunk_sizes, int threads,
@@ -63,6 +84,7 @@ std::vector<float> exchange(int workers, const std::vector<int64_t>& chunk_sizes
   HostAggregator aggregator(agg, spans_of(chunk_sizes), threads,
                             setup.timeline ? *setup.timeline : off, setup.reducer, {}, setup.lanes);
   if (setup.stage_pulled_sums) aggregator.stage_pulled_sums();
+  if (setup.piece_elements > 0) aggregator.sum_in_pieces(setup.piece_elements);
   std::mt19937_64 rng(order_seed);
   for (int it = 0; it < iterations; ++it) {
     aggregator.begin_iteration(100 + it);
@@ -77,6 +99,10 @@ std::vector<float> exchange(int workers, const std::vector<int64_t>& chunk_sizes
       Stream& d2h = *fakes[w]->d2h;
       const int delay = setup.in_chunk_order ? 0 : static_cast<int>(rng() % 3);
       d2h.submit([delay] { std::this_thread::sleep_for(std::chrono::microseconds(100 * delay)); });
+      if (setup.piece_elements > 0) {
+        issue_copy(aggregator, w, c, fakes[w]->data(), d2h);
+        continue;
+      }
       d2h.copy_async(aggregator.receive_buffer(w, c), fakes[w]->data() + span.offset, span.count * sizeof(float));
       d2h.launch_host_func([&aggregator, w, c] { aggregator.arrived(w, c); });
     }
@@ -111,6 +137,83 @@ TEST(HostAggregator, SumIsExactAndIdenticalForAnyPlanThreadsAndArrivalOrder) {
               << workers << " workers, " << sizes.size() << " chunks, " << threads << " threads, "
               << lanes << " lanes, order " << order;
         }
+    }
+  }
+}
+
+// Pieces of any size (one element, a few, more than a chunk) on one lane or three: the bits of
+// whole chunks, over two iterations.
+TEST(HostAggregator, SumsInPiecesToTheBitsOfWholeChunks) {
+  const std::vector<int64_t> plan = {1, 1000, 37, 4000};
+  for (int workers : {2, 3}) {
+    const auto whole = exchange(workers, plan, 2, 5, 2);
+    for (int64_t piece : {1, 7, 256, 5000})
+      for (int lanes : {1, 3}) {
+        const auto got =
+            exchange(workers, plan, 2, 5 + piece, 2, {.lanes = lanes, .piece_elements = piece});
+        ASSERT_EQ(whole, got) << workers << " workers, pieces of " << piece << ", " << lanes
+                              << " lanes";
+      }
+  }
+}
+
+// The callback after a chunk's first piece can run before its issuing thread has recorded the
+// later pieces' events; summing then would read them unlanded (stale: the previous iteration's).
+// Here every worker's first piece lands and calls back before any later piece is issued.
+TEST(HostAggregator, InPiecesAChunkWaitsUntilEveryPieceIsIssued) {
+  const int workers = 2;
+  const int64_t n = 1000;
+  std::vector<std::unique_ptr<FakeWorker>> fakes;
+  std::vector<AggregatorWorker> agg;
+  for (int w = 0; w < workers; ++w) {
+    fakes.push_back(std::make_unique<FakeWorker>(w, n));
+    agg.push_back({&fakes[w]->device, fakes[w]->h2d.get(), fakes[w]->data()});
+  }
+  Timeline off(false);
+  HostAggregator aggregator(agg, spans_of({n}), 1, off);
+  aggregator.sum_in_pieces(100);
+  ASSERT_EQ(aggregator.pieces(0).size(), 10u);
+  for (int it = 0; it < 2; ++it) {
+    aggregator.begin_iteration(it);
+    for (int w = 0; w < workers; ++w)
+      for (int64_t i = 0; i < n; ++i)
+        fakes[w]->data()[i] = static_cast<float>(i % 50 + 100 * it + w);
+    std::mutex mutex;
+    std::condition_variable called;
+    int callbacks = 0;
+    for (int w = 0; w < workers; ++w) {
+      Stream& d2h = *fakes[w]->d2h;
+      const ElementRange first = aggregator.pieces(0)[0];
+      d2h.copy_async(aggregator.receive_at(w, first.offset), fakes[w]->data(),
+                     first.count * sizeof(float));
+      d2h.record(aggregator.piece_landed(w, 0, 0));
+      d2h.launch_host_func([&, w] {
+        aggregator.arrived(w, 0);
+        std::lock_guard lock(mutex);
+        ++callbacks;
+        called.notify_all();
+      });
+    }
+    {
+      std::unique_lock lock(mutex);
+      called.wait(lock, [&] { return callbacks == workers; });
+    }
+    for (int w = 0; w < workers; ++w) {
+      Stream& d2h = *fakes[w]->d2h;
+      const std::vector<ElementRange>& pieces = aggregator.pieces(0);
+      for (size_t p = 1; p < pieces.size(); ++p) {
+        d2h.copy_async(aggregator.receive_at(w, pieces[p].offset),
+                       fakes[w]->data() + pieces[p].offset, pieces[p].count * sizeof(float));
+        d2h.record(aggregator.piece_landed(w, 0, static_cast<int>(p)));
+      }
+      aggregator.pieces_issued(w, 0);
+    }
+    aggregator.wait_all_issued();
+    for (int w = 0; w < workers; ++w) {
+      fakes[w]->h2d->synchronize();
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(fakes[w]->data()[i], static_cast<float>(2 * (i % 50 + 100 * it) + 1))
+            << "iteration " << it << ", worker " << w << ", element " << i;
     }
   }
 }

@@ -395,6 +395,9 @@ void print_report(const Prediction& p, const PredictOptions& opt) {
         "the exchange shares %d cores with the backward (contention factor %.2f, "
         "exchange stretch %.2f)\n",
         p.inputs.shared_cores, p.inputs.contention_factor, p.inputs.exchange_stretch);
+  if (p.inputs.piece_bytes > 0)
+    std::printf("chunks travel in pieces of %lld KiB\n",
+                static_cast<long long>(p.inputs.piece_bytes / 1024));
   if (p.inputs.sum_lanes > 1)
     std::printf("the host sums %d chunks at once, %d threads each\n", p.inputs.sum_lanes,
                 p.inputs.lane_threads());
@@ -503,6 +506,9 @@ Runner add_predict_command(CLI::App& app) {
   cmd->add_option("--sum-lanes", w.sum_lanes,
                   "What if: chunks the host sums at once, each on host threads / lanes threads, "
                   "as train --sum-lanes (default 1)");
+  cmd->add_option("--chunk-piece-kb", w.chunk_piece_kb,
+                  "What if: chunks copied, summed and sent back in pieces of this many KiB, as "
+                  "train --chunk-piece-kb (default 0: whole chunks)");
   cmd->add_option("--shared-cores", w.shared_cores,
                   "What if: cores the workers compute on that the copies and the host sum also "
                   "use, so they slow backward (CPU backend; 0: none; default: the profile's)");

@@ -164,6 +164,12 @@ void add_workload_flags(CLI::App* cmd, TrainFlags& f) {
                       kMaxSumLanes, ", at most the host threads)"))
       ->capture_default_str()
       ->check(CLI::Range(1, kMaxSumLanes));
+  cmd->add_option("--chunk-piece-kb", c.chunk_piece_kb,
+                  "cgdp on one host: copy each chunk to the host, sum it and send it back in "
+                  "pieces of this many KiB as they land, so that each piece is summed while still "
+                  "in cache and goes back while the next is copied (0: whole chunks)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--issue-threads", c.issue_threads,
                   "per-worker: each worker's streams get their own issuing thread; one: one thread "
                   "issues every worker in turn")

@@ -30,6 +30,12 @@ std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t offset_bytes,
   return stages;
 }
 
+int chunk_pieces(const CostInputs& in, int64_t fp32_bytes) {
+  const int64_t wire = in.wire_bytes(fp32_bytes);
+  if (in.piece_bytes <= 0 || wire <= in.piece_bytes) return 1;
+  return static_cast<int>((wire + in.piece_bytes - 1) / in.piece_bytes);
+}
+
 std::vector<StageCost> factor_stages(const CostInputs& in, const ParamCost& p) {
   const bool shared = in.shared_cores > 0;
   const int copy_cores = shared ? in.devices : 0;

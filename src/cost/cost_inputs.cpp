@@ -59,6 +59,7 @@ void check_what_if(const WhatIf& w) {
   within(w.exchange_stretch, 1, kMaxFactor, "--exchange-stretch");
   count(w.host_threads, 1, kMaxCount, "--host-threads");
   count(w.sum_lanes, 1, kMaxCount, "--sum-lanes");
+  count(w.chunk_piece_kb, 0, 1 << 20, "--chunk-piece-kb");
   count(w.batch, 1, kMaxBatch, "--batch");
   count(w.hosts, 1, kMaxCount, "--hosts");
   rate(w.network_gbps, "--network-gbps");
@@ -163,6 +164,9 @@ CostInputs make_cost_inputs(const Profile& profile, std::span<const ParamLayer> 
     throw UsageError(cat("--sum-lanes ", in.sum_lanes, ": expected at most the host threads (",
                          in.host_threads, "), as each lane sums on one or more of them"));
   set_network(in, profile, what_if);
+  in.piece_bytes = int64_t{what_if.chunk_piece_kb.value_or(0)} * 1024;
+  if (in.piece_bytes > 0 && in.hosts > 1)
+    throw UsageError("--chunk-piece-kb: across hosts the chunks go whole, for now");
   in.update_gbps = profile.update_gbps;
   in.device_sum_gbps = profile.device_sum_gbps;
   return in;

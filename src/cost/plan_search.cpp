@@ -18,6 +18,14 @@ constexpr int kMaxSlots = kMaxStages + kMaxSumLanes;  // a slot per lane of each
 using Times = std::array<double, kMaxStages>;
 using Slots = std::array<double, kMaxSlots>;
 
+// What a chunk of param layers costs: each of its pieces' stage times, the pieces, and the
+// compute time its exchange takes from the workers.
+struct Durations {
+  Times stage{};  // one piece's
+  int pieces = 1;
+  double taken_us = 0;
+};
+
 // Where the pipeline stands after some chunks: what the next chunk's times depend on.
 struct State {
   double compute = 0;  // the compute stream has run the last chunk's sync point
@@ -39,7 +47,7 @@ class Pipeline {
       slots_ += lanes_.back();
     }
     stages_ = static_cast<int>(lanes_.size());
-    CGDP_ASSERT(stages_ < kMaxStages && slots_ <= kMaxSlots);  // d[stages_]: the contention
+    CGDP_ASSERT(stages_ <= kMaxStages && slots_ <= kMaxSlots);
     for (const ParamCost& p : in.params) prefix_.push_back(prefix_.back() + p.backward_us);
   }
 
@@ -47,34 +55,43 @@ class Pipeline {
   int slots() const { return slots_; }
 
   // Stage times of the chunk of param layers [first, last] (stretched but for the last chunk),
-  // then (at index stages()) the compute time its exchange takes from the workers
-  // (contention_us on shared cores, and overlap_us).
-  Times durations(int first, int last) const {
+  // and the compute time its exchange takes from the workers (contention_us on shared cores,
+  // and overlap_us).
+  Durations durations(int first, int last) const {
     const int64_t offset = in_.params[first].layer.offset;
     const int64_t bytes = in_.summed_bytes(first, last);  // factored weights go apart (ignored)
-    Times d{};
-    const auto list = chunk_stages(in_, offset * 4, bytes);
+    Durations d;
+    d.pieces = chunk_pieces(in_, bytes);
+    const int64_t piece = bytes / d.pieces;
+    const auto list = chunk_stages(in_, offset * 4, piece);
     const bool beside = last + 1 < in_.num_params();
     const auto timed = beside ? beside_layers(in_, list) : list;
-    for (int k = 0; k < stages_; ++k) d[k] = stage_us(in_, timed[k]);
-    d[stages_] = contention_us(in_, list) + overlap_us(in_, in_.wire_bytes(bytes));
+    for (int k = 0; k < stages_; ++k) d.stage[k] = stage_us(in_, timed[k]);
+    d.taken_us = d.pieces * (contention_us(in_, list) + overlap_us(in_, in_.wire_bytes(piece)));
     return d;
   }
 
-  State advance(const State& s, int first, int last, const Times& d) const {
+  State advance(const State& s, int first, int last, const Durations& d) const {
     State next = s;
     next.compute = s.compute + prefix_[last + 1] - prefix_[first] + in_.sync_us;
-    double t = next.compute;
-    for (int k = 0; k < stages_; ++k) {
-      // The lane free first takes the chunk; the stage's lanes stay ascending.
+    Times done{};  // each stage's finish of the previous piece
+    for (int p = 0; p < d.pieces; ++p) {
+      double t = next.compute;
+      for (int k = 0; k < stages_; ++k) {
+        // The lane free first takes the chunk, all of its pieces one after another.
+        const double free = p == 0 ? next.free[first_slot_[k]] : done[k];
+        t = std::max(t, free) + d.stage[k];
+        done[k] = t;
+      }
+    }
+    for (int k = 0; k < stages_; ++k) {  // the stage's lanes stay ascending
       double* lane = next.free.data() + first_slot_[k];
-      t = std::max(t, lane[0]) + d[k];
       int i = 0;
-      for (; i + 1 < lanes_[k] && lane[i + 1] < t; ++i) lane[i] = lane[i + 1];
-      lane[i] = t;
+      for (; i + 1 < lanes_[k] && lane[i + 1] < done[k]; ++i) lane[i] = lane[i + 1];
+      lane[i] = done[k];
     }
     // As simulate_cgdp: the exchange slows the compute after the chunk is ready, but the last's.
-    if (last + 1 < in_.num_params()) next.compute += d[stages_];
+    if (last + 1 < in_.num_params()) next.compute += d.taken_us;
     // Every later chunk reaches a stage after next.compute, so a lane free earlier is as good as
     // one free then: the same state for the future, and fewer states kept.
     for (int k = 0; k < slots_; ++k) next.free[k] = std::max(next.free[k], next.compute);
@@ -91,6 +108,7 @@ class Pipeline {
 
   // No completion of `s` (covering `covered` layers) can finish before this: the rest of the
   // backward, and the last chunk (which holds the last layer) through every stage.
+  // (`last_layer`: a lower bound on each stage's time for the first piece of such a chunk.)
   double lower_bound(const State& s, int covered, const Times& last_layer) const {
     const int n = in_.num_params();
     if (covered == n) return finish(s);
@@ -208,17 +226,17 @@ PlanSearchResult best_plan(const CostInputs& in) {
   const Pipeline pipe(in);
   // Each stage's least time over the chunks that can hold the last layer (not just that layer
   // alone: the network stage's time depends on where a chunk lies, not only on its size).
-  Times last_layer = pipe.durations(n - 1, n - 1);
+  Times last_layer = pipe.durations(n - 1, n - 1).stage;
   for (int from = 0; from < n - 1; ++from) {
-    const Times d = pipe.durations(from, n - 1);
-    for (int k = 0; k < pipe.stages(); ++k) last_layer[k] = std::min(last_layer[k], d[k]);
+    const Durations d = pipe.durations(from, n - 1);
+    for (int k = 0; k < pipe.stages(); ++k) last_layer[k] = std::min(last_layer[k], d.stage[k]);
   }
   std::vector<std::vector<State>> fronts(n + 1);
   fronts[0].push_back(State{});
   for (int covered = 1; covered <= n; ++covered) {
-    const Times rest = covered < n ? pipe.durations(covered, n - 1) : Times{};
+    const Durations rest = covered < n ? pipe.durations(covered, n - 1) : Durations{};
     for (int from = 0; from < covered; ++from) {
-      const Times d = pipe.durations(from, covered - 1);
+      const Durations d = pipe.durations(from, covered - 1);
       for (size_t i = 0; i < fronts[from].size(); ++i) {
         State s = pipe.advance(fronts[from][i], from, covered - 1, d);
         s.parent = static_cast<int>(i);

@@ -34,12 +34,15 @@ CgdpStreams make_streams(EventSim& sim, const CostInputs& in) {
   return s;
 }
 
-// Adds the tasks of `stages` after the tasks `prev` (per worker); returns worker 0's task per
-// stage.
+// Adds the tasks of `stages` after the tasks `prev` (per worker), each host stage also after
+// `host_after[k]` (the previous piece's on the same lane), when given; returns worker 0's task
+// per stage.
 std::vector<int> add_stages(EventSim& sim, const CgdpStreams& s,
-                            const std::vector<StageCost>& stages, std::vector<int> prev) {
+                            const std::vector<StageCost>& stages, std::vector<int> prev,
+                            const std::vector<int>& host_after = {}) {
   std::vector<int> worker0;
-  for (const StageCost& st : stages) {
+  for (size_t k = 0; k < stages.size(); ++k) {
+    const StageCost& st = stages[k];
     const int pool = st.pool == Pool::ToHost     ? s.to_host
                      : st.pool == Pool::FromHost ? s.from_host
                                                  : -1;
@@ -54,6 +57,7 @@ std::vector<int> add_stages(EventSim& sim, const CgdpStreams& s,
     } else {
       task.stream = streams[0];
       task.deps = prev;
+      if (!host_after.empty()) task.deps.push_back(host_after[k]);
       std::fill(prev.begin(), prev.end(), sim.add(task));
     }
     worker0.push_back(prev[0]);
@@ -94,11 +98,13 @@ IterationPrediction simulate_cgdp(const CostInputs& in, const ChunkPlan& plan) {
   }
   EventSim sim;
   const CgdpStreams streams = make_streams(sim, in);
-  std::vector<int> ready_task;               // worker 0's sync point per chunk
-  std::vector<std::vector<int>> stage_task;  // worker 0's task per chunk and stage
+  std::vector<int> ready_task;  // worker 0's sync point per chunk
+  // Worker 0's task per chunk and stage: of its first piece, and of its last.
+  std::vector<std::vector<int>> stage_task, last_piece_task;
   std::vector<std::vector<StageCost>> stages;
-  const auto add_pipelined = [&](const Pipelined& run, const std::vector<int>& ready) {
-    const std::vector<int> worker0 = add_stages(sim, streams, run.timed, ready);
+  const auto add_pipelined = [&](const Pipelined& run, const std::vector<int>& ready,
+                                 const std::vector<int>& host_after = {}) {
+    const std::vector<int> worker0 = add_stages(sim, streams, run.timed, ready, host_after);
     if (run.taken_us > 0) add_compute(sim, streams, run.taken_us);
     for (const StageCost& st : run.timed)
       if (st.name == "sum") p.sum_us += st.fixed_us;
@@ -120,13 +126,17 @@ IterationPrediction simulate_cgdp(const CostInputs& in, const ChunkPlan& plan) {
     const std::vector<int> ready = add_compute(sim, streams, in.sync_us);
     ready_task.push_back(ready[0]);
     const int64_t summed = in.summed_bytes(chunk.first, chunk.last);
-    stages.push_back(summed > 0 ? chunk_stages(in, chunk.offset * 4, summed)
+    const int pieces = chunk_pieces(in, summed);
+    const int64_t piece = summed / pieces;
+    stages.push_back(summed > 0 ? chunk_stages(in, chunk.offset * 4, piece)
                                 : std::vector<StageCost>{});
     const bool beside = &chunk != &plan.chunks.back();
-    stage_task.push_back(
-        add_pipelined(beside_or_after(in, stages.back(), beside,
-                                      overlap_us(in, in.wire_bytes(summed))),
-                      ready));
+    const Pipelined run =
+        beside_or_after(in, stages.back(), beside, overlap_us(in, in.wire_bytes(piece)));
+    stage_task.push_back(add_pipelined(run, ready));
+    last_piece_task.push_back(stage_task.back());
+    for (int k = 1; k < pieces; ++k)  // the D2H and H2D streams keep the pieces in order
+      last_piece_task.back() = add_pipelined(run, ready, last_piece_task.back());
   }
   const int tail = sim.add({streams.compute[0], in.tail_backward_us, 0, 0, -1, {}, 0});
   sim.run();
@@ -136,7 +146,7 @@ IterationPrediction simulate_cgdp(const CostInputs& in, const ChunkPlan& plan) {
     ChunkTiming t{sim.end_us(ready_task[c]), {}};
     for (size_t k = 0; k < stages[c].size(); ++k)
       t.stages.push_back(
-          {stages[c][k].name, sim.start_us(stage_task[c][k]), sim.end_us(stage_task[c][k])});
+          {stages[c][k].name, sim.start_us(stage_task[c][k]), sim.end_us(last_piece_task[c][k])});
     p.chunks.push_back(std::move(t));
   }
   p.iteration_us = p.forward_us + p.backward_us + p.exchange_after_backward_us + p.update_us;

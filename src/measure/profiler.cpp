@@ -68,6 +68,7 @@ TrainConfig profiling_config(const TrainConfig& config, const ProfileOptions& o)
   c.snapshot_every = 0;
   c.fail_worker = -1;
   c.hosts.clear();  // one host: the profile describes this machine
+  c.chunk_piece_kb = 0;  // whole chunks: the model cuts them into pieces itself
   return c;
 }
 

@@ -81,6 +81,8 @@ class CgdpSync final : public SyncScheme {
                                                      o.host_threads, timeline, o.reducer,
                                                      o.aggregator_cpus, o.sum_lanes,
                                                      std::move(slots), dtype_);
+    if (aggregator_ && o.chunk_piece_kb > 0)
+      aggregator_->sum_in_pieces(int64_t{o.chunk_piece_kb} * 1024 / element_bytes(dtype_));
   }
 
   ~CgdpSync() override {
@@ -110,11 +112,15 @@ class CgdpSync final : public SyncScheme {
     Event& done = *chunk_done_[w.index][c];
     w.compute->record(done);
     w.d2h->wait(done);  // the D2H stream, not a host thread, waits for the chunk's gradients
+    HostAggregator* agg = aggregator_.get();
+    const int worker = w.index;
     traced(*w.d2h, timeline_, w.index, "d2h", {"d2h chunk ", c}, "d2h",
            [&] { issue_chunk_copies(w, c, span); },
            {{"chunk", c}, {"bytes", span.summed_count() * element_bytes(dtype_)}});
-    HostAggregator* agg = aggregator_.get();
-    const int worker = w.index;
+    if (agg->piece_elements() > 0) {
+      agg->pieces_issued(worker, c);  // the host callback came after the first piece
+      return;
+    }
     w.d2h->launch_host_func([agg, worker, c] { agg->arrived(worker, c); });  // hand-off only
   }
 
@@ -249,24 +255,36 @@ class CgdpSync final : public SyncScheme {
   }
 
   // Chunk c's parts to the host on w's D2H stream: as they are, or narrowed to 16 bits first
-  // (on the same stream, so the compute stream goes on) with fp16's scale after them.
+  // (on the same stream, so the compute stream goes on) with fp16's scale.
   void issue_chunk_copies(Worker& w, int c, const ChunkSpan& span) {
-    const float* grads = w.net->flat_diff().data();
-    if (dtype_ == ExchangeDtype::Fp32) {
-      for (const ElementRange& part : span.parts)
-        w.d2h->copy_async(aggregator_->receive_at(w.index, part.offset), grads + part.offset,
-                          static_cast<size_t>(part.count) * sizeof(float));
+    const void* source = w.net->flat_diff().data();
+    if (dtype_ != ExchangeDtype::Fp32) {
+      const NarrowBuffers& b = narrow_buffers_[w.index];
+      source = b.staging.get();
+      float* scale = static_cast<float*>(b.scales.get()) + c;
+      issue_narrow(*w.d2h, w.device->kind(), dtype_, w.net->flat_diff().data(),
+                   static_cast<uint16_t*>(b.staging.get()), span.parts, scale);
+      if (dtype_ == ExchangeDtype::Fp16)  // first: the sum of a chunk's first piece needs it
+        w.d2h->copy_async(aggregator_->receive_scale(w.index, c), scale, sizeof(float));
+    }
+    const size_t bytes = element_bytes(dtype_);
+    const auto copy = [&](const ElementRange& r) {
+      w.d2h->copy_async(aggregator_->receive_at(w.index, r.offset),
+                        static_cast<const char*>(source) + r.offset * bytes,
+                        static_cast<size_t>(r.count) * bytes);
+    };
+    if (aggregator_->piece_elements() == 0) {
+      for (const ElementRange& part : span.parts) copy(part);
       return;
     }
-    const NarrowBuffers& b = narrow_buffers_[w.index];
-    auto* staging = static_cast<uint16_t*>(b.staging.get());
-    float* scale = static_cast<float*>(b.scales.get()) + c;
-    issue_narrow(*w.d2h, w.device->kind(), dtype_, grads, staging, span.parts, scale);
-    for (const ElementRange& part : span.parts)
-      w.d2h->copy_async(aggregator_->receive_at(w.index, part.offset), staging + part.offset,
-                        static_cast<size_t>(part.count) * sizeof(uint16_t));
-    if (dtype_ == ExchangeDtype::Fp16)
-      w.d2h->copy_async(aggregator_->receive_scale(w.index, c), scale, sizeof(float));
+    HostAggregator* agg = aggregator_.get();
+    const int worker = w.index;
+    const std::vector<ElementRange>& pieces = agg->pieces(c);
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      copy(pieces[p]);
+      w.d2h->record(agg->piece_landed(worker, c, static_cast<int>(p)));
+      if (p == 0) w.d2h->launch_host_func([agg, worker, c] { agg->arrived(worker, c); });
+    }
   }
 
   // The 16-bit exchange's device buffers of worker w: where its chunks are narrowed, where the

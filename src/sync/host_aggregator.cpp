@@ -165,12 +165,37 @@ void HostAggregator::set_chunks(std::vector<ChunkSpan> chunks) {
   check_chunks(chunks);
   CGDP_ASSERT(chunks.empty() || chunks.back().offset + chunks.back().count <= total_);
   CGDP_ASSERT(left_out(chunks, total_) == left_out_);  // the same weights go as factors
+  for (const int a : pieces_issued_) CGDP_ASSERT(a == 0);
   chunks_ = std::move(chunks);
   arrivals_.assign(chunks_.size() + factors_.size(), 0);
+  if (piece_elements_ > 0) make_pieces();
   if (dtype_ == ExchangeDtype::Fp16 && num_chunks() > scale_capacity_) {  // between iterations
     scale_capacity_ = num_chunks();
     scales_ = PinnedHostBuffer(*workers_[0].device,
                                (workers_.size() + 1) * scale_capacity_ * sizeof(float));
+  }
+}
+
+void HostAggregator::sum_in_pieces(int64_t elements) {
+  CGDP_ASSERT(elements > 0 && !reducer_);
+  std::lock_guard lock(mutex_);
+  CGDP_ASSERT(issued_ == 0 && ready_.empty());
+  piece_elements_ = elements;
+  make_pieces();
+}
+
+// Events are only ever added, so switching plans back and forth allocates nothing new.
+void HostAggregator::make_pieces() {
+  pieces_.clear();
+  for (const ChunkSpan& c : chunks_) pieces_.push_back(split_into_pieces(c.parts, piece_elements_));
+  pieces_issued_.assign(chunks_.size(), 0);
+  piece_events_.resize(workers_.size());
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    auto& events = piece_events_[w];
+    if (events.size() < pieces_.size()) events.resize(pieces_.size());
+    for (size_t c = 0; c < pieces_.size(); ++c)
+      while (events[c].size() < pieces_[c].size())
+        events[c].push_back(workers_[w].device->create_event());
   }
 }
 
@@ -256,19 +281,38 @@ void HostAggregator::begin_iteration(int64_t iteration) {
 
 void HostAggregator::arrived(int, int chunk) { count_arrival(chunk); }
 
+void HostAggregator::pieces_issued(int, int chunk) {
+  {
+    std::lock_guard lock(mutex_);
+    CGDP_ASSERT(piece_elements_ > 0);
+    ++pieces_issued_[chunk];
+    make_ready_if_complete(chunk);
+  }
+  changed_.notify_all();
+}
+
 void HostAggregator::factors_arrived(int, int slot) { count_arrival(num_chunks() + slot); }
 
 void HostAggregator::count_arrival(int item) {
   {
     std::lock_guard lock(mutex_);
-    // Cleared here, not once the item is sent: with a reducer the next iteration's copies may
-    // land as soon as its pull is done, before the lane that pushed it takes the lock again.
-    if (++arrivals_[item] == static_cast<int>(workers_.size())) {
-      arrivals_[item] = 0;
-      ready_.push_back(item);
-    }
+    ++arrivals_[item];
+    make_ready_if_complete(item);
   }
   changed_.notify_all();
+}
+
+// In pieces a chunk's first piece may land before its issuing thread has recorded the later
+// pieces' events: the chunk waits for both.
+void HostAggregator::make_ready_if_complete(int item) {
+  const int n = static_cast<int>(workers_.size());
+  const bool in_pieces = piece_elements_ > 0 && !is_factor_item(item);
+  if (arrivals_[item] < n || (in_pieces && pieces_issued_[item] < n)) return;
+  // Cleared here, not once the item is sent: with a reducer the next iteration's copies may
+  // land as soon as its pull is done, before the lane that pushed it takes the lock again.
+  arrivals_[item] = 0;
+  if (in_pieces) pieces_issued_[item] = 0;
+  ready_.push_back(item);
 }
 
 std::string HostAggregator::binding_note() const {
@@ -290,17 +334,23 @@ void HostAggregator::run_sums(int lane) {
       iteration = iteration_;
       turn = taken_++;
     }
-    if (!is_factor_item(item)) sum(lane, item);
+    if (!is_factor_item(item) && piece_elements_ > 0) {
+      sum_and_send_pieces(lane, item);
+    } else if (!is_factor_item(item)) {
+      sum(lane, item, chunks_[item].parts);
+    }
     if (reducer_) {
       push_in_turn(turn, iteration, item);  // a factor item: this host's block, pulled to gather
       continue;
     }
     if (is_factor_item(item))
       send_factors(item - num_chunks());  // gathered already: the D2H copies landed side by side
+    else if (piece_elements_ > 0)
+      ;  // sent piece by piece
     else if (dtype_ != ExchangeDtype::Fp32)
-      send_16(item);
+      send_16(item, chunks_[item].parts);
     else
-      send(item);
+      send(item, chunks_[item].parts);
     {
       std::lock_guard lock(mutex_);
       ++issued_;
@@ -377,11 +427,11 @@ void HostAggregator::run_pulls() {
     }
     if (dtype_ != ExchangeDtype::Fp32) {
       narrow_pulled(chunk);
-      send_16(chunk);
+      send_16(chunk, span.parts);
     } else if (in_place) {
       send(chunk, sum);
     } else {
-      send(chunk);
+      send(chunk, span.parts);
     }
     {
       std::lock_guard lock(mutex_);
@@ -391,14 +441,28 @@ void HostAggregator::run_pulls() {
   }
 }
 
-void HostAggregator::sum(int lane, int chunk) {
-  const ChunkSpan& span = chunks_[chunk];
+void HostAggregator::sum_and_send_pieces(int lane, int chunk) {
+  const std::vector<ElementRange>& pieces = pieces_[chunk];
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    for (size_t w = 0; w < workers_.size(); ++w) piece_events_[w][chunk][p]->synchronize();
+    const std::span<const ElementRange> piece(&pieces[p], 1);
+    sum(lane, chunk, piece, p == 0);
+    if (dtype_ != ExchangeDtype::Fp32)
+      send_16(chunk, piece, p == 0);
+    else
+      send(chunk, piece);
+  }
+}
+
+void HostAggregator::sum(int lane, int chunk, std::span<const ElementRange> parts, bool first) {
   std::vector<const float*> sources(workers_.size());
   const int64_t begin = summing(+1);
+  int64_t count = 0;
+  for (const ElementRange& part : parts) count += part.count;
   if (dtype_ != ExchangeDtype::Fp32) {
-    sum_16(chunk);
+    sum_16(chunk, parts, first);
   } else {
-    for (const ElementRange& part : span.parts) {
+    for (const ElementRange& part : parts) {
       for (size_t w = 0; w < workers_.size(); ++w)
         sources[w] = static_cast<const float*>(receive_at(static_cast<int>(w), part.offset));
       sum_buffers(static_cast<float*>(global_.get()) + packed(part.offset), sources, part.count,
@@ -409,16 +473,13 @@ void HostAggregator::sum(int lane, int chunk) {
   if (timeline_.enabled())
     timeline_.add(Timeline::kAggregatorPid, lane == 0 ? std::string("sum") : cat("sum lane ", lane),
                   cat("sum chunk ", chunk), "sum", begin, end,
-                  {{"chunk", chunk},
-                   {"bytes", span.summed_count() * element_bytes(dtype_)},
-                   {"lane", lane}});
+                  {{"chunk", chunk}, {"bytes", count * element_bytes(dtype_)}, {"lane", lane}});
 }
 
 // fp16: each worker's copy arrives scaled by its own power of two; the sum is bounded by the
 // scaled-back bounds of the inputs (each below 2^15 / its scale), and its scale follows from that
 // bound, so the narrowed sum never overflows.
-void HostAggregator::sum_16(int chunk) {
-  const ChunkSpan& span = chunks_[chunk];
+void HostAggregator::sum_16(int chunk, std::span<const ElementRange> parts, bool first) {
   const size_t n = workers_.size();
   std::vector<float> unscale;
   float scale_out = 1.f;
@@ -430,11 +491,12 @@ void HostAggregator::sum_16(int chunk) {
     }
     if (!reducer_) {  // with a reducer the pulled global sum gets its own scale (narrow_pulled)
       scale_out = fp16_scale_for(bound);
-      static_cast<float*>(scales_.get())[n * scale_capacity_ + chunk] = scale_out;
+      // Later pieces leave it alone: the first piece's H2D copy may be reading it.
+      if (first) static_cast<float*>(scales_.get())[n * scale_capacity_ + chunk] = scale_out;
     }
   }
   std::vector<const uint16_t*> sources(n);
-  for (const ElementRange& part : span.parts) {
+  for (const ElementRange& part : parts) {
     for (size_t w = 0; w < n; ++w)
       sources[w] = static_cast<const uint16_t*>(receive_at(static_cast<int>(w), part.offset));
     if (reducer_)
@@ -492,17 +554,18 @@ int64_t HostAggregator::summing(int change) {
   return now;
 }
 
-void HostAggregator::send(int chunk) {
+void HostAggregator::send(int chunk, std::span<const ElementRange> parts) {
   const ChunkSpan& span = chunks_[chunk];
   std::vector<PulledChunk::Piece> pieces;
-  for (const ElementRange& part : span.parts)
+  for (const ElementRange& part : parts)
     pieces.push_back({part.offset - span.offset, global_sum(part.offset), part.count});
   issue_h2d(chunk, pieces);
 }
 
-void HostAggregator::send_16(int chunk) {
-  const ChunkSpan& span = chunks_[chunk];
+void HostAggregator::send_16(int chunk, std::span<const ElementRange> parts, bool with_scale) {
   const auto* global = static_cast<const uint16_t*>(reducer_ ? narrowed_.get() : global_.get());
+  int64_t count = 0;
+  for (const ElementRange& p : parts) count += p.count;
   const float* sum_scale =
       dtype_ == ExchangeDtype::Fp16
           ? static_cast<const float*>(scales_.get()) + workers_.size() * scale_capacity_ + chunk
@@ -512,14 +575,16 @@ void HostAggregator::send_16(int chunk) {
     const AggregatorWorker& w = workers_[i];
     traced(*w.h2d, timeline_, static_cast<int>(i), "h2d", {"h2d chunk ", chunk}, "h2d",
            [&] {
-             for (const ElementRange& p : span.parts)
+             for (const ElementRange& p : parts)
                w.h2d->copy_async(w.landing + p.offset, global + packed(p.offset),
                                  static_cast<size_t>(p.count) * sizeof(uint16_t));
-             if (sum_scale) w.h2d->copy_async(w.sum_scales + chunk, sum_scale, sizeof(float));
-             issue_widen(*w.h2d, w.device->kind(), dtype_, w.landing, w.device_grads, span.parts,
+             if (sum_scale && with_scale)
+               w.h2d->copy_async(w.sum_scales + chunk, sum_scale, sizeof(float));
+             issue_widen(*w.h2d, w.device->kind(), dtype_, w.landing, w.device_grads,
+                         std::vector<ElementRange>(parts.begin(), parts.end()),
                          sum_scale ? w.sum_scales + chunk : nullptr);
            },
-           {{"chunk", chunk}, {"bytes", span.summed_count() * 2}});
+           {{"chunk", chunk}, {"bytes", count * 2}});
   }
 }
 

@@ -23,6 +23,7 @@ std::vector<PlanCandidate> auto_candidates(const TrainConfig& config, const Prof
   WhatIf what_if;  // the profile may have been measured with another batch
   what_if.batch = static_cast<int>(batch);
   what_if.sum_lanes = config.sum_lanes;
+  what_if.chunk_piece_kb = config.chunk_piece_kb;
   CostInputs inputs = make_cost_inputs(profile, layers, devices, what_if);
   inputs.local_when_alone = false;  // --chunk auto runs cgdp, one worker or more
   const std::vector<std::string>& items =

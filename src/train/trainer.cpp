@@ -358,6 +358,13 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
   if (kind == SyncKind::Cgdp && (options.sum_lanes < 1 || options.sum_lanes > options.host_threads))
     throw UsageError(cat("--sum-lanes ", options.sum_lanes, ": expected 1 to the ",
                          options.host_threads, " host summing threads (raise --host-threads)"));
+  options.chunk_piece_kb = config_.chunk_piece_kb;
+  if (options.chunk_piece_kb > 0 && kind != SyncKind::Cgdp)
+    throw UsageError(cat("--chunk-piece-kb ", options.chunk_piece_kb,
+                         " cuts cgdp's chunks; --sync ", to_string(kind), " has none"));
+  if (options.chunk_piece_kb > 0 && options.reducer)
+    throw UsageError(cat("--chunk-piece-kb ", options.chunk_piece_kb,
+                         ": across hosts the chunks go whole, for now; leave it out with --hosts"));
   options.exchange_dtype = parse_exchange_dtype(config_.exchange_dtype);
   if (options.exchange_dtype != ExchangeDtype::Fp32 && kind != SyncKind::Cgdp)
     throw UsageError(cat("--exchange-dtype ", config_.exchange_dtype,
@@ -367,8 +374,10 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
     options.aggregator_cpus = placement_.aggregator_cpus();
     placement_summary_ +=
         cat(", aggregator: ", options.host_threads, " thread", options.host_threads == 1 ? "" : "s",
-            options.sum_lanes > 1 ? cat(" in ", options.sum_lanes, " sum lanes") : "", " on cpus ",
-            options.aggregator_cpus.to_string());
+            options.sum_lanes > 1 ? cat(" in ", options.sum_lanes, " sum lanes") : "",
+            options.chunk_piece_kb > 0 ? cat(", chunks in ", options.chunk_piece_kb, " KiB pieces")
+                                       : "",
+            " on cpus ", options.aggregator_cpus.to_string());
   }
   const int loaders = loader_threads(*train_data_);
   placement_summary_ += cat(", loader: ", loaders, " thread", loaders == 1 ? "" : "s", " on cpus ",

@@ -45,6 +45,7 @@ std::vector<PlanCandidate> candidates(const Flags& f, std::span<const ParamLayer
   WhatIf what_if;
   if (f.config.batch > 0) what_if.batch = static_cast<int>(f.config.batch);
   what_if.sum_lanes = f.config.sum_lanes;
+  what_if.chunk_piece_kb = f.config.chunk_piece_kb;
   CostInputs in = make_cost_inputs(*profile, layers, f.config.devices, what_if);
   in.local_when_alone = false;  // the sweep runs cgdp (config.sync), one worker or more
   return make_plan_set(layers, items, &in, "--plans");

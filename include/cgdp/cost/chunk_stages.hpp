@@ -44,6 +44,11 @@ struct StageCost {
 std::vector<StageCost> chunk_stages(const CostInputs& in, int64_t offset_bytes,
                                     int64_t fp32_bytes);
 
+// The pieces a chunk of `fp32_bytes` travels in: its wire bytes over in.piece_bytes, rounded up
+// (1 without pieces). The model takes them alike, `fp32_bytes / pieces` each, every piece through
+// every stage in turn, and one sum lane for all pieces of a chunk.
+int chunk_pieces(const CostInputs& in, int64_t fp32_bytes);
+
 // The stages of param layer p's weight sent as sufficient factors (fc_exchange.hpp), once its
 // backward is done: its factors to the host, the aggregator's hand-off (nothing is summed), every
 // worker's rows back to each worker, and its rebuild GEMM on each worker's H2D stream.

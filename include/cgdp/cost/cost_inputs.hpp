@@ -30,6 +30,9 @@ struct WhatIf {
   // Chunks the aggregator sums at once, each on host_threads / sum_lanes threads (train's
   // --sum-lanes); <= host_threads.
   std::optional<int> sum_lanes;  // >= 1
+  // Chunks copied, summed and sent back in pieces of this many KiB of the wire's bytes (train's
+  // --chunk-piece-kb); 0: whole chunks. One host only.
+  std::optional<int> chunk_piece_kb;  // >= 0
   // Samples per worker: forward and backward times scale by batch / profile.batch.
   std::optional<int> batch;  // >= 1
   // Scale-out (docs/scale-out.md): hosts of N workers each, one shard per host. With hosts > 1 a
@@ -73,6 +76,7 @@ struct CostInputs {
   int host_threads = 1;                 // threads the host sum runs on
   int sum_lanes = 1;                    // chunks summed at once, host_threads / sum_lanes each
   int lane_threads() const { return sum_lane_threads(host_threads, sum_lanes); }
+  int64_t piece_bytes = 0;              // a chunk's pieces on the wire (chunk_stages.hpp); 0: whole
   bool p2p_shares_host_memory = false;  // the CPU backend's peer copies are host memcpys
   double sync_us = 0;                   // per sync point on the compute stream
   double overlap_us_per_mb = 0;         // backward lost per MB of exchange beside it (profile.hpp)

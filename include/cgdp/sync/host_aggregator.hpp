@@ -121,6 +121,18 @@ class HostAggregator {
   // (the default there); on CPU devices they are read where the reducer received them. Lets the
   // CPU backend run the CUDA path. Before the first iteration only.
   void stage_pulled_sums() { copies_from_pulled_ = false; }
+  // Sums each chunk in pieces of up to `elements` as they land, so that a piece is summed while
+  // it is still in the last-level cache and its sum goes back while the next piece is copied up.
+  // Every worker then copies a chunk piece by piece, records piece_landed(w, c, p) after piece p,
+  // and calls arrived(w, c) from a host callback after piece 0 and pieces_issued(w, c) once all
+  // are issued. The same bits as whole chunks. One host only (no reducer); before the first
+  // iteration.
+  void sum_in_pieces(int64_t elements);
+  int64_t piece_elements() const { return piece_elements_; }  // 0: whole chunks
+  const std::vector<ElementRange>& pieces(int chunk) const { return pieces_[chunk]; }
+  Event& piece_landed(int worker, int chunk, int piece) {
+    return *piece_events_[worker][chunk][piece];
+  }
   int num_chunks() const { return static_cast<int>(chunks_.size()); }
   const ChunkSpan& chunk(int c) const { return chunks_[c]; }
   // Where worker w's D2H copy of chunk c must land, for a chunk summed whole (no factored weight
@@ -142,8 +154,11 @@ class HostAggregator {
   // The iteration the next chunks belong to (what the reducer is told); call it between
   // iterations, before the first arrival.
   void begin_iteration(int64_t iteration);
-  // Called from worker w's D2H host callback once its copy of chunk c has landed.
+  // Called from worker w's D2H host callback once its copy of chunk c has landed (in pieces:
+  // its first piece).
   void arrived(int worker, int chunk);
+  // In pieces: called by worker w's issuing thread once every piece of chunk c is issued.
+  void pieces_issued(int worker, int chunk);
   // Called from worker w's D2H host callback once its factors for slot s have landed.
   void factors_arrived(int worker, int slot);
   // Blocks until every chunk of the current iteration has been summed and its H2D copies
@@ -181,12 +196,20 @@ class HostAggregator {
   // Where the flat element `element` (summed, not factored) lies in the receive and sum buffers:
   // its offset less the factored elements before it, which no buffer holds.
   int64_t packed(int64_t element) const;
-  void sum(int lane, int chunk);
-  void sum_16(int chunk);  // the 16-bit exchange's sum of chunk c, and fp16's scale for it
+  // Sums `parts` of chunk c (all its parts, or one piece; `first`: the chunk's first).
+  void sum(int lane, int chunk, std::span<const ElementRange> parts, bool first = true);
+  // The 16-bit exchange's sum of `parts` of chunk c; fp16: with the first parts, the scale of
+  // the chunk's sum.
+  void sum_16(int chunk, std::span<const ElementRange> parts, bool first);
+  // In pieces: waits for each piece to land on every worker, sums it and sends it back.
+  void sum_and_send_pieces(int lane, int chunk);
+  void make_pieces();             // pieces_ of chunks_, and the events they need
   void narrow_pulled(int chunk);  // a reducer's fp32 global sum of chunk c into narrowed_
   int64_t summing(int change);  // a sum starts (+1) or ends (-1); returns the time
-  void send(int chunk);  // issues the H2D copies of chunk c's sum from global_
-  void send_16(int chunk);  // the same, narrowed, then each worker's widening
+  // Issues the H2D copies of `parts` of chunk c's sum from global_.
+  void send(int chunk, std::span<const ElementRange> parts);
+  // The same, narrowed, then each worker's widening; fp16's scale goes with the first parts.
+  void send_16(int chunk, std::span<const ElementRange> parts, bool with_scale = true);
   // Issues the H2D copies of chunk c's global sum straight from where the reducer received it.
   void send(int chunk, const PulledChunk& sum);
   // Issues, on every worker's H2D stream, the copies of chunk c's pieces (offsets in the chunk).
@@ -201,6 +224,7 @@ class HostAggregator {
   // A ready item: chunk c is c, factor slot s is num_chunks() + s.
   bool is_factor_item(int item) const { return item >= num_chunks(); }
   void count_arrival(int item);
+  void make_ready_if_complete(int item);  // under mutex_
   std::vector<AggregatorWorker> workers_;
   std::vector<ChunkSpan> chunks_;
   int64_t total_ = 0;                     // elements of the flat gradient the chunks span
@@ -233,6 +257,10 @@ class HostAggregator {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<int> arrivals_;  // per item (chunks, then factor slots), this iteration
+  std::vector<int> pieces_issued_;  // in pieces: per chunk, workers that issued every piece
+  int64_t piece_elements_ = 0;      // 0: whole chunks
+  std::vector<std::vector<ElementRange>> pieces_;  // per chunk, in pieces
+  std::vector<std::vector<std::vector<std::unique_ptr<Event>>>> piece_events_;  // [w][c][piece]
   std::deque<int> ready_;      // items whose copies have all arrived
   std::deque<std::pair<int64_t, int>> pushed_;  // (iteration, chunk) pushed, not pulled yet
   int64_t iteration_ = 0;

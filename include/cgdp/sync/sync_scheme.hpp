@@ -58,6 +58,9 @@ struct SyncOptions {
   ExchangeDtype exchange_dtype = ExchangeDtype::Fp32;
   int host_threads = 0;      // cgdp: OpenMP threads that sum; 0 = all cores
   int sum_lanes = 1;         // cgdp: chunks summed at once, host_threads / sum_lanes each
+  // cgdp on one host: each chunk copied up, summed and sent back in pieces of this many KiB of
+  // the exchange's dtype as they land (HostAggregator::sum_in_pieces); 0: whole chunks.
+  int chunk_piece_kb = 0;
   CoreSet aggregator_cpus;   // cgdp: where the aggregator runs (empty: anywhere)
   ChunkReducer* reducer = nullptr;  // cgdp across hosts: the parameter-server client
   LrPolicy lr;

@@ -129,6 +129,7 @@ struct TrainConfig {
   std::string exchange_dtype = "fp32";
   int host_threads = 0;             // aggregator threads; 0: one per worker (sync/placement.cpp)
   int sum_lanes = 1;                // chunks the aggregator sums at once, splitting its threads
+  int chunk_piece_kb = 0;           // chunks copied and summed in pieces of this size; 0: whole
   // "per-worker": each worker's work is issued by its own host thread; "one": one thread issues
   // every worker in turn (the old way, for comparisons).
   std::string issue_threads = "per-worker";
