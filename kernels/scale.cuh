@@ -11,6 +11,10 @@ struct ScaleShape {
   int64_t outer = 0, dim = 0, inner = 0;
 };
 
+// Device scratch scale_backward needs (`scratch`), a few KiB: float64 partial sums per scale
+// element and slice of the outer dimension.
+int64_t scale_scratch_bytes(const ScaleShape& s);
+
 // y = x * scale[d] + (bias ? bias[d] : 0); y may be x.
 template <typename T>
 void scale_forward(const T* x, const T* scale, const T* bias, const ScaleShape& s, T* y,
@@ -19,6 +23,6 @@ void scale_forward(const T* x, const T* scale, const T* bias, const ScaleShape& 
 // sums; bias_diff may be null); then, unless dx is null, dx = dy * scale[d] (dx may be dy).
 template <typename T>
 void scale_backward(const T* x, const T* dy, const T* scale, const ScaleShape& s, T* scale_diff,
-                    T* bias_diff, T* dx, cudaStream_t stream);
+                    T* bias_diff, T* dx, void* scratch, cudaStream_t stream);
 
 }  // namespace cgdp::kernels

@@ -13,6 +13,7 @@
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/device/cuda_options.hpp"
 #include "cgdp/device/devices.hpp"
+#include "cgdp/layers/batch_norm_layer.hpp"
 #include "cgdp/layers/registry.hpp"
 #include "cgdp/net/model_file.hpp"
 #include "cgdp/solver/solver.hpp"
@@ -114,8 +115,18 @@ TEST_F(CudaNet, FashionCnnMatchesTheCpu) {
   expect_net_matches(*gpu, *cpu, *stream_, *cpu_stream_, 10);
 }
 
+// Its BatchNorms run their Scales inside them on both backends (Net::fuse_batch_norm_scales).
 TEST_F(CudaNet, ResnetSmallMatchesTheCpu) {
   auto gpu = net("resnet_small", *gpu_, 8), cpu = net("resnet_small", cpu_, 8);
+  const auto scales_taken_over = [](const Net<float>& n) {
+    int count = 0;
+    for (int i = 0; i < n.num_layers(); ++i)
+      if (auto* bn = dynamic_cast<const BatchNormLayer<float>*>(&n.layer(i)))
+        count += bn->took_over_scale() ? 1 : 0;
+    return count;
+  };
+  EXPECT_GT(scales_taken_over(*gpu), 0);
+  EXPECT_EQ(scales_taken_over(*gpu), scales_taken_over(*cpu));
   expect_net_matches(*gpu, *cpu, *stream_, *cpu_stream_, 10);
 }
 

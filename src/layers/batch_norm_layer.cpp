@@ -151,7 +151,12 @@ void BatchNormLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
 }
 
 template <typename T>
-void BatchNormLayer<T>::backward_through_scale(const T* dy, T* scale_diff, T* bias_diff, T* dx) {
+void BatchNormLayer<T>::backward_through_scale([[maybe_unused]] const RunContext& ctx, const T* dy,
+                                               T* scale_diff, T* bias_diff, T* dx) {
+#ifdef CGDP_HAVE_CUDA
+  if (this->device().kind() == DeviceKind::Cuda)
+    return backward_through_scale_cuda(ctx, dy, scale_diff, bias_diff, dx);
+#endif
   backward_runs(dy, scale_diff, bias_diff, dx);
 }
 

@@ -42,9 +42,12 @@ void BiasLayer<T>::backward_cuda(const RunContext& ctx, const BlobVec<T>& top, c
                                  const BlobVec<T>& bottom) {
   Stream& stream = layer_stream(*this, ctx);
   auto& s = state_for(*this, this->template backend_state<BiasCuda<T>>(), stream, dim_);
-  kernels::scale_backward(top[0]->diff(), top[0]->diff(), static_cast<const T*>(s.ones.get()), {outer_, dim_, inner_},
-                          static_cast<T*>(s.scale_diff.get()), this->params_[0]->mutable_diff(),
-                          propagate_down[0] ? bottom[0]->mutable_diff() : nullptr, native_stream(stream));
+  const kernels::ScaleShape shape{outer_, dim_, inner_};
+  kernels::scale_backward(
+      top[0]->diff(), top[0]->diff(), static_cast<const T*>(s.ones.get()), shape,
+      static_cast<T*>(s.scale_diff.get()), this->params_[0]->mutable_diff(),
+      propagate_down[0] ? bottom[0]->mutable_diff() : nullptr,
+      stream_workspace(stream, kernels::scale_scratch_bytes(shape)), native_stream(stream));
 }
 
 CGDP_INSTANTIATE_CUDA_LAYER(BiasLayer)

@@ -69,14 +69,14 @@ void ScaleLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bottom,
 }
 
 template <typename T>
-void ScaleLayer<T>::backward_cpu(const RunContext&, const BlobVec<T>& top,
+void ScaleLayer<T>::backward_cpu(const RunContext& ctx, const BlobVec<T>& top,
                                  const std::vector<bool>& propagate_down,
                                  const BlobVec<T>& bottom) {
   const T* dy = top[0]->diff();
   T* scale_diff = this->params_[0]->mutable_diff();
   T* bias_diff = this->params_.size() > 1 ? this->params_[1]->mutable_diff() : nullptr;
   if (batch_norm_)
-    return batch_norm_->backward_through_scale(dy, scale_diff, bias_diff,
+    return batch_norm_->backward_through_scale(ctx, dy, scale_diff, bias_diff,
                                                bottom[0]->mutable_diff());
   const T* x = input_for_backward(bottom, top);
   constexpr int64_t kLanes = ChannelRuns::kMaxLanes;

@@ -22,6 +22,7 @@
 #include "cgdp/layers/weight_slices.hpp"
 #include "cgdp/net/net.hpp"
 #include "cgdp/solver/host_history.hpp"
+#include "per_channel_scratch.cuh"
 
 namespace cgdp {
 
@@ -109,6 +110,28 @@ struct Part {
   const char* shrink;  // what makes it smaller
 };
 
+// What a per-channel sum of C channels can take: both kinds of partials, at most
+// max(kMaxPartials, C) each, and two values per channel.
+int64_t per_channel_scratch_bound(const Net<float>& net) {
+  int64_t most = 0;
+  for (int i = 0; i < net.num_layers(); ++i) {
+    const std::string type = net.layer(i).type();
+    int64_t channels = 0;
+    if (type == "BatchNorm") {
+      const Shape& shape = net.bottoms(i)[0]->shape();
+      channels = shape.size() > 1 ? shape[1] : 1;
+    } else if (type == "Scale" || type == "Bias") {  // the scale (or bias): a layer's or a bottom's
+      channels = net.layer(i).params().empty() ? net.bottoms(i).back()->count()
+                                               : net.layer(i).params()[0]->count();
+    } else {
+      continue;
+    }
+    const int64_t doubles = 2 * (std::max(kernels::kMaxPartials, channels) + channels);
+    most = std::max<int64_t>(most, doubles * static_cast<int64_t>(sizeof(double)));
+  }
+  return most;
+}
+
 }  // namespace
 
 MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::string& source,
@@ -176,6 +199,7 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   std::stable_sort(m.streamable.begin(), m.streamable.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   m.activations = unique_top_bytes(net);
+  m.per_channel_scratch = per_channel_scratch_bound(net);
   for (int i = 0; i < net.num_layers(); ++i) {
     const std::string type = net.layer(i).type();
     const bool convolution = type == "Convolution" || type == "Deconvolution";
@@ -219,6 +243,7 @@ void add_cuda_scratch(MemoryEstimate& m, DeviceKind kind, int64_t cudnn_workspac
     m.cudnn_scratch = *stored;  // no search runs: the scratch is what the chosen algorithms use
   else if (m.largest_convolution_weights > 0)
     m.cudnn_scratch = (cudnn_workspace_mb << 20) + m.largest_convolution_weights;
+  m.cudnn_scratch = std::max(m.cudnn_scratch, m.per_channel_scratch);  // the same buffer
   if (is_16_bit(precision)) m.half_operands = m.largest_half_operands;
 }
 

@@ -29,9 +29,10 @@ class BatchNormLayer final : public Layer<T> {
   bool backward_reads(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override { return false; }
 
   // Takes over a Scale (one scale per channel, and `bias` or none) in place right after it
-  // (Net::fuse_batch_norm_scales, CPU): forward writes the scaled values while each run of
-  // channels is in cache, and the Scale's backward calls backward_through_scale while this
-  // layer's own does nothing. One pass over the values fewer each way, the same bits.
+  // (Net::fuse_batch_norm_scales): forward writes the scaled values while each run of channels
+  // is in cache (CUDA: in the same kernel), and the Scale's backward calls
+  // backward_through_scale while this layer's own does nothing. One pass over the values fewer
+  // each way; on the CPU the same bits.
   void take_over_scale(const Blob<T>& scale, const Blob<T>* bias) {
     scale_ = &scale;
     bias_ = bias;
@@ -40,7 +41,8 @@ class BatchNormLayer final : public Layer<T> {
   // Both backwards in one: the Scale's parameter gradients (+=) from the top's gradient `dy`,
   // and this layer's input gradient `dx` (which may be `dy` itself), each with the bits of the
   // two layers run apart.
-  void backward_through_scale(const T* dy, T* scale_diff, T* bias_diff, T* dx);
+  void backward_through_scale(const RunContext& ctx, const T* dy, T* scale_diff, T* bias_diff,
+                              T* dx);
 
  protected:
   void layer_setup(const BlobVec<T>& bottom, const BlobVec<T>& top, Rng& rng) override;
@@ -54,6 +56,10 @@ class BatchNormLayer final : public Layer<T> {
 #endif
 
  private:
+#ifdef CGDP_HAVE_CUDA
+  void backward_through_scale_cuda(const RunContext& ctx, const T* dy, T* scale_diff, T* bias_diff,
+                                   T* dx);
+#endif
   // Run by run: in training the batch's mean and biased variance into mean_ and variance_, then
   // inv_std_, then the run's normalised values (and scaled output), while the run is in cache.
   void normalise(const T* x, T* x_norm, T* y, const ChannelRuns& runs);

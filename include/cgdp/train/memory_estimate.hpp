@@ -42,6 +42,9 @@ struct MemoryEstimate {
   // included, at most --cudnn-workspace-mb) and the filter gradient a search writes beside it.
   int64_t cudnn_scratch = 0;
   int64_t largest_convolution_weights = 0;  // bytes; 0 when the net has no convolution
+  // The most the per-channel sums of BatchNorm, Scale and Bias on CUDA take of that scratch
+  // (kernels/per_channel_scratch.cuh), bounded by their channels.
+  int64_t per_channel_scratch = 0;
   // The cuDNN passes of the train and test nets' convolutions, as their choices are keyed; and
   // whether stored choices held every one, so that cudnn_scratch is only what those need.
   std::vector<ConvPassProblem> cudnn_passes;
