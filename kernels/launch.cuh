@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cstdint>
 
 #include "cuda/cuda_check.hpp"
@@ -21,6 +22,19 @@ inline int blocks_for(int64_t n) {
 
 __device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 __device__ __forceinline__ int64_t max64(int64_t a, int64_t b) { return a < b ? b : a; }
+
+// k / d and k % d for k >= 0, d > 0: in 32 bits when both fit, a fraction of the instructions
+// of a 64-bit division (which index arithmetic per element would otherwise be bound by).
+struct QuotientRemainder {
+  int64_t quotient, remainder;
+};
+__device__ __forceinline__ QuotientRemainder divide(int64_t k, int64_t d) {
+  if (k <= INT_MAX && d <= INT_MAX) {
+    const unsigned q = static_cast<unsigned>(k) / static_cast<unsigned>(d);
+    return {q, k - static_cast<int64_t>(q) * d};
+  }
+  return {k / d, k % d};
+}
 
 // for (i = this thread's first element; i < n; i += all threads)
 #define CGDP_KERNEL_LOOP(i, n)                                                        \

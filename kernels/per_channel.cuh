@@ -7,7 +7,6 @@
 #pragma once
 
 #include <algorithm>
-#include <climits>
 
 #include "launch.cuh"
 #include "per_channel_scratch.cuh"
@@ -15,18 +14,6 @@
 namespace cgdp::kernels {
 
 constexpr int kPlaneTile = 1024;  // elements of a plane per block of an elementwise kernel
-
-// k / d and k % d, in 32 bits when both fit (a fraction of a 64-bit division's instructions).
-struct QuotientRemainder {
-  int64_t quotient, remainder;
-};
-__device__ __forceinline__ QuotientRemainder divide(int64_t k, int64_t d) {
-  if (k <= INT_MAX && d <= INT_MAX) {
-    const unsigned q = static_cast<unsigned>(k) / static_cast<unsigned>(d);
-    return {q, k - static_cast<int64_t>(q) * d};
-  }
-  return {k / d, k % d};
-}
 
 // flat: grid-stride over all elements; else grid x: the planes, grid y: tiles of a plane.
 struct PlaneLaunch {

@@ -1,5 +1,6 @@
 // Pooling kernels: one thread per output (forward) or per input element (backward, gathering);
-// MAX's argmax as each output's place in its window (layers/pool_window_code.hpp).
+// MAX's argmax as each output's place in its window (layers/pool_window_code.hpp). Index
+// arithmetic in 32 bits where it fits (divide): 64-bit divisions bound the backward before.
 #include <cfloat>
 
 #include "cgdp/layers/pool_window_code.hpp"
@@ -26,8 +27,18 @@ __device__ Window window_of(const PoolShape& s, int64_t ph, int64_t pw) {
 // The outputs along one axis whose windows can hold input coordinate x: [first, last).
 __device__ void covering(int64_t x, int64_t pad, int64_t kernel, int64_t stride, int64_t pooled,
                          int64_t* first, int64_t* last) {
-  *first = x + pad < kernel ? 0 : (x + pad - kernel) / stride + 1;
-  *last = min64((x + pad) / stride + 1, pooled);
+  *first = x + pad < kernel ? 0 : divide(x + pad - kernel, stride).quotient + 1;
+  *last = min64(divide(x + pad, stride).quotient + 1, pooled);
+}
+
+// Output `index` as (plane, ph, pw), or input `index` as (plane, h, x), of planes of rows x cols.
+struct PlaneAt {
+  int64_t plane, row, col;
+};
+__device__ __forceinline__ PlaneAt plane_at(int64_t index, int64_t rows, int64_t cols) {
+  const QuotientRemainder in_row = divide(index, cols);
+  const QuotientRemainder in_plane = divide(in_row.quotient, rows);
+  return {in_plane.quotient, in_plane.remainder, in_row.remainder};
 }
 
 pool::CodeGeometry geometry(const PoolShape& s) {
@@ -38,8 +49,9 @@ template <typename T, typename Code>
 __global__ void max_forward_kernel(const T* in, T* out, Code* argmax, PoolShape s,
                                    pool::CodeGeometry g, int64_t n) {
   CGDP_KERNEL_LOOP(index, n) {
-    const int64_t pw = index % s.pooled_w, ph = index / s.pooled_w % s.pooled_h;
-    const T* plane = in + index / (s.pooled_w * s.pooled_h) * s.height * s.width;
+    const PlaneAt at_out = plane_at(index, s.pooled_h, s.pooled_w);
+    const int64_t ph = at_out.row, pw = at_out.col;
+    const T* plane = in + at_out.plane * s.height * s.width;
     const Window w = window_of(s, ph, pw);
     T best = sizeof(T) == sizeof(float) ? T(-FLT_MAX) : T(-DBL_MAX);
     Code at = pool::kNone<Code>;
@@ -55,8 +67,9 @@ __global__ void max_forward_kernel(const T* in, T* out, Code* argmax, PoolShape 
 template <typename T>
 __global__ void ave_forward_kernel(const T* in, T* out, PoolShape s, int64_t n) {
   CGDP_KERNEL_LOOP(index, n) {
-    const int64_t pw = index % s.pooled_w, ph = index / s.pooled_w % s.pooled_h;
-    const T* plane = in + index / (s.pooled_w * s.pooled_h) * s.height * s.width;
+    const PlaneAt at_out = plane_at(index, s.pooled_h, s.pooled_w);
+    const int64_t ph = at_out.row, pw = at_out.col;
+    const T* plane = in + at_out.plane * s.height * s.width;
     const Window w = window_of(s, ph, pw);
     T sum = 0;
     for (int64_t h = w.h0; h < w.h1; ++h)
@@ -69,9 +82,9 @@ template <typename T, bool kMax, typename Code>
 __global__ void backward_kernel(const T* out_diff, const Code* argmax, T* in_diff, PoolShape s,
                                 pool::CodeGeometry g, int64_t n) {
   CGDP_KERNEL_LOOP(index, n) {
-    const int64_t x = index % s.width, h = index / s.width % s.height;
-    const int64_t plane = index / (s.width * s.height);
-    const int64_t offset = plane * s.pooled_h * s.pooled_w;
+    const PlaneAt at_in = plane_at(index, s.height, s.width);
+    const int64_t h = at_in.row, x = at_in.col;
+    const int64_t offset = at_in.plane * s.pooled_h * s.pooled_w;
     int64_t ph0, ph1, pw0, pw1;
     covering(h, s.pad_h, s.kernel_h, s.stride_h, s.pooled_h, &ph0, &ph1);
     covering(x, s.pad_w, s.kernel_w, s.stride_w, s.pooled_w, &pw0, &pw1);

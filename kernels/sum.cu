@@ -20,6 +20,20 @@ struct Sources {
 // merges with as many pending partial sums as k has trailing one bits.
 template <typename T>
 __global__ void sum_kernel(T* dst, Sources<T> srcs, int64_t n) {
+  // The tree of two or three sources without the pending array (local memory): Split's and
+  // Eltwise's usual fan-outs, the same additions.
+  if (srcs.count == 2) {
+    CGDP_KERNEL_LOOP(i, n) {
+      dst[i] = srcs.p[0][i] + srcs.p[1][i];
+    }
+    return;
+  }
+  if (srcs.count == 3) {
+    CGDP_KERNEL_LOOP(i, n) {
+      dst[i] = (srcs.p[0][i] + srcs.p[1][i]) + srcs.p[2][i];
+    }
+    return;
+  }
   CGDP_KERNEL_LOOP(i, n) {
     T pending[6];  // log2(kMaxSources) + 1
     int depth = 0;

@@ -415,6 +415,8 @@ std::vector<Spec> specs() {
       {"ConcatChannels", "name: 'c' type: 'Concat'", {{2, 3, 4, 4}, {2, 2, 4, 4}, {2, 5, 4, 4}}},
       {"ConcatAxis0", "name: 'c' type: 'Concat' concat_param { axis: 0 }", {{2, 3, 2}, {3, 3, 2}}},
       {"Split", "name: 's' type: 'Split'", {{2, 3, 5}}, 3},
+      {"SplitTwo", "name: 's' type: 'Split'", {{2, 3, 5}}, 2},   // kernels/sum.cu's short paths
+      {"SplitFive", "name: 's' type: 'Split'", {{2, 3, 5}}, 5},  // and its tree
       {"Flatten", "name: 'f' type: 'Flatten'", {{2, 3, 4, 5}}},
       {"Reshape",
        "name: 'r' type: 'Reshape' reshape_param { shape { dim: 0 dim: -1 dim: 2 } }",
