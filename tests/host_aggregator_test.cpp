@@ -30,6 +30,18 @@ struct FakeWorker {
   float* data() { return static_cast<float*>(grads.get()); }
 };
 
+// `count` fake workers of n gradients each, and what the aggregator needs of them.
+struct FakeWorkers {
+  FakeWorkers(int count, int64_t n) {
+    for (int w = 0; w < count; ++w) {
+      fakes.push_back(std::make_unique<FakeWorker>(w, n));
+      agg.push_back({&fakes[w]->device, fakes[w]->h2d.get(), fakes[w]->data()});
+    }
+  }
+  std::vector<std::unique_ptr<FakeWorker>> fakes;
+  std::vector<AggregatorWorker> agg;
+};
+
 std::vector<ChunkSpan> spans_of(const std::vector<int64_t>& sizes) {
   std::vector<ChunkSpan> out;
   int64_t offset = 0;
@@ -74,14 +86,10 @@ std::vector<float> exchange(int workers, const std::vector<int64_t>& chunk_sizes
                             uint64_t order_seed, int iterations, const Setup& setup = {}) {
   int64_t n = 0;
   for (int64_t s : chunk_sizes) n += s;
-  std::vector<std::unique_ptr<FakeWorker>> fakes;
-  std::vector<AggregatorWorker> agg;
-  for (int w = 0; w < workers; ++w) {
-    fakes.push_back(std::make_unique<FakeWorker>(w, n));
-    agg.push_back({&fakes[w]->device, fakes[w]->h2d.get(), fakes[w]->data()});
-  }
+  FakeWorkers made(workers, n);
+  auto& fakes = made.fakes;
   Timeline off(false);
-  HostAggregator aggregator(agg, spans_of(chunk_sizes), threads,
+  HostAggregator aggregator(made.agg, spans_of(chunk_sizes), threads,
                             setup.timeline ? *setup.timeline : off, setup.reducer, {}, setup.lanes);
   if (setup.stage_pulled_sums) aggregator.stage_pulled_sums();
   if (setup.piece_elements > 0) aggregator.sum_in_pieces(setup.piece_elements);
@@ -163,14 +171,10 @@ TEST(HostAggregator, SumsInPiecesToTheBitsOfWholeChunks) {
 TEST(HostAggregator, InPiecesAChunkWaitsUntilEveryPieceIsIssued) {
   const int workers = 2;
   const int64_t n = 1000;
-  std::vector<std::unique_ptr<FakeWorker>> fakes;
-  std::vector<AggregatorWorker> agg;
-  for (int w = 0; w < workers; ++w) {
-    fakes.push_back(std::make_unique<FakeWorker>(w, n));
-    agg.push_back({&fakes[w]->device, fakes[w]->h2d.get(), fakes[w]->data()});
-  }
+  FakeWorkers made(workers, n);
+  auto& fakes = made.fakes;
   Timeline off(false);
-  HostAggregator aggregator(agg, spans_of({n}), 1, off);
+  HostAggregator aggregator(made.agg, spans_of({n}), 1, off);
   aggregator.sum_in_pieces(100);
   ASSERT_EQ(aggregator.pieces(0).size(), 10u);
   for (int it = 0; it < 2; ++it) {
