@@ -334,22 +334,20 @@ void HostAggregator::run_sums(int lane) {
       iteration = iteration_;
       turn = taken_++;
     }
-    if (!is_factor_item(item) && piece_elements_ > 0) {
-      sum_and_send_pieces(lane, item);
-    } else if (!is_factor_item(item)) {
+    const bool in_pieces = !is_factor_item(item) && piece_elements_ > 0;
+    if (in_pieces)
+      sum_and_send_pieces(lane, item);  // each piece goes back as soon as it is summed
+    else if (!is_factor_item(item))
       sum(lane, item, chunks_[item].parts);
-    }
     if (reducer_) {
       push_in_turn(turn, iteration, item);  // a factor item: this host's block, pulled to gather
       continue;
     }
     if (is_factor_item(item))
       send_factors(item - num_chunks());  // gathered already: the D2H copies landed side by side
-    else if (piece_elements_ > 0)
-      ;  // sent piece by piece
-    else if (dtype_ != ExchangeDtype::Fp32)
+    else if (!in_pieces && dtype_ != ExchangeDtype::Fp32)
       send_16(item, chunks_[item].parts);
-    else
+    else if (!in_pieces)
       send(item, chunks_[item].parts);
     {
       std::lock_guard lock(mutex_);
