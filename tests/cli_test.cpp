@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <sstream>
 
 #include "cgdp/core/error.hpp"
@@ -366,7 +367,7 @@ TEST_F(Cli, SixteenBitPrecisionSaysWhichKernelsRunIt) {
 }
 
 // `cgdp time` (caffe time): a row per layer of the net in forward order, and totals that are the
-// rows' sums.
+// rows' sums; a ReLU its convolution runs says so.
 TEST_F(Cli, TimePrintsEveryLayerAndTheirTotals) {
   const Result r =
       run("time --model fashion_cnn --data synthetic --batch 4 --iterations 2 --warmup 1 "
@@ -375,6 +376,7 @@ TEST_F(Cli, TimePrintsEveryLayerAndTheirTotals) {
   std::istringstream lines(r.output);
   std::string line;
   std::vector<std::string> names;
+  std::map<std::string, std::string> rows;
   double forward = 0, backward = 0, total_forward = -1, total_backward = -1, both = -1;
   while (std::getline(lines, line)) {
     std::istringstream row(line);
@@ -388,17 +390,31 @@ TEST_F(Cli, TimePrintsEveryLayerAndTheirTotals) {
     } else if (line.starts_with("  ") && !line.starts_with("  layer") &&
                (row >> name >> type >> f >> b)) {
       names.push_back(name);
+      rows[name] = line;
       forward += f, backward += b;
     }
   }
   EXPECT_EQ(names, (std::vector<std::string>{"data", "conv1", "relu1", "pool1", "conv2", "relu2",
                                              "pool2", "ip1", "relu3", "drop1", "ip2", "loss"}))
       << r.output;
+  EXPECT_TRUE(rows["relu1"].ends_with("  in conv1")) << r.output;  // absorbed on the CPU
+  EXPECT_TRUE(rows["relu3"].ends_with(" 0.000")) << r.output;      // after ip1: its own layer
   EXPECT_GT(total_backward, 0) << r.output;
   EXPECT_NEAR(total_forward, forward, 0.01) << r.output;  // printed to 3 decimals
   EXPECT_NEAR(total_backward, backward, 0.01) << r.output;
   EXPECT_NEAR(both, total_forward + total_backward, 0.002) << r.output;
   expect_error("time --model fashion_cnn --data synthetic --iterations 0", {"--iterations"});
+  // A Scale inside its BatchNorm: each row says where the other's pass runs.
+  const Result resnet =
+      run("time --model resnet_small --data synthetic --batch 2 --iterations 1 --warmup 1 "
+          "--threads 1");
+  ASSERT_EQ(resnet.exit_code, 0) << resnet.output;
+  EXPECT_NE(resnet.output.find("runs scale_conv1's forward; backward in scale_conv1\n"),
+            std::string::npos)
+      << resnet.output;
+  EXPECT_NE(resnet.output.find("forward in bn_conv1; runs bn_conv1's backward\n"),
+            std::string::npos)
+      << resnet.output;
 }
 
 // Opening a FIFO blocks until a writer comes: one given as the model, the weights, a profile, an

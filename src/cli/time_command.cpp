@@ -1,5 +1,6 @@
 // `cgdp time`: what `caffe time` prints, each layer's forward and backward time and the passes'
 // totals, from the training run `cgdp profile` starts with (measure_layer_times).
+#include <algorithm>
 #include <vector>
 
 #include "cgdp/measure/profiler.hpp"
@@ -30,7 +31,8 @@ Runner add_time_command(CLI::App& app) {
       ->capture_default_str();
   return [f, cmd] {
     check_worker_count(f->train.config, f->train.oversubscribe);
-    const Profile p = measure_layer_times(resolved_config(f->train, *cmd), f->options);
+    const LayerTimes times = measure_layer_times(resolved_config(f->train, *cmd), f->options);
+    const Profile& p = times.profile;
     std::printf(
         "cgdp: time of %s on %d %s worker(s) (first: %s), batch %d each, %s; medians of %d "
         "iterations after %d\n",
@@ -38,7 +40,11 @@ Runner add_time_command(CLI::App& app) {
         p.precision.c_str(), f->options.iterations, f->options.warmup);
     std::vector<const LayerCost*> layers;
     for (const LayerCost& l : p.layers) layers.push_back(&l);
-    print_layer_table(layers, p.layers, "layer", stdout);
+    const bool any = std::any_of(times.runs.begin(), times.runs.end(),
+                                 [](const std::string& r) { return !r.empty(); });
+    print_layer_table(
+        layers, p.layers, "layer", stdout,
+        any ? std::span<const std::string>(times.runs) : std::span<const std::string>());
     return 0;
   };
 }

@@ -19,6 +19,7 @@
 #include "cgdp/cost/cost_inputs.hpp"
 #include "cgdp/cost/fits.hpp"
 #include "cgdp/data/loader_rate.hpp"
+#include "cgdp/layers/batch_norm_layer.hpp"
 #include "cgdp/layers/sufficient_factors.hpp"
 #include "cgdp/sync/chunk_plan.hpp"
 #include "cgdp/sync/device_sum.hpp"
@@ -207,6 +208,25 @@ std::vector<LayerCost> layer_costs(const Net<float>& net, const Spans& spans, in
                       (end - begin) * static_cast<int64_t>(sizeof(float))});
   }
   return layers;
+}
+
+// Which layers run another's work: a ReLU absorbed by the layer before it, a Scale inside its
+// BatchNorm (Net::absorb_relus, Net::fuse_batch_norm_scales).
+std::vector<std::string> where_layers_run(const Net<float>& net) {
+  std::vector<std::string> runs(net.num_layers());
+  for (int i = 1; i < net.num_layers(); ++i) {
+    const std::string& before = net.layer(i - 1).name();
+    if (net.absorbed(i))
+      runs[i] = cat("in ", before);
+    else if (net.forward_absorbed(i))
+      runs[i] = cat("forward in ", before);
+    const auto* bn = dynamic_cast<const BatchNormLayer<float>*>(&net.layer(i - 1));
+    if (!bn || !bn->took_over_scale()) continue;
+    runs[i - 1] =
+        cat("runs ", net.layer(i).name(), "'s forward; backward in ", net.layer(i).name());
+    runs[i] = cat("forward in ", before, "; runs ", before, "'s backward");
+  }
+  return runs;
 }
 
 // The whole backward pass on the slowest worker of each iteration, median over iterations.
@@ -535,10 +555,12 @@ LoaderCost measure_loader(const Trainer& trainer, int64_t samples) {
           cat(trainer.train_data()->describe(), ", ", shape_string(trainer.train_data()->sample_shape()))};
 }
 
-Profile measure_layer_times(const TrainConfig& config, const ProfileOptions& options) {
+LayerTimes measure_layer_times(const TrainConfig& config, const ProfileOptions& options) {
   check_options(options);
   Trainer trainer(profiling_config(config, options));
-  return layer_profile(trainer, config, options);
+  LayerTimes times{layer_profile(trainer, config, options), {}};
+  times.runs = where_layers_run(trainer.net());
+  return times;
 }
 
 Profile measure_profile(const TrainConfig& config, const ProfileOptions& options) {

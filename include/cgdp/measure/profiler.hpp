@@ -36,8 +36,14 @@ struct ProfileOptions {
 Profile measure_profile(const TrainConfig& config, const ProfileOptions& options);
 
 // `cgdp time`: the same training run and layer figures as measure_profile, and nothing else (the
-// model, backend, device, devices, batch and layers of the Profile are filled).
-Profile measure_layer_times(const TrainConfig& config, const ProfileOptions& options);
+// model, backend, device, devices, batch and layers of the Profile are filled), with what runs
+// where: per layer, "" or a note such as "forward in conv1" for a ReLU its convolution runs, whose
+// own row is then empty while the other's holds the time.
+struct LayerTimes {
+  Profile profile;
+  std::vector<std::string> runs;  // per layer of profile.layers
+};
+LayerTimes measure_layer_times(const TrainConfig& config, const ProfileOptions& options);
 
 // Each layer's forward and backward from a run's timeline (`events`: `warmup` + `iterations`
 // iterations of `workers` workers). In a pass a layer takes from the end of the pass's previous
