@@ -61,7 +61,18 @@ __global__ void normalize_kernel(const T* x, ChannelView v, bool flat, const T* 
   for_elements(v, flat, [&](int64_t i, int64_t c) {
     const T value = (x[i] - mean[c]) * inv_std[c];
     x_norm[i] = value;  // before y, which it may be
-    y[i] = inside.scale ? value * inside.scale[c] + (inside.bias ? inside.bias[c] : T(0)) : value;
+    if (!inside.scale) {
+      y[i] = value;
+      return;
+    }
+    const T scaled = value * inside.scale[c] + (inside.bias ? inside.bias[c] : T(0));
+    if (!inside.relu) {
+      y[i] = scaled;
+      return;
+    }
+    const T positive = scaled < T(0) ? T(0) : scaled;  // as relu_forward_kernel, slope 0
+    const T negative = T(0) < scaled ? T(0) : scaled;
+    y[i] = positive + T(0) * negative;
   });
 }
 

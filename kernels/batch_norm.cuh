@@ -20,6 +20,7 @@ struct ScaleInside {
   const T* bias = nullptr;
   T* scale_diff = nullptr;  // += its gradients (backward)
   T* bias_diff = nullptr;
+  bool relu = false;  // forward: the in-place ReLU after the Scale too (negative_slope 0)
 };
 
 // Device scratch the statistics and the backward need (`scratch` below), a few KiB: float64
@@ -38,7 +39,8 @@ template <typename T>
 void batch_norm_global_statistics(const T* mean_sum, const T* variance_sum, const T* factor,
                                   int64_t channels, T* mean, T* variance, cudaStream_t stream);
 // inv_std = 1 / sqrt(variance + eps); x_norm = (x - mean) * inv_std, then y = x_norm, or with a
-// Scale inside y = x_norm * scale + bias (y may be x, and x_norm may be y).
+// Scale inside y = x_norm * scale + bias, and with its ReLU inside y = relu(that) in the ReLU
+// kernel's expression (y may be x, and x_norm may be y).
 template <typename T>
 void batch_norm_normalize(const T* x, const BatchNormShape& s, const T* mean, const T* variance,
                           T eps, T* inv_std, T* y, T* x_norm, const ScaleInside<T>& inside,

@@ -30,7 +30,7 @@ void BatchNormLayer<T>::forward_cuda(const RunContext& ctx, const BlobVec<T>& bo
         stream_workspace(stream, kernels::batch_norm_scratch_bytes(shape)), native);
   }
   kernels::ScaleInside<T> inside;
-  if (scale_) inside = {scale_->data(), bias_ ? bias_->data() : nullptr, nullptr, nullptr};
+  if (scale_) inside = {scale_->data(), bias_ ? bias_->data() : nullptr, nullptr, nullptr, relu_};
   kernels::batch_norm_normalize(
       bottom[0]->data(), shape, mean_.data(), variance_.data(), static_cast<T>(p.eps()),
       inv_std_.mutable_data(), top[0]->mutable_data(),

@@ -214,17 +214,24 @@ std::vector<LayerCost> layer_costs(const Net<float>& net, const Spans& spans, in
 // BatchNorm (Net::absorb_relus, Net::fuse_batch_norm_scales).
 std::vector<std::string> where_layers_run(const Net<float>& net) {
   std::vector<std::string> runs(net.num_layers());
+  const auto batch_norm_with_scale = [&](int i) {
+    const auto* bn = i >= 0 ? dynamic_cast<const BatchNormLayer<float>*>(&net.layer(i)) : nullptr;
+    return bn && bn->took_over_scale();
+  };
   for (int i = 1; i < net.num_layers(); ++i) {
-    const std::string& before = net.layer(i - 1).name();
+    // A ReLU after a Scale inside its BatchNorm runs in the BatchNorm's forward.
+    const int host = batch_norm_with_scale(i - 2) ? i - 2 : i - 1;
     if (net.absorbed(i))
-      runs[i] = cat("in ", before);
+      runs[i] = cat("in ", net.layer(host).name());
     else if (net.forward_absorbed(i))
-      runs[i] = cat("forward in ", before);
-    const auto* bn = dynamic_cast<const BatchNormLayer<float>*>(&net.layer(i - 1));
-    if (!bn || !bn->took_over_scale()) continue;
-    runs[i - 1] =
-        cat("runs ", net.layer(i).name(), "'s forward; backward in ", net.layer(i).name());
-    runs[i] = cat("forward in ", before, "; runs ", before, "'s backward");
+      runs[i] = cat("forward in ", net.layer(host).name());
+    if (!batch_norm_with_scale(i - 1)) continue;
+    const std::string& bn = net.layer(i - 1).name();
+    const std::string& scale = net.layer(i).name();
+    const bool relu = i + 1 < net.num_layers() && net.forward_absorbed(i + 1);
+    runs[i - 1] = cat("runs ", scale, relu ? cat(" and ", net.layer(i + 1).name()) : "",
+                      "'s forward; backward in ", scale);
+    runs[i] = cat("forward in ", bn, "; runs ", bn, "'s backward");
   }
   return runs;
 }

@@ -106,10 +106,10 @@ void Net<T>::build(const proto::NetParameter& param, uint64_t seed, const std::s
   if (!input_) throw ModelError(cat(source, ": the model has no Input layer"));
   check_saved_names(param, source);
   force_backward_ = param.force_backward();
-  absorb_relus();
-  choose_channel_blocks();
   mark_backward();
   fuse_batch_norm_scales();
+  absorb_relus();           // after: a Scale inside its BatchNorm hands the ReLU after it on
+  choose_channel_blocks();  // after: an absorbed ReLU takes no part
   if (params_from)
     share_params_from(*params_from);
   else

@@ -38,6 +38,10 @@ class BatchNormLayer final : public Layer<T> {
     bias_ = bias;
   }
   bool took_over_scale() const { return scale_ != nullptr; }
+  // With a Scale taken over, forward also runs the in-place ReLU (negative_slope 0) after it, in
+  // the ReLU kernel's own expression (ScaleLayer::absorb_relu; CUDA).
+  void clamp_scaled_output() { relu_ = true; }
+  bool clamps_scaled_output() const { return relu_; }
   // Both backwards in one: the Scale's parameter gradients (+=) from the top's gradient `dy`,
   // and this layer's input gradient `dx` (which may be `dy` itself), each with the bits of the
   // two layers run apart.
@@ -78,6 +82,7 @@ class BatchNormLayer final : public Layer<T> {
   Blob<T> x_norm_;  // the normalised output, kept for backward (the top may be overwritten)
   const Blob<T>* scale_ = nullptr;  // a Scale's parameters taken over (take_over_scale)
   const Blob<T>* bias_ = nullptr;
+  bool relu_ = false;  // clamp_scaled_output
 };
 
 }  // namespace cgdp

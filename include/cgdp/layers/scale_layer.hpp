@@ -28,6 +28,9 @@ class ScaleLayer final : public Layer<T> {
   // Hands this layer's work to the BatchNorm it runs in place after (Net::fuse_batch_norm_scales):
   // its forward then does nothing, and its backward runs both layers'.
   void run_inside(BatchNormLayer<T>& batch_norm);
+  // On CUDA, inside a BatchNorm, the in-place ReLU after it runs in that BatchNorm's forward too
+  // (its backward stays a step of its own).
+  ReluAbsorption absorb_relu() override;
   // Any block on the CPU when it scales the channels (axis 1, one scale per channel): its sums
   // per channel keep NCHW's order (ChannelRuns).
   bool handles_channel_block(bool, int64_t block) const override {
