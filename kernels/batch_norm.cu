@@ -153,8 +153,8 @@ void batch_norm_normalize(const T* x, const BatchNormShape& s, const T* mean, co
   CUDA_CHECK_LAUNCH();
   if (s.num * s.spatial <= 0) return;
   const PlaneLaunch launch = plane_launch(view_of(s));
-  normalize_kernel<<<launch.grid, launch.threads, 0, stream>>>(x, view_of(s), launch.flat, mean,
-                                                               inv_std, y, x_norm, inside);
+  normalize_kernel<<<launch.grid, kThreads, 0, stream>>>(x, view_of(s), launch.flat, mean, inv_std,
+                                                         y, x_norm, inside);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -176,8 +176,8 @@ void batch_norm_backward(const T* dy, const T* x_norm, const T* inv_std, const B
     means = after_partials;
   }
   const PlaneLaunch launch = plane_launch(v);
-  input_diff_kernel<<<launch.grid, launch.threads, 0, stream>>>(dy, x_norm, inv_std, v, launch.flat,
-                                                                means, inside.scale, dx);
+  input_diff_kernel<<<launch.grid, kThreads, 0, stream>>>(dy, x_norm, inv_std, v, launch.flat,
+                                                          means, inside.scale, dx);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -15,18 +15,18 @@ namespace cgdp::kernels {
 
 constexpr int kPlaneTile = 1024;  // elements of a plane per block of an elementwise kernel
 
-// flat: grid-stride over all elements; else grid x: the planes, grid y: tiles of a plane.
+// kThreads threads; flat: grid-stride over all elements; else grid x: the planes, grid y: tiles
+// of a plane.
 struct PlaneLaunch {
   dim3 grid;
-  unsigned threads = 0;
   bool flat = false;
 };
 inline PlaneLaunch plane_launch(const ChannelView& v) {
   const int64_t planes = v.num * v.channels;
   const int64_t tiles = (v.spatial + kPlaneTile - 1) / kPlaneTile;
   if (v.spatial < kThreads || planes > INT_MAX || tiles > 65535)
-    return {dim3(blocks_for(planes * v.spatial)), kThreads, true};
-  return {dim3(static_cast<unsigned>(planes), static_cast<unsigned>(tiles)), kThreads, false};
+    return {dim3(blocks_for(planes * v.spatial)), true};
+  return {dim3(static_cast<unsigned>(planes), static_cast<unsigned>(tiles)), false};
 }
 
 // body(i, c) for this thread's flat indices i, each with its channel c.

@@ -44,4 +44,11 @@ inline int64_t per_channel_scratch_bytes(const ChannelView& v) {
   return static_cast<int64_t>(sizeof(double)) * 2 * v.channels * (channel_slices(v).count + 1);
 }
 
+// The most per_channel_scratch_bytes can be for `channels`, whatever the batch and planes:
+// at most max(kMaxPartials, channels) partials of each kind.
+inline int64_t per_channel_scratch_bound(int64_t channels) {
+  const int64_t partials = channels > kMaxPartials ? channels : kMaxPartials;
+  return static_cast<int64_t>(sizeof(double)) * 2 * (partials + channels);
+}
+
 }  // namespace cgdp::kernels

@@ -55,8 +55,7 @@ void scale_forward(const T* x, const T* scale, const T* bias, const ScaleShape& 
                    cudaStream_t stream) {
   if (s.outer * s.dim * s.inner <= 0) return;
   const PlaneLaunch launch = plane_launch(view_of(s));
-  forward_kernel<<<launch.grid, launch.threads, 0, stream>>>(x, scale, bias, view_of(s),
-                                                             launch.flat, y);
+  forward_kernel<<<launch.grid, kThreads, 0, stream>>>(x, scale, bias, view_of(s), launch.flat, y);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -72,7 +71,7 @@ void scale_backward(const T* x, const T* dy, const T* scale, const ScaleShape& s
   CUDA_CHECK_LAUNCH();
   if (!dx) return;
   const PlaneLaunch launch = plane_launch(v);
-  input_diff_kernel<<<launch.grid, launch.threads, 0, stream>>>(dy, scale, v, launch.flat, dx);
+  input_diff_kernel<<<launch.grid, kThreads, 0, stream>>>(dy, scale, v, launch.flat, dx);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -110,9 +110,8 @@ struct Part {
   const char* shrink;  // what makes it smaller
 };
 
-// What a per-channel sum of C channels can take: both kinds of partials, at most
-// max(kMaxPartials, C) each, and two values per channel.
-int64_t per_channel_scratch_bound(const Net<float>& net) {
+// The most CUDA's per-channel sums of the net's BatchNorm, Scale and Bias layers can take.
+int64_t per_channel_scratch(const Net<float>& net) {
   int64_t most = 0;
   for (int i = 0; i < net.num_layers(); ++i) {
     const std::string type = net.layer(i).type();
@@ -126,8 +125,7 @@ int64_t per_channel_scratch_bound(const Net<float>& net) {
     } else {
       continue;
     }
-    const int64_t doubles = 2 * (std::max(kernels::kMaxPartials, channels) + channels);
-    most = std::max<int64_t>(most, doubles * static_cast<int64_t>(sizeof(double)));
+    most = std::max(most, kernels::per_channel_scratch_bound(channels));
   }
   return most;
 }
@@ -199,7 +197,7 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   std::stable_sort(m.streamable.begin(), m.streamable.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   m.activations = unique_top_bytes(net);
-  m.per_channel_scratch = per_channel_scratch_bound(net);
+  m.per_channel_scratch = per_channel_scratch(net);
   for (int i = 0; i < net.num_layers(); ++i) {
     const std::string type = net.layer(i).type();
     const bool convolution = type == "Convolution" || type == "Deconvolution";
