@@ -54,8 +54,7 @@ void InnerProductLayer<T>::forward_cpu(const RunContext&, const BlobVec<T>& bott
   T* out = top[0]->mutable_data();
   if (!forward_on_onednn(bottom[0]->data(), out)) {
     const T* in = operand(Operand::kInput, bottom[0]->data(), bottom[0]->count());
-    const T* weight =
-        operand(Operand::kWeight, this->params_[0]->data(), this->params_[0]->count());
+    const T* weight = weight_operand();
     if (transpose_)
       blas::gemm(false, false, rows_, num_output_, inputs_, T(1), in, weight, T(0), out);
     else
@@ -95,14 +94,18 @@ void InnerProductLayer<T>::backward_cpu(const RunContext& ctx, const BlobVec<T>&
   // Each rounded (16-bit runs) only when a product reads it.
   const T* in =
       weight_diff ? operand(Operand::kInput, bottom[0]->data(), bottom[0]->count()) : nullptr;
-  const T* weight =
-      in_diff ? operand(Operand::kWeight, this->params_[0]->data(), this->params_[0]->count())
-              : nullptr;
+  const T* weight = in_diff ? weight_operand() : nullptr;
   if (!transpose_) return backward_in_slices(in, out_diff, weight, weight_diff, in_diff);
   if (weight_diff)  // W [K x N] += in^T [K x M] * out_diff [M x N]
     blas::gemm(true, false, inputs_, num_output_, rows_, T(1), in, out_diff, T(1), weight_diff);
   if (in_diff)  // in_diff [M x K] = out_diff [M x N] * W^T [N x K]
     blas::gemm(false, true, rows_, inputs_, num_output_, T(1), out_diff, weight, T(0), in_diff);
+}
+
+template <typename T>
+const T* InnerProductLayer<T>::weight_operand() {
+  const T* weight = this->params_[0]->data();
+  return stage_ ? weight : operand(Operand::kWeight, weight, this->params_[0]->count());
 }
 
 template <typename T>

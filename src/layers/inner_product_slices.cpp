@@ -3,13 +3,16 @@
 // one larger than the run's device budget, VGG-16's fc6) waits in pinned host memory, and each
 // slice is copied through a device stage first. A resident weight is multiplied in the very same
 // slices, in place: OpenBLAS picks its kernel (and so the order of a sum) by the shape of each
-// call, so only identical calls promise the streamed run the resident run's bits.
+// call, so only identical calls promise the streamed run the resident run's bits. Rounded
+// operands (fp16, or bf16 without the CPU's bf16 kernels) round each staged slice in place:
+// rounding is elementwise, so a slice of the rounded weight, with no whole rounded copy beside it.
 #include <algorithm>
 
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/layers/blas.hpp"
 #include "cgdp/layers/inner_product_layer.hpp"
 #include "cgdp/layers/weight_slices.hpp"
+#include "layers/rounded_operands.hpp"
 
 namespace cgdp {
 
@@ -22,14 +25,9 @@ void InnerProductLayer<T>::plan_slices() {
 template <typename T>
 void InnerProductLayer<T>::stream_weight(Layer<T>* peer) {
   if (!can_stream_weight()) this->fail("cannot stream a transposed weight through the device");
-  // Not yet: the CUDA half (a copy stream beside cuBLAS) and rounded operands' slices (fp16, or
-  // bf16 without the CPU's bf16 kernels).
+  // Not yet: the CUDA half (a copy stream beside cuBLAS).
   if (this->device().kind() != DeviceKind::Cpu)
     this->fail("a weight streamed from host memory runs on the CPU backend only, for now");
-  if (!streams_in(layer_precision()))
-    this->fail(
-        "a weight streamed from host memory runs in fp32, or in bf16 on a CPU with bf16 "
-        "kernels, for now");
   if (auto* twin = dynamic_cast<InnerProductLayer<T>*>(peer); twin && twin->stage_) {
     stage_ = twin->stage_;  // the test net runs between the train net's passes: one stage serves
     return;
@@ -49,6 +47,7 @@ void InnerProductLayer<T>::forward_in_slices(const T* in, const T* weight, T* ou
     const T* rows = weight + r0 * k;
     if (stage) {
       this->device().copy(stage, rows, static_cast<size_t>(r * k) * sizeof(T));
+      round_in_place(stage, r * k);
       rows = stage;
     }
     blas::gemm(false, true, rows_, r, k, T(1), in, k, rows, k, T(0), out + r0, n);
@@ -82,6 +81,7 @@ void InnerProductLayer<T>::backward_in_slices(const T* in, const T* out_diff, co
     if (stage) {  // row by row into a dense [N x c] block
       for (int64_t o = 0; o < n; ++o)
         device.copy(stage + o * c, weight + o * k + c0, static_cast<size_t>(c) * sizeof(T));
+      round_in_place(stage, n * c);
       columns = stage;
       ld = c;
     }

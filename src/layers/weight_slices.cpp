@@ -20,10 +20,6 @@ void set_weight_slice_bytes(int64_t bytes) {
   slice_bytes.store(std::max<int64_t>(bytes, 1));
 }
 
-bool streams_in(Precision precision) {
-  return precision == Precision::kFp32 || (precision == Precision::kBf16 && cpu_has_bf16());
-}
-
 int64_t items_per_weight_slice(int64_t total, int64_t item_bytes) {
   if (total <= 0) return 1;
   const int64_t fit = std::max<int64_t>(1, weight_slice_bytes() / std::max<int64_t>(item_bytes, 1));

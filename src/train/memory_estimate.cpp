@@ -366,11 +366,11 @@ namespace {
 
 // fit_offload's last resort: the history on the host, and InnerProduct weights streamed from
 // there too, largest first, until the run fits (or none is left: `best` so far then). A CPU run
-// in fp32, or in bf16 on bf16 kernels, for now (InnerProductLayer::stream_weight).
+// only, for now (InnerProductLayer::stream_weight).
 FittedMemory stream_weights(
     const std::function<MemoryEstimate(const ActivationMemoryPlan&)>& estimate, DeviceKind kind,
     int gpus, int64_t budget, BudgetScope scope, FittedMemory best) {
-  if (kind != DeviceKind::Cpu || !streams_in(layer_precision())) return best;
+  if (kind != DeviceKind::Cpu) return best;
   std::vector<std::string> streamed;
   const auto streamable = best.estimate.streamable;  // a copy: `best` is replaced in the loop
   for (const auto& [layer, bytes] : streamable) {
@@ -435,10 +435,10 @@ OffloadPassCost predict_offload(const MemoryEstimate& m, const Profile& profile)
                            cpu_copy_share(profile.contention_factor, profile.shared_cores));
   if (m.history_on_host())  // the stage holds two pieces
     cost.history_us = history_staging_us(m.history_host, m.history / 2, profile.h2d, profile.d2h);
-  // bf16: the stage narrows the forward's slices and the input gradient's again
-  // (layers/onednn_inner_product.cpp).
-  cost.streamed_us = streamed_weights_us(m.streamed, profile.h2d, profile.d2h,
-                                         profile.precision == "bf16" ? 1 : 0);
+  // bf16 kernels: the stage narrows the forward's slices and the input gradient's again
+  // (layers/onednn_inner_product.cpp). Rounded operands round the stage instead of a whole copy.
+  const bool narrows = profile.precision == "bf16" && cpu_has_bf16();
+  cost.streamed_us = streamed_weights_us(m.streamed, profile.h2d, profile.d2h, narrows ? 1 : 0);
   return cost;
 }
 

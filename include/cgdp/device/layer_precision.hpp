@@ -23,6 +23,13 @@ bool multiplies_in_half() {
   return std::is_same_v<T, float> && is_16_bit(layer_precision());
 }
 
+// Whether rounding to `p` keeps every value's side of zero, which a ReLU's mask reads: bf16 rounds
+// to zero only fp32's subnormals below 2^-133, fp16 every magnitude below 2^-25 (VGG-16's millions
+// of outputs hold some).
+inline bool keeps_signs(Precision p) {
+  return p != Precision::kFp16;
+}
+
 // Sets layer_precision() for a scope (a command that estimates a run in another precision).
 class ScopedLayerPrecision {
  public:

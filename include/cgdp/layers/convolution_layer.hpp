@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cgdp/device/conv_algorithm_table.hpp"
+#include "cgdp/device/layer_precision.hpp"
 #include "cgdp/layers/im2col.hpp"
 #include "cgdp/layers/layer.hpp"
 
@@ -38,9 +39,13 @@ class ConvolutionLayer final : public Layer<T> {
   bool backward_reads(const Blob<T>& blob, const BlobVec<T>& bottom, const BlobVec<T>&) const override {
     return relu_backward_ || std::find(bottom.begin(), bottom.end(), &blob) != bottom.end();
   }
-  // Its input is a rounded operand; an absorbed ReLU reads its output's sign.
-  bool backward_exact_from_16_bits(const Blob<T>&, const BlobVec<T>&,
+  // Its input is a rounded operand; an absorbed ReLU reads its output's sign (as ReLULayer's).
+  bool backward_exact_from_16_bits(const Blob<T>& blob, const BlobVec<T>& bottom,
                                    const BlobVec<T>&) const override {
+    return &blob == bottom[0] || keeps_signs(layer_precision());
+  }
+  // An absorbed ReLU's mask from fp16, as ReLULayer's.
+  bool backward_may_round(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override {
     return true;
   }
   // It multiplies its input's 16-bit copy itself, and an absorbed ReLU reads the output's sign

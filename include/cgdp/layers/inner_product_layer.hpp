@@ -77,6 +77,9 @@ class InnerProductLayer final : public Layer<T>, public SufficientFactors<T> {
   // (Blob::on_host) comes through stage_ slice by slice (inner_product_slices.cpp).
   void plan_slices();  // from weight_slice_bytes(), once: the stage is sized by them
   int64_t slice_rows_ = 1, slice_columns_ = 1;
+  // params()[0] as the GEMMs read it: a rounded copy with rounded operands, but a streamed weight
+  // as it is (each slice is rounded in the stage).
+  const T* weight_operand();
   void forward_in_slices(const T* in, const T* weight, T* out);
   void backward_in_slices(const T* in, const T* out_diff, const T* weight, T* weight_diff,
                           T* in_diff);

@@ -108,8 +108,7 @@ class Layer {
   virtual bool can_stream_weight() const { return false; }
   // params()[0] now lives there (Blob::on_host): the layer allocates the device stage it passes
   // through, or uses `peer`'s (the train net's twin of a test net's layer, which never runs at
-  // the same time). A streamed weight's layer runs on the CPU backend, in fp32 or in bf16 on
-  // bf16 kernels (streams_in), for now.
+  // the same time). A streamed weight's layer runs on the CPU backend, for now.
   virtual void stream_weight(Layer* peer = nullptr) {}
   // A blob holding a copy of top 0's values from this layer's forward until its backward
   // (BatchNorm's normalised output), which a layer in place on that top may read; nullptr if none.

@@ -49,10 +49,13 @@ class ReLULayer final : public Layer<T> {
   // Each element alike and alone: any layout.
   bool handles_channel_block(bool, int64_t) const override { return true; }
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
-  // The mask is the values' sign, which rounding keeps (short of magnitudes below the 16-bit
-  // format's smallest number, which round to zero).
+  // The mask is the values' sign, which bf16 keeps and fp16 may not (keeps_signs).
   bool backward_exact_from_16_bits(const Blob<T>&, const BlobVec<T>&,
                                    const BlobVec<T>&) const override {
+    return keeps_signs(layer_precision());
+  }
+  // fp16's lost signs drop only the gradients of values below 2^-25, as under PyTorch's AMP.
+  bool backward_may_round(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override {
     return true;
   }
   // The sign again: from the copy itself.

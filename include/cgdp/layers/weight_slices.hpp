@@ -7,8 +7,6 @@
 
 #include <cstdint>
 
-#include "cgdp/device/layer_precision.hpp"
-
 namespace cgdp {
 
 // 64 MiB: VGG-16's fc6 in 7 slices, AlexNet's in 3; smaller weights whole. Few enough that the
@@ -30,11 +28,6 @@ class ScopedWeightSliceBytes {
  private:
   int64_t before_;
 };
-
-// Whether a weight may stream from host memory in runs of `precision`: fp32, or bf16 where the
-// CPU has bf16 kernels (which read each slice narrowed in the stage). Rounded operands would round
-// the whole weight into one copy beside it, so fp16 and other CPUs' bf16 do not, for now.
-bool streams_in(Precision precision);
 
 // Equal slices of `total` items of `item_bytes` each, as few as keep each within
 // weight_slice_bytes() (at least one item a slice): the items per slice.

@@ -164,9 +164,8 @@ void put_history_on_host(MemoryEstimate& m);
 // fit_activations, and when that is not enough, the solver's history on the host as well (on a
 // budget of one device: in RAM the pinned copy would cost what it saves). With a `profile`, also
 // when both fit and the history's staging costs less than the activations' copies it spares.
-// When even that does not fit, a CPU run in fp32 (or bf16 on bf16 kernels, streams_in) streams
-// InnerProduct weights from the host, largest first, until it does (GeePS's parameters of layers
-// not in use).
+// When even that does not fit, a CPU run, in any precision, streams InnerProduct weights from the
+// host, largest first, until it does (GeePS's parameters of layers not in use).
 FittedMemory fit_offload(const std::function<MemoryEstimate(const ActivationMemoryPlan&)>& estimate,
                          DeviceKind kind, int gpus, int64_t budget, BudgetScope scope,
                          const Profile* profile = nullptr);
