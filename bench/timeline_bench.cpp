@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "cgdp/train/timeline.hpp"
+#include "cgdp/trace/timeline.hpp"
 
 namespace {
 

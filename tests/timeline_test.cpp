@@ -1,6 +1,6 @@
 // The trace recorder: events from many threads, the Chrome trace JSON it writes, the up-front
 // writability check, and that a disabled timeline records nothing.
-#include "cgdp/train/timeline.hpp"
+#include "cgdp/trace/timeline.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,8 +12,8 @@
 
 #include "cgdp/core/error.hpp"
 #include "cgdp/device/cpu_device.hpp"
-#include "cgdp/train/stream_trace.hpp"
 #include "cgdp/io/file.hpp"
+#include "cgdp/trace/stream_trace.hpp"
 #include "support/temp_dir.hpp"
 
 namespace cgdp {

@@ -14,7 +14,7 @@
 #include "cgdp/sync/host_aggregator.hpp"
 #include "cgdp/sync/host_sum.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
-#include "cgdp/train/stream_trace.hpp"
+#include "cgdp/trace/stream_trace.hpp"
 
 namespace cgdp {
 
@@ -49,7 +49,7 @@ struct FactoredWeight {
 
 class CgdpSync final : public SyncScheme {
  public:
-  CgdpSync(std::vector<Worker>& workers, const SyncOptions& o, Timeline& timeline)
+  CgdpSync(const SyncWorkers& workers, const SyncOptions& o, Timeline& timeline)
       : timeline_(timeline),
         plan_(o.plan),
         dtype_(o.exchange_dtype),
@@ -57,16 +57,17 @@ class CgdpSync final : public SyncScheme {
                      (o.reducer ? o.reducer->host_count() : 1)),
         host_threads_(o.host_threads),
         chunk_done_(workers.size()) {
-    params_ = param_layers(*workers[0].net);
+    params_ = param_layers(*workers[0].get().net);
     std::vector<AggregatorWorker> agg;
-    for (Worker& w : workers) {
+    for (SyncWorker& w : workers) {
       w.solver = std::make_unique<Solver<float>>(*w.net, o.lr, o.solver, o.history, w.index);
       agg.push_back({w.device.get(), w.h2d.get(), w.net->flat_diff().data()});
       if (dtype_ != ExchangeDtype::Fp32) agg.back() = add_narrow_buffers(w, agg.back());
       devices_.push_back(w.device.get());
       h2d_.push_back(w.h2d.get());
     }
-    if (!workers[0].net->host_flat_data().empty() && (o.reducer || dtype_ != ExchangeDtype::Fp32))
+    if (!workers[0].get().net->host_flat_data().empty() &&
+        (o.reducer || dtype_ != ExchangeDtype::Fp32))
       throw UsageError(
           cat("this run streams weights from host memory (--offload), which are summed "
               "on this host in fp32 only, for now: ",
@@ -99,11 +100,11 @@ class CgdpSync final : public SyncScheme {
 
   SyncKind kind() const override { return SyncKind::Cgdp; }
 
-  void begin_iteration(Worker& w, int64_t iteration) override {
+  void begin_iteration(SyncWorker& w, int64_t iteration) override {
     if (aggregator_ && w.index == 0) aggregator_->begin_iteration(iteration);
   }
 
-  void after_backward(Worker& w, int layer) override {
+  void after_backward(SyncWorker& w, int layer) override {
     if (auto s = slot_of_layer_.find(layer); s != slot_of_layer_.end()) send_factors(w, s->second);
     auto it = chunk_of_layer_.find(layer);
     if (it == chunk_of_layer_.end()) return;
@@ -124,11 +125,12 @@ class CgdpSync final : public SyncScheme {
     w.d2h->launch_host_func([agg, worker, c] { agg->arrived(worker, c); });  // hand-off only
   }
 
-  void exchange_and_update(std::vector<Worker>& workers, double grad_scale, int64_t iteration) override {
+  void exchange_and_update(const SyncWorkers& workers, double grad_scale,
+                           int64_t iteration) override {
     if (aggregator_) {
       try {
         // Every arrival callback has run once the D2H streams are done (a failed copy throws).
-        for (Worker& w : workers) synchronize_stream(w, *w.d2h, "d2h", iteration);
+        for (SyncWorker& w : workers) synchronize_stream(w, *w.d2h, "d2h", iteration);
         aggregator_->wait_all_issued();
       } catch (...) {
         aggregator_->abort(std::current_exception());
@@ -136,7 +138,7 @@ class CgdpSync final : public SyncScheme {
       }
     }
     sum_streamed(workers, iteration);
-    for (Worker& w : workers) {
+    for (SyncWorker& w : workers) {
       if (aggregator_) w.compute->wait(aggregator_->landed(w.index));
       mark(*w.compute, timeline_, &w.marks.exchange_end);
       traced(*w.compute, timeline_, w.index, "compute", "update", "update",
@@ -177,7 +179,7 @@ class CgdpSync final : public SyncScheme {
   // Stages every factored weight's rows on each worker and makes its aggregator slot; the
   // workers receive every worker's rows (all hosts') into one device buffer each, large enough
   // for the largest weight's (the H2D stream copies and rebuilds one weight after another).
-  std::vector<FactorSlot> make_factor_slots(std::vector<Worker>& workers, int micro_batches) {
+  std::vector<FactorSlot> make_factor_slots(const SyncWorkers& workers, int micro_batches) {
     const int64_t n = all_workers_;
     int64_t largest = 0;
     for (size_t i = 0; i < params_.size(); ++i) {
@@ -188,7 +190,7 @@ class CgdpSync final : public SyncScheme {
       f.name = params_[i].name;
       f.d2h_span = cat("d2h factors ", f.name);
       f.rebuild_span = cat("rebuild ", f.name);
-      for (Worker& w : workers) {
+      for (SyncWorker& w : workers) {
         auto* layer = dynamic_cast<SufficientFactors<float>*>(&w.net->layer(f.layer));
         CGDP_ASSERT(layer);
         const FactorShape shape = layer->factor_shape();
@@ -211,7 +213,7 @@ class CgdpSync final : public SyncScheme {
     for (const FactoredWeight& f : factored_weights_)
       largest_own = std::max(largest_own, f.out_count + f.in_count);
     const size_t slot_count = factored_weights_.size();
-    for (Worker& w : workers) {
+    for (SyncWorker& w : workers) {
       GatheredBuffers g{DeviceBuffer(*w.device, static_cast<size_t>(largest) * sizeof(float)), {},
                         {}, {}};
       if (dtype_ != ExchangeDtype::Fp32) {
@@ -241,22 +243,22 @@ class CgdpSync final : public SyncScheme {
   // The streamed weights' gradients are on the host already: once every worker's backward has
   // run, each worker's copy becomes their sum, in the aggregator's order (host_sum.hpp). Not yet
   // overlapped with backward: the compute streams are waited for here.
-  void sum_streamed(std::vector<Worker>& workers, int64_t iteration) {
-    if (workers.size() < 2 || workers[0].net->host_flat_diff().empty()) return;
+  void sum_streamed(const SyncWorkers& workers, int64_t iteration) {
+    if (workers.size() < 2 || workers[0].get().net->host_flat_diff().empty()) return;
     std::vector<const float*> grads;
-    for (Worker& w : workers) {
+    for (SyncWorker& w : workers) {
       synchronize_stream(w, *w.compute, "compute", iteration);
       grads.push_back(w.net->host_flat_diff().data());
     }
-    const std::span<float> sum = workers[0].net->host_flat_diff();
+    const std::span<float> sum = workers[0].get().net->host_flat_diff();
     sum_buffers(sum.data(), grads, static_cast<int64_t>(sum.size()), host_threads_);
     for (size_t w = 1; w < workers.size(); ++w)
-      std::copy(sum.begin(), sum.end(), workers[w].net->host_flat_diff().begin());
+      std::copy(sum.begin(), sum.end(), workers[w].get().net->host_flat_diff().begin());
   }
 
   // Chunk c's parts to the host on w's D2H stream: as they are, or narrowed to 16 bits first
   // (on the same stream, so the compute stream goes on) with fp16's scale.
-  void issue_chunk_copies(Worker& w, int c, const ChunkSpan& span) {
+  void issue_chunk_copies(SyncWorker& w, int c, const ChunkSpan& span) {
     const void* source = w.net->flat_diff().data();
     if (dtype_ != ExchangeDtype::Fp32) {
       const NarrowBuffers& b = narrow_buffers_[w.index];
@@ -289,7 +291,7 @@ class CgdpSync final : public SyncScheme {
 
   // The 16-bit exchange's device buffers of worker w: where its chunks are narrowed, where the
   // sums land, and fp16's scales both ways (one per chunk: never more chunks than param layers).
-  AggregatorWorker add_narrow_buffers(Worker& w, AggregatorWorker agg) {
+  AggregatorWorker add_narrow_buffers(SyncWorker& w, AggregatorWorker agg) {
     const size_t elements = static_cast<size_t>(w.net->device_learnable_count());
     const size_t chunks = std::max<size_t>(params_.size(), 1);
     NarrowBuffers b{DeviceBuffer(*w.device, elements * sizeof(uint16_t)),
@@ -302,7 +304,7 @@ class CgdpSync final : public SyncScheme {
   }
 
   // Right after the factored layer's backward on worker w: its staged rows to the host.
-  void send_factors(Worker& w, int s) {
+  void send_factors(SyncWorker& w, int s) {
     const FactoredWeight& f = factored_weights_[s];
     Event& done = *factors_done_[w.index][s];
     w.compute->record(done);
@@ -327,7 +329,7 @@ class CgdpSync final : public SyncScheme {
 
   // The 16-bit factors of weight s: narrowed on the D2H stream (fp16: out_diff's rows and in's
   // rows each with a scale of their own, as their magnitudes differ), then copied to the host.
-  void send_narrow_factors(Worker& w, int s, const float* rows) {
+  void send_narrow_factors(SyncWorker& w, int s, const float* rows) {
     const FactoredWeight& f = factored_weights_[s];
     GatheredBuffers& g = gathered_[w.index];
     auto* narrow = static_cast<uint16_t*>(g.own_narrow.get());
@@ -414,7 +416,7 @@ class CgdpSync final : public SyncScheme {
 
 }  // namespace
 
-std::unique_ptr<SyncScheme> make_cgdp_sync(std::vector<Worker>& workers, const SyncOptions& o,
+std::unique_ptr<SyncScheme> make_cgdp_sync(const SyncWorkers& workers, const SyncOptions& o,
                                            Timeline& timeline) {
   return std::make_unique<CgdpSync>(workers, o, timeline);
 }

@@ -11,7 +11,7 @@
 #include "cgdp/sync/exchange_codec.hpp"
 #include "cgdp/sync/exchanged_chunks.hpp"
 #include "cgdp/sync/host_sum.hpp"
-#include "cgdp/train/stream_trace.hpp"
+#include "cgdp/trace/stream_trace.hpp"
 
 namespace cgdp {
 

@@ -8,7 +8,7 @@
 #include "cgdp/sync/host_sum.hpp"
 #include "cgdp/sync/peer_access.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
-#include "cgdp/train/stream_trace.hpp"
+#include "cgdp/trace/stream_trace.hpp"
 
 namespace cgdp {
 
@@ -29,21 +29,22 @@ std::vector<TreeEdge> reduction_edges(int workers) {
 
 class Ps0Sync final : public SyncScheme {
  public:
-  Ps0Sync(std::vector<Worker>& workers, const SyncOptions& o, Timeline& timeline)
+  Ps0Sync(const SyncWorkers& workers, const SyncOptions& o, Timeline& timeline)
       : timeline_(timeline), edges_(reduction_edges(static_cast<int>(workers.size()))) {
-    workers[0].solver =
-        std::make_unique<Solver<float>>(*workers[0].net, o.lr, o.solver, o.history, 0);
+    workers[0].get().solver =
+        std::make_unique<Solver<float>>(*workers[0].get().net, o.lr, o.solver, o.history, 0);
     const size_t bytes =
-        static_cast<size_t>(workers[0].net->device_learnable_count()) * sizeof(float);
+        static_cast<size_t>(workers[0].get().net->device_learnable_count()) * sizeof(float);
     std::vector<std::pair<Device*, Device*>> pairs;
-    for (const TreeEdge& e : edges_) pairs.emplace_back(workers[e.parent].device.get(), workers[e.child].device.get());
+    for (const TreeEdge& e : edges_)
+      pairs.emplace_back(workers[e.parent].get().device.get(), workers[e.child].get().device.get());
     peer_note_ = enable_peer_access(pairs);
     for (const TreeEdge& e : edges_) {
       // The parent's device holds a copy of each child's gradients: memory cgdp does not need.
-      receive_.emplace_back(*workers[e.parent].device, bytes);
-      sent_.push_back(workers[e.child].device->create_event());
+      receive_.emplace_back(*workers[e.parent].get().device, bytes);
+      sent_.push_back(workers[e.child].get().device->create_event());
     }
-    for (Worker& w : workers) {
+    for (SyncWorker& w : workers) {
       ready_.push_back(w.device->create_event());
       params_ready_.push_back(w.device->create_event());
     }
@@ -51,17 +52,17 @@ class Ps0Sync final : public SyncScheme {
 
   SyncKind kind() const override { return SyncKind::Ps0; }
 
-  void begin_iteration(Worker& w, int64_t) override {
+  void begin_iteration(SyncWorker& w, int64_t) override {
     w.compute->wait(*params_ready_[w.index]);  // broadcast of the last update (none at the start)
   }
 
-  void exchange_and_update(std::vector<Worker>& workers, double grad_scale, int64_t) override {
+  void exchange_and_update(const SyncWorkers& workers, double grad_scale, int64_t) override {
     sum_us_ = 0;
-    const int64_t n = workers[0].net->device_learnable_count();
+    const int64_t n = workers[0].get().net->device_learnable_count();
     const size_t bytes = static_cast<size_t>(n) * sizeof(float);
     for (size_t e = 0; e < edges_.size(); ++e) {  // gather: children into parents
-      Worker& child = workers[edges_[e].child];
-      Worker& parent = workers[edges_[e].parent];
+      SyncWorker& child = workers[edges_[e].child];
+      SyncWorker& parent = workers[edges_[e].parent];
       float* recv = static_cast<float*>(receive_[e].get());
       child.compute->record(*ready_[child.index]);
       child.d2h->wait(*ready_[child.index]);
@@ -75,14 +76,14 @@ class Ps0Sync final : public SyncScheme {
                accumulate_streamed(parent, child);
              });
     }
-    Worker& root = workers[0];
+    SyncWorker& root = workers[0];
     mark(*root.compute, timeline_, &root.marks.exchange_end);
     traced(*root.compute, timeline_, 0, "compute", "update", "update",
            [&] { root.solver->step(*root.compute, grad_scale); });
     mark(*root.compute, timeline_, &root.marks.update_end);
     for (auto e = edges_.rbegin(); e != edges_.rend(); ++e) {  // broadcast: parents to children
-      Worker& child = workers[e->child];
-      Worker& parent = workers[e->parent];
+      SyncWorker& child = workers[e->child];
+      SyncWorker& parent = workers[e->parent];
       parent.compute->record(*ready_[parent.index]);
       child.h2d->wait(*ready_[parent.index]);
       child.h2d->wait(*ready_[child.index]);  // the child has finished with its old parameters
@@ -108,7 +109,7 @@ class Ps0Sync final : public SyncScheme {
  private:
   // Adds a child's gradients into the parent's on the parent's compute stream (a kernel on CUDA),
   // timed in stream order by host functions around it.
-  void accumulate(Worker& parent, const float* recv, int64_t n) {
+  void accumulate(SyncWorker& parent, const float* recv, int64_t n) {
     float* sum = parent.net->flat_diff().data();
     auto begin = std::make_shared<int64_t>(0);
     parent.compute->launch_host_func([this, begin] { *begin = timeline_.now_us(); });
@@ -119,7 +120,7 @@ class Ps0Sync final : public SyncScheme {
   // The streamed weights' gradients (Net::host_flat_diff) wait on the host: the parent adds the
   // child's there, in the same tree order, once its compute stream has waited for the child's
   // gradients (sent_ follows the child's backward).
-  static void accumulate_streamed(Worker& parent, Worker& child) {
+  static void accumulate_streamed(SyncWorker& parent, SyncWorker& child) {
     float* sum = parent.net->host_flat_diff().data();
     const float* other = child.net->host_flat_diff().data();
     const auto n = static_cast<int64_t>(parent.net->host_flat_diff().size());
@@ -142,7 +143,7 @@ class Ps0Sync final : public SyncScheme {
 
 }  // namespace
 
-std::unique_ptr<SyncScheme> make_ps0_sync(std::vector<Worker>& workers, const SyncOptions& o,
+std::unique_ptr<SyncScheme> make_ps0_sync(const SyncWorkers& workers, const SyncOptions& o,
                                           Timeline& timeline) {
   return std::make_unique<Ps0Sync>(workers, o, timeline);
 }

@@ -1,12 +1,12 @@
 // Sync scheme names, the factory, and `local` (one worker: no exchange).
 #include "cgdp/sync/sync_scheme.hpp"
 
-#include "cgdp/train/stream_trace.hpp"
+#include "cgdp/trace/stream_trace.hpp"
 
 namespace cgdp {
 
-std::unique_ptr<SyncScheme> make_cgdp_sync(std::vector<Worker>&, const SyncOptions&, Timeline&);
-std::unique_ptr<SyncScheme> make_ps0_sync(std::vector<Worker>&, const SyncOptions&, Timeline&);
+std::unique_ptr<SyncScheme> make_cgdp_sync(const SyncWorkers&, const SyncOptions&, Timeline&);
+std::unique_ptr<SyncScheme> make_ps0_sync(const SyncWorkers&, const SyncOptions&, Timeline&);
 
 const char* to_string(SyncKind kind) {
   switch (kind) {
@@ -32,12 +32,12 @@ namespace {
 
 class LocalSync final : public SyncScheme {
  public:
-  LocalSync(Worker& w, const SyncOptions& o, Timeline& timeline) : timeline_(timeline) {
+  LocalSync(SyncWorker& w, const SyncOptions& o, Timeline& timeline) : timeline_(timeline) {
     w.solver = std::make_unique<Solver<float>>(*w.net, o.lr, o.solver, o.history, w.index);
   }
   SyncKind kind() const override { return SyncKind::Local; }
-  void exchange_and_update(std::vector<Worker>& workers, double grad_scale, int64_t) override {
-    Worker& w = workers[0];
+  void exchange_and_update(const SyncWorkers& workers, double grad_scale, int64_t) override {
+    SyncWorker& w = workers[0];
     mark(*w.compute, timeline_, &w.marks.exchange_end);
     traced(*w.compute, timeline_, w.index, "compute", "update", "update",
            [&] { w.solver->step(*w.compute, grad_scale); });
@@ -50,7 +50,7 @@ class LocalSync final : public SyncScheme {
 
 }  // namespace
 
-std::unique_ptr<SyncScheme> make_sync_scheme(SyncKind kind, std::vector<Worker>& workers,
+std::unique_ptr<SyncScheme> make_sync_scheme(SyncKind kind, const SyncWorkers& workers,
                                              const SyncOptions& options, Timeline& timeline) {
   switch (kind) {
     case SyncKind::Cgdp: return make_cgdp_sync(workers, options, timeline);

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "cgdp/core/error.hpp"
-#include "cgdp/train/stream_trace.hpp"
+#include "cgdp/trace/stream_trace.hpp"
 
 namespace cgdp {
 

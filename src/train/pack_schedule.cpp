@@ -3,7 +3,7 @@
 #include "cgdp/train/pack_schedule.hpp"
 
 #include "cgdp/core/error.hpp"
-#include "cgdp/train/stream_trace.hpp"
+#include "cgdp/trace/stream_trace.hpp"
 
 #ifdef CGDP_HAVE_CUDA
 #include "cuda/cuda_stream.hpp"

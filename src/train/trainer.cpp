@@ -31,9 +31,9 @@
 #include "cgdp/shard/cluster_token.hpp"
 #include "cgdp/sync/exchanged_chunks.hpp"
 #include "cgdp/tensor/channel_blocks.hpp"
+#include "cgdp/trace/stream_trace.hpp"
 #include "cgdp/train/issue_threads.hpp"
 #include "cgdp/train/run_notes.hpp"
-#include "cgdp/train/stream_trace.hpp"
 
 namespace cgdp {
 
@@ -391,7 +391,7 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
   solver.set_iter_size(config_.accumulate);  // clip_gradients measures over the micro-batches
   options.solver = make_solver_settings(solver, "solver settings");
   options.history = memory_.history_on_host() ? HistoryPlace::Host : HistoryPlace::Device;
-  scheme_ = make_sync_scheme(kind, workers_, options, timeline_);
+  scheme_ = make_sync_scheme(kind, sync_workers(), options, timeline_);
 }
 
 // --fc-exchange auto: with a profile the cost model chooses (cost/fc_exchange.hpp); without one,
@@ -531,7 +531,7 @@ double Trainer::train_iteration() {
       for (Worker& w : workers_) w.input_loaded->synchronize();
   }
   scheme_->exchange_and_update(
-      workers_, 1.0 / (total_workers() * config_.accumulate * loss_scale_.value()), it);
+      sync_workers(), 1.0 / (total_workers() * config_.accumulate * loss_scale_.value()), it);
   synchronize_all(workers_, it);
   loss_scale_line_ = record_loss_scale(it + 1);
   double loss = 0;

@@ -8,7 +8,7 @@
 
 #include "cgdp/device/devices.hpp"
 #include "cgdp/sync/topology.hpp"
-#include "cgdp/train/stream_trace.hpp"
+#include "cgdp/trace/stream_trace.hpp"
 
 namespace cgdp {
 
@@ -140,15 +140,6 @@ std::vector<std::string> device_notes(const std::vector<Worker>& workers) {
     if (std::string note = w.device->pinned_memory_note(); !note.empty())
       lines.push_back(cat("worker ", w.index, " (", w.device->name(), "): ", note));
   return lines;
-}
-
-void synchronize_stream(Worker& w, Stream& stream, const char* name, int64_t iteration) {
-  try {
-    stream.synchronize();
-  } catch (const std::exception& e) {
-    throw DeviceError(cat("worker ", w.index, " (", w.device->name(), "), ", name, " stream, iteration ",
-                          iteration, ": ", e.what()));
-  }
 }
 
 void synchronize_all(std::vector<Worker>& workers, int64_t iteration) {

@@ -10,7 +10,7 @@
 #include "cgdp/cost/profile.hpp"
 #include "cgdp/net/net.hpp"
 #include "cgdp/sync/chunk_plan.hpp"
-#include "cgdp/train/timeline.hpp"
+#include "cgdp/trace/timeline.hpp"
 #include "cgdp/train/train_config.hpp"
 
 namespace cgdp {

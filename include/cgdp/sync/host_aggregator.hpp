@@ -31,7 +31,7 @@
 #include "cgdp/sync/exchange_dtype.hpp"
 #include "cgdp/sync/factor_block.hpp"
 #include "cgdp/sync/topology.hpp"
-#include "cgdp/train/timeline.hpp"
+#include "cgdp/trace/timeline.hpp"
 
 namespace cgdp {
 

@@ -9,9 +9,9 @@
 
 #include "cgdp/sync/chunk_plan.hpp"
 #include "cgdp/sync/host_aggregator.hpp"
+#include "cgdp/sync/sync_worker.hpp"
 #include "cgdp/sync/topology.hpp"
-#include "cgdp/train/timeline.hpp"
-#include "cgdp/train/worker.hpp"
+#include "cgdp/trace/timeline.hpp"
 
 namespace cgdp {
 
@@ -27,12 +27,12 @@ class SyncScheme {
   virtual SyncKind kind() const = 0;
   // Issued on worker w before its first forward of iteration `iteration` (ps0: wait for
   // parameters; cgdp: tell the aggregator which iteration its chunks belong to).
-  virtual void begin_iteration(Worker& w, int64_t iteration) {}
+  virtual void begin_iteration(SyncWorker& w, int64_t iteration) {}
   // Issued right after layer `layer`'s backward on worker w, in the iteration's last micro-batch.
-  virtual void after_backward(Worker& w, int layer) {}
+  virtual void after_backward(SyncWorker& w, int layer) {}
   // After every worker's backward is issued: finishes the exchange and issues the updates, which
   // apply the summed gradients times `grad_scale`. Throws naming the worker that failed.
-  virtual void exchange_and_update(std::vector<Worker>& workers, double grad_scale,
+  virtual void exchange_and_update(const SyncWorkers& workers, double grad_scale,
                                    int64_t iteration) = 0;
   // Switches to another chunk plan over the same net, between iterations (every stream idle).
   // cgdp only; the sums, hence the parameters, are the same bits under any plan.
@@ -69,7 +69,7 @@ struct SyncOptions {
 };
 
 // Creates the scheme and gives solvers to the workers that update.
-std::unique_ptr<SyncScheme> make_sync_scheme(SyncKind kind, std::vector<Worker>& workers,
+std::unique_ptr<SyncScheme> make_sync_scheme(SyncKind kind, const SyncWorkers& workers,
                                              const SyncOptions& options, Timeline& timeline);
 
 }  // namespace cgdp

@@ -10,7 +10,7 @@
 #include "cgdp/device/device.hpp"
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/net/activation_plan.hpp"
-#include "cgdp/train/timeline.hpp"
+#include "cgdp/trace/timeline.hpp"
 
 namespace cgdp {
 

@@ -17,13 +17,13 @@
 #include "cgdp/sync/cluster.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
 #include "cgdp/sync/topology.hpp"
+#include "cgdp/trace/timeline.hpp"
 #include "cgdp/train/chunk_autotuner.hpp"
 #include "cgdp/train/data_feeds.hpp"
 #include "cgdp/train/issue_threads.hpp"
 #include "cgdp/train/memory_estimate.hpp"
 #include "cgdp/train/phase_table.hpp"
 #include "cgdp/train/progress.hpp"
-#include "cgdp/train/timeline.hpp"
 #include "cgdp/train/train_config.hpp"
 #include "cgdp/train/worker.hpp"
 
@@ -147,6 +147,7 @@ class Trainer {
   WeightsReport weights_report_;
   Timeline timeline_;
   std::vector<Worker> workers_;
+  SyncWorkers sync_workers() { return {workers_.begin(), workers_.end()}; }  // the scheme's view
   std::unique_ptr<IssueThreads> issuers_;  // one per worker; stopped before the workers go
   std::unique_ptr<Cluster> cluster_;  // with --hosts; outlives the scheme that pushes through it
   std::unique_ptr<SyncScheme> scheme_;

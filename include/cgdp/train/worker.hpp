@@ -10,33 +10,20 @@
 #include "cgdp/data/batch_loader.hpp"
 #include "cgdp/net/net.hpp"
 #include "cgdp/solver/solver.hpp"
+#include "cgdp/sync/sync_worker.hpp"
+#include "cgdp/trace/timeline.hpp"
 #include "cgdp/train/gradient_fold.hpp"
 #include "cgdp/train/offload_schedule.hpp"
 #include "cgdp/train/pack_schedule.hpp"
-#include "cgdp/train/timeline.hpp"
 
 namespace cgdp {
 
-// Stream-order timestamps of one iteration (µs on the timeline clock), for the phase table.
-struct PhaseMarks {
-  int64_t begin = 0;          // the compute stream starts the iteration
-  int64_t forward_begin = 0;  // parameters are in place (after any broadcast)
-  int64_t forward_end = 0;
-  int64_t backward_end = 0;
-  int64_t exchange_end = 0;   // summed gradients are in place: the update may start
-  int64_t update_end = 0;
-};
-
-struct Worker {
-  int index = 0;
-  std::unique_ptr<Device> device;
-  std::unique_ptr<Stream> compute, d2h, h2d;
-  std::unique_ptr<Net<float>> net;
-  std::unique_ptr<Solver<float>> solver;  // null where another worker updates (ps0)
+// Beside what the sync scheme sees (SyncWorker): the input, the losses and what a micro-batch's
+// forward and backward keep.
+struct Worker : SyncWorker {
   std::unique_ptr<Event> input_loaded;    // the batch slice has been copied in
   PinnedHostBuffer loss_slots;            // each micro-batch's loss tops land here
   std::vector<std::pair<Blob<float>*, float>> loss_tops;  // (top, weight)
-  PhaseMarks marks;
   // With gradient accumulation: the earlier micro-batches' gradients, partly summed.
   GradientFold fold;
   // The same for the streamed weights' gradients, on the host (Net::host_flat_diff).
@@ -74,10 +61,6 @@ std::vector<Worker> make_workers(int count, DeviceKind kind, const proto::NetPar
 // Lines for the start of a run on CUDA: which workers share which GPU (more workers than GPUs),
 // and where each worker's pinned host memory lives. Empty on the CPU backend.
 std::vector<std::string> device_notes(const std::vector<Worker>& workers);
-
-// Synchronizes one stream of a worker; rethrows a failure as a DeviceError naming the worker, its
-// device, the stream and the iteration.
-void synchronize_stream(Worker& w, Stream& stream, const char* name, int64_t iteration);
 
 // Ends the iteration on every worker (all streams, even after a failure); rethrows the first failure naming the worker, its device
 // and the stream ("compute", "d2h", "h2d") that failed at `iteration`.

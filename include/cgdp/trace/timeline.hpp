@@ -48,7 +48,8 @@ TraceArgs to_trace_args(TraceCounts counts);
 struct TraceName {
   TraceName(const char* text) : text(text) {}
   TraceName(const std::string& text) : text(text) {}
-  TraceName(std::string_view prefix, int64_t number) : text(prefix), number(number), numbered(true) {}
+  TraceName(std::string_view prefix, int64_t number)
+      : text(prefix), number(number), numbered(true) {}
   std::string str() const;
 
   std::string_view text;

@@ -7,15 +7,15 @@
 #include <string>
 
 #include "cgdp/device/device.hpp"
-#include "cgdp/train/timeline.hpp"
+#include "cgdp/trace/timeline.hpp"
 
 namespace cgdp {
 
 // Issues `issue()` (work on `stream`) between two timestamps; the span becomes one event. With
 // the timeline off it only issues: the name and counts stay unbuilt.
 template <typename Issue>
-void traced(Stream& stream, Timeline& timeline, int pid, const char* track, TraceName name, const char* category,
-            Issue&& issue, TraceCounts counts = {}) {
+void traced(Stream& stream, Timeline& timeline, int pid, const char* track, TraceName name,
+            const char* category, Issue&& issue, TraceCounts counts = {}) {
   if (!timeline.enabled()) {
     issue();
     return;
@@ -23,9 +23,10 @@ void traced(Stream& stream, Timeline& timeline, int pid, const char* track, Trac
   auto begin = std::make_shared<int64_t>(0);
   stream.launch_host_func([begin, &timeline] { *begin = timeline.now_us(); });
   issue();
-  stream.launch_host_func([=, &timeline, name = name.str(), args = to_trace_args(counts)]() mutable {
-    timeline.add(pid, track, name, category, *begin, timeline.now_us(), std::move(args));
-  });
+  stream.launch_host_func(
+      [=, &timeline, name = name.str(), args = to_trace_args(counts)]() mutable {
+        timeline.add(pid, track, name, category, *begin, timeline.now_us(), std::move(args));
+      });
 }
 
 // Writes the stream-order time into *slot when the stream reaches this point (phase tables).

@@ -1,5 +1,5 @@
 // Recording trace events under a mutex and writing them as Chrome trace JSON.
-#include "cgdp/train/timeline.hpp"
+#include "cgdp/trace/timeline.hpp"
 
 #include <nlohmann/json.hpp>
 
