@@ -519,6 +519,108 @@ TEST_P(ReadsPacked, GetsTheBitsOfTheValuesWidenedBack) {
 INSTANTIATE_TEST_SUITE_P(Layers, ReadsPacked, ::testing::ValuesIn(packed_read_cases()),
                          packed_read_name);
 
+// What a layer says its backward gets to the same bits from a blob's values rounded to 16 bits
+// (Layer::backward_exact_from_16_bits, which lets a planned net keep only a 16-bit copy), it does:
+// the gradients from values of magnitudes 2^-40 to 2^10, both signs (a ReLU's also zeros and
+// infinity) equal,
+// bit for bit, those from the same values rounded (normal floats: bf16 also rounds fp32's
+// subnormals below 2^-133 to zero). Where it says no, rounding does change them: fp16 rounds
+// magnitudes below 2^-25 to zero, and so the sign a ReLU's mask reads (VGG-16 trained to other bits
+// when it said yes).
+struct RoundedRead {
+  std::string name, text;
+  Shape bottom;
+  Precision precision;
+  bool exact;  // what the layer should say
+};
+
+void PrintTo(const RoundedRead& k, std::ostream* os) {
+  *os << k.name;
+}
+
+// One backward after a forward from the values, reading them (`rounded`) as rounded: the input's
+// and parameters' gradients.
+std::vector<float> backward_from(const RoundedRead& k, bool rounded) {
+  const PrecisionScope scope(k.precision);
+  Device& device = default_cpu_device();
+  const std::unique_ptr<Layer<float>> layer =
+      create_layer<float>(testing::parse_layer(k.text), device);
+  Blob<float> x(device, k.bottom), y(device, k.bottom), top(device);
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<float> exponent(-40, 10);
+  std::vector<float> values(static_cast<size_t>(x.count()));
+  for (float& v : values) v = std::exp2(exponent(gen)) * (gen() % 2 ? 1.f : -1.f);
+  const float specials[] = {0.f, -0.f, std::numeric_limits<float>::infinity()};
+  if (k.text.find("ReLU") != std::string::npos)  // the others would carry an infinity throughout
+    std::copy(std::begin(specials), std::end(specials), values.begin());
+  upload(x, values);
+  if (rounded) round_to_precision(k.precision, values.data(), values.data(), x.count());
+  upload(y, values);
+  Rng rng(5);
+  layer->setup({&x}, {&top}, rng);
+  EXPECT_EQ(layer->backward_exact_from_16_bits(y, {&y}, {&top}), k.exact);
+  for (const auto& p : layer->params())
+    upload(*p, std::vector<float>(static_cast<size_t>(p->count()), 0.25f), true);
+  const RunContext ctx;
+  layer->forward(ctx, {&x}, {&top});
+  upload(top, output_gradient(top.count(), false), true);
+  layer->backward(ctx, {&top}, {true}, {&y});
+  std::vector<float> gradients = to_host(y, true);
+  for (const auto& p : layer->params()) {
+    const std::vector<float> diff = to_host(*p, true);
+    gradients.insert(gradients.end(), diff.begin(), diff.end());
+  }
+  return gradients;
+}
+
+class ExactFrom16Bits : public ::testing::TestWithParam<RoundedRead> {};
+
+TEST_P(ExactFrom16Bits, WhereALayerSaysSoRoundingChangesNoGradient) {
+  const RoundedRead& k = GetParam();
+  const std::vector<float> from_values = backward_from(k, false);
+  const std::vector<float> from_rounded = backward_from(k, true);
+  ASSERT_EQ(from_values.size(), from_rounded.size());
+  const bool same =
+      std::memcmp(from_values.data(), from_rounded.data(), from_values.size() * sizeof(float)) == 0;
+  EXPECT_EQ(same, k.exact);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layers, ExactFrom16Bits,
+    ::testing::Values(
+        RoundedRead{"relu_bf16", "type: 'ReLU'", {2, 3, 8, 8}, Precision::kBf16, true},
+        RoundedRead{"relu_fp16", "type: 'ReLU'", {2, 3, 8, 8}, Precision::kFp16, false},
+        RoundedRead{"leaky_relu_bf16",
+                    "type: 'ReLU' relu_param { negative_slope: 0.1 }",
+                    {2, 3, 8, 8},
+                    Precision::kBf16,
+                    true},
+        RoundedRead{"conv_16_channels_bf16",
+                    cat("type: 'Convolution' convolution_param { num_output: 16 kernel_size: 3 ",
+                        kFillers, " }"),
+                    {2, 16, 6, 6},
+                    Precision::kBf16,
+                    true},
+        RoundedRead{"conv_1_channel_fp16",
+                    cat("type: 'Convolution' convolution_param { num_output: 4 kernel_size: 3 ",
+                        kFillers, " }"),
+                    {2, 1, 6, 6},
+                    Precision::kFp16,
+                    true},
+        RoundedRead{
+            "inner_product_bf16",
+            cat("type: 'InnerProduct' inner_product_param { num_output: 8 ", kFillers, " }"),
+            {4, 3, 4, 4},
+            Precision::kBf16,
+            true},
+        RoundedRead{
+            "inner_product_fp16",
+            cat("type: 'InnerProduct' inner_product_param { num_output: 8 ", kFillers, " }"),
+            {4, 3, 4, 4},
+            Precision::kFp16,
+            true}),
+    [](const ::testing::TestParamInfo<RoundedRead>& info) { return info.param.name; });
+
 // The same on CUDA (the CPU's channel blocks aside), convolutions with channels last and in NCHW.
 class ReadsPackedOnCuda : public CudaSuite<std::tuple<PackedRead, bool>> {};
 

@@ -549,12 +549,17 @@ void check_memory_fits(const MemoryEstimate& m, DeviceKind kind, int gpus, int64
       cuda         ? cat("the first GPU (", n, " worker", n > 1 ? "s" : "", ")")
       : one_device ? std::string("worker 0's device (cpu:0)")
                    : cat(m.workers, " worker", m.workers > 1 ? "s" : "", " on the CPU");
-  const std::string offloaded =
-      m.planned ? cat(", with ", m.offloaded, " of ", m.planned_units, " activations",
-                      m.history_on_host() ? " and the solver's history" : "",
-                      m.streamed > 0 ? cat(", ", m.streamed_layers.size(), " weight(s)") : "",
-                      " offloaded to the host")
-                : "";
+  std::string offloaded;
+  if (m.planned) {  // "with A, B and C offloaded to the host"
+    std::vector<std::string> moved{cat(m.offloaded, " of ", m.planned_units, " activations")};
+    if (m.history_on_host()) moved.emplace_back("the solver's history");
+    if (const size_t k = m.streamed_layers.size(); m.streamed > 0)
+      moved.push_back(cat(k, k == 1 ? " weight" : " weights"));
+    offloaded = ", with " + moved[0];
+    for (size_t i = 1; i < moved.size(); ++i)
+      offloaded += cat(i + 1 == moved.size() ? " and " : ", ", moved[i]);
+    offloaded += " offloaded to the host";
+  }
   throw UsageError(cat("this run needs ", format_bytes(need), " on ", where, offloaded, " but ",
                        budget_is, " is ", format_bytes(budget), ": ", largest, " (batch ", m.batch,
                        ", test batch ", m.test_batch, "); to fit: ", flags));
