@@ -29,6 +29,15 @@ __global__ void narrow_kernel(const float* src, uint16_t* dst, int64_t n, Half16
   }
 }
 
+__global__ void narrow_keeping_signs_kernel(const float* src, uint16_t* dst, int64_t n,
+                                            Half16 type) {
+  CGDP_KERNEL_LOOP(i, n) {
+    const float v = src[i];
+    const uint16_t h = to_half(v, type);
+    dst[i] = (h & 0x7FFF) == 0 && v != 0.f ? (v > 0.f ? 0x0001 : 0x8001) : h;
+  }
+}
+
 __global__ void widen_kernel(const uint16_t* src, float* dst, int64_t n, Half16 type,
                              const float* scale) {
   const float s = scale ? *scale : 1.f;
@@ -180,6 +189,13 @@ void narrow(const float* src, uint16_t* dst, int64_t n, Half16 type, const float
             cudaStream_t stream) {
   if (n <= 0) return;
   narrow_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, dst, n, type, scale);
+  CUDA_CHECK_LAUNCH();
+}
+
+void narrow_keeping_signs(const float* src, uint16_t* dst, int64_t n, Half16 type,
+                          cudaStream_t stream) {
+  if (n <= 0) return;
+  narrow_keeping_signs_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, dst, n, type);
   CUDA_CHECK_LAUNCH();
 }
 

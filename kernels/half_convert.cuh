@@ -14,6 +14,10 @@ enum class Half16 { Bf16, Fp16 };
 // dst[i] = narrow(src[i] * *scale) (scale null: 1).
 void narrow(const float* src, uint16_t* dst, int64_t n, Half16 type, const float* scale,
             cudaStream_t stream);
+// narrow(src[i]), but a nonzero value that would round to zero keeps its sign as the smallest
+// 16-bit number of that sign (a copy read only for its signs: narrow_keeping_signs on the CPU).
+void narrow_keeping_signs(const float* src, uint16_t* dst, int64_t n, Half16 type,
+                          cudaStream_t stream);
 // dst[i] = widen(src[i]) / *scale (scale null: 1).
 void widen(const uint16_t* src, float* dst, int64_t n, Half16 type, const float* scale,
            cudaStream_t stream);

@@ -455,8 +455,9 @@ TEST(ActivationPlan, AValueReadPackedIsNeverWidened) {
 // fashion_cnn in bf16: its input and the convolutions', pools' and first inner product's outputs
 // (read back by ReLU masks and multiplying layers) wait in 16 bits; the last inner product's,
 // which the loss reads in fp32, does not; in fp32 nothing does. fp16 rounds positives below 2^-25
-// to zero, whose ReLU masks then drop their gradient: exact packs leave the ReLUs' values in
-// fp32 (VGG-16 b2 trained to other bits with them packed), rounding packs hold them, marked.
+// to zero, whose ReLU masks then drop their gradient (VGG-16 b2 trained to other bits): what only
+// ReLU masks read back is narrowed keeping its signs, exact in either precision; ip1, which ip2
+// reads too, stays fp32 in fp16 under exact packs and is held rounded under rounding packs.
 TEST(ActivationPlan, ANetPacksWhatItsReadersRoundAnyway) {
   const proto::NetParameter model = load_model(find_model_file("fashion_cnn"));
   const auto packed_units = [&](Precision precision, Packing packing) {
@@ -467,25 +468,21 @@ TEST(ActivationPlan, ANetPacksWhatItsReadersRoundAnyway) {
     std::set<std::string> names;
     for (const PlannedActivation& a : net.activation_plan().activations)
       if (a.packed)
-        names.insert(cat(a.name, a.read_packed ? " (read packed)" : "", a.rounds ? " rounds" : ""));
+        names.insert(cat(a.name, a.read_packed ? " (read packed)" : "",
+                         a.signs_only ? " signs" : "", a.rounds ? " rounds" : ""));
     return names;
   };
   // What only ReLU masks (here inside the convolutions) and convolutions read back is read from
   // the copy; an inner product's input is widened.
-  const std::set<std::string> bf16{"data (read packed)",
-                                   "conv1 (read packed)",
-                                   "pool1 (read packed)",
-                                   "conv2 (read packed)",
-                                   "pool2",
-                                   "ip1"};
+  const std::set<std::string> exact{"data (read packed)", "conv1 (read packed) signs",
+                                    "pool1 (read packed)", "conv2 (read packed) signs", "pool2"};
+  std::set<std::string> bf16 = exact, fp16_rounding = exact;
+  bf16.insert("ip1");
+  fp16_rounding.insert("ip1 rounds");
   EXPECT_EQ(packed_units(Precision::kBf16, Packing::Exact), bf16);
   EXPECT_EQ(packed_units(Precision::kBf16, Packing::Rounding), bf16);
-  EXPECT_EQ(packed_units(Precision::kFp16, Packing::Exact),
-            (std::set<std::string>{"data (read packed)", "pool1 (read packed)", "pool2"}));
-  EXPECT_EQ(packed_units(Precision::kFp16, Packing::Rounding),
-            (std::set<std::string>{"data (read packed)", "conv1 (read packed) rounds",
-                                   "pool1 (read packed)", "conv2 (read packed) rounds", "pool2",
-                                   "ip1 rounds"}));
+  EXPECT_EQ(packed_units(Precision::kFp16, Packing::Exact), exact);
+  EXPECT_EQ(packed_units(Precision::kFp16, Packing::Rounding), fp16_rounding);
   EXPECT_TRUE(packed_units(Precision::kFp32, Packing::Rounding).empty());
 }
 
@@ -932,7 +929,7 @@ TEST_P(ExactPacking, ChangesNoBitAndHoldsLess) {
 }
 
 // fashion_cnn: its convolutions' absorbed ReLUs read their masks from the 16-bit copies, to the
-// same bits (in fp16 only its convolutions' inputs: ANetPacksWhatItsReadersRoundAnyway; under a
+// same bits (in fp16 narrowed keeping their signs: ANetPacksWhatItsReadersRoundAnyway; under a
 // budget its history, not its activations, would go to the host).
 TEST_P(ExactPacking, MasksReadFromTheCopiesChangeNoBit) {
   TrainConfig c = resnet_run();

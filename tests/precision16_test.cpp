@@ -538,9 +538,13 @@ void PrintTo(const RoundedRead& k, std::ostream* os) {
   *os << k.name;
 }
 
-// One backward after a forward from the values, reading them (`rounded`) as rounded: the input's
-// and parameters' gradients.
-std::vector<float> backward_from(const RoundedRead& k, bool rounded) {
+// How backward reads the values: as they are, rounded to nearest, or narrowed keeping their signs
+// (narrow_keeping_signs) and widened back.
+enum class Reading { kValues, kRounded, kSignsKept };
+
+// One backward after a forward from the values, reading them as `reading` says: the input's and
+// parameters' gradients.
+std::vector<float> backward_from(const RoundedRead& k, Reading reading) {
   const PrecisionScope scope(k.precision);
   Device& device = default_cpu_device();
   const std::unique_ptr<Layer<float>> layer =
@@ -554,7 +558,13 @@ std::vector<float> backward_from(const RoundedRead& k, bool rounded) {
   if (k.text.find("ReLU") != std::string::npos)  // the others would carry an infinity throughout
     std::copy(std::begin(specials), std::end(specials), values.begin());
   upload(x, values);
-  if (rounded) round_to_precision(k.precision, values.data(), values.data(), x.count());
+  if (reading == Reading::kRounded)
+    round_to_precision(k.precision, values.data(), values.data(), x.count());
+  if (reading == Reading::kSignsKept) {
+    std::vector<uint16_t> bits(values.size());
+    narrow_keeping_signs(k.precision, values.data(), bits.data(), x.count());
+    widen_from_precision(k.precision, bits.data(), values.data(), x.count());
+  }
   upload(y, values);
   Rng rng(5);
   layer->setup({&x}, {&top}, rng);
@@ -577,12 +587,32 @@ class ExactFrom16Bits : public ::testing::TestWithParam<RoundedRead> {};
 
 TEST_P(ExactFrom16Bits, WhereALayerSaysSoRoundingChangesNoGradient) {
   const RoundedRead& k = GetParam();
-  const std::vector<float> from_values = backward_from(k, false);
-  const std::vector<float> from_rounded = backward_from(k, true);
+  const std::vector<float> from_values = backward_from(k, Reading::kValues);
+  const std::vector<float> from_rounded = backward_from(k, Reading::kRounded);
   ASSERT_EQ(from_values.size(), from_rounded.size());
   const bool same =
       std::memcmp(from_values.data(), from_rounded.data(), from_values.size() * sizeof(float)) == 0;
   EXPECT_EQ(same, k.exact);
+}
+
+// What reads only signs (a ReLU's mask, Layer::backward_reads_only_sign) gets the values' bits
+// from a copy narrowed keeping them, in fp16 too: how a planned net keeps what only masks read.
+TEST(ExactFrom16Bits, AReluReadsItsValuesBitsFromACopyThatKeepsTheirSigns) {
+  for (const RoundedRead& k :
+       {RoundedRead{"relu_fp16", "type: 'ReLU'", {2, 3, 8, 8}, Precision::kFp16, false},
+        RoundedRead{"leaky_relu_fp16",
+                    "type: 'ReLU' relu_param { negative_slope: 0.1 }",
+                    {2, 3, 8, 8},
+                    Precision::kFp16,
+                    false},
+        RoundedRead{"relu_bf16", "type: 'ReLU'", {2, 3, 8, 8}, Precision::kBf16, true}}) {
+    SCOPED_TRACE(k.name);
+    const std::vector<float> from_values = backward_from(k, Reading::kValues);
+    const std::vector<float> from_signs = backward_from(k, Reading::kSignsKept);
+    ASSERT_EQ(from_values.size(), from_signs.size());
+    EXPECT_EQ(
+        0, std::memcmp(from_values.data(), from_signs.data(), from_values.size() * sizeof(float)));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -89,6 +89,13 @@ void narrow_to_precision(Precision precision, const float* in, uint16_t* out, in
     out[i] = std::bit_cast<uint16_t>(static_cast<_Float16>(in[i]));
 }
 
+void narrow_keeping_signs(Precision precision, const float* in, uint16_t* out, int64_t count) {
+  narrow_to_precision(precision, in, out, count);
+#pragma omp parallel for simd schedule(static) if (count > (1 << 16))
+  for (int64_t i = 0; i < count; ++i)
+    if ((out[i] & 0x7FFF) == 0 && in[i] != 0.f) out[i] = in[i] > 0.f ? 0x0001 : 0x8001;
+}
+
 void widen_from_precision(Precision precision, const uint16_t* in, float* out, int64_t count) {
   CGDP_ASSERT(is_16_bit(precision));
   if (precision == Precision::kBf16) {

@@ -139,6 +139,7 @@ void Net<T>::plan_activations(int64_t limit, Net* lender, Packing packing, bool 
       a.last_forward = -1;
       a.packable = sixteen;  // until a backward reader needs more than 16 bits
       a.read_packed = sixteen;  // until one reads the values widened back
+      a.signs_only = sixteen;   // until one reads more than their signs
       units.push_back(a);
       owners.push_back(owner);
     }
@@ -175,13 +176,14 @@ void Net<T>::plan_activations(int64_t limit, Net* lender, Packing packing, bool 
           a->packable &= exact || may_round;
           a->rounds |= !exact && may_round;
           a->read_packed &= layers_[i]->backward_reads_packed(*b, bottoms_[i], tops_[i]);
+          a->signs_only &= layers_[i]->backward_reads_only_sign(*b, bottoms_[i], tops_[i]);
         }
         if (blobs == &tops_[i] && (loss_weights_[i][j] != 0.f || !consumed.count(b)))
           a->kept_to_end = true;
       }
     if (Blob<T>* kept = layers_[i]->mutable_kept_indices())
       if (PlannedActivation* a = unit(kept, cat(layers_[i]->name(), " (indices)"))) {
-        a->packable = a->read_packed = false;  // not values
+        a->packable = a->read_packed = a->signs_only = false;  // not values
         touch_forward(a, i);
         if (runs_backward && needs_backward_[i]) read_backward(a, backward_step(i));
       }
@@ -190,7 +192,7 @@ void Net<T>::plan_activations(int64_t limit, Net* lender, Packing packing, bool 
       if (!a) continue;
       a->rounds = a->packable = sixteen && packing == Packing::Rounding &&
                                 layers_[i]->backward_may_round(*kept, bottoms_[i], tops_[i]);
-      a->read_packed = false;  // BatchNorm and Scale read it widened
+      a->read_packed = a->signs_only = false;  // BatchNorm and Scale read it widened
       touch_forward(a, i);
       if (runs_backward && needs_backward_[i]) read_backward(a, backward_step(i));
       // A layer in place after it may read it (share_kept_input).
@@ -204,6 +206,13 @@ void Net<T>::plan_activations(int64_t limit, Net* lender, Packing packing, bool 
       }
     }
   }
+  for (PlannedActivation& a : units)  // signs kept: exact, whatever the readers say of rounding
+    if (a.signs_only && a.first_backward >= 0) {
+      a.packable = true;
+      a.rounds = false;
+    } else {
+      a.signs_only = false;
+    }
   if (runs_backward && sixteen && write_over) write_outputs_over_inputs(units, unit_of);
   // A train net's gradients move into the arena: the old memory goes first, as the arena's.
   std::vector<PlannedGradient> gradients;

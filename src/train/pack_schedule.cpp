@@ -23,13 +23,19 @@ void issue_narrow(Stream& stream, DeviceKind kind, Precision precision,
   const auto* values = static_cast<const float*>(a.device_ptr);
   auto* pack = static_cast<uint16_t*>(a.pack_ptr);
   const int64_t n = elements(a);
+  const bool signs = a.signs_only;
   if (kind == DeviceKind::Cpu) {
-    stream.submit([=] { narrow_to_precision(precision, values, pack, n); });
+    stream.submit([=] {
+      signs ? narrow_keeping_signs(precision, values, pack, n)
+            : narrow_to_precision(precision, values, pack, n);
+    });
     return;
   }
 #ifdef CGDP_HAVE_CUDA
-  stream.submit(
-      [&] { kernels::narrow(values, pack, n, half16(precision), nullptr, native_stream(stream)); });
+  stream.submit([&] {
+    signs ? kernels::narrow_keeping_signs(values, pack, n, half16(precision), native_stream(stream))
+          : kernels::narrow(values, pack, n, half16(precision), nullptr, native_stream(stream));
+  });
 #else
   throw DeviceError(cat("stream '", stream.name(), "': this cgdp was built without CUDA"));
 #endif

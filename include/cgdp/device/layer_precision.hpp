@@ -58,6 +58,10 @@ void round_to_precision(Precision precision, const float* in, float* out, int64_
 // widen(narrow(x)) == round_to_precision(x). For 16-bit precisions only.
 void narrow_to_precision(Precision precision, const float* in, uint16_t* out, int64_t count);
 void widen_from_precision(Precision precision, const uint16_t* in, float* out, int64_t count);
+// narrow_to_precision, but a nonzero value that would round to zero keeps its sign as the
+// smallest 16-bit number of that sign: a copy read only for its signs (a ReLU's mask), exact
+// in fp16 too (keeps_signs).
+void narrow_keeping_signs(Precision precision, const float* in, uint16_t* out, int64_t count);
 // The bits of +infinity in a 16-bit precision: a 16-bit number widens to a value > 0 exactly when
 // its bits are 1 to these (read_positive).
 inline uint16_t infinity_bits(Precision precision) {

@@ -44,6 +44,10 @@ class ConvolutionLayer final : public Layer<T> {
                                    const BlobVec<T>&) const override {
     return &blob == bottom[0] || keeps_signs(layer_precision());
   }
+  bool backward_reads_only_sign(const Blob<T>& blob, const BlobVec<T>&,
+                                const BlobVec<T>& top) const override {
+    return relu_backward_ && &blob == top[0];
+  }
   // An absorbed ReLU's mask from fp16, as ReLULayer's.
   bool backward_may_round(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override {
     return true;

@@ -137,6 +137,13 @@ class Layer {
                                            const BlobVec<T>& top) const {
     return false;
   }
+  // Whether this layer's backward reads nothing of `blob`'s values but their signs (a ReLU's
+  // mask): a value only such readers read waits in 16 bits narrowed keeping every sign
+  // (narrow_keeping_signs), exactly in fp16 too. No by default.
+  virtual bool backward_reads_only_sign(const Blob<T>& blob, const BlobVec<T>& bottom,
+                                        const BlobVec<T>& top) const {
+    return false;
+  }
   // Whether this layer's backward may read `blob` (a bottom, a top or kept_top()) rounded to the
   // 16-bit layer_precision(): values that meet only sums kept in fp32, so the gradients move by
   // about that rounding, as under PyTorch's AMP. A run that packs with rounding

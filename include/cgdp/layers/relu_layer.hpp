@@ -54,6 +54,10 @@ class ReLULayer final : public Layer<T> {
                                    const BlobVec<T>&) const override {
     return keeps_signs(layer_precision());
   }
+  bool backward_reads_only_sign(const Blob<T>&, const BlobVec<T>&,
+                                const BlobVec<T>&) const override {
+    return true;
+  }
   // fp16's lost signs drop only the gradients of values below 2^-25, as under PyTorch's AMP.
   bool backward_may_round(const Blob<T>&, const BlobVec<T>&, const BlobVec<T>&) const override {
     return true;

@@ -67,6 +67,9 @@ struct PlannedActivation {
   // Every backward reader reads the 16-bit copy itself (Layer::backward_reads_packed): when packed,
   // it is never widened back, and the copy stays until the last backward reader.
   bool read_packed = false;
+  // Every backward reader reads only its signs (Layer::backward_reads_only_sign): packed, it is
+  // narrowed keeping every sign (narrow_keeping_signs), so it packs exactly in fp16 too.
+  bool signs_only = false;
   // Set by the net: the unit whose bytes these values take, -1 for bytes of their own. Their
   // producer writes them over its input (Layer::forward_in_place), which no step reads after it
   // but from its 16-bit copy: that unit is packed and read packed, its copy taken the step before.
