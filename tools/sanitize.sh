@@ -20,9 +20,11 @@ case "$kind" in
     suites=(cpu_stream_test host_aggregator_test host_sum_test shard_test shard_fault_test
             cgdp_pipeline_test data_test train_test scale_out_test launchers_test issue_threads_test
             fc_exchange_test activation_plan_test)
-    # The sanitizer builds' -O2 code (no -march=x86-64-v3: other FMA contraction) misses this
-    # test's 1e-5 tolerance at 4.4e-5, in either sanitizer; the bit-for-bit ones still run here.
-    skip=ScaleOut.TwoHostsOfThreeDevicesMatchOneHostOfSixOnFashionCnn
+    # The sanitizer builds' -O2 code (no -march=x86-64-v3: other FMA contraction) misses the
+    # first test's 1e-5 tolerance at 4.4e-5, in either sanitizer; the bit-for-bit ones still run
+    # here. The second is `cgdp predict`'s single-threaded plan search, 228 s under TSan with no
+    # thread to check (11 s in the README's suite, which runs it).
+    skip="(ScaleOut.TwoHostsOfThreeDevicesMatchOneHostOfSixOnFashionCnn|OffloadBudget.PredictShowsThePlanAndItsCost)"
     # libzmq and libgomp are not instrumented: their own synchronisation is invisible to TSan.
     export TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1 second_deadlock_stack=1"
     ;;
