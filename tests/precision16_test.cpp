@@ -425,6 +425,22 @@ void PrintTo(const PackedRead& k, std::ostream* os) {
   *os << k.name;
 }
 
+// The parameters' gradients, which backward adds to, start at 0.25 in every run.
+void preset_param_gradients(Layer<float>& layer) {
+  for (const auto& p : layer.params())
+    upload(*p, std::vector<float>(static_cast<size_t>(p->count()), 0.25f), true);
+}
+
+// After a backward into `y`: its gradient, then each parameter's.
+std::vector<float> input_and_param_gradients(Layer<float>& layer, const Blob<float>& y) {
+  std::vector<float> gradients = to_host(y, true);
+  for (const auto& p : layer.params()) {
+    const std::vector<float> diff = to_host(*p, true);
+    gradients.insert(gradients.end(), diff.begin(), diff.end());
+  }
+  return gradients;
+}
+
 // One backward after a forward, from `y` (the forward's input values in another blob, so that
 // no layer finds there what its forward read) or, `packed`, from their 16-bit copy alone: the
 // input's and parameters' gradients.
@@ -448,8 +464,7 @@ std::vector<float> backward_reading(const PackedRead& k, bool packed, Device* gp
   layer->setup({&x}, {&top}, rng);
   top.set_channel_block(k.block);
   EXPECT_TRUE(layer->backward_reads_packed(y, {&y}, {&top}));
-  for (const auto& p : layer->params())
-    upload(*p, std::vector<float>(static_cast<size_t>(p->count()), 0.25f), true);
+  preset_param_gradients(*layer);
   RunContext ctx;
   ctx.stream = stream;
   const auto on_device = [&](const std::function<void()>& work) {
@@ -468,12 +483,7 @@ std::vector<float> backward_reading(const PackedRead& k, bool packed, Device* gp
     y.bind_packed_values(static_cast<const uint16_t*>(copy.get()));
   }
   on_device([&] { layer->backward(ctx, {&top}, {true}, {&y}); });
-  std::vector<float> gradients = to_host(y, true);
-  for (const auto& p : layer->params()) {
-    const std::vector<float> diff = to_host(*p, true);
-    gradients.insert(gradients.end(), diff.begin(), diff.end());
-  }
-  return gradients;
+  return input_and_param_gradients(*layer, y);
 }
 
 void expect_same_bits_from_the_copy(const PackedRead& k, Device* gpu = nullptr,
@@ -569,18 +579,12 @@ std::vector<float> backward_from(const RoundedRead& k, Reading reading) {
   Rng rng(5);
   layer->setup({&x}, {&top}, rng);
   EXPECT_EQ(layer->backward_exact_from_16_bits(y, {&y}, {&top}), k.exact);
-  for (const auto& p : layer->params())
-    upload(*p, std::vector<float>(static_cast<size_t>(p->count()), 0.25f), true);
+  preset_param_gradients(*layer);
   const RunContext ctx;
   layer->forward(ctx, {&x}, {&top});
   upload(top, output_gradient(top.count(), false), true);
   layer->backward(ctx, {&top}, {true}, {&y});
-  std::vector<float> gradients = to_host(y, true);
-  for (const auto& p : layer->params()) {
-    const std::vector<float> diff = to_host(*p, true);
-    gradients.insert(gradients.end(), diff.begin(), diff.end());
-  }
-  return gradients;
+  return input_and_param_gradients(*layer, y);
 }
 
 class ExactFrom16Bits : public ::testing::TestWithParam<RoundedRead> {};

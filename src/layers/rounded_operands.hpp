@@ -39,7 +39,8 @@ const T* operand(Operand slot, const T* values, int64_t count, const uint16_t* p
   return values;
 }
 
-// Rounds a layer's own output gradient in place (no other layer reads it after this one).
+// Rounds values only this layer reads from now on in place: its output gradient, or a streamed
+// weight's slice in the stage (inner_product_slices.cpp).
 template <typename T>
 void round_in_place(T* values, int64_t count) {
   if constexpr (std::is_same_v<T, float>)
