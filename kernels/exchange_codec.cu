@@ -23,7 +23,7 @@ __global__ void fp16_scale_kernel(float* value) {
   }
   int exponent;
   frexpf(m, &exponent);
-  *value = ldexpf(1.f, 15 - exponent);
+  *value = ldexpf(1.f, min(15 - exponent, 127));  // as fp16_scale_for: never Inf
 }
 
 }  // namespace

@@ -235,6 +235,11 @@ TEST(Fp16Scale, BringsTheLargestValueIntoTheBinadeBelowTwoToTheFifteen) {
   }
   EXPECT_EQ(fp16_scale_for(0.f), 1.f);
   EXPECT_EQ(fp16_scale_for(INFINITY), 1.f);
+  // Below 2^-112 the binade's scale would overflow: the largest finite one, so zeros stay zeros.
+  for (float m : {0x1p-113f, 1e-36f, 1e-45f}) {
+    EXPECT_EQ(fp16_scale_for(m), 0x1p127f) << m;
+    EXPECT_EQ(0.f * fp16_scale_for(m), 0.f) << m;
+  }
 }
 
 }  // namespace

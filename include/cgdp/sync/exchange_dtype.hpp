@@ -4,6 +4,7 @@
 // bits and travels with a power-of-two scale per chunk, chosen so that nothing overflows.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -42,11 +43,13 @@ inline float from_fp16(uint16_t value) {
 // fp16's scale for values of magnitude up to `max_abs`: the power of two that brings it into
 // [2^14, 2^15), far below fp16's largest (65504), so that a sum of a few such values still fits
 // and small ones keep their bits; 1 when max_abs is 0 or not finite (then the NaN/Inf shows).
+// At most 2^127, float's largest power of two: below 2^-112 the scale would be Inf, and 0 * Inf
+// would turn the chunk's zeros into NaN.
 inline float fp16_scale_for(float max_abs) {
   if (!(max_abs > 0) || !std::isfinite(max_abs)) return 1.f;
   int exponent;
   std::frexp(max_abs, &exponent);  // max_abs in [2^(exponent-1), 2^exponent)
-  return std::ldexp(1.f, 15 - exponent);
+  return std::ldexp(1.f, std::min(15 - exponent, 127));
 }
 
 }  // namespace cgdp
