@@ -363,7 +363,8 @@ TEST(MemoryBudget, StoredCudnnChoicesCountOnlyTheScratchTheyNeed) {
 
 // In bf16/fp16 on CUDA each worker's stream also holds the 16-bit copies of the largest
 // multiplying layer's input, output and weights, each from a 256-byte boundary: fashion_cnn's
-// ip1 (3,136 inputs, 256 outputs) at batch 4.
+// ip1 (3,136 inputs, 256 outputs) at batch 4; the test net's largest when that is larger, since
+// it runs on the same stream: at batch 100, conv1's (1 -> 32 channels, 5 x 5, 28 x 28 out).
 TEST(MemoryBudget, SixteenBitOperandCopiesAreCountedOnEveryWorker) {
   EXPECT_EQ(half_operand_bytes(1, 0, 129), 256 + 0 + 512);
   const proto::NetParameter model = load_model(find_model_file("fashion_cnn"));
@@ -372,6 +373,10 @@ TEST(MemoryBudget, SixteenBitOperandCopiesAreCountedOnEveryWorker) {
   const int64_t before = m.worker_bytes(1);
   m.half_operands = m.largest_half_operands;
   EXPECT_EQ(m.worker_bytes(1), before + m.largest_half_operands);
+  const MemoryEstimate larger_test =
+      estimate_memory(model, "fashion_cnn", 4, 100, 2, SyncKind::Cgdp);
+  EXPECT_EQ(larger_test.largest_half_operands,
+            half_operand_bytes(100 * 28 * 28, 100 * 32 * 28 * 28, 32 * 5 * 5));
 }
 
 TEST(MemoryBudget, TheBudgetFlagIsTheLimitAndTheLineNamesIt) {

@@ -104,6 +104,19 @@ void add_cudnn_passes(const Net<float>& net, std::vector<ConvPassProblem>& passe
   }
 }
 
+// The largest 16-bit operand copies one Convolution, Deconvolution or InnerProduct call of the
+// net takes (cuda/half_operands.hpp); 0 without such a layer.
+int64_t largest_half_operands(const Net<float>& net) {
+  int64_t most = 0;
+  for (int i = 0; i < net.num_layers(); ++i) {
+    const std::string type = net.layer(i).type();
+    if (type != "Convolution" && type != "Deconvolution" && type != "InnerProduct") continue;
+    most = std::max(most, half_operand_bytes(net.bottoms(i)[0]->count(), net.tops(i)[0]->count(),
+                                             net.layer(i).params()[0]->count()));
+  }
+  return most;
+}
+
 struct Part {
   const char* name;
   int64_t bytes;
@@ -198,18 +211,11 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   m.activations = unique_top_bytes(net);
   m.per_channel_scratch = per_channel_scratch(net);
-  for (int i = 0; i < net.num_layers(); ++i) {
-    const std::string type = net.layer(i).type();
-    const bool convolution = type == "Convolution" || type == "Deconvolution";
-    if (!convolution && type != "InnerProduct") continue;
-    const Blob<float>& weights = *net.layer(i).params()[0];
-    if (convolution)
-      m.largest_convolution_weights =
-          std::max<int64_t>(m.largest_convolution_weights, static_cast<int64_t>(weights.bytes()));
-    m.largest_half_operands = std::max(
-        m.largest_half_operands,
-        half_operand_bytes(net.bottoms(i)[0]->count(), net.tops(i)[0]->count(), weights.count()));
-  }
+  for (int i = 0; i < net.num_layers(); ++i)
+    if (net.layer(i).type() == "Convolution" || net.layer(i).type() == "Deconvolution")
+      m.largest_convolution_weights = std::max<int64_t>(
+          m.largest_convolution_weights, static_cast<int64_t>(net.layer(i).params()[0]->bytes()));
+  m.largest_half_operands = largest_half_operands(net);
   m.scratch = std::max<int64_t>(
       train_device.memory_stats().device_bytes - m.parameters - m.gradients - m.activations, 0);
   m.train_peak = train_device.memory_stats().device_peak_bytes;
@@ -224,6 +230,8 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   m.test_net += cuda_lrn_bytes(*test);
   add_cudnn_passes(net, m.cudnn_passes);
   add_cudnn_passes(*test, m.cudnn_passes);
+  // The test net runs on the train net's stream: its copies, at its own batch, share the scratch.
+  m.largest_half_operands = std::max(m.largest_half_operands, largest_half_operands(*test));
   m.test_peak = test_device.memory_stats().device_peak_bytes + lent;
   if (sync == SyncKind::Cgdp) m.pinned = (workers + 1) * m.gradients;  // receive per worker + sum
   m.pinned += workers * (m.offload_host + 2 * m.streamed);

@@ -52,7 +52,7 @@ struct MemoryEstimate {
   // CUDA in bf16/fp16, set by the trainer: the 16-bit copies of the largest multiplying layer's
   // operands (half_operand_bytes), one per compute stream.
   int64_t half_operands = 0;
-  int64_t largest_half_operands = 0;  // bytes; 0 when the net has no multiplying layer
+  int64_t largest_half_operands = 0;  // bytes, the train or test net's largest call; 0: none
   // The highest a net's device held while it was built and planned (each layer's own
   // parameters are there for a moment before they move to the flat buffer or are shared).
   int64_t train_peak = 0, test_peak = 0;
