@@ -2,7 +2,8 @@
 // ways side by side: the weight whole (slices larger than it), in the default 64 MiB slices
 // (weight_slices.hpp: what every run does, so that a streamed run makes the same GEMM calls), and
 // streamed from host memory through the device stage in those slices (issue 35's offload); in
-// fp32 (OpenBLAS) and, on a CPU with bf16 kernels, in bf16 (oneDNN's matmuls).
+// fp32 (OpenBLAS), in fp16 (rounded operands on the fp32 kernels) and, on a CPU with bf16
+// kernels, in bf16 (oneDNN's matmuls).
 //   build/bench/weight_slices_bench [--benchmark_filter=fc6]
 #include <benchmark/benchmark.h>
 
@@ -85,7 +86,7 @@ void run(benchmark::State& state, const Shape& s, Mode mode, bool backward, Prec
 void register_all() {
   const std::pair<Mode, const char*> modes[] = {
       {Mode::Whole, "whole"}, {Mode::Sliced, "sliced"}, {Mode::Streamed, "streamed"}};
-  std::vector<Precision> precisions{Precision::kFp32};
+  std::vector<Precision> precisions{Precision::kFp32, Precision::kFp16};
   if (cpu_has_bf16()) precisions.push_back(Precision::kBf16);
   for (Precision precision : precisions)
     for (const Shape& s : kShapes)
