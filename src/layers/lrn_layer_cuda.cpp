@@ -2,7 +2,8 @@
 // forward and backward, a column per thread: the backward needs only the input, so the top need
 // not be kept, and in place or not the forward is one formula, the backward's own (cuDNN's LRN
 // forward gave other bits than the backward's and than itself in place). Else kernels/lrn.cu,
-// which computes exactly what the CPU layer computes (WITHIN_CHANNEL too).
+// the CPU layer's formulas (WITHIN_CHANNEL too), with powf where the CPU takes beta = 0.75's
+// square roots: equal to rounding, not to the bit.
 #include "cgdp/layers/lrn_column.hpp"
 #include "cgdp/layers/lrn_layer.hpp"
 #include "cuda_layer.hpp"
