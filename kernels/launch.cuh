@@ -41,9 +41,9 @@ __device__ __forceinline__ QuotientRemainder divide(int64_t k, int64_t d) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
-// Sums `value` over the block (kReduceThreads threads) in a fixed tree; the result is valid in
-// thread 0. `scratch` holds kReduceThreads values. Ends with the block synchronized, so the
-// scratch may be reused at once.
+// Sums `value` over the block (kReduceThreads threads) in a fixed tree; every thread gets the
+// result (mvn.cu relies on it). `scratch` holds kReduceThreads values. Ends with the block
+// synchronized, so the scratch may be reused at once.
 template <typename V>
 __device__ V block_sum(V value, V* scratch) {
   scratch[threadIdx.x] = value;

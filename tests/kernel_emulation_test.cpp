@@ -2,7 +2,10 @@
 // says how, and what it cannot see), against their CPU twins bit for bit where the project has
 // them (16-bit rounding, pooling's window codes, the host sum, fp16's scale, ReLU's packed signs),
 // else against float64 loops within |want - got| <= atol + rtol * |want|. Then the emulator's own
-// barriers and launch checks.
+// barriers, thread orders and launch checks. kernel_emulation_more_test.cpp, in the same
+// executable, holds the other layers' kernels (Accuracy, ArgMax, Crop, Dropout, Eltwise, the
+// losses, the neuron functions, SoftmaxWithLoss, stochastic pooling); CTest runs both files' tests
+// once per thread order (kernel_emulation/ and kernel_emulation_reverse/).
 // Not covered, as too many blocks to emulate in seconds: the transpose's stride over more than
 // 65535 tiles of rows or images, widen_with_epilogue's over more than 65535 rows of planes,
 // plane_launch's flat fallback for planes of more than 65535 tiles, and BatchNorm with more
@@ -14,6 +17,7 @@
 #include <bit>
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -21,7 +25,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -35,6 +38,7 @@
 #include "emulator_probes.cuh"
 #include "exchange_codec.cuh"
 #include "half_convert.cuh"
+#include "kernel_checks.hpp"
 #include "launch.cuh"
 #include "lrn.cuh"
 #include "mvn.cuh"
@@ -67,103 +71,19 @@ namespace cgdp {
 namespace {
 
 using kernels::Half16;
-using testing::AssertionFailure;
-using testing::AssertionResult;
-using testing::AssertionSuccess;
+using namespace kernel_checks;
 
 // ---- helpers ----
-
-template <typename T = float>
-std::vector<T> uniform(int64_t n, double lo, double hi, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> d(lo, hi);
-  std::vector<T> v(static_cast<size_t>(n));
-  for (T& x : v) x = static_cast<T>(d(rng));
-  return v;
-}
 
 Precision precision_of(Half16 type) {
   return type == Half16::Bf16 ? Precision::kBf16 : Precision::kFp16;
 }
-
-// A float as printed; an integer (16-bit bits, codes) in hex.
-template <typename T>
-std::string printable(T v) {
-  if constexpr (std::is_floating_point_v<T>) return cat(v);
-  std::ostringstream out;
-  out << "0x" << std::hex << static_cast<uint64_t>(v);
-  return out.str();
-}
-
-// Equal bits (or, with nan_equal, both NaN), naming the first elements that differ.
-template <typename T>
-AssertionResult same_bits(const std::vector<T>& got, const std::vector<T>& want,
-                          bool nan_equal = false) {
-  if (got.size() != want.size())
-    return AssertionFailure() << "sizes " << got.size() << " vs " << want.size();
-  int64_t wrong = 0;
-  std::ostringstream first;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (std::memcmp(&got[i], &want[i], sizeof(T)) == 0) continue;
-    if constexpr (std::is_floating_point_v<T>)
-      if (nan_equal && std::isnan(got[i]) && std::isnan(want[i])) continue;
-    if (wrong++ < 5)
-      first << " [" << i << "] " << printable(got[i]) << " vs " << printable(want[i]);
-  }
-  if (wrong == 0) return AssertionSuccess();
-  return AssertionFailure() << wrong << " of " << got.size()
-                            << " differ (got vs want):" << first.str();
-}
-
-// |want - got| <= atol + rtol * |want| everywhere (equal infinities, and NaN for NaN, pass).
-template <typename T>
-AssertionResult close_to(const std::vector<T>& got, const std::vector<double>& want, double atol,
-                         double rtol) {
-  if (got.size() != want.size())
-    return AssertionFailure() << "sizes " << got.size() << " vs " << want.size();
-  int64_t wrong = 0;
-  std::ostringstream first;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double g = static_cast<double>(got[i]);
-    if (g == want[i] || (std::isnan(g) && std::isnan(want[i]))) continue;
-    if (std::fabs(want[i] - g) <= atol + rtol * std::fabs(want[i])) continue;
-    if (wrong++ < 5) first << " [" << i << "] " << g << " vs " << want[i];
-  }
-  if (wrong == 0) return AssertionSuccess();
-  return AssertionFailure() << wrong << " of " << got.size()
-                            << " off (got vs want):" << first.str();
-}
-
-// A device scratch of `bytes` followed by a guard: the kernels must leave the guard as it was.
-class GuardedScratch {
- public:
-  explicit GuardedScratch(int64_t bytes)
-      : bytes_(static_cast<size_t>(bytes)), memory_(bytes_ + kGuard, 0x5A) {}
-  void* data() { return memory_.data(); }
-  bool guard_intact() const {
-    return std::all_of(memory_.begin() + static_cast<std::ptrdiff_t>(bytes_), memory_.end(),
-                       [](unsigned char b) { return b == 0x5A; });
-  }
-
- private:
-  static constexpr size_t kGuard = 256;
-  size_t bytes_;
-  std::vector<unsigned char> memory_;
-};
 
 // The elements a grid-stride loop reaches only after its first pass: past blocks_for's cap.
 int64_t past_the_capped_grid() {
   const int64_t capped = int64_t{kernels::blocks_for(int64_t{1} << 40)} * kernels::kThreads;
   return capped + capped / 3 + 7;
 }
-
-// A parameterized case's name: its test's suffix, and what gtest prints for its parameter.
-struct NameOfCase {
-  template <typename Case>
-  std::string operator()(const testing::TestParamInfo<Case>& info) const {
-    return describe(info.param);
-  }
-};
 
 // ---- 16-bit conversions (half_convert.cu) ----
 
@@ -1103,7 +1023,8 @@ TEST(KernelEmulator, BlockSumAddsEveryThreadsValueAcrossItsBarriers) {
 }
 
 TEST(KernelEmulator, BarriersNotReachedByEveryThreadFailNamingTheLaunch) {
-  for (const unsigned skipping : {0u, 5u}) {  // thread 0 (the fast path) or another
+  // The first thread of the forward order, of the reverse (the fast path's probe), or another.
+  for (const unsigned skipping : {0u, 63u, 5u}) {
     SCOPED_TRACE(cat("thread ", skipping, " skips the barrier"));
     try {
       emulator_probes::barrier_skipped_by(skipping, 64, nullptr);
@@ -1120,6 +1041,56 @@ TEST(KernelEmulator, BarriersNotReachedByEveryThreadFailNamingTheLaunch) {
   std::vector<double> ones(kernels::kReduceThreads, 1.0), sum(1);  // and the next launch runs
   emulator_probes::block_sums(ones.data(), 1, sum.data(), nullptr);
   EXPECT_EQ(sum[0], kernels::kReduceThreads);
+}
+
+TEST(KernelEmulator, ThreadOrderIsTheEnvironmentsUntilSet) {
+  const char* value = std::getenv("CGDP_EMULATED_THREAD_ORDER");
+  const auto expected = value && std::string(value) == "reverse"
+                            ? cgdp_emulation::ThreadOrder::kReverse
+                            : cgdp_emulation::ThreadOrder::kForward;
+  EXPECT_EQ(cgdp_emulation::thread_order(), expected)
+      << "CGDP_EMULATED_THREAD_ORDER=" << (value ? value : "(unset)");
+  const auto other = expected == cgdp_emulation::ThreadOrder::kForward
+                         ? cgdp_emulation::ThreadOrder::kReverse
+                         : cgdp_emulation::ThreadOrder::kForward;
+  {
+    const cgdp_emulation::ScopedThreadOrder scoped(other);
+    EXPECT_EQ(cgdp_emulation::thread_order(), other);
+  }
+  EXPECT_EQ(cgdp_emulation::thread_order(), expected);
+}
+
+// A missing __syncthreads between a write and another thread's read: each order serves the read
+// before or after the write for a different set of threads, so the two disagree; with the barrier
+// both see every write. On the fast path (nothing before the exchange) and in fibers' rounds.
+TEST(KernelEmulator, TheTwoThreadOrdersDisagreeOnAMissingBarrier) {
+  using cgdp_emulation::ScopedThreadOrder;
+  using cgdp_emulation::ThreadOrder;
+  constexpr unsigned n = emulator_probes::kExchangeThreads;
+  for (const bool after_barrier : {false, true}) {
+    SCOPED_TRACE(after_barrier ? "after a barrier (fibers)" : "first thing (fast path)");
+    std::vector<int> forward(n, -1), reverse(n, -1), synced_forward(n, -1), synced_reverse(n, -1);
+    {
+      const ScopedThreadOrder order(ThreadOrder::kForward);
+      emulator_probes::neighbour_exchange(false, after_barrier, forward.data(), nullptr);
+      emulator_probes::neighbour_exchange(true, after_barrier, synced_forward.data(), nullptr);
+    }
+    {
+      const ScopedThreadOrder order(ThreadOrder::kReverse);
+      emulator_probes::neighbour_exchange(false, after_barrier, reverse.data(), nullptr);
+      emulator_probes::neighbour_exchange(true, after_barrier, synced_reverse.data(), nullptr);
+    }
+    EXPECT_NE(forward, reverse);
+    // Forward: each thread reads its neighbour before it runs, but the last reads thread 0's.
+    // Reverse: each reads a neighbour that ran already, but the last (run first) reads thread 0's.
+    std::vector<int> forward_want(n, 0), reverse_want(n, 1);
+    forward_want[n - 1] = 1;
+    reverse_want[n - 1] = 0;
+    EXPECT_EQ(forward, forward_want);
+    EXPECT_EQ(reverse, reverse_want);
+    EXPECT_EQ(synced_forward, std::vector<int>(n, 1));
+    EXPECT_EQ(synced_reverse, std::vector<int>(n, 1));
+  }
 }
 
 TEST(KernelEmulator, InvalidLaunchesAreReportedByCudaCheckLaunchWithTheirConfiguration) {

@@ -123,12 +123,13 @@ class FiberPool {
   bool initialized_[kMaxThreadsPerBlock] = {};
 };
 
-// One block's run: thread 0 in a fiber first; then either the rest as plain calls, or all of them
-// as fibers in rounds from barrier to barrier.
+// One block's run: the order's first thread in a fiber first; then either the rest as plain calls,
+// or all of them as fibers in rounds from barrier to barrier. Fiber s (its slot) runs the order's
+// s-th thread: thread s forward, thread threads - 1 - s in reverse.
 class BlockRun {
  public:
-  BlockRun(const LaunchConfig& config, ThreadBody body, FiberPool& pool)
-      : config_(config), body_(body), pool_(pool), fibers_(pool.fibers()) {
+  BlockRun(const LaunchConfig& config, ThreadBody body, FiberPool& pool, ThreadOrder order)
+      : config_(config), body_(body), pool_(pool), fibers_(pool.fibers()), order_(order) {
     threads_ = config.block.x * config.block.y * config.block.z;
   }
 
@@ -148,10 +149,11 @@ class BlockRun {
   // __syncthreads from the running thread.
   void barrier(std::source_location where) {
     if (current_ == kNoFiber)
-      throw std::logic_error(cgdp::cat(
-          "divergent __syncthreads at ", where.file_name(), ":", where.line(), ": thread ",
-          thread_text(thread_of(plain_thread_)),
-          " reached it, thread 0 of the block ended without ", "reaching any, in ", block_text()));
+      throw std::logic_error(
+          cgdp::cat("divergent __syncthreads at ", where.file_name(), ":", where.line(),
+                    ": thread ", thread_text(thread_of(plain_thread_)), " reached it, thread ",
+                    thread_text(fibers_[0].thread), " of the block ended without reaching any (",
+                    order_name(), " order), in ", block_text()));
     Fiber& f = fibers_[current_];
     f.state = FiberState::kAtBarrier;
     f.barrier = where;
@@ -163,6 +165,12 @@ class BlockRun {
  private:
   static constexpr unsigned kNoFiber = ~0u;
 
+  // The thread index fiber s runs.
+  unsigned thread_in_slot(unsigned s) const {
+    return order_ == ThreadOrder::kReverse ? threads_ - 1 - s : s;
+  }
+  const char* order_name() const { return order_ == ThreadOrder::kReverse ? "reverse" : "forward"; }
+
   uint3 thread_of(unsigned t) const {
     const dim3 b = config_.block;
     return {t % b.x, t / b.x % b.y, t / (b.x * b.y)};
@@ -172,9 +180,9 @@ class BlockRun {
     return cgdp::cat("block ", thread_text(blockIdx), " of ", describe(config_));
   }
 
-  void start_fiber(unsigned t) {
-    pool_.prepare(t, reinterpret_cast<void (*)()>(&BlockRun::entry));
-    fibers_[t].thread = thread_of(t);
+  void start_fiber(unsigned s) {
+    pool_.prepare(s, reinterpret_cast<void (*)()>(&BlockRun::entry));
+    fibers_[s].thread = thread_of(thread_in_slot(s));
   }
 
   // From the scheduler into fiber t; back here when the round it starts ends.
@@ -200,17 +208,17 @@ class BlockRun {
   }
 
   void run_rest_as_calls() {
-    for (unsigned t = 1; t < threads_; ++t) {
-      plain_thread_ = t;
-      threadIdx = thread_of(t);
+    for (unsigned s = 1; s < threads_; ++s) {
+      plain_thread_ = thread_in_slot(s);
+      threadIdx = thread_of(plain_thread_);
       body_();
     }
   }
 
   void run_as_fibers() {
-    for (unsigned t = 1; t < threads_; ++t) start_fiber(t);
+    for (unsigned s = 1; s < threads_; ++s) start_fiber(s);
     live_end_ = threads_;
-    if (threads_ > 1) resume(1);  // thread 0 waits at its barrier already: the others catch up
+    if (threads_ > 1) resume(1);  // fiber 0 waits at its barrier already: the others catch up
     for (;;) {
       rethrow_failure();
       if (!all_at_one_barrier()) return;  // all finished
@@ -231,9 +239,10 @@ class BlockRun {
                          (f.barrier.line() == first.barrier.line() &&
                           std::strcmp(f.barrier.file_name(), first.barrier.file_name()) == 0));
       if (!same)
-        throw std::logic_error(cgdp::cat(
-            "divergent __syncthreads: thread ", thread_text(first.thread), " ", where(first),
-            ", thread ", thread_text(f.thread), " ", where(f), ", in ", block_text()));
+        throw std::logic_error(cgdp::cat("divergent __syncthreads: thread ",
+                                         thread_text(first.thread), " ", where(first), ", thread ",
+                                         thread_text(f.thread), " ", where(f), " (", order_name(),
+                                         " order), in ", block_text()));
     }
     return first.state == FiberState::kAtBarrier;
   }
@@ -250,9 +259,11 @@ class BlockRun {
   ThreadBody body_;
   FiberPool& pool_;
   Fiber* fibers_;
+  ThreadOrder order_;
   unsigned threads_ = 0;
-  unsigned live_end_ = 1;  // fibers [0, live_end_) take part in rounds
-  unsigned current_ = kNoFiber, plain_thread_ = 0;
+  unsigned live_end_ = 1;        // fibers [0, live_end_) take part in rounds
+  unsigned current_ = kNoFiber;  // the running fiber's slot
+  unsigned plain_thread_ = 0;    // the thread index a plain call runs
   ucontext_t scheduler_;
   std::exception_ptr failure_;
 };
@@ -284,11 +295,35 @@ std::mutex& launch_mutex() {
 }
 long g_launches = 0;
 
+// CGDP_EMULATED_THREAD_ORDER's order (forward when unset or empty).
+ThreadOrder order_from_environment() {
+  const char* value = std::getenv("CGDP_EMULATED_THREAD_ORDER");
+  if (!value || !*value || std::strcmp(value, "forward") == 0) return ThreadOrder::kForward;
+  if (std::strcmp(value, "reverse") == 0) return ThreadOrder::kReverse;
+  throw std::invalid_argument(
+      cgdp::cat("CGDP_EMULATED_THREAD_ORDER=", value,
+                ": the kernel emulator's thread order is forward or reverse"));
+}
+
+// The order launches use (under launch_mutex): the environment's, read at the first launch or
+// question, until set_thread_order.
+struct OrderSetting {
+  bool known = false;
+  ThreadOrder order = ThreadOrder::kForward;
+};
+OrderSetting g_order;
+
+ThreadOrder current_order() {
+  if (!g_order.known) g_order = {true, order_from_environment()};
+  return g_order.order;
+}
+
 }  // namespace
 
 void launch(const LaunchConfig& config, ThreadBody body) {
   std::lock_guard lock(launch_mutex());
   ++g_launches;
+  const ThreadOrder order = current_order();
   if (const cudaError_t error = configuration_error(config); error != cudaSuccess) {
     ErrorState& e = errors();
     e.pending = e.last_failure = error;
@@ -296,7 +331,7 @@ void launch(const LaunchConfig& config, ThreadBody body) {
     return;
   }
   static FiberPool pool;
-  BlockRun run(config, body, pool);
+  BlockRun run(config, body, pool, order);
   gridDim = config.grid;
   blockDim = config.block;
   g_block = &run;
@@ -311,6 +346,16 @@ void launch(const LaunchConfig& config, ThreadBody body) {
 long launch_count() {
   std::lock_guard lock(launch_mutex());
   return g_launches;
+}
+
+ThreadOrder thread_order() {
+  std::lock_guard lock(launch_mutex());
+  return current_order();
+}
+
+void set_thread_order(ThreadOrder order) {
+  std::lock_guard lock(launch_mutex());
+  g_order = {true, order};
 }
 
 }  // namespace cgdp_emulation

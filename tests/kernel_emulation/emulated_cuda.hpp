@@ -4,13 +4,21 @@
 // shapes and limits, block-wide reductions through shared memory and __syncthreads, and the
 // 16-bit conversions, checked against CPU references.
 // How: blocks run one after another; a block's threads run as fibers (ucontext) in a fixed order,
-// switching only at __syncthreads, so every run gives the same result. Thread 0 runs first; if it
-// ends without reaching a barrier, the other threads run as plain calls (fast), and one of them
-// then reaching __syncthreads is a divergent barrier: std::logic_error naming the launch.
-// Limits: no warps (no shuffles, votes, warp-synchronous code), no memory-model races (threads do
-// not interleave between barriers, so a missing __syncthreads can go unnoticed), no timing, no
-// streams (every call is synchronous), no static __shared__ size check (nvcc rejects > 48 KiB),
-// one launch at a time per process (launches from several threads take turns).
+// switching only at __syncthreads, so every run gives the same result. The order is forward (by
+// thread index) or reverse (ThreadOrder: CGDP_EMULATED_THREAD_ORDER=reverse in the environment,
+// or set_thread_order). The order's first thread runs first; if it ends without reaching a
+// barrier, the other threads run as plain calls in the order (fast), and one of them then reaching
+// __syncthreads is a divergent barrier: std::logic_error naming the launch.
+// Limits: no warps (no shuffles, votes, warp-synchronous code); no memory-model races: a thread
+// runs from one barrier to the next before the next thread starts, so a missing __syncthreads
+// shows only where the order runs a read before the write it needs (or a write before another
+// thread's read of the old value). Forward order misses a lower thread's write that a higher one
+// reads (thread 0's broadcast); reverse misses the opposite (a tree reduction's reads of higher
+// slots, which it sums correctly in sequence). Between two threads one order or the other exposes
+// it, so kernel_emulation_test runs in both (registered once per order); a test still sees it only
+// where a stale value reaches an output it checks. No timing, no streams (every call is
+// synchronous), no static __shared__ size check (nvcc rejects > 48 KiB), blocks always in grid
+// order, one launch at a time per process (launches from several threads take turns).
 #pragma once
 
 #if defined(__CUDACC__) || defined(CUDART_VERSION)
@@ -195,5 +203,27 @@ void launch(const LaunchConfig& config, const Kernel& kernel, Args&&... args) {
 
 // Launches so far in this process, refused ones included (a test can see that none was made).
 long launch_count();
+
+// The order a block's threads run in, between barriers and on the fast path.
+enum class ThreadOrder { kForward, kReverse };
+// The order launches use now: until set, CGDP_EMULATED_THREAD_ORDER's (forward, the default, or
+// reverse), read once; another value throws std::invalid_argument here and at every launch.
+ThreadOrder thread_order();
+// Sets the order of the launches from now on (a launch in flight keeps its own).
+void set_thread_order(ThreadOrder order);
+
+// Sets the order for its lifetime, then restores the one before.
+class ScopedThreadOrder {
+ public:
+  explicit ScopedThreadOrder(ThreadOrder order) : before_(thread_order()) {
+    set_thread_order(order);
+  }
+  ScopedThreadOrder(const ScopedThreadOrder&) = delete;
+  ScopedThreadOrder& operator=(const ScopedThreadOrder&) = delete;
+  ~ScopedThreadOrder() { set_thread_order(before_); }
+
+ private:
+  ThreadOrder before_;
+};
 
 }  // namespace cgdp_emulation

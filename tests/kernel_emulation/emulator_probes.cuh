@@ -16,4 +16,13 @@ void launch_configured(dim3 grid, dim3 block, size_t shared_bytes, int* ran, cud
 // One block of `threads` threads: every thread but `skipping` reaches a __syncthreads.
 void barrier_skipped_by(unsigned skipping, unsigned threads, cudaStream_t stream);
 
+// One block of kExchangeThreads threads exchanging values through shared memory: thread t writes
+// its slot, then reads thread t + 1's (the last thread reads thread 0's); saw[t] = 1 if it read
+// the value written in this launch, else 0. With `synchronized` a __syncthreads between (every
+// saw[t] is 1); without, a missing barrier whose reads depend on the threads' order. With
+// `after_barrier` the exchange follows a __syncthreads (the emulator's fibers), else nothing
+// before it (its fast path).
+constexpr unsigned kExchangeThreads = 64;
+void neighbour_exchange(bool synchronized, bool after_barrier, int* saw, cudaStream_t stream);
+
 }  // namespace cgdp::emulator_probes
