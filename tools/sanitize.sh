@@ -8,7 +8,8 @@
 #                               copies (OpenMP regions run on one thread there)
 #   tools/sanitize.sh address   AddressSanitizer and UBSan on the parsers and readers: model files,
 #                               data files, checkpoints, safetensors, the shard protocol (with its
-#                               fuzzing), the CLI, the shipped models
+#                               fuzzing), the CLI, the shipped models; and on the CUDA kernels in
+#                               the kernel emulator (a read past a buffer's end names the .cu line)
 # Set-up: tools/setup-debian.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,7 +34,7 @@ case "$kind" in
     suites=(model_file_test wiring_check_test data_test checkpoint_test safetensors_test file_test
             shard_test shard_fault_test cli_test models_test image_data_test random_resized_crop_test memory_estimate_test
             launchers_test caffe_import_test caffe_files_test memory_plan_test weights_test hdf5_data_test
-            conv_algorithm_table_test channel_blocks_test)
+            conv_algorithm_table_test channel_blocks_test kernel_emulation_test)
     skip=
     # Slow unwinding: the hwloc plugin frames have no frame pointers, and the suppression below
     # must see hwloc_topology_load.
