@@ -137,14 +137,14 @@ LayerRun run_layer(const Layer16Case& c, Precision precision, bool absolute, Dev
 // be within fp32's summation error of the twin's: m terms, 2^-24 each, on either side.
 void expect_within_rounding(const LayerRun& fp32, const LayerRun& sums, const LayerRun& low,
                             double rate, double atol, bool bias_from_fp32 = false) {
-  auto expect_within = [&](const std::vector<float>& want, const std::vector<float>& got,
-                           const std::vector<float>& bound, const char* what, double rate,
-                           double atol, bool rounded) {
+  auto expect_within = [](const std::vector<float>& want, const std::vector<float>& got,
+                          const std::vector<float>& bound, const char* what, double relative,
+                          double absolute, bool rounded) {
     ASSERT_EQ(want.size(), got.size()) << what;
     double changed = 0;
     for (size_t i = 0; i < want.size(); ++i) {
       const double error = std::abs(static_cast<double>(got[i]) - want[i]);
-      ASSERT_LE(error, rate * bound[i] + atol + 1e-7) << what << " element " << i;
+      ASSERT_LE(error, relative * bound[i] + absolute + 1e-7) << what << " element " << i;
       changed = std::max(changed, error);
     }
     if (rounded) EXPECT_GT(changed, 0) << what << ": no element differs from fp32";
