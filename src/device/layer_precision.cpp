@@ -27,6 +27,18 @@ float round_to_bf16(float x) {
   return std::bit_cast<float>((special ? kept : rounded) & 0xffff0000u);
 }
 
+uint16_t bf16_bits(float x) {
+  return static_cast<uint16_t>(std::bit_cast<uint32_t>(round_to_bf16(x)) >> 16);
+}
+uint16_t fp16_bits(float x) {  // the compiler's conversion: to nearest even
+  return std::bit_cast<uint16_t>(static_cast<_Float16>(x));
+}
+
+// A nonzero x whose 16 bits h rounded to zero: the smallest 16-bit number of its sign instead.
+uint16_t keeping_sign(float x, uint16_t h) {
+  return (h & 0x7FFF) == 0 && x != 0.f ? (x > 0.f ? 0x0001 : 0x8001) : h;
+}
+
 }  // namespace
 
 Precision layer_precision() {
@@ -80,20 +92,23 @@ void narrow_to_precision(Precision precision, const float* in, uint16_t* out, in
   CGDP_ASSERT(is_16_bit(precision));
   if (precision == Precision::kBf16) {
 #pragma omp parallel for simd schedule(static) if (count > (1 << 16))
-    for (int64_t i = 0; i < count; ++i)
-      out[i] = static_cast<uint16_t>(std::bit_cast<uint32_t>(round_to_bf16(in[i])) >> 16);
+    for (int64_t i = 0; i < count; ++i) out[i] = bf16_bits(in[i]);
     return;
   }
 #pragma omp parallel for simd schedule(static) if (count > (1 << 16))
-  for (int64_t i = 0; i < count; ++i)
-    out[i] = std::bit_cast<uint16_t>(static_cast<_Float16>(in[i]));
+  for (int64_t i = 0; i < count; ++i) out[i] = fp16_bits(in[i]);
 }
 
+// One pass, as narrow_to_precision's: a pack is taken every iteration.
 void narrow_keeping_signs(Precision precision, const float* in, uint16_t* out, int64_t count) {
-  narrow_to_precision(precision, in, out, count);
+  CGDP_ASSERT(is_16_bit(precision));
+  if (precision == Precision::kBf16) {
 #pragma omp parallel for simd schedule(static) if (count > (1 << 16))
-  for (int64_t i = 0; i < count; ++i)
-    if ((out[i] & 0x7FFF) == 0 && in[i] != 0.f) out[i] = in[i] > 0.f ? 0x0001 : 0x8001;
+    for (int64_t i = 0; i < count; ++i) out[i] = keeping_sign(in[i], bf16_bits(in[i]));
+    return;
+  }
+#pragma omp parallel for simd schedule(static) if (count > (1 << 16))
+  for (int64_t i = 0; i < count; ++i) out[i] = keeping_sign(in[i], fp16_bits(in[i]));
 }
 
 void widen_from_precision(Precision precision, const uint16_t* in, float* out, int64_t count) {
