@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "sum_squares_scratch.cuh"
+
 namespace cgdp::kernels {
 
 // Which rule, as cgdp::SolverType (kept apart so nvcc needs no cgdp header).
@@ -22,9 +24,6 @@ struct RuleScalars {
 template <typename T>
 void solver_update(T* data, const T* diff, T* history, T* history2, int64_t n, const RuleScalars& k,
                    cudaStream_t stream);
-
-// Blocks of the sum of squares' first pass: a fixed count, so the order of the sums is fixed.
-inline constexpr int kSumSquaresBlocks = 128;
 
 // out[0] = sum of x[i]^2 over [0, n), in float64 and a fixed order: each of kSumSquaresBlocks
 // blocks sums a grid-stride share into out[1 + b], then one block adds those. `out` holds

@@ -69,6 +69,7 @@ nlohmann::json memory_json(const MemoryEstimate& m) {
       {"parameters", m.parameters},
       {"gradients", m.gradients},
       {"momentum", m.history},
+      {"solver_scratch", m.solver_scratch},
       {"activations", m.activations},
       {"layer_scratch", m.scratch},
       {"cudnn_scratch", m.cudnn_scratch},
@@ -107,6 +108,7 @@ void print_memory(const MemoryEstimate& m) {
   row(m.history_on_host() ? "momentum's device stage" : "momentum (updating workers)", m.history);
   row("activations", m.activations);
   row("layer scratch", m.scratch);
+  if (m.solver_scratch > 0) row("solver's scratch (updating)", m.solver_scratch);
   if (m.cudnn_scratch > 0 || m.cudnn_scratch_stored)
     row(m.cudnn_scratch_stored ? "cuDNN scratch (stored choices)" : "cuDNN scratch",
         m.cudnn_scratch);

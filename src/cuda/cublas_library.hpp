@@ -32,4 +32,8 @@ struct Library {
 // on the next call.
 const Library& library();
 
+// Defined only where a process links a cuBLAS of its own (the tests' CPU emulation of the GPU,
+// tests/device_emulation/); library() then returns it and opens nothing.
+[[gnu::weak]] const Library* linked_library();
+
 }  // namespace cgdp::cublas

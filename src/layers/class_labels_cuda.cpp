@@ -6,6 +6,10 @@
 
 namespace cgdp {
 
+static_assert(cuda_label_bytes(ClassAxis{1, 1, 2, 1}) ==
+                  sizeof(int64_t) + sizeof(kernels::LabelError),
+              "cuda_label_bytes (class_labels.hpp) counts one LabelError");
+
 template <typename T>
 const int64_t* CudaLabels<T>::decode(const Layer<T>& layer, const ClassAxis& ca, const T* labels,
                                      std::optional<int> ignore_label, int64_t sample_offset,

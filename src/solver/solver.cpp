@@ -51,7 +51,7 @@ Solver<T>::Solver(Net<T>& net, LrPolicy policy, SolverSettings settings, History
   }
 #ifdef CGDP_HAVE_CUDA
   if (net.device().kind() != DeviceKind::Cpu)  // the sum of squares comes back through it
-    clip_sum_ = DeviceBuffer(net.device(), (kernels::kSumSquaresBlocks + 1) * sizeof(double));
+    clip_sum_ = DeviceBuffer(net.device(), kernels::kSumSquaresBytes);
 #endif
 }
 

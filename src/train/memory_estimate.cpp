@@ -18,11 +18,11 @@
 #include "cgdp/device/measuring_device.hpp"
 #include "cgdp/layers/convolution_layer.hpp"
 #include "cgdp/layers/deconvolution_layer.hpp"
-#include "cgdp/layers/lrn_layer.hpp"
 #include "cgdp/layers/weight_slices.hpp"
 #include "cgdp/net/net.hpp"
 #include "cgdp/solver/host_history.hpp"
 #include "per_channel_scratch.cuh"
+#include "sum_squares_scratch.cuh"
 
 namespace cgdp {
 
@@ -75,14 +75,13 @@ int64_t cgroup_room() {
   }
 }
 
-// What `net`'s LRNs keep on a CUDA device, where their CUDA half allocates it as it first runs.
-int64_t cuda_lrn_bytes(const Net<float>& net) {
+// What a net's CUDA layers allocate at their first pass (Layer::cuda_buffer_bytes): the
+// estimate's net, built on an accounting device, never ran them.
+int64_t cuda_layer_bytes(const Net<float>& net) {
   int64_t bytes = 0;
   if (net.device().kind() != DeviceKind::Cuda) return bytes;
   for (int i = 0; i < net.num_layers(); ++i)
-    if (const auto* lrn = dynamic_cast<const LRNLayer<float>*>(&net.layer(i)))
-      bytes +=
-          lrn->kept_bytes(DeviceKind::Cuda, net.phase() == Phase::Train && net.needs_backward(i));
+    bytes += net.layer(i).cuda_buffer_bytes(net.phase() == Phase::Train && net.needs_backward(i));
   return bytes;
 }
 
@@ -226,8 +225,8 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
                                   /*seed=*/1, test_model ? test_source : source);
   const int64_t lent = train_device.memory_stats().device_bytes - lender_before;
   m.test_net = test_device.memory_stats().device_bytes + lent;
-  m.scratch += cuda_lrn_bytes(net);
-  m.test_net += cuda_lrn_bytes(*test);
+  m.scratch += cuda_layer_bytes(net);
+  m.test_net += cuda_layer_bytes(*test);
   add_cudnn_passes(net, m.cudnn_passes);
   add_cudnn_passes(*test, m.cudnn_passes);
   // The test net runs on the train net's stream: its copies, at its own batch, share the scratch.
@@ -250,6 +249,7 @@ void add_cuda_scratch(MemoryEstimate& m, DeviceKind kind, int64_t cudnn_workspac
   else if (m.largest_convolution_weights > 0)
     m.cudnn_scratch = (cudnn_workspace_mb << 20) + m.largest_convolution_weights;
   m.cudnn_scratch = std::max(m.cudnn_scratch, m.per_channel_scratch);  // the same buffer
+  m.solver_scratch = kernels::kSumSquaresBytes;
   if (is_16_bit(precision)) m.half_operands = m.largest_half_operands;
 }
 
@@ -259,8 +259,8 @@ int64_t MemoryEstimate::receive_bytes(int w) const {
 
 int64_t MemoryEstimate::worker_bytes(int w) const {
   const bool updates = sync != SyncKind::Ps0 || w == 0;  // ps0: worker 0 updates, then broadcasts
-  return replica() + (updates ? history : 0) + (w == 0 ? test_net : 0) + receive_bytes(w) +
-         cudnn_scratch + half_operands;
+  return replica() + (updates ? history + solver_scratch : 0) + (w == 0 ? test_net : 0) +
+         receive_bytes(w) + cudnn_scratch + half_operands;
 }
 
 int64_t MemoryEstimate::worker_peak(int w) const {
@@ -539,6 +539,7 @@ void check_memory_fits(const MemoryEstimate& m, DeviceKind kind, int gpus, int64
       {"parameters", m.parameters * n, fewer},
       {"gradients", m.gradients * n, fewer},
       {"momentum", m.history * updating, fewer},
+      {"the solver's scratch", m.solver_scratch * updating, fewer},
       {"accumulation sums", m.fold * n, "a lower --accumulate"},
       {"cuDNN scratch", m.cudnn_scratch * n, "a lower --cudnn-workspace-mb"},
       {"16-bit operand copies", m.half_operands * n, "lower --batch"},

@@ -4,7 +4,9 @@
 #include "emulated_cuda.hpp"
 
 #include <sys/mman.h>
-#include <ucontext.h>
+
+#include "fiber_context.hpp"
+#include "runtime_hooks.hpp"
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
 #endif
@@ -77,7 +79,7 @@ cudaError_t configuration_error(const LaunchConfig& c) {
 enum class FiberState { kRunning, kAtBarrier, kFinished };
 
 struct Fiber {
-  ucontext_t context;  // never moved: getcontext points it into itself
+  FiberContext context;  // never moved (ucontext points into itself)
   uint3 thread;
   FiberState state = FiberState::kRunning;
   std::source_location barrier;
@@ -95,22 +97,16 @@ class FiberPool {
   Fiber* fibers() { return fibers_; }
 
   // Fiber t's context set to start `entry(t)` on its own stack.
-  void prepare(unsigned t, void (*entry)()) {
+  void prepare(unsigned t, void (*entry)(int)) {
     ensure_stacks();
     Fiber& f = fibers_[t];
-    if (!initialized_[t]) {
-      getcontext(&f.context);
-      initialized_[t] = true;
-    }
-    f.context.uc_stack.ss_sp = stacks_ + t * (kStackBytes + kGuardBytes) + kGuardBytes;
-    f.context.uc_stack.ss_size = kStackBytes;
+    char* stack = stacks_ + t * (kStackBytes + kGuardBytes) + kGuardBytes;
 #if defined(__SANITIZE_ADDRESS__)
     // Frames abandoned on a reused stack never unwound: AddressSanitizer's poison of their
     // redzones must not meet the next block's frames.
-    __asan_unpoison_memory_region(f.context.uc_stack.ss_sp, kStackBytes);
+    __asan_unpoison_memory_region(stack, kStackBytes);
 #endif
-    f.context.uc_link = nullptr;  // entries never return: they switch away when done
-    makecontext(&f.context, entry, 1, static_cast<int>(t));
+    f.context.prepare(stack, kStackBytes, entry, static_cast<int>(t));
     f.state = FiberState::kRunning;
   }
 
@@ -128,7 +124,6 @@ class FiberPool {
 
   char* stacks_ = nullptr;
   Fiber fibers_[kMaxThreadsPerBlock];
-  bool initialized_[kMaxThreadsPerBlock] = {};
 };
 
 // One block's run: the order's first thread in a fiber first; then either the rest as plain calls,
@@ -189,7 +184,7 @@ class BlockRun {
   }
 
   void start_fiber(unsigned s) {
-    pool_.prepare(s, reinterpret_cast<void (*)()>(&BlockRun::entry));
+    pool_.prepare(s, &BlockRun::entry);
     fibers_[s].thread = thread_of(thread_in_slot(s));
   }
 
@@ -197,7 +192,7 @@ class BlockRun {
   void resume(unsigned t) {
     current_ = t;
     threadIdx = fibers_[t].thread;
-    swapcontext(&scheduler_, &fibers_[t].context);
+    FiberContext::switch_to(scheduler_, fibers_[t].context);
     current_ = kNoFiber;
   }
 
@@ -206,13 +201,13 @@ class BlockRun {
   void pass_on(unsigned t) {
     unsigned next = t + 1;
     while (next < live_end_ && fibers_[next].state == FiberState::kFinished) ++next;
-    ucontext_t* to = &scheduler_;
+    FiberContext* to = &scheduler_;
     if (next < live_end_) {
       current_ = next;
       threadIdx = fibers_[next].thread;
       to = &fibers_[next].context;
     }
-    swapcontext(&fibers_[t].context, to);
+    FiberContext::switch_to(fibers_[t].context, *to);
   }
 
   void run_rest_as_calls() {
@@ -242,10 +237,10 @@ class BlockRun {
     const Fiber& first = fibers_[0];
     for (unsigned t = 1; t < threads_; ++t) {
       const Fiber& f = fibers_[t];
-      const bool same = f.state == first.state &&
-                        (f.state == FiberState::kFinished ||
-                         (f.barrier.line() == first.barrier.line() &&
-                          std::strcmp(f.barrier.file_name(), first.barrier.file_name()) == 0));
+      const bool same =
+          f.state == first.state && (f.state == FiberState::kFinished ||
+                                     (f.barrier.line() == first.barrier.line() &&
+                                      same_file(f.barrier.file_name(), first.barrier.file_name())));
       if (!same)
         throw std::logic_error(cgdp::cat("divergent __syncthreads: thread ",
                                          thread_text(first.thread), " ", where(first), ", thread ",
@@ -254,6 +249,8 @@ class BlockRun {
     }
     return first.state == FiberState::kAtBarrier;
   }
+  // One barrier's threads share its file name's address; another address may still name it.
+  static bool same_file(const char* a, const char* b) { return a == b || std::strcmp(a, b) == 0; }
   static std::string where(const Fiber& f) {
     if (f.state == FiberState::kFinished) return "ended";
     return cgdp::cat("waits at ", f.barrier.file_name(), ":", f.barrier.line());
@@ -272,7 +269,7 @@ class BlockRun {
   unsigned live_end_ = 1;        // fibers [0, live_end_) take part in rounds
   unsigned current_ = kNoFiber;  // the running fiber's slot
   unsigned plain_thread_ = 0;    // the thread index a plain call runs
-  ucontext_t scheduler_;
+  FiberContext scheduler_;
   std::exception_ptr failure_;
 };
 
@@ -290,7 +287,7 @@ void BlockRun::entry(int index) {
   run.fibers_[t].state = FiberState::kFinished;
   if (failure) {
     run.failure_ = std::move(failure);
-    swapcontext(&run.fibers_[t].context, &run.scheduler_);  // never resumed
+    FiberContext::switch_to(run.fibers_[t].context, run.scheduler_);  // never resumed
   }
   run.pass_on(t);
   std::fputs("kernel emulator: a finished thread was resumed\n", stderr);  // a bug here: no way on
@@ -387,13 +384,29 @@ const char* cudaGetErrorString(cudaError_t error) {
   return cgdp_emulation::runtime_text(error);
 }
 
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind,
-                            cudaStream_t) {
+namespace {
+cgdp_emulation::RuntimeHooks runtime_hooks{};
+// A hook's failure as the one code this header knows for it.
+cudaError_t from_hook(int code) {
+  return code == 0 ? cudaSuccess : cudaErrorInvalidValue;
+}
+}  // namespace
+
+void cgdp_emulation::set_runtime_hooks(const RuntimeHooks& hooks) {
+  runtime_hooks = hooks;
+}
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream) {
+  if (runtime_hooks.memcpy_async)
+    return from_hook(runtime_hooks.memcpy_async(dst, src, bytes, kind, stream));
   std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
 
-cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t) {
+cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream) {
+  if (runtime_hooks.memset_async)
+    return from_hook(runtime_hooks.memset_async(dst, value, bytes, stream));
   std::memset(dst, value, bytes);
   return cudaSuccess;
 }
@@ -459,10 +472,3 @@ float __half2float(__half h) {
   const float magnitude = static_cast<float>(fraction) * 0x1p-24f;  // subnormal or zero: exact
   return sign ? -magnitude : magnitude;
 }
-
-// CUDA_CHECK's error path (src/cuda/cuda_check.hpp), as src/cuda/cuda_check.cpp words it.
-namespace cgdp {
-void throw_cuda_error(const char* call, const char* what, const char* file, int line) {
-  throw DeviceError(cat("cuda:emulated: ", call, " failed: ", what, " (", file, ":", line, ")"));
-}
-}  // namespace cgdp

@@ -13,6 +13,7 @@ class AccuracyLayer final : public Layer<T> {
  public:
   using Layer<T>::Layer;
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  int64_t cuda_buffer_bytes(bool) const override { return cuda_label_bytes(ca_); }  // its labels
   int min_bottoms() const override { return 2; }
   int max_bottoms() const override { return 2; }
   bool can_backward_to(int) const override { return false; }

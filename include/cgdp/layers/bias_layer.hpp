@@ -13,6 +13,10 @@ class BiasLayer final : public Layer<T> {
   using Layer<T>::Layer;
   bool can_run_in_place() const override { return true; }
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  // Scale's kernels run it: a scale of ones and its unused gradient, one per channel each.
+  int64_t cuda_buffer_bytes(bool) const override {
+    return 2 * dim_ * static_cast<int64_t>(sizeof(T));
+  }
   int max_bottoms() const override { return 2; }  // so that layer_setup names the form it refuses
 
  protected:

@@ -17,6 +17,12 @@ struct ClassAxis {
   int64_t per_sample = 1;  // predictions per sample (first dimension), to name a bad label's sample
 };
 
+// Device bytes a CUDA layer's decoded labels take (CudaLabels: an index per position and one
+// error record, kernels::LabelError).
+constexpr int64_t cuda_label_bytes(const ClassAxis& ca) {
+  return ca.outer * ca.inner * static_cast<int64_t>(sizeof(int64_t)) + 16;
+}
+
 // Splits `scores` at `axis` and checks that `labels` holds outer * inner values; throws a
 // ModelError naming the layer and both shapes otherwise.
 template <typename T>

@@ -18,6 +18,10 @@ class InnerProductLayer final : public Layer<T>, public SufficientFactors<T> {
  public:
   using Layer<T>::Layer;
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  // The bias's column of M ones.
+  int64_t cuda_buffer_bytes(bool) const override {
+    return bias_term_ ? rows_ * static_cast<int64_t>(sizeof(T)) : 0;
+  }
   // Only its input, as a rounded operand (of the weight gradient, or the staged factors).
   bool backward_reads(const Blob<T>& blob, const BlobVec<T>& bottom,
                       const BlobVec<T>&) const override {

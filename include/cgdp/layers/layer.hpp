@@ -110,6 +110,10 @@ class Layer {
   // through, or uses `peer`'s (the train net's twin of a test net's layer, which never runs at
   // the same time). A streamed weight's layer runs on the CPU backend, for now.
   virtual void stream_weight(Layer* peer = nullptr) {}
+  // Device bytes this layer's CUDA half allocates at its first pass besides blobs and the stream's
+  // scratch (a ones column, decoded labels; `backward`: once a backward ran), which the memory
+  // estimate builds no CUDA layer to see (memory_estimate.cpp).
+  virtual int64_t cuda_buffer_bytes(bool backward) const { return 0; }
   // A blob holding a copy of top 0's values from this layer's forward until its backward
   // (BatchNorm's normalised output), which a layer in place on that top may read; nullptr if none.
   virtual const Blob<T>* kept_top() const { return nullptr; }

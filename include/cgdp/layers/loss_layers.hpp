@@ -51,6 +51,7 @@ class SigmoidCrossEntropyLossLayer final : public LossLayer<T> {
   SigmoidCrossEntropyLossLayer(const proto::LayerParameter& param, Device& device);
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   bool can_backward_to(int bottom_index) const override { return bottom_index == 0; }
+  int64_t cuda_buffer_bytes(bool) const override { return sizeof(double); }  // its normaliser
 
  protected:
   void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;
@@ -106,6 +107,7 @@ class HingeLossLayer final : public LossLayer<T> {
   using LossLayer<T>::LossLayer;
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
   bool can_backward_to(int bottom_index) const override { return bottom_index == 0; }
+  int64_t cuda_buffer_bytes(bool) const override { return cuda_label_bytes(ca_); }  // its labels
 
  protected:
   void forward_cpu(const RunContext& ctx, const BlobVec<T>& bottom, const BlobVec<T>& top) override;

@@ -28,6 +28,9 @@ class LRNLayer final : public Layer<T> {
   // (backward computes the scale again, lrn_column.hpp), else the kernels' scale and, for backward,
   // a work buffer (lrn_layer_cuda.cpp).
   int64_t kept_bytes(DeviceKind kind, bool backward) const;
+  int64_t cuda_buffer_bytes(bool backward) const override {
+    return kept_bytes(DeviceKind::Cuda, backward);
+  }
   // Backward computes the output again from the input (and, where kept, the scale): its top's
   // values are free once its last forward reader ran, as large as they are.
   bool backward_reads(const Blob<T>& blob, const BlobVec<T>& bottom,

@@ -16,6 +16,10 @@ class SoftmaxWithLossLayer final : public Layer<T> {
  public:
   SoftmaxWithLossLayer(const proto::LayerParameter& param, Device& device);
   void reshape(const BlobVec<T>& bottom, const BlobVec<T>& top) override;
+  // The decoded labels and the normaliser (one double).
+  int64_t cuda_buffer_bytes(bool) const override {
+    return cuda_label_bytes(ca_) + static_cast<int64_t>(sizeof(double));
+  }
   int min_bottoms() const override { return 2; }
   int max_bottoms() const override { return 2; }
   int max_tops() const override { return 2; }

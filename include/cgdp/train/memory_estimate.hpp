@@ -25,6 +25,7 @@ struct MemoryEstimate {
   int64_t activations = 0;  // tops and their gradients
   int64_t scratch = 0;      // what layers keep besides (im2col columns, masks, statistics, ...)
   int64_t history = 0;      // the solver's momentum, on each worker that updates (or its stage)
+  int64_t solver_scratch = 0;  // CUDA: where the clip's sum of squares comes back, each updater
   // Per updating worker, pinned: the history when it waits on the host between steps and only its
   // stage is on the device (solver/host_history.hpp); 0 when it stays on the device.
   int64_t history_host = 0;

@@ -85,6 +85,8 @@ class Trainer {
   double train_iteration();
   // The workers, for measurements on their devices and streams between iterations.
   std::vector<Worker>& workers() { return workers_; }
+  // The memory estimate the run was fitted to its budget with (the plan, if it offloads).
+  const MemoryEstimate& memory_estimate() const { return memory_; }
   // What --weights filled (empty without --weights).
   const WeightsReport& weights_report() const { return weights_report_; }
 
