@@ -228,19 +228,22 @@ TEST(MemoryBudget, ACudaWorkersArenaIsTheOneMeasured) {
 // Every byte a CUDA worker allocates is in the estimate the trainer fits its budget with: with
 // cuDNN's choices stored (no search), after training and testing each worker's peak is its
 // estimate to the byte, with one worker and two (ps0: one of them does not update; cgdp: every
-// weight dense, since the staged factors of --fc-exchange are not in the estimate yet), in fp32.
-// In bf16 the estimate holds at least the peak.
+// weight dense, since the staged factors of --fc-exchange are not in the estimate yet; and with
+// the exchange in 16 bits, whose buffers are), in fp32. In bf16 the estimate holds at least the
+// peak.
 TEST(MemoryBudget, ACudaWorkersPeakIsItsEstimateToTheByte) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
   const testing::TempDir dir;
   FILE* sink = std::fopen("/dev/null", "w");
-  for (const char* sync : {"local", "ps0", "cgdp"})
+  for (const std::string scheme : {"local", "ps0", "cgdp", "cgdp bf16 exchange"})
     for (const char* precision : {"fp32", "bf16"}) {
-      SCOPED_TRACE(cat(sync, " ", precision));
-      TrainConfig c = small_run("fashion_cnn", std::string(sync) == "local" ? 1 : 2, sync);
+      SCOPED_TRACE(cat(scheme, " ", precision));
+      const std::string sync = scheme.substr(0, scheme.find(' '));
+      TrainConfig c = small_run("fashion_cnn", sync == "local" ? 1 : 2, sync);
       c.device_kind = "cuda";
       c.precision = precision;
       c.fc_exchange = "dense";
+      if (scheme != sync) c.exchange_dtype = "bf16";
       c.iterations = 2;
       c.test_samples = 6;  // one test batch, at the end
       c.cudnn_algorithms_path = (dir / cat(sync, "_", precision, ".txt")).string();

@@ -21,6 +21,7 @@
 #include "cgdp/layers/weight_slices.hpp"
 #include "cgdp/net/net.hpp"
 #include "cgdp/solver/host_history.hpp"
+#include "cgdp/sync/chunk_plan.hpp"
 #include "per_channel_scratch.cuh"
 #include "sum_squares_scratch.cuh"
 
@@ -209,6 +210,7 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   std::stable_sort(m.streamable.begin(), m.streamable.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   m.activations = unique_top_bytes(net);
+  m.param_layers = static_cast<int>(param_layers(net).size());
   m.per_channel_scratch = per_channel_scratch(net);
   for (int i = 0; i < net.num_layers(); ++i)
     if (net.layer(i).type() == "Convolution" || net.layer(i).type() == "Deconvolution")
@@ -253,6 +255,13 @@ void add_cuda_scratch(MemoryEstimate& m, DeviceKind kind, int64_t cudnn_workspac
   if (is_16_bit(precision)) m.half_operands = m.largest_half_operands;
 }
 
+void add_exchange_buffers(MemoryEstimate& m, SyncKind sync, ExchangeDtype dtype) {
+  if (sync != SyncKind::Cgdp || dtype == ExchangeDtype::Fp32) return;
+  const int64_t elements = m.parameters / static_cast<int64_t>(sizeof(float));  // the device part
+  m.exchange_narrow = 2 * elements * static_cast<int64_t>(sizeof(uint16_t)) +
+                      2 * std::max(m.param_layers, 1) * static_cast<int64_t>(sizeof(float));
+}
+
 int64_t MemoryEstimate::receive_bytes(int w) const {
   return sync == SyncKind::Ps0 ? ps0_children(w, workers) * gradients : 0;
 }
@@ -260,7 +269,7 @@ int64_t MemoryEstimate::receive_bytes(int w) const {
 int64_t MemoryEstimate::worker_bytes(int w) const {
   const bool updates = sync != SyncKind::Ps0 || w == 0;  // ps0: worker 0 updates, then broadcasts
   return replica() + (updates ? history + solver_scratch : 0) + (w == 0 ? test_net : 0) +
-         receive_bytes(w) + cudnn_scratch + half_operands;
+         receive_bytes(w) + cudnn_scratch + half_operands + exchange_narrow;
 }
 
 int64_t MemoryEstimate::worker_peak(int w) const {
@@ -543,6 +552,7 @@ void check_memory_fits(const MemoryEstimate& m, DeviceKind kind, int gpus, int64
       {"accumulation sums", m.fold * n, "a lower --accumulate"},
       {"cuDNN scratch", m.cudnn_scratch * n, "a lower --cudnn-workspace-mb"},
       {"16-bit operand copies", m.half_operands * n, "lower --batch"},
+      {"16-bit exchange buffers", m.exchange_narrow * n, "--exchange-dtype fp32"},
       {"test net", m.test_net, "lower --test-batch"},
       {"ps0 receive buffers", receive, "--sync cgdp"},
       {"host sums", cuda || one_device ? 0 : m.pinned, "fewer --devices"},

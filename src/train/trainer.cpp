@@ -259,6 +259,7 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
                  : 0;
     add_cuda_scratch(m, kind, config_.cudnn_workspace_mb, layer_precision(), choices,
                      choices ? cuda_gpu_model(0) : "");
+    add_exchange_buffers(m, sync, parse_exchange_dtype(config_.exchange_dtype));
     return m;
   };
   activation_memory_ = default_activation_memory(layer_precision(), config_.pack_activations, kind);

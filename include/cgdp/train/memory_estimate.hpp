@@ -14,6 +14,7 @@
 #include "cgdp/device/device.hpp"
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/net/activation_plan.hpp"
+#include "cgdp/sync/exchange_dtype.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
 
 namespace cgdp {
@@ -26,6 +27,10 @@ struct MemoryEstimate {
   int64_t scratch = 0;      // what layers keep besides (im2col columns, masks, statistics, ...)
   int64_t history = 0;      // the solver's momentum, on each worker that updates (or its stage)
   int64_t solver_scratch = 0;  // CUDA: where the clip's sum of squares comes back, each updater
+  // cgdp with --exchange-dtype bf16/fp16, each worker: its gradient narrowed to 16 bits, the 16-bit
+  // sums landing, and fp16's scales both ways (add_exchange_buffers).
+  int64_t exchange_narrow = 0;
+  int param_layers = 0;  // layers with parameters: at most one exchange chunk each
   // Per updating worker, pinned: the history when it waits on the host between steps and only its
   // stage is on the device (solver/host_history.hpp); 0 when it stays on the device.
   int64_t history_host = 0;
@@ -116,6 +121,10 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
 void add_cuda_scratch(MemoryEstimate& m, DeviceKind kind, int64_t cudnn_workspace_mb,
                       Precision precision, const ConvAlgorithmTable* choices = nullptr,
                       const std::string& gpu = "");
+
+// What cgdp's 16-bit exchange (--exchange-dtype bf16 or fp16) keeps on each worker's device
+// (sync/cgdp_sync.cpp's narrow buffers); nothing for fp32 or another scheme.
+void add_exchange_buffers(MemoryEstimate& m, SyncKind sync, ExchangeDtype dtype);
 
 // "1.5 GiB", "310.2 MiB", "12 KiB"
 std::string format_bytes(int64_t bytes);
