@@ -289,14 +289,15 @@ class CgdpSync final : public SyncScheme {
     }
   }
 
-  // The 16-bit exchange's device buffers of worker w: where its chunks are narrowed, where the
-  // sums land, and fp16's scales both ways (one per chunk: never more chunks than param layers).
+  // The 16-bit exchange's device buffers of worker w (narrow_exchange_bytes): where its chunks are
+  // narrowed, where the sums land, and fp16's scales both ways, the sums' after the chunks'.
   AggregatorWorker add_narrow_buffers(SyncWorker& w, AggregatorWorker agg) {
-    const size_t elements = static_cast<size_t>(w.net->device_learnable_count());
     const size_t chunks = std::max<size_t>(params_.size(), 1);
-    NarrowBuffers b{DeviceBuffer(*w.device, elements * sizeof(uint16_t)),
-                    DeviceBuffer(*w.device, elements * sizeof(uint16_t)),
-                    DeviceBuffer(*w.device, 2 * chunks * sizeof(float))};
+    const NarrowExchangeBytes bytes = narrow_exchange_bytes(w.net->device_learnable_count(),
+                                                            static_cast<int64_t>(params_.size()));
+    NarrowBuffers b{DeviceBuffer(*w.device, static_cast<size_t>(bytes.values)),
+                    DeviceBuffer(*w.device, static_cast<size_t>(bytes.values)),
+                    DeviceBuffer(*w.device, static_cast<size_t>(bytes.scales))};
     agg.landing = static_cast<uint16_t*>(b.landing.get());
     agg.sum_scales = static_cast<float*>(b.scales.get()) + chunks;
     narrow_buffers_.push_back(std::move(b));

@@ -258,8 +258,7 @@ void add_cuda_scratch(MemoryEstimate& m, DeviceKind kind, int64_t cudnn_workspac
 void add_exchange_buffers(MemoryEstimate& m, SyncKind sync, ExchangeDtype dtype) {
   if (sync != SyncKind::Cgdp || dtype == ExchangeDtype::Fp32) return;
   const int64_t elements = m.parameters / static_cast<int64_t>(sizeof(float));  // the device part
-  m.exchange_narrow = 2 * elements * static_cast<int64_t>(sizeof(uint16_t)) +
-                      2 * std::max(m.param_layers, 1) * static_cast<int64_t>(sizeof(float));
+  m.exchange_narrow = narrow_exchange_bytes(elements, m.param_layers).total();
 }
 
 int64_t MemoryEstimate::receive_bytes(int w) const {

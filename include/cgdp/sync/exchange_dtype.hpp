@@ -21,6 +21,19 @@ inline int element_bytes(ExchangeDtype dtype) {
   return dtype == ExchangeDtype::Fp32 ? 4 : 2;
 }
 
+// A worker's device buffers for a 16-bit exchange (cgdp_sync.cpp), which the memory estimate
+// counts: its gradient's `elements` narrowed, the 16-bit sums landing, and fp16's scales both
+// ways, one per chunk (never more chunks than the `param_layers` layers with parameters).
+struct NarrowExchangeBytes {
+  int64_t values;  // each of the two 16-bit buffers
+  int64_t scales;
+  int64_t total() const { return 2 * values + scales; }
+};
+inline NarrowExchangeBytes narrow_exchange_bytes(int64_t elements, int64_t param_layers) {
+  return {elements * int64_t{sizeof(uint16_t)},
+          2 * std::max<int64_t>(param_layers, 1) * int64_t{sizeof(float)}};
+}
+
 // fp32 -> bf16, rounded to nearest even; NaN stays NaN.
 inline uint16_t to_bf16(float value) {
   uint32_t bits = std::bit_cast<uint32_t>(value);
