@@ -12,6 +12,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "cgdp/cost/fc_exchange.hpp"
 #include "cgdp/device/conv_algorithm_table.hpp"
 #include "cgdp/device/cuda_options.hpp"
 #include "cgdp/device/devices.hpp"
@@ -58,6 +59,7 @@ struct Case {
   int devices;
   const char* sync;
   const char* precision = "fp32";  // bf16: activations planned, most of them packed
+  const char* fc_exchange = "auto";  // factors: cgdp keeps every worker's rows of the weights
 };
 
 class EstimateMatches : public ::testing::TestWithParam<Case> {};
@@ -68,13 +70,18 @@ TEST_P(EstimateMatches, WhatTheWorkersAllocate) {
   TrainConfig c = small_run(k.model, k.devices, k.sync);
   c.precision = k.precision;
   c.pack_activations = "on";
+  c.fc_exchange = k.fc_exchange;
   Trainer t(c, sink);
   std::fclose(sink);
   const proto::NetParameter model = load_model(find_model_file(k.model));
   const Precision precision = parse_precision(k.precision);
   const ScopedLayerPrecision layers_in(precision);
-  const MemoryEstimate m = estimate_memory(model, k.model, 4, 6, k.devices, parse_sync_kind(k.sync),
-                                           1, nullptr, "", default_activation_memory(precision));
+  MemoryEstimate m = estimate_memory(model, k.model, 4, 6, k.devices, parse_sync_kind(k.sync), 1,
+                                     nullptr, "", default_activation_memory(precision));
+  const std::vector<bool> factored = factored_without_model(
+      m.params, parse_fc_exchange(k.fc_exchange), DeviceKind::Cpu, 4, k.devices);
+  add_factor_buffers(m, m.sync, factored, 1, k.devices, ExchangeDtype::Fp32);
+  EXPECT_EQ(m.exchange_factors > 0, std::string(k.fc_exchange) == "factors");
   EXPECT_EQ(m.packed > 0, is_16_bit(precision));
   for (int w = 0; w < k.devices; ++w) {
     EXPECT_EQ(t.workers()[w].device->memory_stats().device_bytes, m.worker_bytes(w)) << "worker " << w;
@@ -92,15 +99,15 @@ TEST_P(EstimateMatches, WhatTheWorkersAllocate) {
   if (std::string(k.sync) == "cgdp") EXPECT_EQ(m.pinned, (k.devices + 1) * m.gradients);
 }
 
-INSTANTIATE_TEST_SUITE_P(Runs, EstimateMatches,
-                         ::testing::Values(Case{"fashion_cnn", 2, "cgdp"},
-                                           Case{"fashion_cnn", 4, "ps0"},
-                                           Case{"resnet_small", 3, "cgdp"},
-                                           Case{"resnet_small", 2, "cgdp", "bf16"}),
-                         [](const auto& info) {
-                           return cat(info.param.model, "_", info.param.devices, "_",
-                                      info.param.sync, "_", info.param.precision);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Runs, EstimateMatches,
+    ::testing::Values(Case{"fashion_cnn", 2, "cgdp"}, Case{"fashion_cnn", 4, "ps0"},
+                      Case{"resnet_small", 3, "cgdp"}, Case{"resnet_small", 2, "cgdp", "bf16"},
+                      Case{"fashion_cnn", 3, "cgdp", "fp32", "factors"}),
+    [](const auto& info) {
+      return cat(info.param.model, "_", info.param.devices, "_", info.param.sync, "_",
+                 info.param.precision, "_", info.param.fc_exchange);
+    });
 
 // 10^10 parameters (40 GB of weights) on a 10^5-wide input.
 const char* kHugeNet = R"(name: "Huge"
@@ -228,28 +235,37 @@ TEST(MemoryBudget, ACudaWorkersArenaIsTheOneMeasured) {
 // Every byte a CUDA worker allocates is in the estimate the trainer fits its budget with: with
 // cuDNN's choices stored (no search), after training and testing each worker's peak is its
 // estimate to the byte, with one worker and two (ps0: one of them does not update; cgdp: every
-// weight dense, since the staged factors of --fc-exchange are not in the estimate yet; and with
-// the exchange in 16 bits, whose buffers are), in fp32. In bf16 the estimate holds at least the
-// peak.
+// weight dense, or fashion_cnn's two InnerProducts as sufficient factors, and either with the
+// exchange in 16 bits), in fp32. In bf16 the estimate holds at least the peak.
 TEST(MemoryBudget, ACudaWorkersPeakIsItsEstimateToTheByte) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
+  struct Run {
+    const char* sync;
+    const char* fc_exchange;
+    const char* exchange_dtype;
+  };
   const testing::TempDir dir;
   FILE* sink = std::fopen("/dev/null", "w");
-  for (const std::string scheme : {"local", "ps0", "cgdp", "cgdp bf16 exchange"})
+  for (const Run& run : {Run{"local", "dense", "fp32"}, Run{"ps0", "dense", "fp32"},
+                         Run{"cgdp", "dense", "fp32"}, Run{"cgdp", "dense", "bf16"},
+                         Run{"cgdp", "factors", "fp32"}, Run{"cgdp", "factors", "fp16"}})
     for (const char* precision : {"fp32", "bf16"}) {
-      SCOPED_TRACE(cat(scheme, " ", precision));
-      const std::string sync = scheme.substr(0, scheme.find(' '));
+      SCOPED_TRACE(cat(run.sync, " ", run.fc_exchange, " ", run.exchange_dtype, " exchange, ",
+                       precision, " layers"));
+      const std::string sync = run.sync;
       TrainConfig c = small_run("fashion_cnn", sync == "local" ? 1 : 2, sync);
       c.device_kind = "cuda";
       c.precision = precision;
-      c.fc_exchange = "dense";
-      if (scheme != sync) c.exchange_dtype = "bf16";
+      c.fc_exchange = run.fc_exchange;
+      c.exchange_dtype = run.exchange_dtype;
       c.iterations = 2;
       c.test_samples = 6;  // one test batch, at the end
       c.cudnn_algorithms_path = (dir / cat(sync, "_", precision, ".txt")).string();
       Trainer(c, sink).run();  // searches, and stores the choices
       Trainer t(c, sink);
       t.run();
+      if (run.fc_exchange == std::string("factors"))
+        EXPECT_GT(t.memory_estimate().exchange_factors, 0);
       for (const Worker& w : t.workers()) {
         const int64_t peak = w.device->memory_stats().device_peak_bytes;
         if (std::string(precision) == "fp32")
@@ -498,6 +514,37 @@ TEST(MemoryBudget, InspectCountsWhatACudaWorkerHoldsBesidesItsNets) {
   EXPECT_EQ(field(cuda.output, "total") - field(cpu.output, "total"),
             field(cuda.output, "cudnn_scratch") + field(cuda.output, "half_operands") +
                 field(cuda.output, "solver_scratch") + layers + layers + 4 * 8 + 16);
+}
+
+// `inspect --memory` counts what cgdp's exchange keeps on each worker, as train does: on CUDA,
+// fashion_cnn's two InnerProducts go as factors by Poseidon's rule (4 samples' rows of ip1,
+// 3136 in and 256 out, and of ip2, 256 in and 10 out, staged; both workers' rows of ip1 received);
+// with a 16-bit exchange also the narrowed gradient and sums, and the rows narrowed both ways.
+TEST(MemoryBudget, InspectCountsTheExchangesBuffers) {
+  const std::string inspect = cat(
+      testing::binary_dir(), "/cgdp inspect --model fashion_cnn --memory --batch 4 -n 2 --json ");
+  auto field = [](const std::string& json, const std::string& name) {
+    const size_t at = json.find(cat("\"", name, "\": "));
+    return at == std::string::npos ? int64_t{-1} : std::stoll(json.substr(at + name.size() + 4));
+  };
+  const int64_t ip1 = 4 * (3136 + 256), ip2 = 4 * (256 + 10);
+  const testing::CommandResult cuda = testing::run_command(inspect + "--device-kind cuda 2>&1");
+  ASSERT_EQ(cuda.exit_code, 0) << cuda.output;
+  EXPECT_EQ(field(cuda.output, "exchange_factors"), 4 * (ip1 + ip2) + 4 * 2 * ip1) << cuda.output;
+  EXPECT_EQ(field(cuda.output, "exchange_narrow"), 0) << cuda.output;
+  const testing::CommandResult bf16 =
+      testing::run_command(inspect + "--device-kind cuda --exchange-dtype bf16 2>&1");
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.output;
+  const int64_t params = field(bf16.output, "parameters") / 4;
+  EXPECT_EQ(field(bf16.output, "exchange_narrow"), 2 * 2 * params + 2 * 4 * 4) << bf16.output;
+  EXPECT_EQ(field(bf16.output, "exchange_factors"),
+            field(cuda.output, "exchange_factors") + 2 * 2 * ip1 + 2 * ip1 + 2 * (2 + 2) * 4)
+      << bf16.output;
+  for (const char* flags : {"--device-kind cuda --fc-exchange dense", "--device-kind cpu"}) {
+    const testing::CommandResult dense = testing::run_command(cat(inspect, flags, " 2>&1"));
+    ASSERT_EQ(dense.exit_code, 0) << dense.output;
+    EXPECT_EQ(field(dense.output, "exchange_factors"), 0) << flags << "\n" << dense.output;
+  }
 }
 
 // --pack-activations: auto rounds BatchNorm's kept values on a CUDA worker, which packs from the

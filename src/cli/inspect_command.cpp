@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "cgdp/cost/fc_exchange.hpp"
 #include "cgdp/cost/profile.hpp"
 #include "cgdp/device/cpu_device.hpp"
 #include "cgdp/device/cuda_options.hpp"
@@ -38,6 +39,8 @@ struct InspectOptions {
   std::string device_kind = "cpu";
   std::string precision = "fp32";
   std::string pack_activations = "auto";
+  std::string fc_exchange = TrainConfig{}.fc_exchange;        // cgdp: which weights go as factors
+  std::string exchange_dtype = TrainConfig{}.exchange_dtype;  // cgdp: 16 bits add device buffers
   std::string solver_type = "SGD";  // its histories: one, or two (AdaDelta, Adam)
   int64_t cudnn_workspace_mb = TrainConfig{}.cudnn_workspace_mb;
   // cuDNN's stored choices (train --cudnn-algorithms), keyed by the settings below as well.
@@ -75,6 +78,8 @@ nlohmann::json memory_json(const MemoryEstimate& m) {
       {"cudnn_scratch", m.cudnn_scratch},
       {"cudnn_scratch_from_stored_choices", m.cudnn_scratch_stored},
       {"half_operands", m.half_operands},
+      {"exchange_narrow", m.exchange_narrow},
+      {"exchange_factors", m.exchange_factors},
       {"test_net", m.test_net},
       {"worker_bytes", workers},
       {"worker_peak_bytes", peaks},
@@ -113,6 +118,8 @@ void print_memory(const MemoryEstimate& m) {
     row(m.cudnn_scratch_stored ? "cuDNN scratch (stored choices)" : "cuDNN scratch",
         m.cudnn_scratch);
   if (m.half_operands > 0) row("16-bit operand copies", m.half_operands);
+  if (m.exchange_narrow > 0) row("16-bit exchange buffers", m.exchange_narrow);
+  if (m.exchange_factors > 0) row("sufficient factors' rows", m.exchange_factors);
   std::printf("  %-28s %12s  (test batch %lld)\n", "test net (worker 0)", format_bytes(m.test_net).c_str(),
               static_cast<long long>(m.test_batch));
   for (int w = 0; w < m.workers; ++w)
@@ -199,6 +206,16 @@ Runner add_inspect_command(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--precision", opt->precision,
                   "With --memory: the layers' precision, as train's");
+  cmd->add_option("--fc-exchange", opt->fc_exchange,
+                  "With --memory and cgdp: auto, dense or factors, as train's without --chunk "
+                  "auto (factors keep their rows on every worker)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "dense", "factors"}));
+  cmd->add_option("--exchange-dtype", opt->exchange_dtype,
+                  "With --memory and cgdp: fp32, bf16 or fp16, as train's (16 bits keep narrowed "
+                  "copies on every worker)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   cmd->add_option("--solver-type", opt->solver_type,
                   "With --memory: the solver, as train's (AdaDelta and Adam keep two histories)")
       ->capture_default_str();
@@ -258,6 +275,7 @@ Runner add_inspect_command(CLI::App& app) {
       // As train sets them: stored choices are keyed by them.
       set_cuda_options(
           {opt->tf32, static_cast<size_t>(opt->cudnn_workspace_mb) << 20, !opt->nondeterministic});
+      const ExchangeDtype dtype = parse_exchange_dtype(opt->exchange_dtype);
       ConvAlgorithmTable choices;
       if (!opt->cudnn_algorithms.empty())
         choices.merge_text(read_file(opt->cudnn_algorithms), opt->cudnn_algorithms);
@@ -267,6 +285,11 @@ Runner add_inspect_command(CLI::App& app) {
                                            histories, nullptr, "", activations, kind);
         add_cuda_scratch(m, kind, opt->cudnn_workspace_mb, precision,
                          opt->cudnn_algorithms.empty() ? nullptr : &choices);
+        add_exchange_buffers(m, sync, dtype);
+        add_factor_buffers(m, sync,
+                           factored_without_model(m.params, parse_fc_exchange(opt->fc_exchange),
+                                                  kind, opt->batch, opt->devices),
+                           1, opt->devices, dtype);
         return m;
       };
       MemoryEstimate m =

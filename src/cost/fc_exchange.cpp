@@ -30,7 +30,7 @@ const char* to_string(FcExchange mode) {
 }
 
 int64_t factor_elements(const ParamLayer& p, int64_t samples) {
-  return p.factors.rows * samples * (p.factors.outputs + p.factors.inputs);
+  return p.factors.elements() * samples;
 }
 
 LinkBytes layer_bytes(const ParamLayer& p, bool factored, int64_t samples, int workers,
@@ -56,6 +56,13 @@ std::vector<bool> factored_by_bytes(std::span<const ParamLayer> params, FcExchan
                   : mode == FcExchange::Auto ? factors_move_fewer_bytes(params[i], samples, workers)
                                              : false;
   return factored;
+}
+
+std::vector<bool> factored_without_model(std::span<const ParamLayer> params, FcExchange mode,
+                                         DeviceKind kind, int64_t samples, int workers) {
+  if (kind == DeviceKind::Cpu && mode == FcExchange::Auto)
+    return std::vector<bool>(params.size(), false);
+  return factored_by_bytes(params, mode, samples, workers);
 }
 
 double local_weight_gemm_us(const ParamCost& p) {

@@ -11,6 +11,7 @@
 
 #include "cgdp/sync/exchange_codec.hpp"
 #include "cgdp/sync/exchanged_chunks.hpp"
+#include "cgdp/sync/factor_buffers.hpp"
 #include "cgdp/sync/host_aggregator.hpp"
 #include "cgdp/sync/host_sum.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
@@ -180,8 +181,6 @@ class CgdpSync final : public SyncScheme {
   // workers receive every worker's rows (all hosts') into one device buffer each, large enough
   // for the largest weight's (the H2D stream copies and rebuilds one weight after another).
   std::vector<FactorSlot> make_factor_slots(const SyncWorkers& workers, int micro_batches) {
-    const int64_t n = all_workers_;
-    int64_t largest = 0;
     for (size_t i = 0; i < params_.size(); ++i) {
       if (!factored_[i]) continue;
       CGDP_ASSERT(params_[i].factorable());
@@ -203,26 +202,21 @@ class CgdpSync final : public SyncScheme {
         layer->stage_factors(rows, rows + f.out_count);
         f.layers.push_back(layer);
       }
-      largest = std::max(largest, n * (f.out_count + f.in_count));
       slot_of_layer_[f.layer] = static_cast<int>(factored_weights_.size());
       factored_weights_.push_back(std::move(f));
     }
     std::vector<FactorSlot> slots;
     if (factored_weights_.empty()) return slots;
-    int64_t largest_own = 0;  // one worker's rows of the largest weight
-    for (const FactoredWeight& f : factored_weights_)
-      largest_own = std::max(largest_own, f.out_count + f.in_count);
+    const int64_t samples = workers[0].get().net->batch_size() * micro_batches;
+    const FactorBufferBytes bytes =
+        factor_buffer_bytes(params_, factored_, samples, all_workers_, dtype_);
     const size_t slot_count = factored_weights_.size();
+    const auto buffer = [](Device& device, int64_t size) {  // none of size 0
+      return DeviceBuffer(device, static_cast<size_t>(size));
+    };
     for (SyncWorker& w : workers) {
-      GatheredBuffers g{DeviceBuffer(*w.device, static_cast<size_t>(largest) * sizeof(float)), {},
-                        {}, {}};
-      if (dtype_ != ExchangeDtype::Fp32) {
-        g.narrow = DeviceBuffer(*w.device, static_cast<size_t>(largest) * sizeof(uint16_t));
-        g.own_narrow = DeviceBuffer(*w.device, static_cast<size_t>(largest_own) * sizeof(uint16_t));
-        g.scales =
-            DeviceBuffer(*w.device, 2 * (slot_count + static_cast<size_t>(n)) * sizeof(float));
-      }
-      gathered_.push_back(std::move(g));
+      gathered_.push_back({buffer(*w.device, bytes.gathered), buffer(*w.device, bytes.narrow),
+                           buffer(*w.device, bytes.own_narrow), buffer(*w.device, bytes.scales)});
       factors_done_.push_back(std::vector<std::unique_ptr<Event>>());
       for (size_t s = 0; s < slot_count; ++s)
         factors_done_.back().push_back(w.device->create_event());

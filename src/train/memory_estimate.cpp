@@ -22,6 +22,7 @@
 #include "cgdp/net/net.hpp"
 #include "cgdp/solver/host_history.hpp"
 #include "cgdp/sync/chunk_plan.hpp"
+#include "cgdp/sync/factor_buffers.hpp"
 #include "per_channel_scratch.cuh"
 #include "sum_squares_scratch.cuh"
 
@@ -195,8 +196,8 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
         copy.steps_after_out = waiters.write_steps;
         for (int b : waiters.fetched) copy.fetches_after_out.push_back(copy_of[b]);
       }
-    for (int i = 0; i < net.num_layers(); ++i) m.layer_names.push_back(net.layer(i).name());
   }
+  for (int i = 0; i < net.num_layers(); ++i) m.layer_names.push_back(net.layer(i).name());
   m.sync = sync;
   m.learnable = net.learnable_count();
   const int64_t flat = m.learnable * static_cast<int64_t>(sizeof(float));
@@ -210,7 +211,7 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   std::stable_sort(m.streamable.begin(), m.streamable.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   m.activations = unique_top_bytes(net);
-  m.param_layers = static_cast<int>(param_layers(net).size());
+  m.params = param_layers(net);
   m.per_channel_scratch = per_channel_scratch(net);
   for (int i = 0; i < net.num_layers(); ++i)
     if (net.layer(i).type() == "Convolution" || net.layer(i).type() == "Deconvolution")
@@ -258,7 +259,19 @@ void add_cuda_scratch(MemoryEstimate& m, DeviceKind kind, int64_t cudnn_workspac
 void add_exchange_buffers(MemoryEstimate& m, SyncKind sync, ExchangeDtype dtype) {
   if (sync != SyncKind::Cgdp || dtype == ExchangeDtype::Fp32) return;
   const int64_t elements = m.parameters / static_cast<int64_t>(sizeof(float));  // the device part
-  m.exchange_narrow = narrow_exchange_bytes(elements, m.param_layers).total();
+  m.exchange_narrow =
+      narrow_exchange_bytes(elements, static_cast<int64_t>(m.params.size())).total();
+}
+
+void add_factor_buffers(MemoryEstimate& m, SyncKind sync, const std::vector<bool>& factored,
+                        int micro_batches, int64_t all_workers, ExchangeDtype dtype) {
+  m.exchange_factors = 0;
+  if (sync != SyncKind::Cgdp) return;
+  CGDP_ASSERT(factored.size() == m.params.size());
+  std::vector<bool> sent(factored.size());
+  for (size_t i = 0; i < sent.size(); ++i) sent[i] = factored[i] && m.params[i].factorable();
+  m.exchange_factors =
+      factor_buffer_bytes(m.params, sent, m.batch * micro_batches, all_workers, dtype).total();
 }
 
 int64_t MemoryEstimate::receive_bytes(int w) const {
@@ -268,7 +281,7 @@ int64_t MemoryEstimate::receive_bytes(int w) const {
 int64_t MemoryEstimate::worker_bytes(int w) const {
   const bool updates = sync != SyncKind::Ps0 || w == 0;  // ps0: worker 0 updates, then broadcasts
   return replica() + (updates ? history + solver_scratch : 0) + (w == 0 ? test_net : 0) +
-         receive_bytes(w) + cudnn_scratch + half_operands + exchange_narrow;
+         receive_bytes(w) + cudnn_scratch + half_operands + exchange_narrow + exchange_factors;
 }
 
 int64_t MemoryEstimate::worker_peak(int w) const {
@@ -552,6 +565,7 @@ void check_memory_fits(const MemoryEstimate& m, DeviceKind kind, int gpus, int64
       {"cuDNN scratch", m.cudnn_scratch * n, "a lower --cudnn-workspace-mb"},
       {"16-bit operand copies", m.half_operands * n, "lower --batch"},
       {"16-bit exchange buffers", m.exchange_narrow * n, "--exchange-dtype fp32"},
+      {"sufficient factors", m.exchange_factors * n, "--fc-exchange dense"},
       {"test net", m.test_net, "lower --test-batch"},
       {"ps0 receive buffers", receive, "--sync cgdp"},
       {"host sums", cuda || one_device ? 0 : m.pinned, "fewer --devices"},

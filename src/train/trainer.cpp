@@ -144,16 +144,22 @@ Trainer::Trainer(const TrainConfig& config, FILE* out, ChunkProfileSource measur
   per_worker_batch_ = per_worker_batch(config, declared_batch_size(model_, Phase::Train));
   test_batch_ = test_batch_size(feeds_, config.test_batch, per_worker_batch_);
   load_cudnn_algorithms();  // before the estimate: stored choices need no search's scratch
-  check_memory(sync, device_kind);
+  if (device_kind == DeviceKind::Cuda && cuda_device_count() == 0)  // why, before anything asks
+    throw DeviceError(cat(
+        config.device_kind_from == "--device-kind" ? "--device-kind cuda" : config.device_kind_from,
+        ": ", cuda_unavailable_reason()));
+  std::vector<DeviceRef> refs;  // before the estimate: the cost model's choices know the threads
+  const int gpus = device_kind == DeviceKind::Cuda ? cuda_device_count() : 0;
+  for (int w = 0; w < config.devices; ++w) refs.push_back(worker_device(w, device_kind, gpus));
+  placement_ = plan_placement(Topology::discover(), refs, config_.host_threads,
+                              config_.loader_threads, sync == SyncKind::Cgdp);
+  check_memory(sync, device_kind, profile ? &*profile : nullptr);
   workers_ = make_workers(config.devices, device_kind, model_, per_worker_batch_, config.seed,
                           model_path_, config.accumulate, activation_memory_);
   if (config.fail_worker >= 0) inject_fault(config.fail_worker, config.fail_after_copies);
   if (config.issue_threads != "per-worker" && config.issue_threads != "one")
-    throw UsageError(cat("--issue-threads must be per-worker or one, not '", config.issue_threads, "'"));
-  std::vector<DeviceRef> refs;
-  for (const Worker& w : workers_) refs.push_back({w.device->kind(), w.device->index()});
-  placement_ = plan_placement(Topology::discover(), refs, config_.host_threads,
-                              config_.loader_threads, sync == SyncKind::Cgdp);
+    throw UsageError(
+        cat("--issue-threads must be per-worker or one, not '", config.issue_threads, "'"));
   issuers_ = std::make_unique<IssueThreads>(num_workers(), config.issue_threads == "per-worker",
                                             [this](int w) { bind_issuing_thread(w); });
   Net<float>& net0 = net();
@@ -237,16 +243,13 @@ Trainer::~Trainer() {
 
 // Measures the run on a MeasuringDevice and refuses it, before any real allocation, when it does
 // not fit the free memory (or --device-memory-gb).
-void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
-  if (kind == DeviceKind::Cuda && cuda_device_count() == 0)  // else the GPUs' free memory reads 0
-    throw DeviceError(cat(config_.device_kind_from == "--device-kind" ? "--device-kind cuda"
-                                                                      : config_.device_kind_from,
-                          ": ", cuda_unavailable_reason()));
+void Trainer::check_memory(SyncKind sync, DeviceKind kind, const Profile* chunk_profile) {
   if (config_.offload != "auto" && config_.offload != "off")
     throw UsageError(cat("--offload must be auto or off, not '", config_.offload, "'"));
   const ConvAlgorithmTable* choices = stored_cudnn_choices(kind);
   const Packing pack = packing_of(config_.pack_activations, kind);
-  const auto estimate = [&](ActivationMemoryPlan activations) {
+  const ExchangeDtype dtype = parse_exchange_dtype(config_.exchange_dtype);
+  const auto measure = [&](ActivationMemoryPlan activations) {
     activations.pack = pack;
     activations.write_over = config_.write_outputs_over_inputs;
     MemoryEstimate m = estimate_memory(
@@ -259,12 +262,19 @@ void Trainer::check_memory(SyncKind sync, DeviceKind kind) {
                  : 0;
     add_cuda_scratch(m, kind, config_.cudnn_workspace_mb, layer_precision(), choices,
                      choices ? cuda_gpu_model(0) : "");
-    add_exchange_buffers(m, sync, parse_exchange_dtype(config_.exchange_dtype));
+    add_exchange_buffers(m, sync, dtype);
+    return m;
+  };
+  const auto estimate = [&](const ActivationMemoryPlan& activations) {
+    MemoryEstimate m = measure(activations);
+    add_factor_buffers(m, sync, factored_, config_.accumulate, total_workers(), dtype);
     return m;
   };
   activation_memory_ = default_activation_memory(layer_precision(), config_.pack_activations, kind);
   activation_memory_.write_over = config_.write_outputs_over_inputs;
-  memory_ = estimate(activation_memory_);
+  memory_ = measure(activation_memory_);
+  if (sync == SyncKind::Cgdp) factored_ = choose_factored_layers(memory_, kind, chunk_profile);
+  add_factor_buffers(memory_, sync, factored_, config_.accumulate, total_workers(), dtype);
   if (config_.device_memory_gb < 0)
     throw UsageError(cat("--device-memory-gb must be > 0, got ", config_.device_memory_gb));
   const bool given = config_.device_memory_gb > 0;
@@ -347,7 +357,11 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
   }
   if (kind == SyncKind::Cgdp) {
     plan_description_ = describe(options.plan, param_layers_);
-    options.factored = choose_factored_layers(options.plan, profile);
+    CGDP_ASSERT(factored_.size() == param_layers_.size());
+    for (size_t i = 0; i < factored_.size(); ++i)  // a weight streamed from the host is not
+      factored_[i] = factored_[i] && param_layers_[i].factorable();
+    factors_description_ = cat(describe_factored(param_layers_, factored_), ", ", factors_reason_);
+    options.factored = factored_;
   }
   if (!config_.hosts.empty()) {
     join_cluster(options.plan, options.factored);
@@ -397,38 +411,34 @@ void Trainer::make_scheme(SyncKind kind, const Profile* profile) {
 
 // --fc-exchange auto: with a profile the cost model chooses (cost/fc_exchange.hpp); without one,
 // Poseidon's byte rule on CUDA (over every host's workers, whose rows each worker receives), and
-// dense on the CPU backend, where a copy is a memcpy and the rebuild's GEMM would take the cores
-// the layers compute on. Across hosts the model needs the profile's network to weigh them.
-std::vector<bool> Trainer::choose_factored_layers(const ChunkPlan& plan, const Profile* profile) {
+// dense on the CPU backend. Across hosts the model needs the profile's network to weigh them.
+// Chosen on the estimate's net, before the workers exist: their memory counts what it sends.
+std::vector<bool> Trainer::choose_factored_layers(const MemoryEstimate& m, DeviceKind kind,
+                                                  const Profile* profile) {
   const FcExchange mode = parse_fc_exchange(config_.fc_exchange);
   const int64_t samples = per_worker_batch_ * config_.accumulate;
-  const int all_workers = num_workers() * num_hosts();
   const bool model_knows_network =
       num_hosts() == 1 || (profile && profile->network && profile->network->gbps > 0);
-  std::vector<bool> factored(param_layers_.size(), false);
-  std::string why;
-  if (mode != FcExchange::Auto) {
-    factored = factored_by_bytes(param_layers_, mode, samples, all_workers);
-    why = cat("--fc-exchange ", to_string(mode));
-  } else if (profile && model_knows_network) {
+  if (mode == FcExchange::Auto && profile && model_knows_network) {
+    check_profile_matches(*profile, m.layer_names, m.params);
+    const ChunkPlan plan =
+        ChunkAutoTuner(config_, *profile, m.params, config_.devices, per_worker_batch_)
+            .initial_plan();
     WhatIf what_if;
     what_if.batch = static_cast<int>(per_worker_batch_);
     what_if.host_threads = sum_threads();
     if (num_hosts() > 1) what_if.hosts = num_hosts();
-    CostInputs in = make_cost_inputs(*profile, param_layers_, num_workers(), what_if);
+    CostInputs in = make_cost_inputs(*profile, m.params, config_.devices, what_if);
     in.local_when_alone = false;
     set_exchange_dtype(in, *profile, parse_exchange_dtype(config_.exchange_dtype));
-    factored = choose_factored(in, plan, mode);
-    why = "the cost model's choice with the profile";
-  } else if (workers_[0].device->kind() == DeviceKind::Cuda) {
-    factored = factored_by_bytes(param_layers_, mode, samples, all_workers);
-    why = profile ? "Poseidon's byte rule (the profile has no network)"
-                  : "Poseidon's byte rule (no profile)";
-  } else {
-    why = "dense on CPU devices without a profile";
+    factors_reason_ = "the cost model's choice with the profile";
+    return choose_factored(in, plan, mode);
   }
-  factors_description_ = cat(describe_factored(param_layers_, factored), ", ", why);
-  return factored;
+  factors_reason_ = mode != FcExchange::Auto  ? cat("--fc-exchange ", to_string(mode))
+                    : kind == DeviceKind::Cpu ? "dense on CPU devices without a profile"
+                    : !profile                ? "Poseidon's byte rule (no profile)"
+                                              : "Poseidon's byte rule (the profile has no network)";
+  return factored_without_model(m.params, mode, kind, samples, total_workers());
 }
 
 void Trainer::set_chunk_plan(const ChunkPlan& plan) {

@@ -80,6 +80,10 @@ double Worker::loss(int micro) const {
   return sum;
 }
 
+DeviceRef worker_device(int w, DeviceKind kind, int gpus) {
+  return {kind, kind == DeviceKind::Cuda ? w % std::max(gpus, 1) : w};
+}
+
 std::vector<Worker> make_workers(int count, DeviceKind kind, const proto::NetParameter& model,
                                  int64_t batch, uint64_t seed, const std::string& source,
                                  int max_micro_batches, const ActivationMemoryPlan& activations) {
@@ -92,9 +96,11 @@ std::vector<Worker> make_workers(int count, DeviceKind kind, const proto::NetPar
   for (int w = 0; w < count; ++w) {
     Worker& worker = workers[w];
     worker.index = w;
-    const int gpu = w % std::max(gpus, 1);  // more workers than GPUs: they share, round-robin
-    const int node = gpu < static_cast<int>(gpu_nodes.size()) ? gpu_nodes[gpu] : -1;
-    worker.device = kind == DeviceKind::Cuda ? make_device(kind, gpu, node) : make_device(kind, w);
+    const DeviceRef ref = worker_device(w, kind, gpus);
+    const int node = kind == DeviceKind::Cuda && ref.index < static_cast<int>(gpu_nodes.size())
+                         ? gpu_nodes[ref.index]
+                         : -1;
+    worker.device = make_device(kind, ref.index, node);
     worker.compute = worker.device->create_stream(cat("w", w, "-compute"));
     worker.d2h = worker.device->create_stream(cat("w", w, "-d2h"));
     worker.h2d = worker.device->create_stream(cat("w", w, "-h2d"));

@@ -40,6 +40,10 @@ bool factors_move_fewer_bytes(const ParamLayer& p, int64_t samples, int workers)
 // or those Poseidon's rule picks (auto). One entry per param layer.
 std::vector<bool> factored_by_bytes(std::span<const ParamLayer> params, FcExchange mode,
                                     int64_t samples, int workers);
+// The choice without a cost model: factored_by_bytes on CUDA workers; on CPU ones auto keeps every
+// weight dense, as a copy there is a memcpy and the rebuild's GEMM would take the layers' cores.
+std::vector<bool> factored_without_model(std::span<const ParamLayer> params, FcExchange mode,
+                                         DeviceKind kind, int64_t samples, int workers);
 
 // A factored layer no longer computes its weight gradient: that GEMM is one of the two equal
 // GEMMs of its backward (weight and input gradients), so half its own backward time.

@@ -17,6 +17,7 @@ struct FactorShape {
   int64_t inputs = 0;   // width of in's rows (the layer's inputs)
   int64_t out_elements() const { return rows * outputs; }
   int64_t in_elements() const { return rows * inputs; }
+  int64_t elements() const { return out_elements() + in_elements(); }
 };
 
 template <typename T>

@@ -14,6 +14,7 @@
 #include "cgdp/device/device.hpp"
 #include "cgdp/device/layer_precision.hpp"
 #include "cgdp/net/activation_plan.hpp"
+#include "cgdp/sync/chunk_plan.hpp"
 #include "cgdp/sync/exchange_dtype.hpp"
 #include "cgdp/sync/sync_scheme.hpp"
 
@@ -30,7 +31,11 @@ struct MemoryEstimate {
   // cgdp with --exchange-dtype bf16/fp16, each worker: its gradient narrowed to 16 bits, the 16-bit
   // sums landing, and fp16's scales both ways (add_exchange_buffers).
   int64_t exchange_narrow = 0;
-  int param_layers = 0;  // layers with parameters: at most one exchange chunk each
+  // cgdp, each worker: the weights sent as sufficient factors, their rows staged and every
+  // worker's received (add_factor_buffers).
+  int64_t exchange_factors = 0;
+  // The layers with parameters (at most one exchange chunk each), in backward order.
+  std::vector<ParamLayer> params;
   // Per updating worker, pinned: the history when it waits on the host between steps and only its
   // stage is on the device (solver/host_history.hpp); 0 when it stays on the device.
   int64_t history_host = 0;
@@ -125,6 +130,13 @@ void add_cuda_scratch(MemoryEstimate& m, DeviceKind kind, int64_t cudnn_workspac
 // What cgdp's 16-bit exchange (--exchange-dtype bf16 or fp16) keeps on each worker's device
 // (sync/cgdp_sync.cpp's narrow buffers); nothing for fp32 or another scheme.
 void add_exchange_buffers(MemoryEstimate& m, SyncKind sync, ExchangeDtype dtype);
+
+// What cgdp's weights sent as sufficient factors keep on each worker's device
+// (sync/factor_buffers.hpp): `factored` per param layer, as chosen for the run (a weight this
+// estimate streams from the host is not factorable, and counts nothing); each worker receives
+// the rows of `all_workers`. Nothing for another scheme.
+void add_factor_buffers(MemoryEstimate& m, SyncKind sync, const std::vector<bool>& factored,
+                        int micro_batches, int64_t all_workers, ExchangeDtype dtype);
 
 // "1.5 GiB", "310.2 MiB", "12 KiB"
 std::string format_bytes(int64_t bytes);

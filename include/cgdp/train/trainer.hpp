@@ -61,7 +61,7 @@ class Trainer {
   // Threads that sum on the host: --host-threads, or the placement's default (one per worker).
   int sum_threads() const { return static_cast<int>(placement_.aggregator_threads.size()); }
   std::function<void()> loader_binding() const;
-  int total_workers() const { return num_workers() * num_hosts(); }
+  int total_workers() const { return config_.devices * num_hosts(); }  // known before the workers
   int num_hosts() const { return config_.hosts.empty() ? 1 : static_cast<int>(config_.hosts.size()); }
   int rank() const { return config_.rank; }
   Net<float>& worker_net(int w) { return *workers_[w].net; }
@@ -98,7 +98,7 @@ class Trainer {
   void join_cluster(const ChunkPlan& plan, const std::vector<bool>& factored);
   void agree_with_other_hosts();
   void inject_fault(int worker, int64_t after_copies);
-  void check_memory(SyncKind sync, DeviceKind kind);
+  void check_memory(SyncKind sync, DeviceKind kind, const Profile* chunk_profile);
 
   void load_initial_weights();
   void check_data_fits_model();
@@ -117,8 +117,10 @@ class Trainer {
   const ConvAlgorithmTable* stored_cudnn_choices(DeviceKind kind) const;
   void issue_micro_batch(Worker& w, const Batch& batch, int micro, int64_t it);
   Profile chunk_profile(const TrainConfig& config, const ChunkProfileSource& measure);
-  // Per param layer: whether its weight travels as sufficient factors (--fc-exchange).
-  std::vector<bool> choose_factored_layers(const ChunkPlan& plan, const Profile* profile);
+  // Per param layer of the estimate's net: whether its weight travels as sufficient factors
+  // (--fc-exchange); `profile`: --chunk auto's, else null. Sets factors_reason_.
+  std::vector<bool> choose_factored_layers(const MemoryEstimate& m, DeviceKind kind,
+                                           const Profile* profile);
   void check_loss(double loss, int64_t iteration);
   // Loss scaling (--loss-scale): turns the solvers' check on and seeds every net's backward.
   void start_loss_scale(Precision precision);
@@ -173,6 +175,8 @@ class Trainer {
   PhaseTable phases_;
   std::vector<ParamLayer> param_layers_;
   std::string plan_description_;
+  std::vector<bool> factored_;       // cgdp, per param layer: its weight travels as factors
+  std::string factors_reason_;       // why: the flag, the cost model or the byte rule
   std::string factors_description_;  // cgdp: which weights travel as factors, and why
   Placement placement_;
   std::string placement_summary_;

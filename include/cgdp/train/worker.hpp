@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cgdp/data/batch_loader.hpp"
+#include "cgdp/device/devices.hpp"
 #include "cgdp/net/net.hpp"
 #include "cgdp/solver/solver.hpp"
 #include "cgdp/sync/sync_worker.hpp"
@@ -49,6 +50,9 @@ struct Worker : SyncWorker {
   // Weighted loss of micro-batch `micro`, after the compute stream has been synchronized.
   double loss(int micro) const;
 };
+
+// Worker w's device: cpu:w, or on CUDA GPU w mod `gpus` (more workers than GPUs share them).
+DeviceRef worker_device(int w, DeviceKind kind, int gpus);
 
 // Creates `count` workers on `kind` devices (CPU devices cpu:0..N-1; CUDA workers round-robin
 // over the GPUs, pinned memory on each GPU's NUMA node), each with its own streams and a net
