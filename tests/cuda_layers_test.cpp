@@ -547,10 +547,10 @@ TEST(CudaInnerProductFactors, StagedRowsAndTheRebuildMatchTheCpu) {
     RunContext ctx{Phase::Train, compute.get()};
     ctx.micro_batch = micro;
     compute->submit([&] { gpu.layer->backward(ctx, gpu.top, {true}, gpu.bottom); });
+    compute->synchronize();  // the next micro-batch's upload overwrites what this one stages
     ctx.stream = nullptr;
     cpu.layer->backward(ctx, cpu.top, {true}, cpu.bottom);
   }
-  compute->synchronize();
   std::vector<float> staged(cpu_rows.size());
   device->copy(staged.data(), rows, staged.size() * sizeof(float));
   EXPECT_EQ(std::vector<double>(staged.begin(), staged.end()), cpu_rows);

@@ -1,5 +1,6 @@
 // The emulated GPU refuses what a real one would fail on, with a message that says why; its
-// cuBLAS multiplies as a float64 reference does. (Its cuDNN is checked by every CUDA layer test
+// streams run beside each other and order only through events; its cuBLAS multiplies as a
+// float64 reference does. (Its cuDNN is checked by every CUDA layer test
 // against the CPU layers.)
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -7,6 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -108,6 +112,50 @@ TEST(EmulatedCudaRuntime, RefusesDestroyedStreamsAndEventsOnAnotherGpu) {
 }
 
 // Column-major C = A^T B (A stored k x m) against sums in double.
+// Two streams: one held back by a host function, then uploading; the other downloading. Without
+// an event wait the download reads the new memory's NaNs (the upload has not run), and the
+// event is not ready; after waiting on it, the download waits too and reads the upload.
+TEST(EmulatedCudaStreams, RunBesideEachOtherAndInOrderOnlyThroughEvents) {
+  if (const char* mode = std::getenv("CGDP_EMULATED_STREAMS"); mode && !std::strcmp(mode, "inline"))
+    GTEST_SKIP() << "CGDP_EMULATED_STREAMS=inline: every stream runs on the issuing thread";
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  cudaStream_t up = nullptr, down = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&up, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&down, cudaStreamNonBlocking), cudaSuccess);
+  cudaEvent_t uploaded = nullptr, downloaded = nullptr;
+  ASSERT_EQ(cudaEventCreateWithFlags(&uploaded, cudaEventDisableTiming), cudaSuccess);
+  ASSERT_EQ(cudaEventCreateWithFlags(&downloaded, cudaEventDisableTiming), cudaSuccess);
+  DeviceFloats d(4);
+  float* pinned = nullptr;  // [0, 4): what goes up; [4, 8): what comes down
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&pinned), 8 * sizeof(float), 0), cudaSuccess);
+  for (int i = 0; i < 8; ++i) pinned[i] = i < 4 ? static_cast<float>(i + 1) : 0.0f;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  const cudaHostFn_t hold = [](void* f) { static_cast<std::shared_future<void>*>(f)->wait(); };
+  ASSERT_EQ(cudaLaunchHostFunc(up, hold, &released), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(d.get(), pinned, 16, cudaMemcpyHostToDevice, up), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(uploaded, up), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(uploaded), cudaErrorNotReady);
+  cudaGetLastError();
+  ASSERT_EQ(cudaMemcpyAsync(pinned + 4, d.get(), 16, cudaMemcpyDeviceToHost, down), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(down), cudaSuccess);
+  for (int i = 4; i < 8; ++i) EXPECT_TRUE(std::isnan(pinned[i])) << i;
+  ASSERT_EQ(cudaStreamWaitEvent(down, uploaded, 0), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(pinned + 4, d.get(), 16, cudaMemcpyDeviceToHost, down), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(downloaded, down), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(downloaded), cudaErrorNotReady);
+  cudaGetLastError();
+  release.set_value();
+  ASSERT_EQ(cudaStreamSynchronize(down), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(uploaded), cudaSuccess);
+  for (int i = 4; i < 8; ++i) EXPECT_EQ(pinned[i], static_cast<float>(i - 3)) << i;
+  cudaEventDestroy(uploaded);
+  cudaEventDestroy(downloaded);
+  cudaStreamDestroy(up);
+  cudaStreamDestroy(down);
+  cudaFreeHost(pinned);
+}
+
 TEST(EmulatedCublas, MultipliesAsAFloat64Reference) {
   const cgdp::cublas::Library& lib = cgdp::cublas::library();
   ASSERT_EQ(&lib, cgdp::cublas::linked_library()) << "the toolkit's cuBLAS was opened";

@@ -1,15 +1,18 @@
 // An emulation of the cuBLAS calls cgdp makes (src/cuda/cublas_library.hpp's entry points), for
 // tests without a GPU: column-major GEMM and GEMV summed in double, rounded once to the output's
-// type, on the issuing thread. It checks what a GPU would trip on: every operand inside one device
-// allocation the handle's GPU can reach, leading dimensions at least the rows they hold, and the
-// types cgdp asks for (16-bit A and B with an fp32 C and fp32 compute; anything else is refused
-// as NOT_SUPPORTED). With beta = 0 the old C is never read, as cuBLAS documents.
+// type. Each call checks its arguments when issued and returns its status then; its computation is
+// queued on the handle's stream (emulated_device.hpp), as a kernel is. It checks what a GPU would
+// trip on: every operand inside one device allocation the handle's GPU can reach, leading
+// dimensions at least the rows they hold, and the types cgdp asks for (16-bit A and B with an fp32
+// C and fp32 compute; anything else is refused as NOT_SUPPORTED). With beta = 0 the old C is never
+// read, as cuBLAS documents.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/cublas_library.hpp"
@@ -19,6 +22,7 @@ namespace emu = cgdp_device_emulation;
 
 struct cublasContext {
   int device;
+  cudaStream_t stream;  // where its computations run, in issue order
 };
 
 namespace {
@@ -82,6 +86,16 @@ cublasStatus_t check(const Operand& m, cublasHandle_t h, const std::string& what
   return CUBLAS_STATUS_SUCCESS;
 }
 
+// Queues a checked call's computation on the handle's stream, after the work issued there before,
+// as a kernel is. It runs after the call returned: `work` holds copies of all it reads but device
+// memory (scalars' values, operands' shapes, pointers).
+template <typename F>
+cublasStatus_t run_on(cublasHandle_t h, F work) {
+  emu::enqueue(h->stream, std::move(work));
+  emu::clear_problem();
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 // op(M) in double, each row contiguous (or, `by_column`, each column): the GEMM's inner loop.
 std::vector<double> widened(const Operand& m, bool by_column) {
   std::vector<double> out(static_cast<size_t>(m.rows) * m.cols);
@@ -90,6 +104,22 @@ std::vector<double> widened(const Operand& m, bool by_column) {
       out[by_column ? static_cast<size_t>(j) * m.rows + i : static_cast<size_t>(i) * m.cols + j] =
           m.at(i, j);
   return out;
+}
+
+// C = alpha op(A) op(B) + beta C over checked operands, `c` being out's data.
+void multiply(double alpha, const Operand& a, const Operand& b, double beta, const Operand& out,
+              void* c) {
+  const int m = out.rows, n = out.cols, k = a.cols;
+  const std::vector<double> rows_of_a = widened(a, false), columns_of_b = widened(b, true);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      const double* ai = rows_of_a.data() + static_cast<size_t>(i) * k;
+      const double* bj = columns_of_b.data() + static_cast<size_t>(j) * k;
+      double sum = 0;
+      for (int p = 0; p < k; ++p) sum += ai[p] * bj[p];
+      const size_t at = static_cast<size_t>(j) * out.ld + i;
+      store(c, at, out.type, alpha * sum + (beta == 0 ? 0 : beta * out.at(i, j)));
+    }
 }
 
 // C = alpha op(A) op(B) + beta C, column-major, sums in double.
@@ -106,18 +136,17 @@ cublasStatus_t gemm(cublasHandle_t h, const char* call, cublasOperation_t ta, cu
     if (cublasStatus_t s = check(b, h, std::string(call) + ": B"); s) return s;
   }
   if (cublasStatus_t s = check(out, h, std::string(call) + ": C"); s) return s;
-  const std::vector<double> rows_of_a = widened(a, false), columns_of_b = widened(b, true);
-  for (int j = 0; j < n; ++j)
-    for (int i = 0; i < m; ++i) {
-      const double* ai = rows_of_a.data() + static_cast<size_t>(i) * k;
-      const double* bj = columns_of_b.data() + static_cast<size_t>(j) * k;
-      double sum = 0;
-      for (int p = 0; p < k; ++p) sum += ai[p] * bj[p];
-      const size_t at = static_cast<size_t>(j) * ldc + i;
-      store(c, at, c_type, alpha * sum + (beta == 0 ? 0 : beta * out.at(i, j)));
-    }
-  emu::clear_problem();
-  return CUBLAS_STATUS_SUCCESS;
+  return run_on(h, [alpha, a, b, beta, out, c] { multiply(alpha, a, b, beta, out, c); });
+}
+
+// y = alpha op(A) x + beta y over checked operands, `y` being vy's data.
+void multiply_vector(double alpha, const Operand& a, const Operand& vx, double beta,
+                     const Operand& vy, void* y) {
+  for (int i = 0; i < a.rows; ++i) {
+    double sum = 0;
+    for (int p = 0; p < a.cols; ++p) sum += a.at(i, p) * vx.at(p, 0);
+    store(y, i, vy.type, alpha * sum + (beta == 0 ? 0 : beta * vy.at(i, 0)));
+  }
 }
 
 // y = alpha op(A) x + beta y, A column-major m x n, unit strides.
@@ -134,17 +163,11 @@ cublasStatus_t gemv(cublasHandle_t h, const char* call, cublasOperation_t trans,
   if (cublasStatus_t s = check(a, h, std::string(call) + ": A"); s) return s;
   if (cublasStatus_t s = check(vx, h, std::string(call) + ": x"); s) return s;
   if (cublasStatus_t s = check(vy, h, std::string(call) + ": y"); s) return s;
-  for (int i = 0; i < rows; ++i) {
-    double sum = 0;
-    for (int p = 0; p < inner; ++p) sum += a.at(i, p) * vx.at(p, 0);
-    store(y, i, type, alpha * sum + (beta == 0 ? 0 : beta * vy.at(i, 0)));
-  }
-  emu::clear_problem();
-  return CUBLAS_STATUS_SUCCESS;
+  return run_on(h, [alpha, a, vx, beta, vy, y] { multiply_vector(alpha, a, vx, beta, vy, y); });
 }
 
 cublasStatus_t create(cublasHandle_t* h) {
-  *h = new cublasContext{emu::current_device()};
+  *h = new cublasContext{emu::current_device(), nullptr};
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -153,9 +176,10 @@ cublasStatus_t destroy(cublasHandle_t h) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
-// A handle works on its stream's GPU.
+// A handle's computations run on its stream, on that stream's GPU.
 cublasStatus_t set_stream(cublasHandle_t h, cudaStream_t stream) {
   h->device = emu::device_of(stream);
+  h->stream = stream;
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -1,11 +1,13 @@
 // An emulation of the cuDNN calls cgdp makes (src/cuda/conv_passes.cpp, src/layers/*_cuda.cpp),
 // for tests without a GPU: convolution's three passes and its bias, cudnnAddTensor, ReLU and the
-// channel softmax, on the issuing thread, summed in double and rounded once to the output's type.
-// It checks what a GPU would trip on: every operand and workspace inside one device allocation of
-// the handle's GPU (emulated_device.hpp), descriptors that agree (types, channels and groups, the
-// output's dims), and a workspace that covers what the algorithm needs. With beta = 0 the old
-// output is never read, as cuDNN documents. Anything cgdp does not use (other layouts, types,
-// modes, algorithms) is refused as NOT_SUPPORTED, never computed some other way.
+// channel softmax, summed in double and rounded once to the output's type. Each call checks its
+// arguments when issued and returns its status then; its computation is queued on the handle's
+// stream (emulated_device.hpp), as a kernel is, except the algorithm searches', which block as
+// cuDNN's do. It checks what a GPU would trip on: every operand and workspace inside one device
+// allocation of the handle's GPU (emulated_device.hpp), descriptors that agree (types, channels and
+// groups, the output's dims), and a workspace that covers what the algorithm needs. With beta = 0
+// the old output is never read, as cuDNN documents. Anything cgdp does not use (other layouts,
+// types, modes, algorithms) is refused as NOT_SUPPORTED, never computed some other way.
 // It does not emulate cuDNN's own arithmetic (fp32 or TF32 sums, tensor cores): results are the
 // exact sums rounded once. Its two algorithms per pass run the same code; algorithm 1 merely needs
 // a workspace (an im2col buffer's size) and reports itself faster, so that cgdp's search takes it
@@ -23,6 +25,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "emulated_device.hpp"
@@ -58,7 +61,7 @@ struct Convolution2d {
 // The opaque types cudnn.h declares.
 struct cudnnContext {
   int device = 0;  // where the handle's work runs: the stream's GPU, or the creating thread's
-  cudaStream_t stream = nullptr;  // recorded only: every call completes when it is issued
+  cudaStream_t stream = nullptr;  // where its computations run, in issue order
 };
 struct cudnnTensorStruct {
   std::optional<Tensor4d> layout;  // empty until set
@@ -109,15 +112,35 @@ cudnnStatus_t guarded(const char* name, Body body) {
   }
 }
 
-// The function being emulated and the GPU its handle runs on (-1: it takes no handle).
+// The function being emulated and the GPU and stream its handle runs on (-1: it takes no handle).
 struct Call {
   std::string name;
   int device = -1;
+  cudaStream_t stream = nullptr;
 };
 
 Call call_on(const char* name, cudnnHandle_t handle) {
   if (!handle) refuse(CUDNN_STATUS_BAD_PARAM, name, ": null handle");
-  return {name, handle->device};
+  return {name, handle->device, handle->stream};
+}
+
+// Queues a checked call's computation on the handle's stream, after the work issued there before,
+// as a kernel is. It runs after the call returned: `work` holds copies of all it reads but device
+// memory (layouts, not descriptors; scalars' values; pointers).
+template <typename F>
+void run_on(const Call& call, F work) {
+  emu::enqueue(call.stream, std::move(work));
+}
+
+// How a convolution pass runs: queued, or (an algorithm search's trial, whose output the caller
+// reads on return) at once, after the stream's earlier work, as cuDNN's searches block.
+enum class Run { queued, blocking };
+
+template <typename F>
+void run_pass(const Call& call, Run run, F work) {
+  if (run == Run::queued) return run_on(call, std::move(work));
+  emu::finish(call.stream);
+  work();
 }
 
 template <typename Pointer>
@@ -645,28 +668,34 @@ void report_workspace(const Call& call, cudnnTensorDescriptor_t x, cudnnFilterDe
 
 // ---- The passes, each as cuDNN runs it after its checks ----
 
-void run_forward(const Call& call, const ConvProblem& p, const void* x, const void* w, void* y,
-                 Scaling s) {
+void run_forward(const Call& call, Run run, const ConvProblem& p, const void* x, const void* w,
+                 void* y, Scaling s) {
   require_operand(call, "x", x, p.x);
   require_operand(call, "w", w, p.w);
   require_operand(call, "y", y, p.y);
-  store_scaled(y, p.y, forward_sums(p, loaded(x, p.x), loaded(w, p.w)), s);
+  run_pass(call, run, [p, x, w, y, s] {
+    store_scaled(y, p.y, forward_sums(p, loaded(x, p.x), loaded(w, p.w)), s);
+  });
 }
 
-void run_backward_data(const Call& call, const ConvProblem& p, const void* w, const void* dy,
-                       void* dx, Scaling s) {
+void run_backward_data(const Call& call, Run run, const ConvProblem& p, const void* w,
+                       const void* dy, void* dx, Scaling s) {
   require_operand(call, "w", w, p.w);
   require_operand(call, "dy", dy, p.y);
   require_operand(call, "dx", dx, p.x);
-  store_scaled(dx, p.x, backward_data_sums(p, loaded(w, p.w), loaded(dy, p.y)), s);
+  run_pass(call, run, [p, w, dy, dx, s] {
+    store_scaled(dx, p.x, backward_data_sums(p, loaded(w, p.w), loaded(dy, p.y)), s);
+  });
 }
 
-void run_backward_filter(const Call& call, const ConvProblem& p, const void* x, const void* dy,
-                         void* dw, Scaling s) {
+void run_backward_filter(const Call& call, Run run, const ConvProblem& p, const void* x,
+                         const void* dy, void* dw, Scaling s) {
   require_operand(call, "x", x, p.x);
   require_operand(call, "dy", dy, p.y);
   require_operand(call, "dw", dw, p.w);
-  store_scaled(dw, p.w, backward_filter_sums(p, loaded(x, p.x), loaded(dy, p.y)), s);
+  run_pass(call, run, [p, x, dy, dw, s] {
+    store_scaled(dw, p.w, backward_filter_sums(p, loaded(x, p.x), loaded(dy, p.y)), s);
+  });
 }
 
 // ---- Bias, activation, softmax ----
@@ -1055,7 +1084,7 @@ cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(
     const ConvProblem p = conv_problem(call, xDesc, wDesc, convDesc, yDesc);
     require_search(call, requestedAlgoCount, returnedAlgoCount, perfResults, workSpace,
                    workSpaceSizeInBytes);
-    run_forward(call, p, x, w, y, kOverwrite);
+    run_forward(call, Run::blocking, p, x, w, y, kOverwrite);
     report_search(call, p, workSpaceSizeInBytes, requestedAlgoCount, returnedAlgoCount,
                   perfResults);
   });
@@ -1072,7 +1101,7 @@ cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(
     const ConvProblem p = conv_problem(call, dxDesc, wDesc, convDesc, dyDesc);
     require_search(call, requestedAlgoCount, returnedAlgoCount, perfResults, workSpace,
                    workSpaceSizeInBytes);
-    run_backward_data(call, p, w, dy, dx, kOverwrite);
+    run_backward_data(call, Run::blocking, p, w, dy, dx, kOverwrite);
     report_search(call, p, workSpaceSizeInBytes, requestedAlgoCount, returnedAlgoCount,
                   perfResults);
   });
@@ -1090,7 +1119,8 @@ cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(
     const ConvProblem p = conv_problem(call, xDesc, dwDesc, convDesc, dyDesc);
     require_search(call, requestedAlgoCount, returnedAlgoCount, perfResults, workSpace,
                    workSpaceSizeInBytes);
-    run_backward_filter(call, p, x, y, dw, kOverwrite);  // `y` is dy (the header's name)
+    // `y` is dy (the header's name).
+    run_backward_filter(call, Run::blocking, p, x, y, dw, kOverwrite);
     report_search(call, p, workSpaceSizeInBytes, requestedAlgoCount, returnedAlgoCount,
                   perfResults);
   });
@@ -1107,7 +1137,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void* alpha,
     const Call call = call_on("cudnnConvolutionForward", handle);
     const ConvProblem p = conv_problem(call, xDesc, wDesc, convDesc, yDesc);
     require_workspace(call, p, algo, workSpace, workSpaceSizeInBytes);
-    run_forward(call, p, x, w, y, scaling(call, alpha, beta, p.y.type));
+    run_forward(call, Run::queued, p, x, w, y, scaling(call, alpha, beta, p.y.type));
   });
 }
 
@@ -1122,7 +1152,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void* alp
     const Call call = call_on("cudnnConvolutionBackwardData", handle);
     const ConvProblem p = conv_problem(call, dxDesc, wDesc, convDesc, dyDesc);
     require_workspace(call, p, algo, workSpace, workSpaceSizeInBytes);
-    run_backward_data(call, p, w, dy, dx, scaling(call, alpha, beta, p.x.type));
+    run_backward_data(call, Run::queued, p, w, dy, dx, scaling(call, alpha, beta, p.x.type));
   });
 }
 
@@ -1137,7 +1167,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void* a
     const Call call = call_on("cudnnConvolutionBackwardFilter", handle);
     const ConvProblem p = conv_problem(call, xDesc, dwDesc, convDesc, dyDesc);
     require_workspace(call, p, algo, workSpace, workSpaceSizeInBytes);
-    run_backward_filter(call, p, x, dy, dw, scaling(call, alpha, beta, p.w.type));
+    run_backward_filter(call, Run::queued, p, x, dy, dw, scaling(call, alpha, beta, p.w.type));
   });
 }
 
@@ -1147,13 +1177,15 @@ cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void* alp
                                            void* db) {
   return guarded("cudnnConvolutionBackwardBias", [&] {
     const Call call = call_on("cudnnConvolutionBackwardBias", handle);
-    const Tensor4d& dy_layout = layout(call, "dy", dyDesc);
-    const Tensor4d& db_layout = layout(call, "db", dbDesc);
+    const Tensor4d dy_layout = layout(call, "dy", dyDesc);
+    const Tensor4d db_layout = layout(call, "db", dbDesc);
     require_bias_of(call, dy_layout, db_layout);
     const Scaling s = scaling(call, alpha, beta, db_layout.type);
     require_operand(call, "dy", dy, dy_layout);
     require_operand(call, "db", db, db_layout);
-    store_scaled(db, db_layout, bias_sums(dy_layout, loaded(dy, dy_layout), db_layout), s);
+    run_on(call, [dy_layout, dy, db_layout, db, s] {
+      store_scaled(db, db_layout, bias_sums(dy_layout, loaded(dy, dy_layout), db_layout), s);
+    });
   });
 }
 
@@ -1164,13 +1196,13 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void* alpha,
                              const cudnnTensorDescriptor_t cDesc, void* C) {
   return guarded("cudnnAddTensor", [&] {
     const Call call = call_on("cudnnAddTensor", handle);
-    const Tensor4d& a = layout(call, "A", aDesc);
-    const Tensor4d& c = layout(call, "C", cDesc);
+    const Tensor4d a = layout(call, "A", aDesc);
+    const Tensor4d c = layout(call, "C", cDesc);
     require_broadcastable(call, a, c);
     const Scaling s = scaling(call, alpha, beta, c.type);
     require_operand(call, "A", A, a);
     require_operand(call, "C", C, c);
-    store_scaled(C, c, broadcast(a, loaded(A, a), c), s);
+    run_on(call, [a, A, c, C, s] { store_scaled(C, c, broadcast(a, loaded(A, a), c), s); });
   });
 }
 
@@ -1182,13 +1214,15 @@ cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle,
   return guarded("cudnnActivationForward", [&] {
     const Call call = call_on("cudnnActivationForward", handle);
     require_relu(call, activationDesc);
-    const Tensor4d& x_layout = layout(call, "x", xDesc);
-    const Tensor4d& y_layout = layout(call, "y", yDesc);
+    const Tensor4d x_layout = layout(call, "x", xDesc);
+    const Tensor4d y_layout = layout(call, "y", yDesc);
     require_alike(call, "x", x_layout, "y", y_layout);
     const Scaling s = scaling(call, alpha, beta, y_layout.type);
     require_operand(call, "x", x, x_layout);
     require_operand(call, "y", y, y_layout);
-    store_scaled(y, y_layout, relu_values(x_layout, loaded(x, x_layout), y_layout), s);
+    run_on(call, [x_layout, x, y_layout, y, s] {
+      store_scaled(y, y_layout, relu_values(x_layout, loaded(x, x_layout), y_layout), s);
+    });
   });
 }
 
@@ -1202,10 +1236,10 @@ cudnnStatus_t cudnnActivationBackward(cudnnHandle_t handle,
   return guarded("cudnnActivationBackward", [&] {
     const Call call = call_on("cudnnActivationBackward", handle);
     require_relu(call, activationDesc);
-    const Tensor4d& y_layout = layout(call, "y", yDesc);
-    const Tensor4d& dy_layout = layout(call, "dy", dyDesc);
-    const Tensor4d& x_layout = layout(call, "x", xDesc);
-    const Tensor4d& dx_layout = layout(call, "dx", dxDesc);
+    const Tensor4d y_layout = layout(call, "y", yDesc);
+    const Tensor4d dy_layout = layout(call, "dy", dyDesc);
+    const Tensor4d x_layout = layout(call, "x", xDesc);
+    const Tensor4d dx_layout = layout(call, "dx", dxDesc);
     require_alike(call, "y", y_layout, "dy", dy_layout);
     require_alike(call, "y", y_layout, "x", x_layout);
     require_alike(call, "y", y_layout, "dx", dx_layout);
@@ -1214,10 +1248,13 @@ cudnnStatus_t cudnnActivationBackward(cudnnHandle_t handle,
     require_operand(call, "dy", dy, dy_layout);
     require_operand(call, "x", x, x_layout);
     require_operand(call, "dx", dx, dx_layout);
-    store_scaled(
-        dx, dx_layout,
-        relu_gradient(x_layout, loaded(x, x_layout), dy_layout, loaded(dy, dy_layout), dx_layout),
-        s);
+    // y is checked but not read: ReLU's gradient follows x.
+    run_on(call, [x_layout, x, dy_layout, dy, dx_layout, dx, s] {
+      store_scaled(
+          dx, dx_layout,
+          relu_gradient(x_layout, loaded(x, x_layout), dy_layout, loaded(dy, dy_layout), dx_layout),
+          s);
+    });
   });
 }
 
@@ -1228,13 +1265,15 @@ cudnnStatus_t cudnnSoftmaxForward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t 
   return guarded("cudnnSoftmaxForward", [&] {
     const Call call = call_on("cudnnSoftmaxForward", handle);
     require_channel_softmax(call, algo, mode);
-    const Tensor4d& x_layout = layout(call, "x", xDesc);
-    const Tensor4d& y_layout = layout(call, "y", yDesc);
+    const Tensor4d x_layout = layout(call, "x", xDesc);
+    const Tensor4d y_layout = layout(call, "y", yDesc);
     require_alike(call, "x", x_layout, "y", y_layout);
     const Scaling s = scaling(call, alpha, beta, y_layout.type);
     require_operand(call, "x", x, x_layout);
     require_operand(call, "y", y, y_layout);
-    store_scaled(y, y_layout, softmax_values(x_layout, loaded(x, x_layout), y_layout), s);
+    run_on(call, [x_layout, x, y_layout, y, s] {
+      store_scaled(y, y_layout, softmax_values(x_layout, loaded(x, x_layout), y_layout), s);
+    });
   });
 }
 
@@ -1247,19 +1286,21 @@ cudnnStatus_t cudnnSoftmaxBackward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t
   return guarded("cudnnSoftmaxBackward", [&] {
     const Call call = call_on("cudnnSoftmaxBackward", handle);
     require_channel_softmax(call, algo, mode);
-    const Tensor4d& y_layout = layout(call, "y", yDesc);
-    const Tensor4d& dy_layout = layout(call, "dy", dyDesc);
-    const Tensor4d& dx_layout = layout(call, "dx", dxDesc);
+    const Tensor4d y_layout = layout(call, "y", yDesc);
+    const Tensor4d dy_layout = layout(call, "dy", dyDesc);
+    const Tensor4d dx_layout = layout(call, "dx", dxDesc);
     require_alike(call, "y", y_layout, "dy", dy_layout);
     require_alike(call, "y", y_layout, "dx", dx_layout);
     const Scaling s = scaling(call, alpha, beta, dx_layout.type);
     require_operand(call, "y", y, y_layout);
     require_operand(call, "dy", dy, dy_layout);
     require_operand(call, "dx", dx, dx_layout);
-    store_scaled(dx, dx_layout,
-                 softmax_gradient(y_layout, loaded(y, y_layout), dy_layout, loaded(dy, dy_layout),
-                                  dx_layout),
-                 s);
+    run_on(call, [y_layout, y, dy_layout, dy, dx_layout, dx, s] {
+      store_scaled(dx, dx_layout,
+                   softmax_gradient(y_layout, loaded(y, y_layout), dy_layout, loaded(dy, dy_layout),
+                                    dx_layout),
+                   s);
+    });
   });
 }
 

@@ -2,13 +2,17 @@
 // GPU a thread or stream is on, and whether an operand lies inside memory that GPU allocated.
 // Compiled against the CUDA toolkit's own headers, so that cgdp's CUDA host code, built for a real
 // GPU, links against these definitions unchanged (tests/device_emulation/CMakeLists.txt).
-// Every operation completes when it is issued, on the issuing thread: one schedule a real GPU may
-// run, so host code that is right on a GPU is right here (the converse: stream-order bugs hide).
+// Each stream runs its work on a thread of its own, in issue order, beside the host and the other
+// streams, as a GPU does: a missing event wait or stream synchronisation reads what was not yet
+// written (memory a GPU has just allocated reads as NaN), and ThreadSanitizer names the race.
+// CGDP_EMULATED_STREAMS=inline runs every operation on the issuing thread when it is issued
+// instead: one schedule a real GPU may run, for telling a race from a wrong result.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 namespace cgdp_device_emulation {
@@ -27,5 +31,16 @@ const std::string& problem();
 bool report(const std::string& what);
 // Forgets the calling thread's problem (a call that succeeded).
 void clear_problem();
+
+// Runs `work` on `stream` after everything issued to it before, on the stream's own thread (the
+// null stream: the calling thread's GPU's legacy default stream, which has a thread of its own
+// too and, as CUDA's, does not wait for non-blocking streams). Whatever `work` reads of the
+// caller's memory besides device memory and pinned buffers (scalars, descriptors, shapes) must be
+// copied into it: it runs after the call returns. An exception from `work` ends the process with
+// its message, as an error that a GPU reports later would fail the run.
+void enqueue(cudaStream_t stream, std::function<void()> work);
+// Blocks until everything issued to `stream` so far has run, as a blocking library call (an
+// algorithm search) must.
+void finish(cudaStream_t stream);
 
 }  // namespace cgdp_device_emulation

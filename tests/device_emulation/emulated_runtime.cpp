@@ -1,7 +1,8 @@
 // An emulation of the CUDA runtime calls cgdp's host code makes, for tests on a machine without a
 // GPU: CGDP_EMULATED_GPUS GPUs (default 2) of CGDP_EMULATED_GPU_MEMORY_MB each (default 4096),
-// whose "device memory" is host memory the emulation keeps a map of. Every operation completes on
-// the issuing thread when it is issued (emulated_device.hpp says what that can and cannot show).
+// whose "device memory" is host memory the emulation keeps a map of. Each stream runs its work on
+// a thread of its own (stream_thread.hpp; emulated_device.hpp says what that shows); the legacy
+// default stream too, which, as CUDA's, does not wait for cgdp's non-blocking streams.
 // What it checks, as a GPU would fail: a copy's or memset's device side inside one allocation, the
 // direction a copy names, streams and events alive and on the right GPU, frees of what was
 // allocated, registered host ranges, the GPU's capacity. A failure returns CUDA's error code and
@@ -13,12 +14,15 @@
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "../kernel_emulation/runtime_hooks.hpp"
 #include "emulated_device.hpp"
+#include "stream_thread.hpp"
 
 namespace cgdp_device_emulation {
 
@@ -43,23 +47,48 @@ size_t gpu_capacity() {
   return bytes;
 }
 
+// CGDP_EMULATED_STREAMS: "async" (the default) or "inline".
+bool inline_streams() {
+  static const bool value = [] {
+    const char* text = std::getenv("CGDP_EMULATED_STREAMS");
+    if (!text || !*text || std::strcmp(text, "async") == 0) return false;
+    if (std::strcmp(text, "inline") == 0) return true;
+    std::fprintf(stderr, "CGDP_EMULATED_STREAMS=%s: expected async or inline\n", text);
+    std::exit(2);
+  }();
+  return value;
+}
+
 struct Allocation {
   size_t bytes;
   int device;  // -1: pinned host memory
 };
 
-// Every allocation and registered host range, by start address; streams and events alive.
+// Every allocation and registered host range, by start address; streams (with their threads) and
+// events alive; each GPU's legacy default stream, made at its first use.
 struct Registry {
   std::mutex mutex;
   std::map<const char*, Allocation> blocks;
   std::map<int, size_t> device_bytes;
   std::set<std::pair<int, int>> peers;  // (device, peer) with access enabled
-  std::set<const void*> streams, events;
+  std::map<const void*, std::shared_ptr<StreamThread>> streams;
+  std::set<const void*> events;
+  std::map<int, std::shared_ptr<StreamThread>> legacy_streams;
 };
 
+// Never destroyed: a stream thread may still run while the process exits.
 Registry& registry() {
-  static Registry r;
+  static Registry& r = *new Registry;
   return r;
+}
+
+// The thread running `stream`'s work (the null stream: `device`'s legacy default stream);
+// registry's mutex held.
+const std::shared_ptr<StreamThread>& thread_of(Registry& r, cudaStream_t stream, int device) {
+  if (stream) return r.streams.at(stream);
+  std::shared_ptr<StreamThread>& legacy = r.legacy_streams[device];
+  if (!legacy) legacy = std::make_shared<StreamThread>(device, inline_streams());
+  return legacy;
 }
 
 thread_local int current = 0;
@@ -122,6 +151,38 @@ bool device_range(const void* ptr, size_t bytes, int device, const std::string& 
   return true;
 }
 
+void enqueue(cudaStream_t stream, std::function<void()> work) {
+  std::shared_ptr<StreamThread> thread;
+  {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    thread = thread_of(r, stream, device_of(stream));
+  }
+  thread->push(std::move(work));
+}
+
+void finish(cudaStream_t stream) {
+  std::shared_ptr<StreamThread> thread;
+  {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    thread = thread_of(r, stream, device_of(stream));
+  }
+  thread->finish();
+}
+
+// Waits for every stream of every GPU, as the calls that synchronise the device do (cudaFree).
+void finish_all() {
+  std::vector<std::shared_ptr<StreamThread>> threads;
+  {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    for (const auto& [handle, thread] : r.streams) threads.push_back(thread);
+    for (const auto& [device, thread] : r.legacy_streams) threads.push_back(thread);
+  }
+  for (const auto& thread : threads) thread->finish();
+}
+
 }  // namespace cgdp_device_emulation
 
 namespace emu = cgdp_device_emulation;
@@ -131,8 +192,12 @@ namespace {
 struct Stream {
   int device;  // first: device_of reads it through the opaque handle
 };
+// Where it was last recorded (registry's mutex guards both): the work up to `position` of
+// `stream`; none: complete, as an event never recorded is.
 struct Event {
   int device;
+  std::shared_ptr<emu::StreamThread> stream;
+  uint64_t position = 0;
 };
 
 cudaError_t fail(cudaError_t error, const std::string& why) {
@@ -167,8 +232,9 @@ cudaError_t check_event(cudaEvent_t event, const char* call) {
   return cudaSuccess;
 }
 
-// Where a copy's side lies: inside one device allocation, or host memory (pinned or not).
-enum class Side { kDevice, kHost };
+// Where a copy's side lies: inside one device allocation, or host memory, pinned (allocated or
+// registered with the runtime) or pageable.
+enum class Side { kDevice, kPinned, kPageable };
 
 // The side `ptr` is on, after checking that a device side lies inside one allocation.
 cudaError_t side_of(const void* ptr, size_t bytes, Side* side, const std::string& what) {
@@ -182,16 +248,18 @@ cudaError_t side_of(const void* ptr, size_t bytes, Side* side, const std::string
                                              " bytes run past the end of the device allocation");
     return cudaSuccess;
   }
-  *side = Side::kHost;
+  *side = emu::find_block(r, ptr, bytes, &base) ? Side::kPinned : Side::kPageable;
   return cudaSuccess;
 }
 
 // Checks a copy's two sides against the direction it names (cudaMemcpyDefault: any).
 cudaError_t check_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
-                       const char* call) {
+                       const char* call, Side* to_side = nullptr, Side* from_side = nullptr) {
   Side to{}, from{};
   if (cudaError_t e = side_of(dst, bytes, &to, std::string(call) + ": dst"); e) return e;
   if (cudaError_t e = side_of(src, bytes, &from, std::string(call) + ": src"); e) return e;
+  if (to_side) *to_side = to;
+  if (from_side) *from_side = from;
   const bool device_to = to == Side::kDevice, device_from = from == Side::kDevice;
   const bool matches = kind == cudaMemcpyDefault ||
                        (kind == cudaMemcpyHostToDevice && device_to && !device_from) ||
@@ -277,6 +345,38 @@ bool remove_block(void* ptr, bool device) {
   if (device) r.device_bytes[it->second.device] -= it->second.bytes;
   r.blocks.erase(it);
   return true;
+}
+
+// Runs `work` on `stream` (the null stream: the current GPU's legacy default one) and returns
+// its position there.
+uint64_t issue(cudaStream_t stream, std::function<void()> work) {
+  std::shared_ptr<emu::StreamThread> thread;
+  {
+    emu::Registry& r = emu::registry();
+    std::lock_guard lock(r.mutex);
+    thread = emu::thread_of(r, stream, emu::device_of(stream));
+  }
+  return thread->push(std::move(work));
+}
+
+void issue_and_wait(cudaStream_t stream, std::function<void()> work) {
+  issue(stream, std::move(work));
+  emu::finish(stream);
+}
+
+// A checked copy on `stream`, as CUDA runs one with pageable host memory: from it, the bytes are
+// taken at the call (staged), so the caller may reuse them at once; into it, the call returns
+// once they landed. Pinned memory and device memory are read and written in stream order.
+void issue_copy(void* dst, const void* src, size_t bytes, Side to, Side from, cudaStream_t stream) {
+  if (from == Side::kPageable && to != Side::kPageable) {
+    auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
+                                                      static_cast<const char*>(src) + bytes);
+    issue(stream, [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
+  } else if (to == Side::kPageable) {
+    issue_and_wait(stream, [dst, src, bytes] { std::memmove(dst, src, bytes); });
+  } else {
+    issue(stream, [dst, src, bytes] { std::memmove(dst, src, bytes); });
+  }
 }
 
 }  // namespace
@@ -390,8 +490,10 @@ cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   return ok();
 }
 
+// cudaFree and cudaFreeHost synchronise the device: no stream may still use the memory after.
 cudaError_t cudaFree(void* ptr) {
   if (!ptr) return ok();
+  emu::finish_all();
   if (!remove_block(ptr, true))
     return fail(cudaErrorInvalidValue, "cudaFree: not the start of a device allocation");
   std::free(ptr);
@@ -416,6 +518,7 @@ cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned int flags) {
 
 cudaError_t cudaFreeHost(void* ptr) {
   if (!ptr) return ok();
+  emu::finish_all();
   if (!remove_block(ptr, false))
     return fail(cudaErrorInvalidValue, "cudaFreeHost: not memory cudaHostAlloc returned");
   std::free(ptr);
@@ -435,22 +538,25 @@ cudaError_t cudaHostRegister(void* ptr, size_t bytes, unsigned int flags) {
 }
 
 cudaError_t cudaHostUnregister(void* ptr) {
+  emu::finish_all();
   if (!remove_block(ptr, false))
     return fail(cudaErrorHostMemoryNotRegistered, "cudaHostUnregister: not a registered range");
   return ok();
 }
 
+// On the legacy default stream, which does not wait for non-blocking streams; the host waits.
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   if (cudaError_t e = check_copy(dst, src, bytes, kind, "cudaMemcpy"); e) return e;
-  std::memmove(dst, src, bytes);
+  issue_and_wait(nullptr, [dst, src, bytes] { std::memmove(dst, src, bytes); });
   return ok();
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t stream) {
   if (cudaError_t e = check_stream(stream, "cudaMemcpyAsync"); e) return e;
-  if (cudaError_t e = check_copy(dst, src, bytes, kind, "cudaMemcpyAsync"); e) return e;
-  std::memmove(dst, src, bytes);
+  Side to{}, from{};
+  if (cudaError_t e = check_copy(dst, src, bytes, kind, "cudaMemcpyAsync", &to, &from); e) return e;
+  issue_copy(dst, src, bytes, to, from, stream);
   return ok();
 }
 
@@ -465,16 +571,23 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
   Side to{}, from{};
   if (cudaError_t e = side_of(dst, dst_span, &to, "cudaMemcpy2DAsync: dst"); e) return e;
   if (cudaError_t e = side_of(src, src_span, &from, "cudaMemcpy2DAsync: src"); e) return e;
-  for (size_t row = 0; row < height; ++row)
-    std::memmove(static_cast<char*>(dst) + row * dpitch,
-                 static_cast<const char*>(src) + row * spitch, width);
+  const auto rows = [dst, dpitch, src, spitch, width, height] {
+    for (size_t row = 0; row < height; ++row)
+      std::memmove(static_cast<char*>(dst) + row * dpitch,
+                   static_cast<const char*>(src) + row * spitch, width);
+  };
+  if (from == Side::kPageable || to == Side::kPageable)  // cgdp copies pinned rows only
+    issue_and_wait(stream, rows);
+  else
+    issue(stream, rows);
   return ok();
 }
 
+// Of device memory, asynchronous to the host, on the legacy default stream (as CUDA's).
 cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
   if (!emu::device_range(dst, bytes, emu::current, "cudaMemset"))
     return fail(cudaErrorInvalidValue, emu::last_problem);
-  std::memset(dst, value, bytes);
+  issue(nullptr, [dst, value, bytes] { std::memset(dst, value, bytes); });
   return ok();
 }
 
@@ -482,40 +595,50 @@ cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t str
   if (cudaError_t e = check_stream(stream, "cudaMemsetAsync"); e) return e;
   if (!emu::device_range(dst, bytes, emu::device_of(stream), "cudaMemsetAsync"))
     return fail(cudaErrorInvalidValue, emu::last_problem);
-  std::memset(dst, value, bytes);
+  issue(stream, [dst, value, bytes] { std::memset(dst, value, bytes); });
   return ok();
 }
 
+// Every stream is non-blocking (cgdp makes no other kind): none waits for the legacy one.
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
   auto* s = new Stream{emu::current};
+  auto thread = std::make_shared<emu::StreamThread>(s->device, emu::inline_streams());
   emu::Registry& r = emu::registry();
   std::lock_guard lock(r.mutex);
   *stream = reinterpret_cast<cudaStream_t>(s);
-  r.streams.insert(*stream);
+  r.streams[*stream] = std::move(thread);
   return ok();
 }
 
+// The stream's work still runs, as on a GPU: its thread stops once that is done and the last
+// event recorded on it is gone.
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   if (cudaError_t e = check_stream(stream, "cudaStreamDestroy"); e) return e;
-  emu::Registry& r = emu::registry();
-  std::lock_guard lock(r.mutex);
-  r.streams.erase(stream);
+  std::shared_ptr<emu::StreamThread> thread;
+  {
+    emu::Registry& r = emu::registry();
+    std::lock_guard lock(r.mutex);
+    thread = std::move(r.streams.at(stream));
+    r.streams.erase(stream);
+  }
   delete reinterpret_cast<Stream*>(stream);
   return ok();
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  return check_stream(stream, "cudaStreamSynchronize") ? emu::last_error : ok();
+  if (check_stream(stream, "cudaStreamSynchronize")) return emu::last_error;
+  emu::finish(stream);
+  return ok();
 }
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* data) {
   if (cudaError_t e = check_stream(stream, "cudaLaunchHostFunc"); e) return e;
-  fn(data);
+  issue(stream, [fn, data] { fn(data); });
   return ok();
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
-  auto* e = new Event{emu::current};
+  auto* e = new Event{emu::current, nullptr, 0};
   emu::Registry& r = emu::registry();
   std::lock_guard lock(r.mutex);
   *event = reinterpret_cast<cudaEvent_t>(e);
@@ -536,22 +659,50 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (cudaError_t e = check_event(event, "cudaEventRecord"); e) return e;
   if (cudaError_t e = check_stream(stream, "cudaEventRecord"); e) return e;
-  if (reinterpret_cast<Event*>(event)->device != emu::device_of(stream))
+  auto* e = reinterpret_cast<Event*>(event);
+  if (e->device != emu::device_of(stream))
     return fail(cudaErrorInvalidResourceHandle, "cudaEventRecord: event and stream on two GPUs");
+  emu::Registry& r = emu::registry();
+  std::lock_guard lock(r.mutex);
+  e->stream = emu::thread_of(r, stream, e->device);
+  e->position = e->stream->issued();
   return ok();
 }
 
+namespace {
+// Where `event` was last recorded (none: complete).
+std::pair<std::shared_ptr<emu::StreamThread>, uint64_t> recorded(cudaEvent_t event) {
+  emu::Registry& r = emu::registry();
+  std::lock_guard lock(r.mutex);
+  const auto* e = reinterpret_cast<const Event*>(event);
+  return {e->stream, e->position};
+}
+}  // namespace
+
 cudaError_t cudaEventQuery(cudaEvent_t event) {
-  return check_event(event, "cudaEventQuery") ? emu::last_error : ok();
+  if (check_event(event, "cudaEventQuery")) return emu::last_error;
+  const auto [stream, position] = recorded(event);
+  if (stream && !stream->reached(position)) {
+    emu::last_error = cudaErrorNotReady;  // as the runtime does: cgdp's query clears it
+    return cudaErrorNotReady;
+  }
+  return ok();
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  return check_event(event, "cudaEventSynchronize") ? emu::last_error : ok();
+  if (check_event(event, "cudaEventSynchronize")) return emu::last_error;
+  if (const auto [stream, position] = recorded(event); stream) stream->wait_for(position);
+  return ok();
 }
 
+// The stream's later work waits for the work the event's last record covered.
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
   if (cudaError_t e = check_stream(stream, "cudaStreamWaitEvent"); e) return e;
-  return check_event(event, "cudaStreamWaitEvent") ? emu::last_error : ok();
+  if (check_event(event, "cudaStreamWaitEvent")) return emu::last_error;
+  const auto [recorded_on, position] = recorded(event);
+  if (recorded_on && !recorded_on->reached(position))
+    issue(stream, [recorded_on, position] { recorded_on->wait_for(position); });
+  return ok();
 }
 
 }  // extern "C"
@@ -567,6 +718,9 @@ const bool kernels_hooked = [] {
        },
        [](void* dst, int value, size_t bytes, void* stream) -> int {
          return cudaMemsetAsync(dst, value, bytes, static_cast<cudaStream_t>(stream));
+       },
+       [](void* stream, std::function<void()> work) {
+         emu::enqueue(static_cast<cudaStream_t>(stream), std::move(work));
        }});
   return true;
 }();

@@ -2,11 +2,12 @@
 """Turns a CUDA source (.cu) into C++ that the kernel emulator (emulated_cuda.hpp) compiles: each
 launch `callee<<<grid, block[, shared[, stream]]>>>(args);` becomes
 
-    ::cgdp_emulation::launch({"callee", "file:line", dim3(grid), dim3(block), shared},
-                             [&](const auto&... a_) { callee(a_...); }, args);
+    ::cgdp_emulation::launch({"callee", "file:line", dim3(grid), dim3(block), shared, stream},
+                             [=](const auto&... a_) { callee(a_...); }, args);
 
 The arguments are evaluated once, on the host, as a launch does, and every emulated thread calls
-the kernel with its own copies of them. Launches are found by balanced-bracket parsing (comments,
+the kernel with its own copies of them (which may be after the launch returned: the device
+emulation runs a launch on its stream's thread, so the lambda captures nothing by reference). Launches are found by balanced-bracket parsing (comments,
 string and character literals skipped), not by a regular expression. The output keeps the input's
 line numbers, and a #line directive names the input, so compiler messages and __FILE__/__LINE__
 point into the .cu file.
@@ -198,11 +199,13 @@ def convert_one(text, mask, at, name, line):
                                     "statement)")
     args = text[paren + 1:args_end]
     shared = config[2] if len(config) > 2 else "0"
+    stream = config[3] if len(config) > 3 else "nullptr"
     site = c_string(f"{name}:{line}")
     # The arguments keep their own line breaks, so the lines after the launch keep their numbers.
     replacement = (f"::cgdp_emulation::launch({{{c_string(callee)}, {site}, dim3({config[0]}), "
-                   f"dim3({config[1]}), static_cast<size_t>({shared})}}, "
-                   f"[&](const auto&... a_) {{ {callee}(a_...); }}"
+                   f"dim3({config[1]}), static_cast<size_t>({shared}), "
+                   f"static_cast<cudaStream_t>({stream})}}, "
+                   f"[=](const auto&... a_) {{ {callee}(a_...); }}"
                    + (f", {args});" if args.strip() else ");"))
     lost = text.count("\n", start, semicolon + 1) - replacement.count("\n")
     return start, semicolon + 1, replacement + "\n" * max(lost, 0)

@@ -46,7 +46,7 @@ struct ErrorState {
   std::string last_failure_text;
 };
 ErrorState& errors() {
-  static ErrorState state;
+  thread_local ErrorState state;  // per host thread, as CUDA keeps it
   return state;
 }
 
@@ -325,16 +325,25 @@ ThreadOrder current_order() {
 
 }  // namespace
 
-void launch(const LaunchConfig& config, ThreadBody body) {
+bool accept_launch(const LaunchConfig& config) {
   std::lock_guard lock(launch_mutex());
   ++g_launches;
-  const ThreadOrder order = current_order();
   if (const cudaError_t error = configuration_error(config); error != cudaSuccess) {
     ErrorState& e = errors();
     e.pending = e.last_failure = error;
     e.last_failure_text = cgdp::cat(runtime_text(error), " (launch ", describe(config), ")");
-    return;
+    return false;
   }
+  return true;
+}
+
+void launch(const LaunchConfig& config, ThreadBody body) {
+  if (accept_launch(config)) run_launch(config, body);
+}
+
+void run_launch(const LaunchConfig& config, ThreadBody body) {
+  std::lock_guard lock(launch_mutex());
+  const ThreadOrder order = current_order();
   static FiberPool pool;
   BlockRun run(config, body, pool, order);
   gridDim = config.grid;
@@ -394,6 +403,13 @@ cudaError_t from_hook(int code) {
 
 void cgdp_emulation::set_runtime_hooks(const RuntimeHooks& hooks) {
   runtime_hooks = hooks;
+}
+
+void cgdp_emulation::run_on_stream(cudaStream_t stream, std::function<void()> work) {
+  if (runtime_hooks.run_on_stream)
+    runtime_hooks.run_on_stream(stream, std::move(work));
+  else
+    work();
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,

@@ -30,6 +30,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <source_location>
 #include <tuple>
 #include <type_traits>
@@ -171,6 +173,7 @@ struct LaunchConfig {
   const char* site;    // "kernels/x.cu:line"
   dim3 grid, block;
   size_t dynamic_shared_bytes = 0;
+  cudaStream_t stream = nullptr;
 };
 
 // A non-owning reference to the kernel call each thread makes (cheaper than std::function).
@@ -188,17 +191,29 @@ class ThreadBody {
   void (*call_)(void*);
 };
 
-// Checks the configuration as the hardware does (an invalid one sets cudaGetLastError's error and
-// runs nothing), then runs every block, each thread calling body(). Returns once all finished.
+// Checks the configuration as the hardware does: an invalid one sets cudaGetLastError's error
+// and returns false (nothing runs). Counts the launch either way.
+bool accept_launch(const LaunchConfig& config);
+// Runs every block of an accepted launch, each thread calling body(). Returns once all finished.
+void run_launch(const LaunchConfig& config, ThreadBody body);
+// Hands an accepted launch's work to its stream (runtime_hooks.hpp): at once, or on the stream's
+// thread under the device emulation.
+void run_on_stream(cudaStream_t stream, std::function<void()> work);
+
+// Both: checks, then runs every block at once.
 void launch(const LaunchConfig& config, ThreadBody body);
 
 // kernel<<<...>>>(args...): the arguments evaluated once, as a launch copies them, then each
-// thread calls `kernel` (a lambda calling the kernel by name) with them.
+// thread calls `kernel` (a lambda calling the kernel by name) with them, on the launch's stream.
 template <typename Kernel, typename... Args>
 void launch(const LaunchConfig& config, const Kernel& kernel, Args&&... args) {
-  const std::tuple<std::decay_t<Args>...> values(std::forward<Args>(args)...);
-  auto body = [&] { std::apply(kernel, values); };
-  launch(config, ThreadBody::calling(body));
+  if (!accept_launch(config)) return;
+  auto values =
+      std::make_shared<const std::tuple<std::decay_t<Args>...>>(std::forward<Args>(args)...);
+  run_on_stream(config.stream, [config, kernel, values] {
+    auto body = [&] { std::apply(kernel, *values); };
+    run_launch(config, ThreadBody::calling(body));
+  });
 }
 
 // Launches so far in this process, refused ones included (a test can see that none was made).

@@ -1,0 +1,46 @@
+// One emulated CUDA stream's work, run in issue order by a thread of its own, beside the host and
+// the other streams, as a GPU runs a stream (emulated_runtime.cpp).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace cgdp_device_emulation {
+
+class StreamThread {
+ public:
+  // `device`: the GPU the work runs on (current on the thread); `inline_work`: run every piece
+  // of work on the issuing thread as it is pushed (CGDP_EMULATED_STREAMS=inline), no thread.
+  StreamThread(int device, bool inline_work);
+  ~StreamThread();  // runs what is left, then stops
+  StreamThread(const StreamThread&) = delete;
+  StreamThread& operator=(const StreamThread&) = delete;
+
+  // Appends `work`; returns its position (1, 2, ...). An exception from it ends the process.
+  uint64_t push(std::function<void()> work);
+  // The position of the last work pushed (0: none yet).
+  uint64_t issued() const;
+  // Whether the work up to `position` has run.
+  bool reached(uint64_t position) const;
+  // Blocks until the work up to `position` has run.
+  void wait_for(uint64_t position) const;
+  void finish() const { wait_for(issued()); }
+
+ private:
+  void run();
+  void run_one(const std::function<void()>& work) const;
+
+  const int device_;
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  std::deque<std::function<void()>> queue_;
+  uint64_t issued_ = 0, done_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;  // last: starts once the rest is there; none with inline work
+};
+
+}  // namespace cgdp_device_emulation
