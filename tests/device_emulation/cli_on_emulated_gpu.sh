@@ -89,4 +89,15 @@ if grep -q "OVER it" "$work/offload.log" || ! grep -Eq "\| yes \|$" "$work/offlo
   cat "$work/offload.log" >&2
   exit 1
 fi
+# cgdp topo (run.sh's first look at the machine): the GPUs and a worker each; one more GPU worker
+# than GPUs is refused with what to add (topology_test's TopoCommand case, which needs GPUs).
+run topo topo --devices 2
+expect topo "^GPUs: 2"
+expect topo "^  cuda:1 -> NUMA node"
+if timeout 60 "$cgdp" topo --devices 3 >"$work/topo3.log" 2>&1; then
+  echo "FAILED (topo3): cgdp topo --devices 3 on 2 GPUs exited 0" >&2
+  exit 1
+fi
+expect topo3 "only 2 CUDA GPUs found; add --cpu to plan CPU workers"
+
 echo "every command line of bench/gpu/run.sh ran on the emulated GPUs"
