@@ -4,7 +4,7 @@
 // GPU, links against these definitions unchanged (tests/device_emulation/CMakeLists.txt).
 // Each stream runs its work on a thread of its own, in issue order, beside the host and the other
 // streams, as a GPU does: a missing event wait or stream synchronisation reads what was not yet
-// written (memory a GPU has just allocated reads as NaN), and ThreadSanitizer names the race.
+// written (memory a GPU has just allocated reads as NaN) when the threads' timing exposes it.
 // CGDP_EMULATED_STREAMS=inline runs every operation on the issuing thread when it is issued
 // instead: one schedule a real GPU may run, for telling a race from a wrong result.
 #pragma once
