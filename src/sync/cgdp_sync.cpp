@@ -211,7 +211,7 @@ class CgdpSync final : public SyncScheme {
     const FactorBufferBytes bytes =
         factor_buffer_bytes(params_, factored_, samples, all_workers_, dtype_);
     const size_t slot_count = factored_weights_.size();
-    const auto buffer = [](Device& device, int64_t size) {  // none of size 0
+    const auto buffer = [](Device& device, int64_t size) {  // size 0: none
       return DeviceBuffer(device, static_cast<size_t>(size));
     };
     for (SyncWorker& w : workers) {

@@ -151,24 +151,21 @@ bool device_range(const void* ptr, size_t bytes, int device, const std::string& 
   return true;
 }
 
+namespace {
+// thread_of, taking the registry's mutex; the thread outlives the stream's destruction.
+std::shared_ptr<StreamThread> stream_thread(cudaStream_t stream) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  return thread_of(r, stream, device_of(stream));
+}
+}  // namespace
+
 void enqueue(cudaStream_t stream, std::function<void()> work) {
-  std::shared_ptr<StreamThread> thread;
-  {
-    Registry& r = registry();
-    std::lock_guard lock(r.mutex);
-    thread = thread_of(r, stream, device_of(stream));
-  }
-  thread->push(std::move(work));
+  stream_thread(stream)->push(std::move(work));
 }
 
 void finish(cudaStream_t stream) {
-  std::shared_ptr<StreamThread> thread;
-  {
-    Registry& r = registry();
-    std::lock_guard lock(r.mutex);
-    thread = thread_of(r, stream, device_of(stream));
-  }
-  thread->finish();
+  stream_thread(stream)->finish();
 }
 
 // Waits for every stream of every GPU, as the calls that synchronise the device do (cudaFree).
@@ -347,20 +344,8 @@ bool remove_block(void* ptr, bool device) {
   return true;
 }
 
-// Runs `work` on `stream` (the null stream: the current GPU's legacy default one) and returns
-// its position there.
-uint64_t issue(cudaStream_t stream, std::function<void()> work) {
-  std::shared_ptr<emu::StreamThread> thread;
-  {
-    emu::Registry& r = emu::registry();
-    std::lock_guard lock(r.mutex);
-    thread = emu::thread_of(r, stream, emu::device_of(stream));
-  }
-  return thread->push(std::move(work));
-}
-
 void issue_and_wait(cudaStream_t stream, std::function<void()> work) {
-  issue(stream, std::move(work));
+  emu::enqueue(stream, std::move(work));
   emu::finish(stream);
 }
 
@@ -371,11 +356,11 @@ void issue_copy(void* dst, const void* src, size_t bytes, Side to, Side from, cu
   if (from == Side::kPageable && to != Side::kPageable) {
     auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
                                                       static_cast<const char*>(src) + bytes);
-    issue(stream, [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
+    emu::enqueue(stream, [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
   } else if (to == Side::kPageable) {
     issue_and_wait(stream, [dst, src, bytes] { std::memmove(dst, src, bytes); });
   } else {
-    issue(stream, [dst, src, bytes] { std::memmove(dst, src, bytes); });
+    emu::enqueue(stream, [dst, src, bytes] { std::memmove(dst, src, bytes); });
   }
 }
 
@@ -579,7 +564,7 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
   if (from == Side::kPageable || to == Side::kPageable)  // cgdp copies pinned rows only
     issue_and_wait(stream, rows);
   else
-    issue(stream, rows);
+    emu::enqueue(stream, rows);
   return ok();
 }
 
@@ -587,7 +572,7 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
 cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
   if (!emu::device_range(dst, bytes, emu::current, "cudaMemset"))
     return fail(cudaErrorInvalidValue, emu::last_problem);
-  issue(nullptr, [dst, value, bytes] { std::memset(dst, value, bytes); });
+  emu::enqueue(nullptr, [dst, value, bytes] { std::memset(dst, value, bytes); });
   return ok();
 }
 
@@ -595,7 +580,7 @@ cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t str
   if (cudaError_t e = check_stream(stream, "cudaMemsetAsync"); e) return e;
   if (!emu::device_range(dst, bytes, emu::device_of(stream), "cudaMemsetAsync"))
     return fail(cudaErrorInvalidValue, emu::last_problem);
-  issue(stream, [dst, value, bytes] { std::memset(dst, value, bytes); });
+  emu::enqueue(stream, [dst, value, bytes] { std::memset(dst, value, bytes); });
   return ok();
 }
 
@@ -633,7 +618,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* data) {
   if (cudaError_t e = check_stream(stream, "cudaLaunchHostFunc"); e) return e;
-  issue(stream, [fn, data] { fn(data); });
+  emu::enqueue(stream, [fn, data] { fn(data); });
   return ok();
 }
 
@@ -701,7 +686,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   if (check_event(event, "cudaStreamWaitEvent")) return emu::last_error;
   const auto [recorded_on, position] = recorded(event);
   if (recorded_on && !recorded_on->reached(position))
-    issue(stream, [recorded_on, position] { recorded_on->wait_for(position); });
+    emu::enqueue(stream, [recorded_on, position] { recorded_on->wait_for(position); });
   return ok();
 }
 
