@@ -202,27 +202,47 @@ TEST(ExchangeDtype, SixteenBitExchangeOnCudaRoundsEachUpdateOnce) {
 }
 
 // --chunk-piece-kb: chunks copied, summed and sent back in pieces give the whole chunks' bits in
-// every dtype, with factors beside them, on one lane or two, and the start line says so. 1 KiB
-// cuts fashion_cnn's chunks into up to 400 pieces, the last of each part shorter.
-TEST(ChunkPieces, PiecesTrainToTheBitsOfWholeChunks) {
-  TrainConfig c = base_config("fashion_cnn", "synthetic", 16);
+// each (dtype, fully-connected exchange), with factors beside them on a lane of their own, and
+// the start line says so. 1 KiB cuts fashion_cnn's chunks into up to 400 pieces, the last of each
+// part shorter.
+void expect_pieces_give_whole_chunks_bits(
+    TrainConfig c, const std::vector<std::pair<const char*, const char*>>& dtype_and_fc) {
   c.devices = 3;
   c.iterations = 3;
   c.chunk = "2";
   c.host_threads = 2;
-  for (const char* dtype : {"fp32", "bf16", "fp16"})
-    for (const char* fc : {"dense", "factors"}) {
-      SCOPED_TRACE(cat(dtype, ", ", fc));
-      c.exchange_dtype = dtype;
-      c.sum_lanes = fc == std::string("dense") ? 1 : 2;
-      c.chunk_piece_kb = 0;
-      const Trained whole = train(c, fc);
-      c.chunk_piece_kb = 1;
-      const Trained pieces = train(c, fc);
-      EXPECT_NE(pieces.log.find("chunks in 1 KiB pieces"), std::string::npos) << pieces.log;
-      for (size_t w = 0; w < pieces.workers.size(); ++w)
-        EXPECT_EQ(pieces.workers[w], whole.workers[w]) << "worker " << w;
-    }
+  for (const auto& [dtype, fc] : dtype_and_fc) {
+    SCOPED_TRACE(cat(dtype, ", ", fc));
+    c.exchange_dtype = dtype;
+    c.sum_lanes = fc == std::string("dense") ? 1 : 2;
+    c.chunk_piece_kb = 0;
+    const Trained whole = train(c, fc);
+    c.chunk_piece_kb = 1;
+    const Trained pieces = train(c, fc);
+    EXPECT_NE(pieces.log.find("chunks in 1 KiB pieces"), std::string::npos) << pieces.log;
+    for (size_t w = 0; w < pieces.workers.size(); ++w)
+      EXPECT_EQ(pieces.workers[w], whole.workers[w]) << "worker " << w;
+  }
+}
+
+TEST(ChunkPieces, PiecesTrainToTheBitsOfWholeChunks) {
+  expect_pieces_give_whole_chunks_bits(base_config("fashion_cnn", "synthetic", 16),
+                                       {{"fp32", "dense"},
+                                        {"fp32", "factors"},
+                                        {"bf16", "dense"},
+                                        {"bf16", "factors"},
+                                        {"fp16", "dense"},
+                                        {"fp16", "factors"}});
+}
+
+// On a GPU each piece's D2H copy records an event that the host sum waits for before it reads the
+// piece: the events pieces add beside whole chunks'.
+TEST(ChunkPiecesOnCuda, PiecesTrainToTheBitsOfWholeChunks) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
+  TrainConfig c = base_config("fashion_cnn", "synthetic", 16);
+  c.device_kind = "cuda";
+  c.gemm_convolutions = true;
+  expect_pieces_give_whole_chunks_bits(c, {{"fp32", "dense"}, {"bf16", "factors"}});
 }
 
 // Without a profile, auto keeps CPU workers dense: their copies are memcpys, and the rebuild's

@@ -8,13 +8,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <future>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "cuda/cublas_library.hpp"
+#include "lag_scheduler.hpp"
+#include "stream_thread.hpp"
 
 namespace {
 
@@ -154,6 +158,39 @@ TEST(EmulatedCudaStreams, RunBesideEachOtherAndInOrderOnlyThroughEvents) {
   cudaStreamDestroy(up);
   cudaStreamDestroy(down);
   cudaFreeHost(pinned);
+}
+
+// CGDP_EMULATED_STREAMS=lagging's two rules, on two streams of its own.
+TEST(LaggingStreams, RunOnlyWhenWaitedForOrTheHostIsIdleLastPushedFirst) {
+  namespace emu = cgdp_device_emulation;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<char> order;
+  const auto note = [&](char name) {
+    return [&, name] {
+      std::lock_guard lock(mutex);
+      order.push_back(name);
+      changed.notify_all();
+    };
+  };
+  // Long enough that a test thread the machine holds up does not look like an idle host.
+  emu::lag_scheduler::set_idle_ns(200'000'000);
+  emu::StreamThread producer(0, emu::StreamMode::lagging), consumer(0, emu::StreamMode::lagging);
+  // Waited for: the producer's first piece runs, and only that.
+  const uint64_t first = producer.push(note('p'));
+  producer.push(note('q'));
+  producer.wait_for(first);
+  EXPECT_TRUE(producer.reached(first));
+  {
+    std::lock_guard lock(mutex);
+    EXPECT_EQ(order, std::vector<char>{'p'});
+  }
+  // Not waited for: once the host is idle, the stream pushed to last runs first, then the other.
+  consumer.push(note('c'));
+  std::unique_lock lock(mutex);
+  changed.wait(lock, [&] { return order.size() == 3; });
+  EXPECT_EQ(order, (std::vector<char>{'p', 'c', 'q'}));
+  emu::lag_scheduler::set_idle_ns(1'000'000);
 }
 
 TEST(EmulatedCublas, MultipliesAsAFloat64Reference) {

@@ -5,6 +5,8 @@
 // Each stream runs its work on a thread of its own, in issue order, beside the host and the other
 // streams, as a GPU does: a missing event wait or stream synchronisation reads what was not yet
 // written (memory a GPU has just allocated reads as NaN) when the threads' timing exposes it.
+// CGDP_EMULATED_STREAMS=lagging holds each stream's work back until something waits for it or the
+// host goes idle (lag_scheduler.hpp): a missing wait then shows every time, not by chance.
 // CGDP_EMULATED_STREAMS=inline runs every operation on the issuing thread when it is issued
 // instead: one schedule a real GPU may run, for telling a race from a wrong result.
 #pragma once

@@ -47,16 +47,17 @@ size_t gpu_capacity() {
   return bytes;
 }
 
-// CGDP_EMULATED_STREAMS: "async" (the default) or "inline".
-bool inline_streams() {
-  static const bool value = [] {
+// CGDP_EMULATED_STREAMS: "async" (the default), "lagging" or "inline" (stream_thread.hpp).
+StreamMode stream_mode() {
+  static const StreamMode mode = [] {
     const char* text = std::getenv("CGDP_EMULATED_STREAMS");
-    if (!text || !*text || std::strcmp(text, "async") == 0) return false;
-    if (std::strcmp(text, "inline") == 0) return true;
-    std::fprintf(stderr, "CGDP_EMULATED_STREAMS=%s: expected async or inline\n", text);
+    if (!text || !*text || std::strcmp(text, "async") == 0) return StreamMode::async;
+    if (std::strcmp(text, "lagging") == 0) return StreamMode::lagging;
+    if (std::strcmp(text, "inline") == 0) return StreamMode::inline_work;
+    std::fprintf(stderr, "CGDP_EMULATED_STREAMS=%s: expected async, lagging or inline\n", text);
     std::exit(2);
   }();
-  return value;
+  return mode;
 }
 
 struct Allocation {
@@ -87,7 +88,7 @@ Registry& registry() {
 const std::shared_ptr<StreamThread>& thread_of(Registry& r, cudaStream_t stream, int device) {
   if (stream) return r.streams.at(stream);
   std::shared_ptr<StreamThread>& legacy = r.legacy_streams[device];
-  if (!legacy) legacy = std::make_shared<StreamThread>(device, inline_streams());
+  if (!legacy) legacy = std::make_shared<StreamThread>(device, stream_mode());
   return legacy;
 }
 
@@ -587,7 +588,7 @@ cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t str
 // Every stream is non-blocking (cgdp makes no other kind): none waits for the legacy one.
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
   auto* s = new Stream{emu::current};
-  auto thread = std::make_shared<emu::StreamThread>(s->device, emu::inline_streams());
+  auto thread = std::make_shared<emu::StreamThread>(s->device, emu::stream_mode());
   emu::Registry& r = emu::registry();
   std::lock_guard lock(r.mutex);
   *stream = reinterpret_cast<cudaStream_t>(s);
