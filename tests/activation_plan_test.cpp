@@ -981,12 +981,15 @@ INSTANTIATE_TEST_SUITE_P(Precisions, ExactPacking, ::testing::Values("bf16", "fp
 // (two histories) trains to the same bits under a budget only that reaches, with no device above
 // it, with either scheme (ps0: worker 0 alone updates); a checkpoint written from the host's copy
 // resumes to those bits too.
-TEST(Offload, HistoryOnTheHostTrainsAndResumesBitForBit) {
+void expect_history_on_host_bit_for_bit(const std::string& device_kind) {
   FILE* sink = std::fopen("/dev/null", "w");
+  const bool cuda = device_kind == "cuda";
   for (const char* sync : {"cgdp", "ps0"}) {
     SCOPED_TRACE(sync);
     TrainConfig c = resnet_run();
     c.model = "fashion_cnn";  // parameters and history well above its activations
+    c.device_kind = device_kind;
+    c.cudnn_workspace_mb = 1;  // deterministic algorithms within it: both runs choose the same
     c.accumulate = 1;
     c.iterations = 4;
     c.solver.set_type("Adam");
@@ -998,14 +1001,14 @@ TEST(Offload, HistoryOnTheHostTrainsAndResumesBitForBit) {
       Trainer t(c, sink);
       t.run();
       owned = parameters(t);
-      budget = device_peak(t, false) -
+      budget = device_peak(t, cuda) -
                t.net().learnable_count() * int64_t{sizeof(float)};  // half the history
     }
     c.device_memory_gb = static_cast<double>(budget) / (1LL << 30);
     const auto expect_owned_bits = [&](Trainer& t) {
       for (const Worker& w : t.workers())
         if (w.solver) EXPECT_EQ(w.solver->history_place(), HistoryPlace::Host);
-      EXPECT_LE(device_peak(t, false), budget);
+      EXPECT_LE(device_peak(t, cuda), budget);
       const std::vector<float> got = parameters(t);
       ASSERT_EQ(got.size(), owned.size());
       EXPECT_EQ(0, std::memcmp(got.data(), owned.data(), owned.size() * sizeof(float)));
@@ -1013,6 +1016,16 @@ TEST(Offload, HistoryOnTheHostTrainsAndResumesBitForBit) {
     expect_trained_and_resumed(c, sink, expect_owned_bits);
   }
   std::fclose(sink);
+}
+
+TEST(Offload, HistoryOnTheHostTrainsAndResumesBitForBit) {
+  expect_history_on_host_bit_for_bit("cpu");
+}
+
+// On a GPU the history's pieces come in and go out on copy streams of their own, beside the step.
+TEST(OffloadOnCuda, HistoryOnTheHostTrainsAndResumesBitForBit) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine: CUDA test not run";
+  expect_history_on_host_bit_for_bit("cuda");
 }
 
 // When even the history on the host is not enough, InnerProduct weights wait there too and pass
