@@ -81,6 +81,7 @@ nlohmann::json memory_json(const MemoryEstimate& m) {
       {"exchange_narrow", m.exchange_narrow},
       {"exchange_factors", m.exchange_factors},
       {"test_net", m.test_net},
+      {"test_half_operands", m.test_half_operands},
       {"worker_bytes", workers},
       {"worker_peak_bytes", peaks},
       {"host_pinned", m.pinned},
@@ -122,6 +123,7 @@ void print_memory(const MemoryEstimate& m) {
   if (m.exchange_factors > 0) row("sufficient factors' rows", m.exchange_factors);
   std::printf("  %-28s %12s  (test batch %lld)\n", "test net (worker 0)", format_bytes(m.test_net).c_str(),
               static_cast<long long>(m.test_batch));
+  if (m.test_half_operands > 0) row("its 16-bit copies (worker 0)", m.test_half_operands);
   for (int w = 0; w < m.workers; ++w)
     std::printf(
         "  %-28s %12s  (%s)\n", cat("worker ", w, " device").c_str(),

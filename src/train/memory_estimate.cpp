@@ -106,13 +106,17 @@ void add_cudnn_passes(const Net<float>& net, std::vector<ConvPassProblem>& passe
 }
 
 // The largest 16-bit operand copies one Convolution, Deconvolution or InnerProduct call of the
-// net takes (cuda/half_operands.hpp); 0 without such a layer.
+// net takes (cuda/half_operands.hpp); 0 without such a layer. InnerProduct's forward narrows no
+// output; its backward narrows the output's gradient too (a TEST net runs none).
 int64_t largest_half_operands(const Net<float>& net) {
   int64_t most = 0;
   for (int i = 0; i < net.num_layers(); ++i) {
     const std::string type = net.layer(i).type();
     if (type != "Convolution" && type != "Deconvolution" && type != "InnerProduct") continue;
-    most = std::max(most, half_operand_bytes(net.bottoms(i)[0]->count(), net.tops(i)[0]->count(),
+    const bool backward = net.phase() == Phase::Train && net.needs_backward(i);
+    const bool narrows_output = type != "InnerProduct" || backward;
+    most = std::max(most, half_operand_bytes(net.bottoms(i)[0]->count(),
+                                             narrows_output ? net.tops(i)[0]->count() : 0,
                                              net.layer(i).params()[0]->count()));
   }
   return most;
@@ -232,8 +236,7 @@ MemoryEstimate estimate_memory(const proto::NetParameter& model, const std::stri
   m.test_net += cuda_layer_bytes(*test);
   add_cudnn_passes(net, m.cudnn_passes);
   add_cudnn_passes(*test, m.cudnn_passes);
-  // The test net runs on the train net's stream: its copies, at its own batch, share the scratch.
-  m.largest_half_operands = std::max(m.largest_half_operands, largest_half_operands(*test));
+  m.largest_test_half_operands = largest_half_operands(*test);
   m.test_peak = test_device.memory_stats().device_peak_bytes + lent;
   if (sync == SyncKind::Cgdp) m.pinned = (workers + 1) * m.gradients;  // receive per worker + sum
   m.pinned += workers * (m.offload_host + 2 * m.streamed);
@@ -253,7 +256,12 @@ void add_cuda_scratch(MemoryEstimate& m, DeviceKind kind, int64_t cudnn_workspac
     m.cudnn_scratch = (cudnn_workspace_mb << 20) + m.largest_convolution_weights;
   m.cudnn_scratch = std::max(m.cudnn_scratch, m.per_channel_scratch);  // the same buffer
   m.solver_scratch = kernels::kSumSquaresBytes;
-  if (is_16_bit(precision)) m.half_operands = m.largest_half_operands;
+  m.half_operands = m.test_half_operands = 0;
+  if (!is_16_bit(precision)) return;
+  m.half_operands = m.largest_half_operands;
+  // The test net runs on worker 0's compute stream: its copies, at its own batch, share the
+  // scratch.
+  m.test_half_operands = std::max<int64_t>(m.largest_test_half_operands - m.half_operands, 0);
 }
 
 void add_exchange_buffers(MemoryEstimate& m, SyncKind sync, ExchangeDtype dtype) {
@@ -280,8 +288,9 @@ int64_t MemoryEstimate::receive_bytes(int w) const {
 
 int64_t MemoryEstimate::worker_bytes(int w) const {
   const bool updates = sync != SyncKind::Ps0 || w == 0;  // ps0: worker 0 updates, then broadcasts
-  return replica() + (updates ? history + solver_scratch : 0) + (w == 0 ? test_net : 0) +
-         receive_bytes(w) + cudnn_scratch + half_operands + exchange_narrow + exchange_factors;
+  return replica() + (updates ? history + solver_scratch : 0) +
+         (w == 0 ? test_net + test_half_operands : 0) + receive_bytes(w) + cudnn_scratch +
+         half_operands + exchange_narrow + exchange_factors;
 }
 
 int64_t MemoryEstimate::worker_peak(int w) const {
@@ -566,7 +575,7 @@ void check_memory_fits(const MemoryEstimate& m, DeviceKind kind, int gpus, int64
       {"16-bit operand copies", m.half_operands * n, "lower --batch"},
       {"16-bit exchange buffers", m.exchange_narrow * n, "--exchange-dtype fp32"},
       {"sufficient factors", m.exchange_factors * n, "--fc-exchange dense"},
-      {"test net", m.test_net, "lower --test-batch"},
+      {"test net", m.test_net + m.test_half_operands, "lower --test-batch"},
       {"ps0 receive buffers", receive, "--sync cgdp"},
       {"host sums", cuda || one_device ? 0 : m.pinned, "fewer --devices"},
   };

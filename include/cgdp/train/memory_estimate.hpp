@@ -61,9 +61,12 @@ struct MemoryEstimate {
   std::vector<ConvPassProblem> cudnn_passes;
   bool cudnn_scratch_stored = false;
   // CUDA in bf16/fp16, set by the trainer: the 16-bit copies of the largest multiplying layer's
-  // operands (half_operand_bytes), one per compute stream.
+  // operands (half_operand_bytes), one per compute stream; and on worker 0, whose stream runs
+  // the test net too, what the test net's largest call takes beyond that.
   int64_t half_operands = 0;
-  int64_t largest_half_operands = 0;  // bytes, the train or test net's largest call; 0: none
+  int64_t test_half_operands = 0;
+  // Bytes of the train and the test net's largest call, in any precision; 0: none.
+  int64_t largest_half_operands = 0, largest_test_half_operands = 0;
   // The highest a net's device held while it was built and planned (each layer's own
   // parameters are there for a moment before they move to the flat buffer or are shared).
   int64_t train_peak = 0, test_peak = 0;
