@@ -6,7 +6,7 @@
 // streams, as a GPU does: a missing event wait or stream synchronisation reads what was not yet
 // written (memory a GPU has just allocated reads as NaN) when the threads' timing exposes it.
 // CGDP_EMULATED_STREAMS=lagging holds each stream's work back until something waits for it or the
-// host goes idle (lag_scheduler.hpp): a missing wait then shows every time, not by chance.
+// host goes idle (lag_scheduler.hpp): a reader's missing wait then shows by schedule, not chance.
 // CGDP_EMULATED_STREAMS=inline runs every operation on the issuing thread when it is issued
 // instead: one schedule a real GPU may run, for telling a race from a wrong result.
 #pragma once

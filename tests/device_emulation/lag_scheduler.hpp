@@ -1,8 +1,9 @@
 // CGDP_EMULATED_STREAMS=lagging: a stream's work runs only when something waits for it (a
 // synchronisation, or another stream's event wait), or when no stream runs anything and the host
 // has issued nothing for a moment; then the stream pushed to last catches up first. So a consumer
-// that does not wait for its producer runs before it, and reads what was not yet written; and
-// work that nobody waits for (a host function a host thread expects) still runs.
+// that does not wait for its producer runs before it (unless something else waited for the
+// producer first) and reads what was not yet written; and work that nobody waits for (a host
+// function a host thread expects) still runs.
 #pragma once
 
 #include <cstdint>
